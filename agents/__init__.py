@@ -1,0 +1,1 @@
+"""arena-gym package."""

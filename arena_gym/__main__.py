@@ -1,0 +1,7 @@
+"""``python -m arena_gym``: the arena-gym command line."""
+
+import sys
+
+from arena_gym.cli import main
+
+sys.exit(main())

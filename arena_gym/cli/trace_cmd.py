@@ -1,0 +1,39 @@
+"""``arena-gym trace info | convert``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from arena_gym.cluster import load_cluster
+from arena_gym.experiment import make_perf, trace_hooks
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the trace sub-subcommands."""
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name, help_text in (("info", "summarise a trace"), ("convert", "write a trace in the canonical CSV format")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("trace", help="trace file or synthetic[:k=v,...]")
+        p.add_argument("--cluster", default="testbed-64", help="cluster used to sample missing fields feasibly")
+        p.add_argument("--perf", default="estimator", help="performance model used to sample missing fields")
+        p.add_argument("--seed", type=int, default=0)
+        if name == "convert":
+            p.add_argument("--out", type=Path, required=True, help="canonical CSV to write")
+        p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Load the trace; print its summary or write it canonically."""
+    from traces import Trace, resolve_trace, save_trace
+
+    cluster = load_cluster(args.cluster)
+    feasible, iter_time = trace_hooks(make_perf(args.perf, cluster), cluster)
+    trace: Trace = resolve_trace(args.trace, seed=args.seed, feasible=feasible, iter_time=iter_time)
+    if args.action == "info":
+        print(json.dumps(trace.summary(), indent=2, default=str))
+    else:
+        save_trace(trace, args.out)
+        print(f"wrote {len(trace.jobs)} jobs to {args.out}")
+    return 0

@@ -1,0 +1,98 @@
+"""One simulation run from a frozen config: resolve cluster, models, trace and policy, run, score."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arena_gym.cluster import load_cluster
+from arena_gym.loop import run_episode
+from arena_gym.metrics import compute_metrics
+from arena_gym.protocols import PerfModel, Policy
+from arena_gym.records import EpisodeRecord
+from arena_gym.registry import perf_registry, policy_registry
+from arena_gym.sim import OverheadModel, SimBackend, SimConfig
+from arena_gym.types import ClusterSpec, JobSpec, ModelRef, best_locality
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one simulated episode.
+
+    ``perf`` is the ground-truth model the simulator executes with; ``belief`` the one policies
+    plan with (None: the same model). ``horizon_s`` counts from the first submission.
+    """
+
+    policy: str
+    trace: str = "synthetic"
+    cluster: str = "testbed-64"
+    seed: int = 0
+    perf: str = "estimator"
+    belief: str | None = None
+    horizon_s: float = math.inf
+    round_s: float | None = None
+    event_decisions: bool = True
+    overhead: OverheadModel = field(default_factory=OverheadModel)
+
+    def sim_config(self) -> SimConfig:
+        """The simulator settings of this run."""
+        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its config, the episode record and the metrics."""
+
+    config: RunConfig
+    record: EpisodeRecord
+    metrics: dict[str, float]
+
+
+def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None) -> PerfModel:
+    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``)."""
+    return perf_registry().make(spec, cluster=cluster, seed=seed, base=truth)
+
+
+def make_policy(spec: str, seed: int = 0) -> Policy:
+    """Build a registered policy (or ``sb3:PATH``) with its own seeded generator."""
+    return policy_registry().make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1])))
+
+
+def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bool], Callable[..., float]]:
+    """Feasibility and iteration-time callables that trace samplers use (best locality on ``cluster``)."""
+    capacity = {g.gpu_type: g.gpus_per_node for g in cluster.groups}
+
+    def iter_time(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> float:
+        cap = capacity.get(gpu_type)
+        if cap is None or num_gpus > cap * cluster.group(gpu_type).nodes:
+            return math.inf
+        return perf.iter_time(model, batch, best_locality(gpu_type, num_gpus, cap))
+
+    def feasible(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> bool:
+        return math.isfinite(iter_time(model, batch, gpu_type, num_gpus))
+
+    return feasible, iter_time
+
+
+def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> tuple[JobSpec, ...]:
+    """Resolve a trace spec into jobs, sampling missing fields feasibly on ``cluster``."""
+    from traces import resolve_trace
+
+    feasible, iter_time = trace_hooks(perf, cluster)
+    return resolve_trace(trace, seed=seed, feasible=feasible, iter_time=iter_time).jobs
+
+
+def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | None = None) -> RunResult:
+    """Run one episode as ``config`` says and compute its metrics."""
+    cluster = load_cluster(config.cluster)
+    truth = make_perf(config.perf, cluster, config.seed)
+    belief = make_perf(config.belief, cluster, config.seed, truth) if config.belief else truth
+    if jobs is None:
+        jobs = load_jobs(config.trace, cluster, truth, config.seed)
+    backend = SimBackend(cluster, truth, belief, config.sim_config())
+    policy = make_policy(config.policy, config.seed)
+    record = run_episode(backend, policy, jobs, progress=progress)
+    return RunResult(config, record, compute_metrics(record))

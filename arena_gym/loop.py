@@ -1,0 +1,31 @@
+"""The one decide-apply-advance loop, shared by the simulator and the live runner."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from tqdm.auto import tqdm
+
+from arena_gym.protocols import ClusterBackend, Policy
+from arena_gym.records import EpisodeRecord
+from arena_gym.types import JobSpec
+
+
+def run_episode(backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec], progress: bool = False) -> EpisodeRecord:
+    """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record."""
+    policy.reset()
+    decisions, wall = 0, 0.0
+    bar = tqdm(total=len(jobs), desc=policy.name, unit="job", disable=not progress, leave=False)
+    snapshot = backend.reset(jobs, ap_search=policy.ap_search)
+    while snapshot is not None:
+        t0 = time.perf_counter()
+        decision = policy.decide(snapshot)
+        wall += time.perf_counter() - t0
+        decisions += 1
+        backend.apply(decision)
+        snapshot = backend.advance()
+        if snapshot is not None and snapshot.departures:
+            bar.update(len(snapshot.departures))
+    bar.close()
+    return backend.record(policy.name, decisions, wall)

@@ -1,0 +1,193 @@
+"""Metrics computed once, from the event log of an episode.
+
+Everything here replays ``EpisodeRecord.events``: per-job outcomes (JCT, queueing, restarts),
+a step timeline of cluster state, and the flat metrics dictionary written to ``metrics.json``.
+The live runner produces the same event log, so the same code scores both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.types import JobId
+
+#: The artifact averages throughput over rounds above this many samples/s (reference/arena.md §8.6).
+ACTIVE_THROUGHPUT_FLOOR = 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """What happened to one submitted job."""
+
+    job_id: JobId
+    submit: float
+    first_start: float | None
+    finish: float | None
+    queued_s: float
+    starts: int
+    reconfigurations: int
+    preemptions: int
+    last_gpu_type: str
+    last_num_gpus: int
+    deadline: float | None
+
+    @property
+    def jct(self) -> float | None:
+        return None if self.finish is None else self.finish - self.submit
+
+    @property
+    def deadline_met(self) -> bool | None:
+        if self.deadline is None:
+            return None
+        return self.finish is not None and self.finish <= self.deadline + 1e-9
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Piecewise-constant cluster state: value ``[i]`` holds on ``[time[i], time[i+1])``."""
+
+    time: np.ndarray
+    throughput: np.ndarray  # samples/s of running jobs
+    alloc_gpus: np.ndarray  # GPUs held (running or reconfiguring)
+    running_gpus: np.ndarray  # GPUs of jobs making progress
+    running_jobs: np.ndarray
+    pending_jobs: np.ndarray
+    end: float
+
+    def integral(self, values: np.ndarray) -> float:
+        """Time integral of a step series over ``[time[0], end]``."""
+        if len(self.time) == 0:
+            return 0.0
+        widths = np.diff(np.append(self.time, self.end))
+        return float(np.dot(values, np.clip(widths, 0.0, None)))
+
+    def binned(self, values: np.ndarray, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Time-average of a step series in consecutive bins of ``bin_s`` seconds (bin starts, means)."""
+        if len(self.time) == 0 or self.end <= self.time[0]:
+            return np.zeros(0), np.zeros(0)
+        start = self.time[0]
+        edges = np.arange(start, self.end + bin_s, bin_s)
+        edges[-1] = max(edges[-1], self.end)
+        # cumulative integral at each step boundary, then interpolate at bin edges
+        bounds = np.append(self.time, self.end)
+        cum = np.concatenate([[0.0], np.cumsum(values * np.diff(bounds))])
+        at_edges = np.interp(np.minimum(edges, self.end), bounds, cum)
+        widths = np.diff(np.minimum(edges, self.end))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(widths > 0, np.diff(at_edges) / widths, 0.0)
+        return edges[:-1], means
+
+
+def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
+    """Per-job outcomes of every submitted job, in submission order."""
+    state: dict[JobId, dict] = {}
+    for ev in record.events:
+        s = state.get(ev.job_id)
+        if ev.kind is EventKind.SUBMIT:
+            state[ev.job_id] = s = {"submit": ev.time, "first": None, "finish": None, "queued": 0.0,
+                                    "since": ev.time, "starts": 0, "preempt": 0, "type": "", "n": 0}
+            continue
+        assert s is not None, f"event for unsubmitted job {ev.job_id}"
+        if ev.kind is EventKind.ALLOCATE:
+            if s["since"] is not None:
+                s["queued"] += ev.time - s["since"]
+                s["since"] = None
+            if s["first"] is None:
+                s["first"] = ev.time
+            s["starts"] += 1
+            s["type"], s["n"] = ev.gpu_type, ev.num_gpus
+        elif ev.kind is EventKind.PREEMPT:
+            s["preempt"] += 1
+            s["since"] = ev.time
+        elif ev.kind is EventKind.FINISH:
+            s["finish"] = ev.time
+    deadlines = {j.job_id: j.deadline for j in record.jobs}
+    out = []
+    for job_id, s in state.items():
+        queued = s["queued"] + (record.end_time - s["since"] if s["since"] is not None else 0.0)
+        out.append(JobOutcome(job_id, s["submit"], s["first"], s["finish"], queued, s["starts"],
+                              max(0, s["starts"] - 1), s["preempt"], s["type"], s["n"], deadlines.get(job_id)))
+    return out
+
+
+def timeline(record: EpisodeRecord) -> Timeline:
+    """Replay the event log into a step timeline (one point per distinct event time)."""
+    rate: dict[JobId, float] = {}
+    gpus: dict[JobId, int] = {}
+    pending: set[JobId] = set()
+    times: list[float] = []
+    rows: list[tuple[float, int, int, int, int]] = []
+    for ev in record.events:
+        if ev.kind is EventKind.SUBMIT:
+            pending.add(ev.job_id)
+        elif ev.kind is EventKind.ALLOCATE:
+            pending.discard(ev.job_id)
+            rate.pop(ev.job_id, None)
+            gpus[ev.job_id] = ev.num_gpus
+        elif ev.kind is EventKind.RUN:
+            rate[ev.job_id] = ev.samples_per_s
+        else:  # PREEMPT or FINISH
+            rate.pop(ev.job_id, None)
+            gpus.pop(ev.job_id, None)
+            if ev.kind is EventKind.PREEMPT:
+                pending.add(ev.job_id)
+        running_gpus = sum(gpus[j] for j in rate)
+        row = (sum(rate.values()), sum(gpus.values()), running_gpus, len(rate), len(pending))
+        if times and times[-1] == ev.time:
+            rows[-1] = row
+        else:
+            times.append(ev.time)
+            rows.append(row)
+    arr = np.array(rows, dtype=float).reshape(-1, 5)
+    return Timeline(np.array(times, dtype=float), arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4],
+                    max(record.end_time, times[-1] if times else record.end_time))
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else math.nan
+
+
+def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0) -> dict[str, float]:
+    """The flat metrics of an episode (keys carry units: ``_s``, samples/s for throughput)."""
+    outcomes = job_outcomes(record)
+    tl = timeline(record)
+    jcts = np.array([o.jct for o in outcomes if o.jct is not None], dtype=float)
+    queues = np.array([o.queued_s for o in outcomes], dtype=float)
+    span = max(tl.end - record.start_time, 0.0)
+    total_gpus = record.cluster.total_gpus
+    _, binned = tl.binned(tl.throughput, bin_s)
+    active = binned[binned > ACTIVE_THROUGHPUT_FLOOR]
+    finishes = [o.finish for o in outcomes if o.finish is not None]
+    all_done = len(finishes) == len(record.jobs)
+    with_deadline = [o for o in outcomes if o.deadline is not None]
+    return {
+        "jobs_total": float(len(record.jobs)),
+        "jobs_submitted": float(len(outcomes)),
+        "jobs_finished": float(len(jcts)),
+        "avg_jct_s": float(jcts.mean()) if len(jcts) else math.nan,
+        "median_jct_s": _pct(jcts, 50),
+        "p95_jct_s": _pct(jcts, 95),
+        "p99_jct_s": _pct(jcts, 99),
+        "avg_queue_s": float(queues.mean()) if len(queues) else math.nan,
+        "makespan_s": (max(finishes) - record.start_time) if all_done and finishes else span,
+        "avg_throughput": float(active.mean()) if len(active) else 0.0,
+        "peak_throughput": float(binned.max()) if len(binned) else 0.0,
+        "avg_throughput_span": tl.integral(tl.throughput) / span if span > 0 else 0.0,
+        "gpu_alloc_ratio": tl.integral(tl.alloc_gpus) / (span * total_gpus) if span > 0 else 0.0,
+        "gpu_util": tl.integral(tl.running_gpus) / (span * total_gpus) if span > 0 else 0.0,
+        "reconfigurations": float(sum(o.reconfigurations for o in outcomes)),
+        "preemptions": float(sum(o.preemptions for o in outcomes)),
+        "deadline_met_ratio": (sum(1 for o in with_deadline if o.deadline_met) / len(with_deadline))
+        if with_deadline else math.nan,
+        "end_time_s": record.end_time - record.start_time,
+        "decisions": float(record.decisions),
+        "sched_ms_per_decision": 1000.0 * record.decide_wall_s / record.decisions if record.decisions else 0.0,
+    }
+
+
+#: Keys that measure wall-clock time rather than the simulated outcome (excluded from determinism checks).
+WALL_CLOCK_KEYS = frozenset({"sched_ms_per_decision"})

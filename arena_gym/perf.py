@@ -1,0 +1,67 @@
+"""PerfModel wrappers: a deliberately noisy belief, for misestimation experiments."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+
+from arena_gym.protocols import PerfModel
+from arena_gym.types import Grid, ModelRef, Plan, ResourceShape
+
+
+@dataclass(frozen=True)
+class NoisyPerfModel:
+    """``base`` with a fixed multiplicative log-normal error per (model, batch, shape).
+
+    The error for a point is a pure function of (seed, model, batch, shape), so every query
+    of the same point sees the same misestimate and runs are reproducible. Feasibility is not
+    changed: infeasible stays infeasible.
+    """
+
+    base: PerfModel
+    sigma: float
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.sigma >= 0:
+            raise ValueError(f"noise sigma must be >= 0, got {self.sigma}")
+
+    @property
+    def name(self) -> str:
+        return f"noisy({self.base.name},{self.sigma})"
+
+    def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
+        key = f"{self.seed}|{model.name}|{batch}|{shape}".encode()
+        u1, u2 = struct.unpack("<II", hashlib.blake2b(key, digest_size=8).digest())
+        # Box-Muller from two uniform draws in (0, 1)
+        a, b = (u1 + 0.5) / 2**32, (u2 + 0.5) / 2**32
+        return math.exp(self.sigma * math.sqrt(-2.0 * math.log(a)) * math.cos(2 * math.pi * b))
+
+    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """The base estimate times the point's fixed error factor."""
+        return self.base.iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
+
+    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
+        """Grid estimate with the shape's error factor."""
+        return self.base.grid_iter_time(model, global_batch, grid) * self._factor(model, global_batch, grid.shape)
+
+    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """DP-only estimate with the shape's error factor."""
+        return self.base.dp_iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
+
+    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
+        """The base model's plan."""
+        return self.base.proxy_plan(model, global_batch, shape)
+
+
+def noisy_perf_model(path: str, base: PerfModel | None, seed: int = 0) -> NoisyPerfModel:
+    """``noisy:SIGMA`` spec: wrap the run's ground truth with log-normal error of std ``SIGMA``."""
+    if base is None:
+        raise ValueError("noisy:SIGMA is a belief model: it needs a ground-truth model to perturb")
+    try:
+        sigma = float(path)
+    except ValueError:
+        raise ValueError(f"noisy:SIGMA needs a number, got {path!r}") from None
+    return NoisyPerfModel(base, sigma, seed)

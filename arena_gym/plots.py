@@ -1,0 +1,69 @@
+"""PNG plots of episodes: JCT CDF, cluster throughput over time, queue length over time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from arena_gym.metrics import job_outcomes, timeline  # noqa: E402
+from arena_gym.records import EpisodeRecord  # noqa: E402
+
+
+def _smooth(values: np.ndarray, window: int) -> np.ndarray:
+    if window <= 1 or len(values) < window:
+        return values
+    return np.convolve(values, np.ones(window) / window, mode="same")
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    tmp = path.with_suffix(".tmp.png")
+    fig.tight_layout()
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
+    """CDF of job completion times (hours) of finished jobs, one line per record."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for rec in records:
+        jcts = np.sort([o.jct for o in job_outcomes(rec) if o.jct is not None]) / 3600.0
+        if len(jcts):
+            ax.step(jcts, np.arange(1, len(jcts) + 1) / len(jcts), where="post", label=rec.policy)
+    ax.set_xlabel("JCT (h)")
+    ax.set_ylabel("fraction of finished jobs")
+    ax.set_xscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_series(records: Sequence[EpisodeRecord], path: Path, series: str, ylabel: str,
+                bin_s: float = 300.0, smooth: int = 5) -> Path:
+    """A binned (and moving-mean smoothed) timeline series over time in hours, one line per record."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for rec in records:
+        tl = timeline(rec)
+        starts, means = tl.binned(getattr(tl, series), bin_s)
+        ax.plot((starts - rec.start_time) / 3600.0, _smooth(means, smooth), label=rec.policy, lw=1.2)
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_all(records: Sequence[EpisodeRecord], out_dir: Path) -> list[Path]:
+    """The three standard plots into ``out_dir``."""
+    return [
+        plot_jct_cdf(records, out_dir / "jct_cdf.png"),
+        plot_series(records, out_dir / "throughput.png", "throughput", "cluster throughput (samples/s)"),
+        plot_series(records, out_dir / "queue.png", "pending_jobs", "queued jobs", smooth=1),
+    ]

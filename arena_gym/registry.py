@@ -1,0 +1,94 @@
+"""Registries mapping names to ``"module:attr"`` targets, resolved lazily on use."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+def resolve(target: str) -> Any:
+    """Import ``"package.module:attr"`` and return the attribute."""
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise ValueError(f"registry target {target!r} is not of the form 'module:attr'")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered name: its target, default keyword arguments and a one-line description."""
+
+    target: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+class Registry:
+    """Name -> Entry, plus prefix handlers such as ``sb3:PATH``."""
+
+    def __init__(self, kind: str, entries: Mapping[str, Entry], prefixes: Mapping[str, str] | None = None) -> None:
+        self.kind = kind
+        self._entries = dict(entries)
+        self._prefixes = dict(prefixes or {})
+
+    @property
+    def entries(self) -> Mapping[str, Entry]:
+        return MappingProxyType(self._entries)
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._entries)
+
+    def register(self, name: str, target: str, description: str = "", **kwargs: Any) -> None:
+        """Add (or replace) a name."""
+        self._entries[name] = Entry(target, dict(kwargs), description)
+
+    def make(self, spec: str, **extra: Any) -> Any:
+        """Build the object a name (or ``prefix:argument``) stands for.
+
+        Keyword arguments in ``extra`` are passed only if the target's signature accepts them.
+        """
+        prefix, sep, argument = spec.partition(":")
+        if sep and prefix in self._prefixes:
+            return _call(resolve(self._prefixes[prefix]), {"path": argument, **extra})
+        entry = self._entries.get(spec)
+        if entry is None:
+            valid = ", ".join(self.names() + [f"{p}:..." for p in self._prefixes])
+            raise ValueError(f"unknown {self.kind} {spec!r}; valid: {valid}")
+        return _call(resolve(entry.target), {**entry.kwargs, **extra})
+
+
+def _call(factory: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in params}
+    return factory(**kwargs)
+
+
+def policy_registry() -> Registry:
+    """A fresh registry of the built-in scheduling policies."""
+    return Registry(
+        "policy",
+        {
+            "fcfs": Entry("agents.fcfs:FCFS", {"name": "fcfs"}, "first come first served at the requested shape"),
+            "fcfs-r": Entry("agents.fcfs:FCFS", {"name": "fcfs-r", "relax": True}, "FCFS with relaxed locality"),
+            "srtf": Entry("agents.srtf:SRTF", {"name": "srtf"}, "preemptive shortest remaining time first"),
+        },
+        prefixes={},
+    )
+
+
+def perf_registry() -> Registry:
+    """Performance models: the calibrated estimator (default) or a measured table (``measured:CSV``)."""
+    return Registry(
+        "performance model",
+        {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
+        prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model"},
+    )

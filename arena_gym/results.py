@@ -1,0 +1,158 @@
+"""Results directories: resolved config with seed and code version, metrics, CSVs, plots, leaderboards."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from arena_gym.experiment import RunResult
+from arena_gym.metrics import job_outcomes, timeline
+from arena_gym.plots import plot_all
+from arena_gym.records import EpisodeRecord
+
+#: Leaderboard columns, in order (metric keys of ``compute_metrics``).
+LEADERBOARD_COLUMNS = (
+    "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "avg_throughput",
+    "peak_throughput", "jobs_finished", "jobs_submitted", "gpu_util", "reconfigurations",
+    "deadline_met_ratio", "sched_ms_per_decision",
+)
+
+
+def code_version() -> str:
+    """Package version plus the git commit (``+dirty`` when the tree has changes), if available."""
+    try:
+        version = metadata.version("arena-gym")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return f"{version}+{commit}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return version
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write JSON atomically (temp file, then rename); non-finite floats become null/"inf"."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(_jsonable(data), indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> Path:
+    """Write a CSV atomically."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    frame.to_csv(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:
+    """One row per submitted job: outcome, queueing, restarts, deadline."""
+    specs = {j.job_id: j for j in record.jobs}
+    rows = []
+    for o in job_outcomes(record):
+        spec = specs[o.job_id]
+        rows.append({
+            "job_id": o.job_id, "model": spec.model.name, "global_batch": spec.global_batch,
+            "iterations": spec.iterations, "requested_gpu_type": spec.requested_gpu_type or "",
+            "requested_gpus": spec.requested_gpus or 0, "submit_s": o.submit, "first_start_s": o.first_start,
+            "finish_s": o.finish, "jct_s": o.jct, "queued_s": o.queued_s, "reconfigurations": o.reconfigurations,
+            "preemptions": o.preemptions, "last_gpu_type": o.last_gpu_type, "last_num_gpus": o.last_num_gpus,
+            "deadline_s": o.deadline, "deadline_met": o.deadline_met,
+        })
+    return pd.DataFrame(rows)
+
+
+def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
+    """The step timeline: cluster state after each distinct event time."""
+    tl = timeline(record)
+    return pd.DataFrame({
+        "time_s": tl.time - record.start_time, "throughput": tl.throughput, "alloc_gpus": tl.alloc_gpus,
+        "running_gpus": tl.running_gpus, "running_jobs": tl.running_jobs, "pending_jobs": tl.pending_jobs,
+    })
+
+
+def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
+    """Write one run's results directory and return it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "config.json", {"config": result.config, "seed": result.config.seed,
+                                         "code_version": code_version(), "policy": result.record.policy,
+                                         "cluster": result.record.cluster})
+    write_json(out_dir / "metrics.json", result.metrics)
+    write_csv(out_dir / "jobs.csv", jobs_frame(result.record))
+    write_csv(out_dir / "timeline.csv", timeline_frame(result.record))
+    if plots:
+        plot_all([result.record], out_dir)
+    return out_dir
+
+
+def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, float]:
+    """The artifact's padding rule: pad each policy's finished JCTs with the largest JCT seen
+    (over all policies) up to the reference policy's finished count, then average."""
+    jcts = {r.record.policy: [o.jct for o in job_outcomes(r.record) if o.jct is not None] for r in results}
+    if reference not in jcts:
+        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)}")
+    worst = max((max(v) for v in jcts.values() if v), default=math.nan)
+    target = len(jcts[reference])
+    out = {}
+    for policy, values in jcts.items():
+        padded = values + [worst] * max(0, target - len(values))
+        out[policy] = sum(padded) / len(padded) if padded else math.nan
+    return out
+
+
+def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:
+    """One row per run (policy, trace, seed) with the standard metric columns."""
+    rows = []
+    padded: dict[tuple[str, int], dict[str, float]] = {}
+    if pad_reference:
+        groups: dict[tuple[str, int], list[RunResult]] = {}
+        for r in results:
+            groups.setdefault((r.config.trace, r.config.seed), []).append(r)
+        padded = {k: padded_avg_jct(v, pad_reference) for k, v in groups.items()}
+    for r in results:
+        row: dict[str, Any] = {"policy": r.record.policy, "trace": r.config.trace, "seed": r.config.seed}
+        row.update({k: r.metrics.get(k, math.nan) for k in LEADERBOARD_COLUMNS})
+        if pad_reference:
+            row["padded_avg_jct_s"] = padded[(r.config.trace, r.config.seed)][r.record.policy]
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.sort_values(["trace", "seed", "avg_jct_s"], kind="stable").reset_index(drop=True)
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency)."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")
+        return str(v)
+
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"

@@ -1,0 +1,356 @@
+"""Frozen domain types shared by every package: cluster, jobs, grids, plans, decisions."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NewType
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from arena_gym.protocols import PerfModel
+
+JobId = NewType("JobId", str)
+GpuType = NewType("GpuType", str)
+
+#: GPU counts a job may hold (Arena: powers of two up to 16).
+GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16)
+
+#: Model-family aliases accepted in traces (the artifact calls its GPT family ``bert``).
+FAMILY_ALIASES: dict[str, str] = {"bert": "gpt", "wrn": "wide_resnet", "wresnet": "wide_resnet"}
+
+
+def is_power_of_two(n: int) -> bool:
+    """True for 1, 2, 4, 8, ..."""
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """A model architecture by family and size label, e.g. ``gpt`` / ``1.3B``."""
+
+    family: str
+    size: str
+
+    @property
+    def name(self) -> str:
+        """Canonical ``family__size`` name used in traces."""
+        return f"{self.family}__{self.size}"
+
+    @staticmethod
+    def parse(text: str) -> "ModelRef":
+        """Parse ``family__size`` (aliases such as ``bert`` accepted)."""
+        family, sep, size = text.strip().partition("__")
+        if not sep or not family or not size:
+            raise ValueError(f"model name {text!r} is not of the form family__size (e.g. gpt__1.3B)")
+        family = FAMILY_ALIASES.get(family.lower(), family.lower())
+        return ModelRef(family, size)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """Nodes of one GPU type: count, GPUs per node and links (GB/s per direction)."""
+
+    gpu_type: GpuType
+    nodes: int
+    gpus_per_node: int
+    intra_node_gbps: float = 0.0  # 0 = take the catalogue's default for the type
+    inter_node_gbps: float = 0.0
+
+    @property
+    def total_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """A cluster: node groups, one per GPU type."""
+
+    name: str
+    groups: tuple[NodeGroup, ...]
+
+    def __post_init__(self) -> None:
+        types = [g.gpu_type for g in self.groups]
+        if len(set(types)) != len(types):
+            raise ValueError(f"cluster {self.name!r} lists a GPU type twice: {types}")
+        for g in self.groups:
+            if g.nodes < 1 or g.gpus_per_node < 1:
+                raise ValueError(f"cluster {self.name!r}: group {g.gpu_type} needs >= 1 node and GPU")
+
+    @property
+    def gpu_types(self) -> tuple[GpuType, ...]:
+        return tuple(g.gpu_type for g in self.groups)
+
+    def group(self, gpu_type: str) -> NodeGroup:
+        """The node group of a GPU type; ValueError naming the valid types otherwise."""
+        for g in self.groups:
+            if g.gpu_type == gpu_type:
+                return g
+        raise ValueError(f"unknown GPU type {gpu_type!r} in cluster {self.name!r}; valid: {', '.join(self.gpu_types)}")
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(g.total_gpus for g in self.groups)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A training job as submitted: model, global batch, iterations, submit time, request."""
+
+    job_id: JobId
+    model: ModelRef
+    global_batch: int
+    iterations: int
+    submit_time: float
+    requested_gpu_type: GpuType | None = None
+    requested_gpus: int | None = None
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.global_batch < 1:
+            raise ValueError(f"job {self.job_id}: global batch must be >= 1, got {self.global_batch}")
+        if self.iterations < 1:
+            raise ValueError(f"job {self.job_id}: iterations must be >= 1, got {self.iterations}")
+        if not math.isfinite(self.submit_time) or self.submit_time < 0:
+            raise ValueError(f"job {self.job_id}: submit time must be finite and >= 0, got {self.submit_time}")
+        if self.requested_gpus is not None and not is_power_of_two(self.requested_gpus):
+            raise ValueError(f"job {self.job_id}: requested GPU count {self.requested_gpus} is not a power of two")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ResourceShape:
+    """GPU type x count with uniform locality: ``n_nodes`` nodes of ``gpus_per_node`` GPUs."""
+
+    gpu_type: GpuType
+    n_nodes: int
+    gpus_per_node: int
+
+    def __post_init__(self) -> None:
+        if not (is_power_of_two(self.n_nodes) and is_power_of_two(self.gpus_per_node)):
+            raise ValueError(f"shape {self.n_nodes}x{self.gpus_per_node} {self.gpu_type}: degrees must be powers of two")
+
+    @property
+    def num_gpus(self) -> int:
+        return self.n_nodes * self.gpus_per_node
+
+    def __str__(self) -> str:
+        return f"{self.gpu_type}:{self.n_nodes}x{self.gpus_per_node}"
+
+
+@functools.lru_cache(maxsize=4096)
+def best_locality(gpu_type: str, num_gpus: int, node_capacity: int) -> ResourceShape:
+    """Pack ``num_gpus`` onto the fewest nodes: ``[n]`` or ``[cap] * (n / cap)``."""
+    per_node = min(num_gpus, node_capacity)
+    return ResourceShape(GpuType(gpu_type), max(1, num_gpus // per_node), per_node)
+
+
+@functools.lru_cache(maxsize=4096)
+def localities(gpu_type: str, num_gpus: int, node_capacity: int) -> tuple[ResourceShape, ...]:
+    """All uniform localities of ``num_gpus`` from best (fewest nodes) to most spread."""
+    best = best_locality(gpu_type, num_gpus, node_capacity)
+    out = []
+    per_node = best.gpus_per_node
+    while per_node >= 1:
+        out.append(ResourceShape(GpuType(gpu_type), num_gpus // per_node, per_node))
+        per_node //= 2
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Grid:
+    """Arena's grid (the artifact's Cell): a resource shape plus a pipeline-stage count."""
+
+    shape: ResourceShape
+    n_stages: int
+
+    def __post_init__(self) -> None:
+        if not is_power_of_two(self.n_stages) or self.n_stages > self.shape.num_gpus:
+            raise ValueError(f"grid {self.shape}: {self.n_stages} stages impossible on {self.shape.num_gpus} GPUs")
+
+
+class PipeSchedule(enum.Enum):
+    """Pipeline schedule used by a plan."""
+
+    GPIPE = "gpipe"
+    ONE_F_ONE_B = "1f1b"
+
+
+@dataclass(frozen=True, slots=True)
+class StagePlan:
+    """One pipeline stage: layers ``[layer_start, layer_end)`` on a (dp, tp) mesh."""
+
+    layer_start: int
+    layer_end: int
+    dp: int
+    tp: int
+
+    @property
+    def num_gpus(self) -> int:
+        return self.dp * self.tp
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A concrete adaptive-parallelism plan for a grid."""
+
+    stages: tuple[StagePlan, ...]
+    micro_batches: int
+    schedule: PipeSchedule = PipeSchedule.GPIPE
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(s.num_gpus for s in self.stages)
+
+    @property
+    def n_stages(self) -> int:
+        return len(self.stages)
+
+    def describe(self) -> str:
+        """Compact text such as ``pp2[dp2tp1|dp1tp2]x16``."""
+        meshes = "|".join(f"dp{s.dp}tp{s.tp}" for s in self.stages)
+        return f"pp{self.n_stages}[{meshes}]x{self.micro_batches}"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a job's GPUs are: node indices inside its GPU type's group, same count on each."""
+
+    gpu_type: GpuType
+    nodes: tuple[int, ...]
+    gpus_per_node: int
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.nodes) * self.gpus_per_node
+
+    @property
+    def shape(self) -> ResourceShape:
+        return ResourceShape(self.gpu_type, len(self.nodes), self.gpus_per_node)
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """What a job runs on: a grid, its placement, and optionally a concrete plan."""
+
+    grid: Grid
+    placement: Placement
+    plan: Plan | None = None
+
+    def __post_init__(self) -> None:
+        if self.placement.shape != self.grid.shape:
+            raise ValueError(f"placement {self.placement.shape} does not match grid shape {self.grid.shape}")
+        if self.plan is not None and self.plan.num_gpus != self.grid.shape.num_gpus:
+            raise ValueError(f"plan uses {self.plan.num_gpus} GPUs but the grid has {self.grid.shape.num_gpus}")
+
+    @property
+    def shape(self) -> ResourceShape:
+        return self.grid.shape
+
+    @property
+    def num_gpus(self) -> int:
+        return self.grid.shape.num_gpus
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A policy's answer at one decision point.
+
+    ``allocations`` (re)places jobs: start a pending job, or resize / retype / migrate a
+    running one. ``preemptions`` suspends running jobs back to the queue. Jobs not named keep
+    what they have. Preemptions are applied before allocations.
+    """
+
+    allocations: tuple[tuple[JobId, Allocation], ...] = ()
+    preemptions: tuple[JobId, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.allocations and not self.preemptions
+
+
+class JobStatus(enum.Enum):
+    """Lifecycle state of a job inside a backend."""
+
+    PENDING = "pending"
+    RECONFIGURING = "reconfiguring"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A frozen view of one job at a decision point.
+
+    Progress is linear between marks: ``iterations_done(t)`` extrapolates from the last mark
+    at the job's current rate, so a view stays valid until its allocation changes.
+    """
+
+    spec: JobSpec
+    status: JobStatus
+    allocation: Allocation | None
+    done_at_mark: float
+    mark_time: float
+    rate: float  # iterations per second now (0 while pending or reconfiguring)
+    run_start: float | None  # when the current allocation began making progress
+    first_start: float | None
+    attained_gpu_s: float  # GPU-seconds of service at the mark
+    queued_s_at_mark: float
+    reconfigurations: int
+    preemptions: int
+
+    @property
+    def job_id(self) -> JobId:
+        return self.spec.job_id
+
+    def iterations_done(self, now: float) -> float:
+        """Iterations completed by ``now``."""
+        if self.status is JobStatus.RUNNING and self.run_start is not None:
+            return min(self.spec.iterations, self.done_at_mark + self.rate * (now - max(self.mark_time, self.run_start)))
+        return self.done_at_mark
+
+    def remaining_iterations(self, now: float) -> float:
+        """Iterations still to run at ``now``."""
+        return max(0.0, self.spec.iterations - self.iterations_done(now))
+
+    def attained_gpu_seconds(self, now: float) -> float:
+        """GPU-seconds of service received by ``now`` (Tiresias' attained service)."""
+        if self.status is JobStatus.RUNNING and self.run_start is not None and self.allocation is not None:
+            return self.attained_gpu_s + self.allocation.num_gpus * (now - max(self.mark_time, self.run_start))
+        return self.attained_gpu_s
+
+    def queued_s(self, now: float) -> float:
+        """Seconds spent waiting in the queue by ``now`` (re-queues after preemption included)."""
+        if self.status is JobStatus.PENDING:
+            return self.queued_s_at_mark + (now - self.mark_time)
+        return self.queued_s_at_mark
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything a policy may look at in one decision point.
+
+    ``free`` holds, per GPU type, a read-only array of free GPUs per node; ``perf`` is the
+    performance model the policy plans with (a belief, not the ground truth).
+    """
+
+    now: float
+    cluster: ClusterSpec
+    free: Mapping[str, np.ndarray]
+    pending: tuple[JobView, ...]
+    running: tuple[JobView, ...]
+    perf: "PerfModel"
+    arrivals: tuple[JobId, ...] = ()
+    departures: tuple[JobId, ...] = ()
+    round_index: int = 0
+    horizon: float = field(default=math.inf)
+
+    def free_gpus(self, gpu_type: str) -> int:
+        """Total free GPUs of a type."""
+        return int(self.free[gpu_type].sum())
