@@ -1,0 +1,37 @@
+# arena-gym: `make run` (main job on built-in defaults) and `make test` (whole test suite).
+# Both create .venv with pip and install what they need; nothing else is required.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+OUT ?= results/compare
+POLICIES ?= fcfs,srtf
+export OMP_NUM_THREADS := 1
+export WANDB_ERROR_REPORTING := false
+
+.PHONY: run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Core install: numpy, pandas, gymnasium, scipy, matplotlib, tqdm (no torch).
+$(VENV)/.core-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Everything: torch==2.13.0 (CPU build), stable-baselines3, sb3-contrib, wandb, pytest, hypothesis.
+$(VENV)/.all-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[all]"
+	touch $@ $(VENV)/.core-installed
+
+run: $(VENV)/.core-installed
+	$(BIN)/arena-gym compare --policies $(POLICIES) --trace synthetic --cluster testbed-64 --out $(OUT)
+
+test: $(VENV)/.all-installed
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "not gpu and not slow" -p no:cacheprovider
+
+bench: $(VENV)/.all-installed
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) results .pytest_cache
