@@ -1,0 +1,44 @@
+"""Loader for the Arena artifact's trace CSV format.
+
+Columns: ``job_id, submission_time, num_iteration, model_name, deadline, batch_size, num_gpu,
+gpu_type`` (``../shared/data/arena/traces/*.csv``; artifact ``traces/simulate_trace_*.csv`` and
+``traces/runtime_trace.csv``). ``model_name`` is ``family__size``; the artifact's GPT family
+``bert`` is accepted as an alias of ``gpt``.
+
+Iterations: the artifact stores ``num_iteration`` x 5 and its simulator divides by 5 on
+arrival, so this loader divides by ``iteration_divisor`` (default 5), rounding up, at least 1
+(the artifact floors; the difference is < 1 iteration). The artifact's *runtime* used its
+testbed trace (``testbed.csv``) undivided: load it with ``iteration_divisor=1`` for that.
+
+Times: rebased to the first submission (offset in ``Trace.time_offset_s``); deadlines are
+kept as in the file, rebased the same way. ``num_gpu`` / ``gpu_type`` become the job's
+requested GPU count / type.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from traces.formats import ARENA_COLUMNS
+from traces.table import CsvTable, JobColumns, read_jobs
+from traces.trace import Trace
+
+log = logging.getLogger(__name__)
+
+ARENA_JOB_COLUMNS = JobColumns(
+    job_id="job_id", submit="submission_time", model="model_name", batch="batch_size", iterations="num_iteration",
+    gpu_type="gpu_type", num_gpus="num_gpu", deadline="deadline", request_optional=False,
+)
+
+
+def load_arena_csv(path: str | os.PathLike[str], *, iteration_divisor: int = 5, name: str | None = None) -> Trace:
+    """Load an Arena-artifact trace CSV (times rebased to the first job; iterations / divisor)."""
+    if iteration_divisor < 1:
+        raise ValueError(f"iteration_divisor must be >= 1, got {iteration_divisor}")
+    table = CsvTable(path, ARENA_COLUMNS, "arena")
+    jobs, offset = read_jobs(table, ARENA_JOB_COLUMNS, iteration_divisor=iteration_divisor)
+    trace = Trace(name or Path(path).stem, jobs, f"arena-csv:{os.fspath(path)}", offset)
+    log.info("loaded %d jobs from %s (Arena CSV, iterations / %d)", len(trace), os.fspath(path), iteration_divisor)
+    return trace

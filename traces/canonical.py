@@ -1,0 +1,65 @@
+"""The canonical on-disk trace format: a CSV with the header exactly
+
+``job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s``
+
+``model`` is ``family__size``; ``gpu_type``, ``num_gpus`` and ``deadline_s`` may be empty
+(no request / no deadline). Times are seconds. Loading rebases times to the first submission
+like every loader; saving writes the times as they are.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from traces.formats import CANONICAL_COLUMNS
+from traces.table import CsvTable, JobColumns, read_jobs
+from traces.trace import Trace
+
+log = logging.getLogger(__name__)
+
+CANONICAL_JOB_COLUMNS = JobColumns(
+    job_id="job_id", submit="submit_time_s", model="model", batch="global_batch", iterations="iterations",
+    gpu_type="gpu_type", num_gpus="num_gpus", deadline="deadline_s", request_optional=True,
+)
+
+
+def load_canonical(path: str | os.PathLike[str], *, name: str | None = None) -> Trace:
+    """Load a canonical trace CSV (times rebased to the first job)."""
+    table = CsvTable(path, CANONICAL_COLUMNS, "canonical")
+    jobs, offset = read_jobs(table, CANONICAL_JOB_COLUMNS)
+    trace = Trace(name or Path(path).stem, jobs, f"canonical:{os.fspath(path)}", offset)
+    log.info("loaded %d jobs from %s (canonical)", len(trace), os.fspath(path))
+    return trace
+
+
+def _num(x: float) -> str:
+    """Shortest exact text of a time: integers without a decimal point."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
+
+
+def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
+    """Write ``trace`` as a canonical CSV via a temporary file and an atomic rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(CANONICAL_COLUMNS)
+            for j in trace.jobs:
+                writer.writerow((
+                    j.job_id, _num(j.submit_time), j.model.name, j.global_batch, j.iterations,
+                    j.requested_gpu_type or "", j.requested_gpus or "",
+                    "" if j.deadline is None else _num(j.deadline),
+                ))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    log.info("saved %d jobs to %s (canonical)", len(trace), target)
+    return target

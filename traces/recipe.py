@@ -1,0 +1,311 @@
+"""The Arena artifact's job-field sampling recipe, as reusable seeded code.
+
+The artifact (GitHub sjtu-epcc/arena, ``traces/regenerate_sim_trace.py`` and
+``traces/regenerate_rt_trace.py``; ``reference/arena.md`` section 8.3) gives each job of a raw
+trace a model family, a size, a global batch, a GPU count and a GPU type, drawn from fixed
+weights, and re-draws *all* fields until the job is feasible.
+
+Model sizes and batches per family (the artifact's ``supported_model_cfgs``; the Philly trace
+uses GPT 760M-6.7B, MoE 690M-27B and WRN 500M-6.8B of these; index 0..5 as in the recipe)::
+
+    gpt          760M 1.3B 2.6B 6.7B 15B 39B     batches 128 256 512
+    moe          690M 1.3B 2.4B 10B  27B 70B     batches 256 512 1024
+    wide_resnet  500M 1B   2B   4B   6.8B 13B    batches 256 512 1024
+
+Mixes (weights; see :data:`MIXES`):
+
+- ``philly`` (also used for the artifact's Helios and PAI traces): family WRN 15 / GPT 25 /
+  MoE 60; size index weights 10/15/25/20/15/10; batch index weights 50/10/5; GPU count over
+  1/2/4/8/16 with weights 10/15/20/20/15, the count index capped at size index + 2; GPU type
+  a100 15 / v100 15 / a40 30 / a10 30.
+- ``testbed`` (the artifact's real-testbed trace): family 20/30/50; sizes 20/20/20/15/10/5;
+  batches 50/5/1; counts 10/15/20/25/10, no cap; types a40 10 / a10 15.
+
+All randomness comes from a ``numpy.random.Generator`` handed in; nothing global is seeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena_gym.types import GPU_COUNTS, ModelRef
+
+#: ``feasible(model, global_batch, gpu_type, num_gpus) -> bool``
+FeasibleFn = Callable[[ModelRef, int, str, int], bool]
+#: ``iter_time(model, global_batch, gpu_type, num_gpus) -> seconds per iteration``
+IterTimeFn = Callable[[ModelRef, int, str, int], float]
+
+FAMILY_SIZES: dict[str, tuple[str, ...]] = {
+    "wide_resnet": ("500M", "1B", "2B", "4B", "6.8B", "13B"),
+    "gpt": ("760M", "1.3B", "2.6B", "6.7B", "15B", "39B"),
+    "moe": ("690M", "1.3B", "2.4B", "10B", "27B", "70B"),
+}
+FAMILY_BATCHES: dict[str, tuple[int, ...]] = {
+    "wide_resnet": (256, 512, 1024),
+    "gpt": (128, 256, 512),
+    "moe": (256, 512, 1024),
+}
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Sampling weights of one recipe (weights need not sum to 1).
+
+    ``count_cap_offset``: when set, a job of size index ``s`` draws its GPU count index from
+    ``0 .. s + count_cap_offset`` only (the artifact's Philly rule, offset 2).
+    """
+
+    name: str
+    family_weights: tuple[tuple[str, float], ...]
+    size_weights: tuple[float, ...]
+    batch_weights: tuple[float, ...]
+    count_weights: tuple[float, ...]  # over GPU_COUNTS
+    gpu_type_weights: tuple[tuple[str, float], ...]
+    count_cap_offset: int | None = None
+
+
+MIXES: dict[str, Mix] = {
+    "philly": Mix(
+        name="philly",
+        family_weights=(("wide_resnet", 15.0), ("gpt", 25.0), ("moe", 60.0)),
+        size_weights=(10.0, 15.0, 25.0, 20.0, 15.0, 10.0),
+        batch_weights=(50.0, 10.0, 5.0),
+        count_weights=(10.0, 15.0, 20.0, 20.0, 15.0),
+        gpu_type_weights=(("a100", 15.0), ("v100", 15.0), ("a40", 30.0), ("a10", 30.0)),
+        count_cap_offset=2,
+    ),
+    "testbed": Mix(
+        name="testbed",
+        family_weights=(("wide_resnet", 20.0), ("gpt", 30.0), ("moe", 50.0)),
+        size_weights=(20.0, 20.0, 20.0, 15.0, 10.0, 5.0),
+        batch_weights=(50.0, 5.0, 1.0),
+        count_weights=(10.0, 15.0, 20.0, 25.0, 10.0),
+        gpu_type_weights=(("a40", 10.0), ("a10", 15.0)),
+        count_cap_offset=None,
+    ),
+}
+
+
+def get_mix(name: str) -> Mix:
+    """The mix called ``name``; ValueError listing the valid names otherwise."""
+    try:
+        return MIXES[name]
+    except KeyError:
+        raise ValueError(f"unknown mix {name!r}; valid: {', '.join(MIXES)}") from None
+
+
+# -- built-in feasibility and nominal speed ------------------------------------------------
+
+#: GPU memory (GB) of the types the built-in rule knows.
+GPU_MEMORY_GB: dict[str, float] = {"a100": 40.0, "v100": 32.0, "a40": 48.0, "a10": 24.0, "h100": 80.0, "l20": 48.0}
+
+#: Fewest GPUs (of 40-48 GB) on which a size ran in the artifact's traces (minimum over the
+#: A100 and A40 requests in arena/traces/{philly,pai,testbed}.csv). Sizes not listed have no
+#: data in the artifact's performance database and are infeasible under the built-in rule.
+MIN_GPUS: dict[tuple[str, str], int] = {
+    ("gpt", "760M"): 1, ("gpt", "1.3B"): 1, ("gpt", "2.6B"): 4, ("gpt", "6.7B"): 8,
+    ("moe", "690M"): 1, ("moe", "1.3B"): 1, ("moe", "2.4B"): 2, ("moe", "10B"): 4,
+    ("wide_resnet", "500M"): 1, ("wide_resnet", "1B"): 2, ("wide_resnet", "2B"): 2,
+    ("wide_resnet", "4B"): 4, ("wide_resnet", "6.8B"): 8,
+}
+
+
+def default_feasible(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> bool:
+    """Coarse built-in feasibility, used when no estimator-backed ``feasible`` is given.
+
+    Feasible iff the size is one the artifact has performance data for (:data:`MIN_GPUS`)
+    and ``num_gpus >= MIN_GPUS[size]``, doubled on GPUs with less than 40 GB (V100, A10).
+    The batch is ignored. Pass the estimator's feasibility for the recipe proper.
+    """
+    need = MIN_GPUS.get((model.family, model.size))
+    if need is None:
+        return False
+    if GPU_MEMORY_GB.get(gpu_type, 40.0) < 40.0:
+        need *= 2
+    return num_gpus >= need
+
+
+#: Nominal seconds per iteration on ONE A40-equivalent at the family's smallest batch
+#: (128 for GPT, 256 otherwise). Obtained from arena/measured_iter_time.csv (A40 rows): the
+#: median over (batch, count) of iter_time x 1.5^log2(count) x smallest_batch / batch, rounded
+#: to two figures; sizes without data (GPT 15B/39B, MoE 27B/70B, WRN 13B) extrapolated with the
+#: artifact's 1.8x per size step (PARAM_NUM_SCALE_FACTOR).
+NOMINAL_ITER_S: dict[tuple[str, str], float] = {
+    ("gpt", "760M"): 10.0, ("gpt", "1.3B"): 18.0, ("gpt", "2.6B"): 26.0, ("gpt", "6.7B"): 62.0,
+    ("gpt", "15B"): 110.0, ("gpt", "39B"): 200.0,
+    ("moe", "690M"): 7.2, ("moe", "1.3B"): 12.0, ("moe", "2.4B"): 17.0, ("moe", "10B"): 32.0,
+    ("moe", "27B"): 57.0, ("moe", "70B"): 100.0,
+    ("wide_resnet", "500M"): 15.0, ("wide_resnet", "1B"): 32.0, ("wide_resnet", "2B"): 72.0,
+    ("wide_resnet", "4B"): 140.0, ("wide_resnet", "6.8B"): 230.0, ("wide_resnet", "13B"): 420.0,
+}
+#: Speed relative to an A40 (reference/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
+#: A10 is not in the measured data: 0.7x assumed from its lower clocks and bandwidth).
+TYPE_SPEED: dict[str, float] = {"a40": 1.0, "a100": 2.4, "v100": 1.23, "a10": 0.7}
+#: Speed-up from doubling the GPU count (section 8.5; A10 assumed like the A40; others 1.5).
+DOUBLING_SPEEDUP: dict[str, float] = {"a100": 1.75, "v100": 1.87, "a40": 1.5, "a10": 1.5}
+
+
+def nominal_iter_time(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> float:
+    """Built-in nominal iteration time (s): :data:`NOMINAL_ITER_S` scaled by batch, type and count.
+
+    ``base x batch / smallest_batch / TYPE_SPEED[type] / DOUBLING_SPEEDUP[type]^log2(count)``;
+    unknown types count as an A40. A rough stand-in for the estimator, used to turn durations
+    into iteration counts when no ``iter_time`` callable is given.
+    """
+    base = NOMINAL_ITER_S.get((model.family, model.size))
+    if base is None:
+        raise ValueError(f"no nominal iteration time for {model.name}; pass an iter_time callable")
+    batch0 = FAMILY_BATCHES[model.family][0]
+    speed = TYPE_SPEED.get(gpu_type, 1.0) * DOUBLING_SPEEDUP.get(gpu_type, 1.5) ** math.log2(num_gpus)
+    return base * global_batch / batch0 / speed
+
+
+# -- the sampler ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SampledFields:
+    """Sampled per-job fields (parallel tuples)."""
+
+    models: tuple[ModelRef, ...]
+    batches: tuple[int, ...]
+    gpu_types: tuple[str, ...]
+    num_gpus: tuple[int, ...]
+
+
+class InfeasibleJobError(ValueError):
+    """No feasible draw for job ``index`` within the allowed tries."""
+
+    def __init__(self, index: int, tries: int) -> None:
+        self.index = index
+        self.tries = tries
+        super().__init__(
+            f"no feasible (model, batch, GPU type, GPU count) drawn in {tries} tries; "
+            "check feasible / gpu_types / max_gpus"
+        )
+
+
+def _probs(weights: Sequence[float], what: str) -> np.ndarray:
+    w = np.asarray(weights, dtype=float)
+    if len(w) == 0 or np.any(w < 0) or not np.isfinite(w).all() or w.sum() <= 0:
+        raise ValueError(f"{what} weights must be non-negative with a positive sum, got {list(weights)}")
+    return w / w.sum()
+
+
+def type_weights(mix: Mix, gpu_types: Sequence[str] | None) -> tuple[tuple[str, ...], np.ndarray]:
+    """GPU types and probabilities, restricted to ``gpu_types`` when given.
+
+    Types the mix does not weigh (e.g. h100) get the mix's mean type weight.
+    """
+    table = dict(mix.gpu_type_weights)
+    if gpu_types is None:
+        names = tuple(table)
+    else:
+        names = tuple(dict.fromkeys(t.strip().lower() for t in gpu_types))
+        if not names or any(not t for t in names):
+            raise ValueError(f"gpu_types must name at least one GPU type, got {list(gpu_types)}")
+    mean = sum(table.values()) / len(table)
+    return names, _probs([table.get(t, mean) for t in names], "GPU type")
+
+
+def sample_fields(
+    rng: np.random.Generator,
+    n: int,
+    mix: Mix,
+    *,
+    feasible: FeasibleFn | None = None,
+    gpu_types: Sequence[str] | None = None,
+    max_gpus: int | None = None,
+    max_tries: int = 1000,
+) -> SampledFields:
+    """Draw ``n`` jobs' (model, batch, GPU type, GPU count) from ``mix``, re-drawing each
+    infeasible job (all fields, as the artifact does) up to ``max_tries`` times.
+
+    ``feasible`` defaults to :func:`default_feasible`; ``gpu_types`` restricts the types and
+    ``max_gpus`` caps the count. Raises :class:`InfeasibleJobError` naming the first job
+    that never became feasible. Vectorised: all pending jobs are drawn together per try.
+    """
+    if max_tries < 1:
+        raise ValueError(f"max_tries must be >= 1, got {max_tries}")
+    check = feasible or default_feasible
+    fam_names = tuple(f for f, _ in mix.family_weights)
+    p_fam = _probs([w for _, w in mix.family_weights], "family")
+    p_size = _probs(mix.size_weights, "size")
+    p_batch = _probs(mix.batch_weights, "batch")
+    type_names, p_type = type_weights(mix, gpu_types)
+    counts = np.asarray(GPU_COUNTS, dtype=np.int64)
+    cdf = np.cumsum(_probs(mix.count_weights, "GPU count"))
+    if len(cdf) != len(counts):
+        raise ValueError(f"mix {mix.name!r}: {len(cdf)} count weights for {len(counts)} GPU counts")
+    top = len(counts) - 1
+    if max_gpus is not None:
+        if max_gpus < 1:
+            raise ValueError(f"max_gpus must be >= 1, got {max_gpus}")
+        top = int(np.searchsorted(counts, max_gpus, side="right")) - 1
+
+    fam = np.zeros(n, dtype=np.int64)
+    size = np.zeros(n, dtype=np.int64)
+    batch = np.zeros(n, dtype=np.int64)
+    gtype = np.zeros(n, dtype=np.int64)
+    cnt = np.zeros(n, dtype=np.int64)
+    cache: dict[tuple[int, int, int, int, int], bool] = {}
+    pending = np.arange(n, dtype=np.int64)
+    for _ in range(max_tries):
+        if len(pending) == 0:
+            break
+        k = len(pending)
+        f = rng.choice(len(fam_names), size=k, p=p_fam)
+        b = rng.choice(len(p_batch), size=k, p=p_batch)
+        s = rng.choice(len(p_size), size=k, p=p_size)
+        cap = np.full(k, top)
+        if mix.count_cap_offset is not None:
+            cap = np.minimum(cap, s + mix.count_cap_offset)
+        u = rng.random(k) * cdf[cap]
+        c = np.minimum(np.searchsorted(cdf, u, side="right"), cap)
+        t = rng.choice(len(type_names), size=k, p=p_type)
+        fam[pending], size[pending], batch[pending], cnt[pending], gtype[pending] = f, s, b, c, t
+        ok = np.empty(k, dtype=bool)
+        for j in range(k):
+            key = (int(f[j]), int(s[j]), int(b[j]), int(t[j]), int(c[j]))
+            if key not in cache:
+                family = fam_names[key[0]]
+                model = ModelRef(family, FAMILY_SIZES[family][key[1]])
+                cache[key] = bool(check(model, FAMILY_BATCHES[family][key[2]], type_names[key[3]], int(counts[key[4]])))
+            ok[j] = cache[key]
+        pending = pending[~ok]
+    if len(pending):
+        raise InfeasibleJobError(int(pending[0]), max_tries)
+
+    models = tuple(ModelRef(fam_names[f], FAMILY_SIZES[fam_names[f]][s]) for f, s in zip(fam, size))
+    return SampledFields(
+        models=models,
+        batches=tuple(FAMILY_BATCHES[m.family][b] for m, b in zip(models, batch)),
+        gpu_types=tuple(type_names[t] for t in gtype),
+        num_gpus=tuple(int(counts[c]) for c in cnt),
+    )
+
+
+def cached_iter_time(fn: IterTimeFn) -> IterTimeFn:
+    """Memoise an ``iter_time`` callable over its (hashable) arguments."""
+    memo: dict[tuple[ModelRef, int, str, int], float] = {}
+
+    def wrapped(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> float:
+        key = (model, global_batch, gpu_type, num_gpus)
+        if key not in memo:
+            memo[key] = float(fn(model, global_batch, gpu_type, num_gpus))
+        return memo[key]
+
+    return wrapped
+
+
+def child_rngs(seed: int | np.random.SeedSequence, n: int) -> list[np.random.Generator]:
+    """``n`` independent generators derived from one seed (the seed itself is not consumed)."""
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
+    return [
+        np.random.default_rng(np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (k,)))
+        for k in range(n)
+    ]
