@@ -18,7 +18,9 @@ from arena_gym.records import EpisodeRecord  # noqa: E402
 def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     if window <= 1 or len(values) < window:
         return values
-    return np.convolve(values, np.ones(window) / window, mode="same")
+    kernel = np.ones(window)
+    # divide by the number of points actually under the window, so the edges are not pulled to 0
+    return np.convolve(values, kernel, mode="same") / np.convolve(np.ones_like(values), kernel, mode="same")
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
