@@ -1,1 +1,1 @@
-"""arena-gym package."""
+"""Scheduling policies: the Arena heuristic, classic baselines, and learned (SB3) agents."""

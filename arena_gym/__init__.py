@@ -1,1 +1,1 @@
-"""arena-gym package."""
+"""arena-gym core: domain types, protocols, the simulator, the loop, metrics, results and the CLI."""
