@@ -1,0 +1,391 @@
+"""The AP cost model: iteration time and memory per GPU of a concrete adaptive-parallelism plan.
+
+A plan is ``S`` pipeline stages, each a contiguous layer range on its own ``(dp, tp)`` mesh of
+``dp * tp`` GPUs, run with ``B`` micro-batches of ``m = batch / B`` samples. Stages occupy
+consecutive GPUs of the shape (node-major), tensor-parallel ranks are the innermost mesh axis.
+Per stage ``j`` and micro-batch, on one GPU (``n = m / dp`` samples):
+
+* compute ``c_j`` (roofline): ``n * (flops / tp / R + (op_bytes / tp + rep_bytes) / M)`` plus,
+  per local weight, reading it once and the GEMM tile overhead ``2 * tile_rows / R``, plus a
+  fixed cost per kernel; backward is twice the forward,
+  plus one more forward when the model rematerialises activations;
+* intra-stage communication ``a_j``: tensor-parallel all-reduces (``tp_bytes`` per sample) and,
+  for MoE layers, expert-parallel all-to-alls (``a2a_bytes``), each on the link its group really
+  uses: the intra-node link when the group sits in one node, else a hierarchical algorithm
+  whose inter-node phase shares each node's network among the node's concurrent groups (and
+  is never faster than the GPU links that feed the network);
+* gradient synchronisation ``g_j``: an all-reduce (reduce-scatter + all-gather, optimizer
+  state sharded over data parallelism) of the stage's local gradients over its dp group;
+* optimizer step ``u_j`` (memory-bound) and pipeline point-to-point ``r_j`` of the boundary
+  activation to stage ``j + 1`` (intra-node link, or the network when stages sit on different
+  nodes).
+
+Stages compose with the artifact's GPipe formula (reference/arena.md §4.1), no overlap::
+
+    T = (B-1) max_j F_j + sum_j F_j + (B-1) max_j Bk_j + sum_j Bk_j
+        + 2 ((B-1) max_j r_j + sum_j r_j) + sum_j g_j + max_j u_j
+
+with ``F_j = c_j^fw + a_j^fw`` and ``Bk_j = c_j^bw + a_j^bw``. It reports ``compute`` and
+``intra`` (the bottleneck stage's B micro-batches, plus optimizer step and gradient sync),
+``inter`` (point-to-point) and ``bubble`` (pipeline fill and drain), which add up to ``total``.
+
+Memory per GPU: weights and gradients of the local shard, optimizer state sharded over dp,
+and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
+so a one-stage 1F1B plan is plain gradient accumulation):
+layer inputs when rematerialising (plus one layer's full activations), else every saved
+activation. A plan is feasible when every stage fits in ``memory_fraction`` of the GPU memory,
+``dp`` does not exceed the micro-batch size, MoE stages see at least one expert group of tokens
+per GPU, and (unless allowed) tensor parallelism stays inside a node.
+
+Every function here is vectorised: inputs broadcast over leading axes, the last axis is the
+stage axis.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from arena_gym.types import PipeSchedule, Plan, ResourceShape, is_power_of_two
+from estimator.hardware import GpuSpec, NodeLinks
+from estimator.params import EstimatorParams
+from estimator.zoo import ModelArch
+
+GIB = float(2**30)
+
+
+class Infeasible(enum.IntEnum):
+    """Why a plan cannot run (0: it can). Lower codes are reported first."""
+
+    OK = 0
+    TP_CROSS_NODE = 1
+    DP_EXCEEDS_MICRO_BATCH = 2
+    MOE_TOKENS = 3
+    OUT_OF_MEMORY = 4
+
+    def describe(self) -> str:
+        """Human-readable reason."""
+        return {
+            0: "feasible",
+            1: "tensor parallelism spans nodes",
+            2: "data-parallel degree exceeds the micro-batch size",
+            3: "fewer tokens per GPU than one MoE expert group",
+            4: "out of memory",
+        }[int(self)]
+
+
+class Rates(NamedTuple):
+    """Attainable rates of one GPU type for one model kind (SI units); floats or arrays."""
+
+    flops: float  # FLOP/s on matrix units
+    mem_bw: float  # bytes/s of memory traffic
+    intra_bw: float  # bytes/s per GPU on the intra-node link
+    intra_lat: float  # s per message step
+    inter_bw: float  # bytes/s per node on the network
+    inter_lat: float
+    kernel_s: float  # s per kernel launch
+    mem_cap: float  # usable bytes per GPU
+    weight_s: float  # s per local parameter per pass: reading it, plus the GEMM tile overhead
+
+
+def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: EstimatorParams) -> Rates:
+    """Rates of ``gpu`` (with ``links``) for ``arch`` under ``params``."""
+    kind, typ = params.kind(arch.kind), params.gpu_type(gpu.name)
+    flops = kind.eta_compute * (typ.compute_fp32 if arch.dtype == "fp32" else typ.compute) * gpu.matrix_tflops(arch.dtype) * 1e12
+    mem_bw = kind.eta_memory * typ.memory * gpu.mem_bw_gbs * 1e9
+    return Rates(
+        flops=flops,
+        mem_bw=mem_bw,
+        intra_bw=params.nu_intra * kind.comm * typ.comm * links.intra_gbs * 1e9,
+        intra_lat=params.latency_scale * links.intra_latency_us * 1e-6,
+        inter_bw=params.nu_inter * kind.comm * typ.comm * links.inter_gbs * 1e9,
+        inter_lat=params.latency_scale * links.inter_latency_us * 1e-6,
+        kernel_s=params.kernel_us * 1e-6,
+        mem_cap=params.memory_fraction * gpu.memory_gb * GIB,
+        weight_s=arch.dtype_bytes / mem_bw + 2 * kind.tile_rows / flops,
+    )
+
+
+class ModelConsts(NamedTuple):
+    """Scalars of a model the cost model needs (floats, or arrays when models are batched)."""
+
+    wb: float  # weight bytes per parameter
+    gb: float  # gradient bytes
+    ob: float  # optimizer-state bytes
+    remat: float  # 1.0 when activations are rematerialised
+    experts: float
+    min_tokens: float
+    sample_tokens: float
+
+
+def model_consts(arch: ModelArch) -> ModelConsts:
+    """The :class:`ModelConsts` of an architecture."""
+    wb, gb, ob = arch.state_bytes_per_param
+    return ModelConsts(float(wb), float(gb), float(ob), float(arch.remat), float(arch.experts),
+                       float(arch.min_tokens_per_gpu), float(arch.sample_tokens))
+
+
+class StageAgg(NamedTuple):
+    """Per-stage sums of the layer table (``LM``: largest single-layer saved activation)."""
+
+    F: np.ndarray
+    OB: np.ndarray
+    RB: np.ndarray
+    W: np.ndarray
+    X: np.ndarray
+    SV: np.ndarray
+    CK: np.ndarray
+    LM: np.ndarray
+    AO: np.ndarray
+    TPB: np.ndarray
+    A2: np.ndarray
+    K: np.ndarray
+    TIED: np.ndarray
+
+
+@lru_cache(maxsize=256)
+def _prefix_tables(arch: ModelArch) -> tuple[np.ndarray, np.ndarray]:
+    lay = arch.layers
+    fields = np.stack([lay.flops, lay.op_bytes, lay.rep_bytes, lay.params, lay.expert_params,
+                       lay.act_saved, lay.act_in, lay.tp_bytes, lay.a2a_bytes, lay.kernels])
+    cum = np.concatenate([np.zeros((fields.shape[0], 1)), np.cumsum(fields, axis=1)], axis=1)
+    n = len(lay)
+    rmax = np.zeros((n + 1, n + 1))
+    for a in range(n):
+        rmax[a, a + 1:] = np.maximum.accumulate(lay.act_saved[a:])
+    return cum, rmax
+
+
+def stage_aggregates(arch: ModelArch, bounds: np.ndarray) -> StageAgg:
+    """Stage sums for layer boundaries ``bounds[..., S+1]`` (stage j = layers [b_j, b_{j+1}))."""
+    cum, rmax = _prefix_tables(arch)
+    lo, hi = bounds[..., :-1], bounds[..., 1:]
+    sums = cum[:, hi] - cum[:, lo]
+    n = len(arch.layers)
+    ao = arch.layers.act_out[np.clip(hi - 1, 0, n - 1)]
+    tied = np.where((lo == 0) & (hi == n), arch.tied_params, 0.0)
+    return StageAgg(sums[0], sums[1], sums[2], sums[3], sums[4], sums[5], sums[6], rmax[lo, hi], ao,
+                    sums[7], sums[8], sums[9], tied)
+
+
+class StageCosts(NamedTuple):
+    """Per-stage, per-micro-batch times (s), gradient sync and optimizer step (s), memory (bytes)."""
+
+    c_fw: np.ndarray
+    c_bw: np.ndarray
+    a_fw: np.ndarray
+    a_bw: np.ndarray
+    sync: np.ndarray
+    upd: np.ndarray
+    mem: np.ndarray
+    reason: np.ndarray  # Infeasible code per stage
+
+
+def _all_reduce(nbytes, p, local, nodes, concurrent, r: Rates):
+    """All-reduce of ``nbytes`` per rank over ``p = local * nodes`` ranks: a ring inside a node;
+    across nodes the faster of a hierarchical algorithm (intra-node reduce-scatter, inter-node
+    all-reduce, intra-node all-gather) and a flat ring, ``concurrent`` groups sharing each NIC."""
+    intra = np.where(local > 1, 2 * (local - 1) / local * nbytes / r.intra_bw + 2 * (local - 1) * r.intra_lat, 0.0)
+    network = np.minimum(r.inter_bw, concurrent * r.intra_bw)  # the NIC is fed through the GPUs' links
+    inter = 2 * (nodes - 1) / nodes * nbytes * concurrent / network + 2 * (nodes - 1) * r.inter_lat
+    flat = 2 * (p - 1) / p * nbytes * concurrent / network + 2 * (p - 1) * r.inter_lat
+    return np.where(p > 1, np.where(nodes > 1, np.minimum(intra + inter, flat), intra), 0.0)
+
+
+def _all_to_all(nbytes, p, local, node_gpus, r: Rates):
+    """All-to-all of ``nbytes`` per rank over ``p`` ranks, ``local`` of them per node."""
+    intra = (local - 1) / p * nbytes / r.intra_bw + (local - 1) * r.intra_lat
+    network = np.minimum(r.inter_bw, node_gpus * r.intra_bw)
+    inter = np.where(p > local, (p - local) / p * nbytes * node_gpus / network + (p / local - 1) * r.inter_lat, 0.0)
+    return np.where(p > 1, intra + inter, 0.0)
+
+
+def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, rates: Rates, mc: ModelConsts,
+                schedule: PipeSchedule = PipeSchedule.GPIPE, allow_cross_node_tp: bool = True) -> StageCosts:
+    """Per-stage costs (see the module docstring); all arguments broadcast, last axis = stages."""
+    dp = np.asarray(dp, dtype=np.float64)
+    tp = np.asarray(tp, dtype=np.float64)
+    n = m / dp
+    k_stage = (off + g - 1) // gpn - off // gpn + 1
+    l_stage = g / k_stage
+    l_tp = np.minimum(tp, l_stage)
+    l_dp = np.maximum(l_stage / tp, 1.0)
+    ep = np.where(mc.experts > 0, np.minimum(dp, np.maximum(mc.experts, 1.0)), 1.0)
+    reps = dp / ep  # replicas of each expert
+
+    per_sample = agg.F / tp / rates.flops + (agg.OB / tp + agg.RB) / rates.mem_bw
+    wloc = (agg.W - agg.TIED) / tp
+    xloc = agg.X / (tp * ep)
+    weights = (wloc + xloc) * rates.weight_s
+    fwd = n * per_sample + weights + agg.K * rates.kernel_s
+    c_fw = fwd
+    c_bw = (2.0 + mc.remat) * fwd
+
+    tp_comm = _all_reduce(n * agg.TPB, tp, l_tp, tp / l_tp, l_stage / l_tp, rates)
+    l_ep = np.minimum(ep, l_dp)
+    a2a = np.where(agg.A2 > 0, _all_to_all(n * agg.A2, ep, l_ep, l_stage, rates), 0.0)
+    a_fw = tp_comm + a2a
+    a_bw = a_fw * (1.0 + mc.remat)
+
+    conc = np.minimum(tp, l_stage)
+    sync = _all_reduce(wloc * mc.gb, dp, l_dp, dp / l_dp, conc, rates)
+    l_rep = np.maximum(l_dp / ep, 1.0)
+    sync = sync + np.where(agg.X > 0, _all_reduce(xloc * mc.gb, reps, np.minimum(l_rep, reps), reps / np.minimum(l_rep, reps),
+                                                  conc, rates), 0.0)
+    shard = wloc / dp + xloc / reps
+    upd = shard * (2 * mc.ob + mc.wb + mc.gb) / rates.mem_bw
+
+    if schedule is PipeSchedule.ONE_F_ONE_B:
+        inflight = np.minimum(B, n_stages - stage_idx)
+    else:  # GPipe runs every forward before any backward: all micro-batches stay in flight
+        inflight = B
+    acts = np.where(mc.remat > 0, inflight * n * agg.CK + n * agg.LM / tp, inflight * n * agg.SV / tp)
+    mem = (wloc + xloc) * (mc.wb + mc.gb) + wloc * mc.ob / dp + xloc * mc.ob / reps + acts
+
+    reason = np.where(mem > rates.mem_cap, int(Infeasible.OUT_OF_MEMORY), 0)
+    reason = np.where((agg.X > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason)
+    reason = np.where(n < 1.0 - 1e-9, int(Infeasible.DP_EXCEEDS_MICRO_BATCH), reason)
+    if not allow_cross_node_tp:
+        reason = np.where(tp > l_stage, int(Infeasible.TP_CROSS_NODE), reason)
+    shape = np.broadcast_shapes(np.shape(c_fw), np.shape(mem), np.shape(a_fw), np.shape(sync), np.shape(reason))
+    return StageCosts(*(np.broadcast_to(x, shape) for x in (c_fw, c_bw, a_fw, a_bw, sync, upd, mem, reason)))
+
+
+def p2p_times(agg: StageAgg, off, g, valid, m, gpn, rates: Rates) -> np.ndarray:
+    """Point-to-point time of each stage's boundary activation to the next stage (0 for the last)."""
+    off = np.asarray(off)
+    g = np.asarray(g)
+    nbytes = m * agg.AO
+    nxt_off, nxt_g = np.roll(off, -1, axis=-1), np.roll(g, -1, axis=-1)
+    has_next = np.roll(valid, -1, axis=-1) & valid
+    has_next[..., -1] = False
+    same_node = (off // gpn == (nxt_off + nxt_g - 1) // gpn) & ((off + g - 1) // gpn == off // gpn)
+    k_here = (off + g - 1) // gpn - off // gpn + 1
+    k_next = (nxt_off + nxt_g - 1) // gpn - nxt_off // gpn + 1
+    intra = nbytes / np.minimum(g, nxt_g) / rates.intra_bw + rates.intra_lat
+    streams = np.minimum(g, gpn)  # GPUs per node sending the boundary
+    network = np.minimum(rates.inter_bw, streams * rates.intra_bw)
+    inter = nbytes / np.minimum(k_here, k_next) / network + rates.inter_lat
+    return np.where(has_next, np.where(same_node, intra, inter), 0.0)
+
+
+class PlanTimes(NamedTuple):
+    """Composed plan figures (arrays over the leading axes)."""
+
+    total: np.ndarray
+    compute: np.ndarray
+    intra: np.ndarray
+    inter: np.ndarray
+    bubble: np.ndarray
+    mem: np.ndarray
+    reason: np.ndarray
+
+
+def compose(sc: StageCosts, r: np.ndarray, valid: np.ndarray, B) -> PlanTimes:
+    """GPipe composition of stage costs over the last axis (module docstring)."""
+    ff = np.where(valid, sc.c_fw + sc.a_fw, 0.0)
+    fb = np.where(valid, sc.c_bw + sc.a_bw, 0.0)
+    B = np.asarray(B, dtype=np.float64)
+    jf = np.argmax(ff, axis=-1)[..., None]
+    jb = np.argmax(fb, axis=-1)[..., None]
+    ff_max, fb_max = ff.max(axis=-1), fb.max(axis=-1)
+    c_fw_b = np.take_along_axis(sc.c_fw, jf, axis=-1)[..., 0]
+    c_bw_b = np.take_along_axis(sc.c_bw, jb, axis=-1)[..., 0]
+    upd = np.where(valid, sc.upd, 0.0).max(axis=-1)
+    compute = B * (c_fw_b + c_bw_b) + upd
+    intra = B * (ff_max - c_fw_b + fb_max - c_bw_b) + np.where(valid, sc.sync, 0.0).sum(axis=-1)
+    inter = 2 * ((B - 1) * r.max(axis=-1) + r.sum(axis=-1))
+    bubble = (ff.sum(axis=-1) - ff_max) + (fb.sum(axis=-1) - fb_max)
+    total = compute + intra + inter + bubble
+    mem = np.where(valid, sc.mem, 0.0).max(axis=-1)
+    codes = np.where(valid & (sc.reason > 0), sc.reason, 99)
+    reason = codes.min(axis=-1)
+    reason = np.where(reason == 99, 0, reason)
+    return PlanTimes(total, compute, intra, inter, bubble, mem, reason)
+
+
+# ----------------------------------------------------------------------------------------------
+# one concrete plan
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEstimate:
+    """Estimate of one plan: seconds per iteration split four ways, memory per GPU, feasibility."""
+
+    plan: Plan
+    total_s: float
+    compute_s: float
+    intra_stage_comm_s: float
+    inter_stage_comm_s: float
+    bubble_s: float
+    memory_per_gpu_gb: float  # the most loaded GPU, GiB
+    stage_memory_gb: tuple[float, ...]
+    feasible: bool
+    reason: str  # "feasible" or why not
+
+    @property
+    def iter_time_s(self) -> float:
+        """``total_s`` when feasible, else infinity."""
+        return self.total_s if self.feasible else float("inf")
+
+
+def valid_meshes(num_gpus: int) -> list[tuple[int, int]]:
+    """(dp, tp) pairs of powers of two whose product is ``num_gpus``."""
+    out, tp = [], 1
+    while tp <= num_gpus:
+        out.append((num_gpus // tp, tp))
+        tp *= 2
+    return out
+
+
+def check_plan(arch: ModelArch, shape: ResourceShape, plan: Plan) -> None:
+    """ValueError (one line, naming the valid choices) when ``plan`` does not fit ``shape``/``arch``."""
+    n_layers = len(arch.layers)
+    if not plan.stages:
+        raise ValueError("plan has no stages")
+    if plan.micro_batches < 1:
+        raise ValueError(f"plan {plan.describe()}: micro-batches must be >= 1")
+    for i, st in enumerate(plan.stages):
+        if not (is_power_of_two(st.dp) and is_power_of_two(st.tp)):
+            raise ValueError(f"plan {plan.describe()}: stage {i} mesh dp{st.dp}tp{st.tp} is invalid; "
+                             "valid degrees are powers of two: 1, 2, 4, 8, ...")
+    if plan.num_gpus != shape.num_gpus:
+        per_stage = shape.num_gpus // plan.n_stages if shape.num_gpus % plan.n_stages == 0 else 0
+        choices = ", ".join(f"dp{d}tp{t}" for d, t in valid_meshes(per_stage)) if per_stage else "none"
+        raise ValueError(f"plan {plan.describe()} uses {plan.num_gpus} GPUs but shape {shape} has {shape.num_gpus}; "
+                         f"valid symmetric meshes per stage for {plan.n_stages} stages: {choices}")
+    prev = 0
+    for i, st in enumerate(plan.stages):
+        if st.layer_start != prev or st.layer_end <= st.layer_start:
+            raise ValueError(f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
+                             f"continue from layer {prev}; stages must tile layers 0..{n_layers} of {arch.name}")
+        prev = st.layer_end
+    if prev != n_layers:
+        raise ValueError(f"plan {plan.describe()}: stages end at layer {prev}, but {arch.name} has {n_layers} layers "
+                         f"(valid layer indices 0..{n_layers})")
+
+
+def estimate_plan(arch: ModelArch, global_batch: int, shape: ResourceShape, plan: Plan, rates: Rates,
+                  allow_cross_node_tp: bool = True) -> PlanEstimate:
+    """Estimate one concrete plan on ``shape`` (validated with :func:`check_plan`)."""
+    check_plan(arch, shape, plan)
+    bounds = np.array([s.layer_start for s in plan.stages] + [plan.stages[-1].layer_end])
+    agg = stage_aggregates(arch, bounds)
+    dp = np.array([s.dp for s in plan.stages], dtype=np.float64)
+    tp = np.array([s.tp for s in plan.stages], dtype=np.float64)
+    g = (dp * tp).astype(np.int64)
+    off = np.concatenate([[0], np.cumsum(g)[:-1]])
+    S = plan.n_stages
+    valid = np.ones(S, dtype=bool)
+    m = global_batch / plan.micro_batches
+    sc = stage_costs(agg, dp, tp, off, g, np.arange(S), S, plan.micro_batches, m, shape.gpus_per_node, rates,
+                     model_consts(arch), plan.schedule, allow_cross_node_tp)
+    r = p2p_times(agg, off, g, valid, m, shape.gpus_per_node, rates)
+    pt = compose(sc, r, valid, plan.micro_batches)
+    code = Infeasible(int(pt.reason))
+    return PlanEstimate(plan, float(pt.total), float(pt.compute), float(pt.intra), float(pt.inter), float(pt.bubble),
+                        float(pt.mem) / GIB, tuple(float(x) / GIB for x in sc.mem), code is Infeasible.OK, code.describe())

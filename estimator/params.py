@@ -1,0 +1,143 @@
+"""The estimator's tunable parameters and their committed, calibrated values.
+
+The cost model is a roofline (compute at a fraction of the datasheet peak plus memory traffic
+at a fraction of the datasheet bandwidth) and an alpha-beta communication model. Its few
+efficiency parameters are:
+
+* per model kind (``transformer``, ``moe``, ``wide_resnet``): ``eta_compute`` (fraction of the
+  peak matrix rate reached by large GEMMs), ``eta_memory`` (fraction of the memory bandwidth
+  reached) and ``tile_rows`` (GEMM rows at which efficiency halves: a matrix product of ``r``
+  rows runs at ``r / (r + tile_rows)`` of ``eta_compute``, which costs a fixed
+  ``2 * weights * tile_rows`` FLOPs per pass and micro-batch);
+* global: ``nu_intra`` / ``nu_inter`` (fraction of the intra-node link / inter-node network
+  bandwidth reached by collectives), ``latency_scale`` (multiplies the links' datasheet
+  latencies) and ``kernel_us`` (fixed cost per kernel launch);
+* per GPU type, multipliers ``compute``, ``memory`` and ``comm`` on the global values (1.0 for a
+  type without measurements: it is predicted from its specs alone).
+
+``arena-gym estimate calibrate`` fits them; the fitted values for the shipped types live in
+``estimator/data/calibration.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: Bumped whenever the cost model's equations change (part of every cache key).
+ESTIMATOR_VERSION = "1.0"
+KINDS = ("transformer", "moe", "wide_resnet")
+DEFAULT_PARAMS_FILE = "calibration.json"
+
+
+@dataclass(frozen=True, slots=True)
+class KindParams:
+    """Efficiencies of one model kind."""
+
+    eta_compute: float = 0.7
+    eta_memory: float = 0.5
+    tile_rows: float = 128.0  # GEMM rows at which matrix units reach half their efficiency
+    comm: float = 1.0  # multiplies the global communication efficiencies
+
+
+@dataclass(frozen=True, slots=True)
+class TypeParams:
+    """Multipliers for one GPU type (1.0 = predicted from specs alone)."""
+
+    compute: float = 1.0  # tensor-core (fp16/bf16) matrix math
+    compute_fp32: float = 1.0  # fp32 matrix math (CUDA cores)
+    memory: float = 1.0
+    comm: float = 1.0
+
+
+@dataclass(frozen=True)
+class EstimatorParams:
+    """All parameters of the cost model (see the module docstring)."""
+
+    kinds: Mapping[str, KindParams] = field(default_factory=lambda: {
+        "transformer": KindParams(0.7, 0.5, 128.0), "moe": KindParams(0.7, 0.5, 128.0),
+        "wide_resnet": KindParams(0.6, 0.2, 256.0)})
+    nu_intra: float = 0.3
+    nu_inter: float = 0.3
+    latency_scale: float = 1.0
+    kernel_us: float = 20.0
+    gpu_types: Mapping[str, TypeParams] = field(default_factory=dict)
+    memory_fraction: float = 0.8  # usable share of GPU memory (XLA's pre-allocation fraction)
+    source: str = "built-in defaults"
+
+    def kind(self, kind: str) -> KindParams:
+        """Efficiencies of a model kind (``transformer`` for unknown kinds)."""
+        return self.kinds.get(kind) or self.kinds.get("transformer") or KindParams()
+
+    def gpu_type(self, name: str) -> TypeParams:
+        """Multipliers of a canonical GPU name (all 1.0 when it was not calibrated)."""
+        return self.gpu_types.get(name, TypeParams())
+
+    def without_types(self, *names: str) -> "EstimatorParams":
+        """A copy whose listed GPU types fall back to their specs alone."""
+        return replace(self, gpu_types={k: v for k, v in self.gpu_types.items() if k not in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "version": ESTIMATOR_VERSION,
+            "kinds": {k: {"eta_compute": v.eta_compute, "eta_memory": v.eta_memory, "tile_rows": v.tile_rows,
+                          "comm": v.comm}
+                      for k, v in sorted(self.kinds.items())},
+            "global": {"nu_intra": self.nu_intra, "nu_inter": self.nu_inter, "latency_scale": self.latency_scale,
+                       "kernel_us": self.kernel_us, "memory_fraction": self.memory_fraction},
+            "gpu_types": {k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
+                          for k, v in sorted(self.gpu_types.items())},
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any], source: str = "") -> "EstimatorParams":
+        """Inverse of :meth:`to_dict`; ValueError naming the bad field."""
+        try:
+            kinds = {str(k): KindParams(float(v["eta_compute"]), float(v["eta_memory"]), float(v.get("tile_rows", 128.0)),
+                                 float(v.get("comm", 1.0)))
+                     for k, v in data["kinds"].items()}
+            g = data["global"]
+            types = {str(k): TypeParams(float(v["compute"]), float(v.get("compute_fp32", 1.0)), float(v["memory"]),
+                                        float(v["comm"])) for k, v in data.get("gpu_types", {}).items()}
+            params = EstimatorParams(kinds, float(g["nu_intra"]), float(g["nu_inter"]), float(g["latency_scale"]),
+                                     float(g["kernel_us"]), types, float(g.get("memory_fraction", 0.8)), source)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"estimator parameters {source or ''}: bad or missing field {exc}") from None
+        values = [params.nu_intra, params.nu_inter, params.latency_scale, params.memory_fraction]
+        values += [x for k in kinds.values() for x in (k.eta_compute, k.eta_memory, k.tile_rows, k.comm)]
+        values += [x for t in types.values() for x in (t.compute, t.compute_fp32, t.memory, t.comm)]
+        if not all(v > 0 for v in values) or params.kernel_us < 0:
+            raise ValueError(f"estimator parameters {source or ''}: every efficiency must be positive")
+        return params
+
+    def fingerprint(self) -> str:
+        """A stable hash (cache keys)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def save(self, path: str | Path, extra: Mapping[str, Any] | None = None) -> None:
+        """Write as JSON, with optional extra (informational) keys."""
+        Path(path).write_text(json.dumps({**self.to_dict(), **(extra or {})}, indent=2, sort_keys=False) + "\n")
+
+    @staticmethod
+    def load(path: str | Path) -> "EstimatorParams":
+        """Read a JSON parameter file."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: cannot read estimator parameters: {str(exc).splitlines()[0]}") from None
+        return EstimatorParams.from_dict(data, str(path))
+
+
+def default_params() -> EstimatorParams:
+    """The committed calibrated parameters (``estimator/data/calibration.json``), else built-in defaults."""
+    ref = resources.files("estimator").joinpath("data", DEFAULT_PARAMS_FILE)
+    if not ref.is_file():
+        return EstimatorParams()
+    return EstimatorParams.from_dict(json.loads(ref.read_text()), f"estimator/data/{DEFAULT_PARAMS_FILE}")
