@@ -1,0 +1,68 @@
+"""ObservationPolicy: any observation -> action function deployed as a Policy, through the env's own encoder and codec."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from arena_gym.protocols import PerfModel
+from arena_gym.types import ClusterSpec, Decision, Snapshot
+
+from envs.builder import DecisionBuilder
+from envs.capacity import CapacityIndex
+from envs.codec import ActionCodec
+from envs.config import EnvConfig
+from envs.encoder import ObservationEncoder
+from envs.table import GridTable
+
+Predict = Callable[[dict[str, np.ndarray], np.ndarray], int]
+
+
+class ObservationPolicy:
+    """A Policy that builds each Decision with sub-actions from ``predict(obs, mask)``.
+
+    Per decision point it runs the env's inner loop: encode the observation, ask ``predict``
+    for an action under the builder's mask, apply it, until "done", no valid sub-action is
+    left, or ``config.max_substeps`` sub-actions (an invalid action is ignored but counts). The
+    codec and encoder are those of the snapshot's cluster with ``config``'s slots and grid, so
+    a model trained on :class:`envs.arena_env.ArenaSchedEnv` sees identical observations.
+    (Unlike the env, "done" is never masked here: a deployed policy cannot know whether more
+    jobs will arrive.)
+    """
+
+    def __init__(self, name: str, predict: Predict, config: EnvConfig, ap_search: str = "pruned") -> None:
+        self.name = name
+        self.predict = predict
+        self.config = config
+        self.ap_search = ap_search
+        self._cluster: ClusterSpec | None = None
+        self._parts: tuple[ActionCodec, CapacityIndex, ObservationEncoder] | None = None
+        self._table: GridTable | None = None
+
+    def reset(self) -> None:
+        """Nothing per episode: the cached grid tables stay valid for the same models."""
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        """Query ``predict`` sub-action by sub-action and return the resulting Decision."""
+        codec, capacity, encoder = self._for_cluster(snapshot.cluster)
+        builder = DecisionBuilder(snapshot, codec, self.config, self._for_perf(codec, snapshot.perf), capacity)
+        while builder.has_choice() and builder.substeps < self.config.max_substeps:
+            action = int(self.predict(encoder.encode(snapshot, builder), builder.mask()))
+            if action == codec.done_action:
+                break
+            builder.apply(action)  # an invalid action changes nothing but counts as a sub-step
+        return builder.decision()
+
+    def _for_cluster(self, cluster: ClusterSpec) -> tuple[ActionCodec, CapacityIndex, ObservationEncoder]:
+        if self._parts is None or cluster != self._cluster:
+            codec = ActionCodec(cluster, self.config)
+            self._parts = (codec, CapacityIndex(codec), ObservationEncoder(cluster, codec, self.config))
+            self._cluster = cluster
+            self._table = None
+        return self._parts
+
+    def _for_perf(self, codec: ActionCodec, perf: PerfModel) -> GridTable:
+        if self._table is None or self._table.perf is not perf:
+            self._table = GridTable(codec, perf)
+        return self._table

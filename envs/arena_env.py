@@ -1,0 +1,336 @@
+"""ArenaSchedEnv: the decide-apply-advance loop of arena-gym turned inside out, as a gymnasium Env."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from arena_gym.cluster import load_cluster
+from arena_gym.experiment import make_perf
+from arena_gym.metrics import compute_metrics
+from arena_gym.protocols import InvalidDecision, PerfModel
+from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.sim import SimBackend
+from arena_gym.types import ClusterSpec, JobSpec, Snapshot
+
+from envs.builder import DecisionBuilder
+from envs.capacity import CapacityIndex
+from envs.codec import ActionCodec
+from envs.config import EnvConfig
+from envs.encoder import ObservationEncoder
+from envs.rewards import RateReward, reward_registry
+from envs.table import GridTable
+from envs.workload import WorkloadSampler
+
+log = logging.getLogger(__name__)
+
+
+def resolve_cluster(cluster: str | ClusterSpec) -> ClusterSpec:
+    """A ClusterSpec as given, or loaded from a preset name / file."""
+    return cluster if isinstance(cluster, ClusterSpec) else load_cluster(cluster)
+
+
+def resolve_perf(perf: str | PerfModel, cluster: ClusterSpec, seed: int, truth: PerfModel | None = None) -> PerfModel:
+    """A PerfModel as given, or built from a perf spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``)."""
+    return make_perf(perf, cluster, seed, truth) if isinstance(perf, str) else perf
+
+
+class ArenaSchedEnv(gym.Env):
+    """Schedule training jobs on a heterogeneous GPU cluster, one (job, grid cell) choice per step.
+
+    The simulator (:class:`arena_gym.sim.SimBackend`) runs to a decision point (a job arrives or
+    finishes, or a round starts). The agent then builds that point's decision with sub-actions,
+    each a (job slot, grid cell) pair, and ends it with "done": the decision is applied and time
+    advances to the next decision point.
+
+    ## Action Space
+
+    ``Discrete(S * (C + 1) + 1)`` with ``S = K + R`` job slots (``max_pending`` K queue slots in
+    FIFO order, then ``max_running`` R slots for running jobs) and ``C`` grid cells: GPU type x
+    GPU count (powers of two up to 16 that the type holds), stages taken from the planner's
+    proxy plan (``fold_stages=True``), or GPU type x count x pipeline stages (stages <= count).
+    Action ``s * (C + 1) + c`` puts slot ``s``'s job on cell ``c``: a pending job starts, a
+    running job is resized / moved to another type / re-planned (its GPUs are given back first).
+    ``c = C`` preempts a running job. The last action is "done". Placement uses the most packed
+    locality of the cell that fits and is feasible (best-fit nodes). Masked (``action_masks()``
+    and ``info["action_mask"]``): empty or already-touched slots, cells without enough free GPUs,
+    cells that are out of memory / have no plan, stage counts above the GPU count, preempting a
+    queued job, and a running job's current cell. Once no arrival or round is left to happen,
+    two more are masked so that the cluster cannot idle for good with runnable jobs queued:
+    "done" while no job would run and a sub-action is available, and preempting the last
+    running job unless a queued job could take its place. A masked action taken anyway is a
+    no-op with reward ``-invalid_action_penalty``; it still counts as a sub-step.
+
+    When only "done" is valid, the env applies the decision and advances by itself (so every
+    step offers a real choice); after ``max_substeps`` sub-actions the decision is applied as if
+    "done" were chosen (in a stall, the lowest valid sub-action is applied first).
+
+    ## Observation Space
+
+    ``Dict`` of ``Box(0, 1, float32)`` arrays (see :class:`envs.encoder.ObservationEncoder`):
+    ``jobs (S, F)`` per-slot features (waiting time, age, progress, remaining work, requested
+    shape, model family and size, batch, current allocation, attained service, preemptions,
+    deadline slack, touched-this-decision flag, requested / current GPU type one-hot);
+    ``grid (S, C)`` each job's belief throughput per cell relative to its best cell (0 =
+    infeasible); ``mask (S, C + 1)`` the builder's mask without "done" (the two stall rules
+    apply to ``action_masks()`` only); ``cluster (T, 4)`` per GPU
+    type free share, whole free nodes, fragmentation and queued demand, after the sub-actions so
+    far; ``clock (5,)`` time, horizon progress, sub-step, queue length and running count.
+
+    ## Rewards
+
+    ``reward`` names an option of :func:`envs.rewards.reward_registry`, accrued over simulated
+    time on the step that advances it, times ``reward_scale`` (default 1/3600: job-hours):
+    ``jct`` (default) ``-(jobs in system) x elapsed``, summing to minus the total JCT;
+    ``slowdown`` the same weighted by 1 / each job's ideal run time (minus the total slowdown);
+    ``throughput`` samples trained. Invalid actions add ``-invalid_action_penalty``.
+
+    ## Episode End
+
+    ``terminated`` when every job of the workload has finished; ``truncated`` at ``horizon_s``
+    or when the workload can make no more progress (jobs that fit nowhere). At the end
+    ``info["metrics"]`` holds :func:`arena_gym.metrics.compute_metrics` of the episode and
+    ``env.unwrapped.last_record`` the :class:`arena_gym.records.EpisodeRecord`.
+
+    ## Arguments
+
+    ``ArenaSchedEnv(config: EnvConfig | None = None, render_mode: str | None = None, **overrides)``
+    with overrides replacing :class:`envs.config.EnvConfig` fields (``gymnasium.make`` passes its
+    keyword arguments through). ``reset(seed=..., options={"jobs": [...]})`` replays a given
+    workload instead of sampling one. Render modes: ``ansi`` (text) and ``rgb_array`` (one pixel
+    row per node, one column per GPU slot: green free, blue busy).
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, config: EnvConfig | None = None, render_mode: str | None = None, **overrides: Any) -> None:
+        base = config if config is not None else EnvConfig()
+        self.config = base.replace(**overrides) if overrides else base
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} not supported; valid: {', '.join(self.metadata['render_modes'])}")
+        self.render_mode = render_mode
+        cfg = self.config
+        self.cluster = resolve_cluster(cfg.cluster)
+        self.truth = resolve_perf(cfg.perf, self.cluster, cfg.seed)
+        self.belief = resolve_perf(cfg.belief, self.cluster, cfg.seed, self.truth) if cfg.belief is not None else self.truth
+        self.codec = ActionCodec(self.cluster, cfg)
+        if self.codec.n_cells == 0:
+            raise ValueError(f"cluster {self.cluster.name!r} has no grid cells")
+        self.capacity = CapacityIndex(self.codec)
+        self.table = GridTable(self.codec, self.belief)
+        self._truth_table = self.table if self.truth is self.belief else GridTable(self.codec, self.truth)
+        self.encoder = ObservationEncoder(self.cluster, self.codec, cfg)
+        self.workload = WorkloadSampler(cfg, self.cluster, self.truth)
+        self.backend = SimBackend(self.cluster, self.truth, self.belief, cfg.sim_config())
+        self.reward_fn: RateReward = reward_registry().make(cfg.reward)
+        self.action_space = spaces.Discrete(self.codec.n_actions)
+        self.observation_space = self.encoder.space
+        self.jobs: tuple[JobSpec, ...] = ()
+        self.snapshot: Snapshot | None = None
+        self.builder: DecisionBuilder | None = None
+        self.decision_index = 0
+        self.last_record: EpisodeRecord | None = None
+        self._events_seen = 0
+        self._last_submit = 0.0
+        self._carry = 0.0
+        self._ended = (False, False)
+        self._mask: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start an episode: draw a workload (or take ``options["jobs"]``) and run to the first choice."""
+        if seed is None and self._np_random is None:
+            seed = self.config.seed
+        super().reset(seed=seed)
+        if options and "jobs" in options:
+            jobs = tuple(options["jobs"])
+        else:
+            entropy = int(self.np_random.integers(2**63))
+            jobs = self.workload.sample(np.random.SeedSequence([self.config.seed, entropy]))
+        if not jobs:
+            raise ValueError("reset: the workload has no jobs")
+        self.jobs = jobs
+        self._last_submit = max(j.submit_time for j in jobs)
+        self._events_seen = 0
+        self._ended = (False, False)
+        self.last_record = None
+        self.decision_index = 0
+        snapshot = self.backend.reset(jobs, ap_search=self.config.ap_search)
+        if snapshot is None:
+            raise ValueError(f"reset: no decision point before the horizon ({self.config.horizon_s:g} s)")
+        self.reward_fn.reset(jobs, self.backend.now(), lambda s: self._truth_table.best_time(s.model, s.global_batch))
+        self._carry = self._accrue()
+        self._carry += self._enter(snapshot)
+        return self._observe(), self._info(False)
+
+    def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Apply one sub-action (or "done"); advance time when the decision is complete."""
+        if self.builder is None:  # the episode has ended (possibly already in reset): stay there
+            terminated, truncated = self._ended
+            reward, self._carry = self._carry, 0.0
+            info = self._info(False)
+            if self.last_record is not None:
+                info["metrics"] = compute_metrics(self.last_record)
+            return self.encoder.blank(), reward, terminated, truncated, info
+        builder = self.builder
+        reward, self._carry = self._carry, 0.0
+        action = int(action)
+        mask = self.action_masks()
+        invalid = not (0 <= action < self.codec.n_actions) or not mask[action]
+        commit = action == self.codec.done_action and not invalid
+        if invalid:
+            reward -= self.config.invalid_action_penalty
+            builder.substeps += 1
+        elif not commit:
+            builder.apply(action)
+        self._mask = None
+        if not commit and (builder.substeps >= self.config.max_substeps or not self._has_choice()):
+            while not self.action_masks()[-1]:  # a stall: apply the lowest valid sub-action first
+                builder.apply(int(np.flatnonzero(self.action_masks())[0]))
+                self._mask = None
+            commit = True
+        if commit:
+            reward += self._commit()
+        obs = self._observe()
+        terminated, truncated = self._ended
+        info = self._info(invalid)
+        if terminated or truncated:
+            info["metrics"] = compute_metrics(self.last_record)  # type: ignore[arg-type]
+        return obs, float(reward), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean mask over actions (sb3-contrib's MaskablePPO convention); only "done" after the end."""
+        if self.builder is None:
+            mask = np.zeros(self.codec.n_actions, dtype=bool)
+            mask[-1] = True
+            return mask
+        if self._mask is None:
+            self._mask = self._stall_guard(self.builder.mask())
+        return self._mask.copy()
+
+    def render(self) -> str | np.ndarray | None:
+        """Text (``ansi``) or an occupancy image (``rgb_array``) of the current state."""
+        if self.render_mode == "ansi":
+            return self._render_text()
+        if self.render_mode == "rgb_array":
+            return self._render_image()
+        return None
+
+    # ------------------------------------------------------------------ internals
+    def _enter(self, snapshot: Snapshot | None) -> float:
+        """Make ``snapshot`` current, advancing past points that offer no choice; the reward accrued."""
+        reward = 0.0
+        while snapshot is not None:
+            self.snapshot = snapshot
+            self.builder = DecisionBuilder(snapshot, self.codec, self.config, self.table, self.capacity)
+            self._mask = None
+            if self._has_choice():
+                return reward
+            self.decision_index += 1  # an empty decision, as a policy would return
+            snapshot = self.backend.advance()
+            reward += self._accrue()
+        self._finish()
+        return reward
+
+    def _commit(self) -> float:
+        """Apply the builder's decision, advance, and return the reward accrued meanwhile."""
+        builder = self.builder
+        assert builder is not None
+        reward = 0.0
+        try:
+            self.backend.apply(builder.decision())
+        except InvalidDecision as exc:  # belief said feasible, the ground truth disagrees
+            log.warning("decision rejected by the simulator, nothing applied: %s", exc)
+            reward -= self.config.invalid_action_penalty
+        self.decision_index += 1
+        snapshot = self.backend.advance()
+        reward += self._accrue()
+        return reward + self._enter(snapshot)
+
+    def _accrue(self) -> float:
+        events = self.backend.events
+        new = events[self._events_seen :]
+        self._events_seen = len(events)
+        return self.config.reward_scale * self.reward_fn.accrue(new, self.backend.now())
+
+    def _finish(self) -> None:
+        record = self.backend.record("env", self.decision_index, 0.0)
+        self.last_record = record
+        finished = sum(1 for ev in record.events if ev.kind is EventKind.FINISH)
+        terminated = finished == len(self.jobs)
+        self._ended = (terminated, not terminated)
+        self.snapshot = None
+        self.builder = None
+        self._mask = None
+
+    def _stall_guard(self, mask: np.ndarray) -> np.ndarray:
+        """Mask what would idle the cluster for good with jobs still queued (no arrival or round left).
+
+        With nothing left to happen, "done" is masked while no job would run and a sub-action
+        is available, and preempting the last running job is masked unless a queued job could
+        take its place.
+        """
+        builder, snapshot = self.builder, self.snapshot
+        assert builder is not None and snapshot is not None
+        if self.config.round_s is not None or (snapshot.now < self._last_submit <= self.config.horizon_s):
+            return mask
+        k = self.config.max_pending
+        touched = builder.touched
+        running_after = len(snapshot.running) - len(builder.decision().preemptions) + int(touched[:k].sum())
+        if running_after == 1 and not builder.open[:k].any():
+            mask[self.codec.n_cells : -1 : self.codec.width] = False
+        if running_after == 0 and mask[:-1].any():
+            mask[-1] = False
+        return mask
+
+    def _has_choice(self) -> bool:
+        return bool(self.action_masks()[:-1].any())
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        if self.builder is None or self.snapshot is None:
+            return self.encoder.blank()
+        return self.encoder.encode(self.snapshot, self.builder)
+
+    def _info(self, invalid: bool) -> dict[str, Any]:
+        return {
+            "action_mask": self.action_masks(),
+            "decision": self.decision_index,
+            "substep": self.builder.substeps if self.builder is not None else 0,
+            "time_s": self.backend.now(),
+            "invalid": invalid,
+        }
+
+    def _render_text(self) -> str:
+        lines = [f"t={self.backend.now():.0f}s decision={self.decision_index}"]
+        builder = self.builder
+        for group in self.cluster.groups:
+            free = builder.free_of(group.gpu_type) if builder is not None else np.full(group.nodes, group.gpus_per_node)
+            lines.append(f"  {group.gpu_type}: {int(free.sum())}/{group.total_gpus} free")
+        if builder is not None:
+            for s, view in enumerate(builder.slots):
+                if view is None:
+                    continue
+                where = str(view.allocation.shape) if view.allocation is not None else "queued"
+                mark = "*" if builder.touched[s] else " "
+                lines.append(f" {mark}[{s}] {view.job_id} {view.spec.model} b{view.spec.global_batch} {where}")
+        return "\n".join(lines)
+
+    def _render_image(self) -> np.ndarray:
+        width = max(g.gpus_per_node for g in self.cluster.groups)
+        rows = []
+        for group in self.cluster.groups:
+            free = self.builder.free_of(group.gpu_type) if self.builder is not None else np.full(group.nodes, group.gpus_per_node)
+            row = np.zeros((group.nodes, width, 3), dtype=np.uint8)
+            cols = np.arange(width)[None, :]
+            row[(cols < group.gpus_per_node) & (cols < free[:, None])] = (40, 170, 60)
+            row[(cols < group.gpus_per_node) & (cols >= free[:, None])] = (40, 90, 200)
+            rows.append(row)
+        return np.concatenate(rows).repeat(4, axis=0).repeat(4, axis=1)
