@@ -1,0 +1,82 @@
+"""Baseline policies on the full Philly trace (1,938 jobs) on arena-1280, 600,000 s horizon.
+
+Prints, per policy: wall and CPU time of the whole episode (CPU time is the fairer figure on a
+shared machine), decisions, milliseconds of policy time per
+decision, MILP solves (Gavel, Sia), jobs finished, average JCT, reconfigurations and
+preemptions. Target: every baseline under 10 s on one core.
+
+``--perf`` is the performance model (ground truth and belief), ``estimator`` by default; until
+the estimator lands use ``measured:../shared/data/arena/measured_iter_time.csv`` (no a10 data:
+a10 requests are then infeasible at their type), and add ``--dp-memory
+../shared/data/arena/dp_memory_gb.csv`` to apply the artifact's DP memory rule to the
+data-parallel view. Needs ../shared/data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from arena_gym.cluster import load_cluster
+from arena_gym.experiment import load_jobs, make_perf, make_policy
+from arena_gym.loop import run_episode
+from arena_gym.metrics import compute_metrics
+from arena_gym.protocols import PerfModel
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import ClusterSpec
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+BASELINES = ("tiresias", "gandiva", "elasticflow-ls", "gavel", "sia")
+
+
+def perf_model(spec: str, dp_memory: str | None, cluster: ClusterSpec) -> PerfModel:
+    """``make_perf(spec)``, or a measured table with a DP memory table when ``dp_memory`` is given."""
+    if dp_memory is None:
+        return make_perf(spec, cluster)
+    prefix, _, path = spec.partition(":")
+    if prefix != "measured" or not path:
+        raise SystemExit("--dp-memory applies only to --perf measured:CSV")
+    from estimator.measured import measured_perf_model
+
+    return measured_perf_model(path, dp_memory)
+
+
+def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, horizon: float) -> None:
+    """Run one policy and print its figures."""
+    policy = make_policy(policy_name)
+    backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon))
+    t0, c0 = time.perf_counter(), time.process_time()
+    record = run_episode(backend, policy, jobs)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    m = compute_metrics(record)
+    solves = getattr(policy, "solves", None)
+    print(f"{policy_name:15s} wall={wall:6.2f}s cpu={cpu:6.2f}s decisions={record.decisions:5d} "
+          f"ms/decision={1000 * record.decide_wall_s / max(1, record.decisions):6.2f} "
+          f"milp_solves={'-' if solves is None else solves:>5} finished={int(m['jobs_finished']):4d} "
+          f"avg_jct={m['avg_jct_s'] / 3600:6.2f}h reconfigs={int(m['reconfigurations']):5d} "
+          f"preemptions={int(m['preemptions']):4d}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--perf", default="estimator", help="performance model spec (estimator, measured:CSV, ...)")
+    parser.add_argument("--dp-memory", default=None, help="DP memory CSV for --perf measured:CSV")
+    parser.add_argument("--policies", default=",".join(BASELINES), help="comma-separated policy names")
+    parser.add_argument("--trace", default=str(DATA / "arena/traces/philly.csv"))
+    parser.add_argument("--cluster", default="arena-1280")
+    parser.add_argument("--horizon", type=float, default=600_000.0, help="seconds from the first submission")
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        raise SystemExit(f"needs the shared data folder {DATA}")
+    cluster = load_cluster(args.cluster)
+    perf = perf_model(args.perf, args.dp_memory, cluster)
+    jobs = load_jobs(args.trace, cluster, perf, seed=0)
+    print(f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={cluster.name} perf={perf.name} "
+          f"dp_memory={'yes' if args.dp_memory else 'no'} horizon={args.horizon:.0f}s")
+    for name in args.policies.split(","):
+        bench(name.strip(), jobs, cluster, perf, args.horizon)
+
+
+if __name__ == "__main__":
+    main()
