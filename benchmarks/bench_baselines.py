@@ -5,11 +5,11 @@ shared machine), decisions, milliseconds of policy time per
 decision, MILP solves (Gavel, Sia), jobs finished, average JCT, reconfigurations and
 preemptions. Target: every baseline under 10 s on one core.
 
-``--perf`` is the performance model (ground truth and belief), ``estimator`` by default; until
-the estimator lands use ``measured:../shared/data/arena/measured_iter_time.csv`` (no a10 data:
-a10 requests are then infeasible at their type), and add ``--dp-memory
-../shared/data/arena/dp_memory_gb.csv`` to apply the artifact's DP memory rule to the
-data-parallel view. Needs ../shared/data.
+``--perf`` is the performance model (ground truth and belief), ``estimator`` by default; the
+artifact's measured table is
+``measured:../shared/data/arena/measured_iter_time.csv,../shared/data/arena/dp_memory_gb.csv``
+(no a10 data: a10 requests are then infeasible at their type; the DP memory table applies the
+artifact's DP memory rule to the data-parallel view). Needs ../shared/data.
 """
 
 from __future__ import annotations
@@ -28,18 +28,6 @@ from arena_gym.types import ClusterSpec
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BASELINES = ("tiresias", "gandiva", "elasticflow-ls", "gavel", "sia")
-
-
-def perf_model(spec: str, dp_memory: str | None, cluster: ClusterSpec) -> PerfModel:
-    """``make_perf(spec)``, or a measured table with a DP memory table when ``dp_memory`` is given."""
-    if dp_memory is None:
-        return make_perf(spec, cluster)
-    prefix, _, path = spec.partition(":")
-    if prefix != "measured" or not path:
-        raise SystemExit("--dp-memory applies only to --perf measured:CSV")
-    from estimator.measured import measured_perf_model
-
-    return measured_perf_model(path, dp_memory)
 
 
 def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, horizon: float) -> None:
@@ -61,7 +49,6 @@ def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--perf", default="estimator", help="performance model spec (estimator, measured:CSV, ...)")
-    parser.add_argument("--dp-memory", default=None, help="DP memory CSV for --perf measured:CSV")
     parser.add_argument("--policies", default=",".join(BASELINES), help="comma-separated policy names")
     parser.add_argument("--trace", default=str(DATA / "arena/traces/philly.csv"))
     parser.add_argument("--cluster", default="arena-1280")
@@ -70,10 +57,10 @@ def main() -> None:
     if not DATA.is_dir():
         raise SystemExit(f"needs the shared data folder {DATA}")
     cluster = load_cluster(args.cluster)
-    perf = perf_model(args.perf, args.dp_memory, cluster)
+    perf = make_perf(args.perf, cluster)
     jobs = load_jobs(args.trace, cluster, perf, seed=0)
     print(f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={cluster.name} perf={perf.name} "
-          f"dp_memory={'yes' if args.dp_memory else 'no'} horizon={args.horizon:.0f}s")
+          f"horizon={args.horizon:.0f}s")
     for name in args.policies.split(","):
         bench(name.strip(), jobs, cluster, perf, args.horizon)
 

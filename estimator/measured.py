@@ -161,7 +161,13 @@ class MeasuredPerfModel:
 
 
 def measured_perf_model(path: str, dp_memory: str | None = None) -> MeasuredPerfModel:
-    """A MeasuredPerfModel from a CSV path (optionally with a DP-memory CSV), artifact GPU memory sizes."""
+    """A MeasuredPerfModel from ``ITER.csv`` or ``ITER.csv,DP_MEMORY.csv`` (the ``measured:`` spec).
+
+    With a DP-memory table the data-parallel view applies the artifact's memory rule with the
+    artifact's GPU memory sizes.
+    """
+    if dp_memory is None and "," in path:
+        path, dp_memory = (p.strip() for p in path.split(",", 1))
     return MeasuredPerfModel(
         MeasuredTable.load(path),
         DpMemoryTable.load(dp_memory) if dp_memory else None,
