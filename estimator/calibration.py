@@ -34,7 +34,7 @@ from estimator.zoo import ModelArch, get_model
 log = logging.getLogger(__name__)
 
 #: A type multiplier's penalty weight (per unit of log multiplier) in the fit.
-TYPE_PRIOR_WEIGHT = 1.0
+TYPE_PRIOR_WEIGHT = 0.3
 #: Scale of the robust loss: residuals beyond it count roughly linearly (as in MAPE).
 F_SCALE = 0.02
 #: Residual charged when a measured-feasible point is predicted infeasible.

@@ -26,9 +26,12 @@ class LinkSpec:
 
 
 #: Share of a dual-issue FP32 peak that matrix kernels can use. Ampere GA10x and Ada SMs double
-#: their FP32 peak with a second datapath shared with INT32; FFMA-bound kernels that also issue
-#: integer address arithmetic (fp32 GEMMs, convolutions) run at about the single-issue rate.
-DUAL_ISSUE_FP32_FACTOR = 0.5
+#: their FP32 peak with a second datapath shared with INT32, so integer instructions (address
+#: arithmetic) take FP32 slots: with ``i`` integer per floating-point instruction the FP32 rate is
+#: ``2 / (1 + i)`` of the single-issue rate, i.e. ``1 / (1 + i)`` of the datasheet peak. NVIDIA's
+#: Turing architecture whitepaper (2018) gives a typical mix of 36 integer per 100 floating-point
+#: instructions, hence 1 / 1.36 = 0.735.
+DUAL_ISSUE_FP32_FACTOR = 0.735
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +100,10 @@ _A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM4; 2021)"
 _V100 = "NVIDIA Tesla V100 GPU datasheet (SXM2; 2020)"
 
 #: The catalogue. Node presets (``gpus_per_node``, ``network``) follow the artifact's testbeds
-#: where known (A100 4/node, V100 16/node as in a DGX-2, A40 and A10 2/node) and common servers
-#: otherwise.
+#: where known (A100 4/node, V100 16/node, A40 and A10 2/node) and common servers otherwise. The
+#: only 16-GPU V100 nodes built are the NVSwitch HGX-2 designs (NVIDIA DGX-2 datasheet, 2019:
+#: 16 Tesla V100 32 GB, six NVLinks per GPU into NVSwitch, 300 GB/s bidirectional per GPU to any
+#: other GPU, 8x 100 Gb/s EDR InfiniBand), hence NVLink2 bandwidth for every GPU pair of the node.
 GPUS: dict[str, GpuSpec] = {
     g.name: g
     for g in (
