@@ -1,0 +1,63 @@
+"""ArenaConfig: the ablation switches and search constants of the Arena heuristic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from arena_gym.sim import OverheadModel
+
+
+@dataclass(frozen=True)
+class ArenaConfig:
+    """Settings of :class:`agents.arena.ArenaPolicy` (reference/arena.md §5).
+
+    Switches (the artifact's ablations, §5.5): ``dp_only`` decides with data-parallel-only
+    estimates (``crius-dp``); ``no_scaling`` never changes a job's GPU count (``crius-ns``);
+    ``no_type_change`` never changes a job's GPU type (``crius-nh``); ``no_opportunism`` lets no
+    job of type X start while an earlier job of type X waits (``crius-no``); ``deadline_aware``
+    accepts a configuration only if the job still meets its deadline on it (``crius-ddl``);
+    ``pruned`` picks the reconfiguration-overhead class (pruned AP search, or the full one).
+
+    Constants (§5.3-5.7): jobs hold at most ``max_job_gpus`` GPUs; the downgrade BFS goes
+    ``downgrade_depth`` levels deep, ``downgrade_depth_crowded`` once more than
+    ``crowded_running_jobs`` jobs run; the upgrade trial takes at most ``max_upgrade_steps``
+    steps; the pending restart trial at most ``max_restart_trials`` fits; bubble migration at
+    most ``max_migration_rounds`` rounds per placement. ``overhead`` is the restart overhead the
+    deadline check charges (it should match the simulator's).
+    """
+
+    dp_only: bool = False
+    no_scaling: bool = False
+    no_type_change: bool = False
+    no_opportunism: bool = False
+    deadline_aware: bool = False
+    pruned: bool = True
+    max_job_gpus: int = 16
+    downgrade_depth: int = 3
+    downgrade_depth_crowded: int = 2
+    crowded_running_jobs: int = 150
+    max_upgrade_steps: int = 10
+    max_restart_trials: int = 100
+    max_migration_rounds: int = 256
+    overhead: OverheadModel = field(default_factory=OverheadModel)
+
+    def __post_init__(self) -> None:
+        for name in ("max_job_gpus", "downgrade_depth", "downgrade_depth_crowded", "max_migration_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ArenaConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("crowded_running_jobs", "max_upgrade_steps", "max_restart_trials"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ArenaConfig.{name} must be >= 0, got {getattr(self, name)}")
+
+    @property
+    def ap_search(self) -> str:
+        """The reconfiguration-overhead class the policy's (re)starts pay."""
+        return "pruned" if self.pruned else "full"
+
+    def depth(self, running_jobs: int) -> int:
+        """Downgrade-search depth for a cluster running ``running_jobs`` jobs."""
+        return self.downgrade_depth if running_jobs <= self.crowded_running_jobs else self.downgrade_depth_crowded
+
+    def restart_overhead_s(self, num_gpus: int) -> float:
+        """Seconds a (re)start on ``num_gpus`` GPUs costs before the job makes progress."""
+        return self.overhead.seconds(self.ap_search, num_gpus)

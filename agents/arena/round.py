@@ -1,0 +1,166 @@
+"""DecisionRound: one call of Arena's scheduler, from a snapshot to a Decision (reference/arena.md §5.2, §5.5)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from agents.arena.config import ArenaConfig
+from agents.arena.oracle import ThroughputOracle
+from agents.arena.search import ArenaSearch
+from agents.arena.workspace import Workspace
+from agents.fcfs import requested
+from arena_gym.placement import allocation
+from arena_gym.types import Decision, JobId, JobView, Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class DecisionRound:
+    """Arena's per-round procedure on a private workspace.
+
+    The decision queue holds waiting jobs and opportunism jobs (started ahead of an earlier
+    waiting job, a "blocker") in submission order; it is rebuilt from the snapshot plus the
+    set of opportunism job ids the policy carries between calls.
+    """
+
+    def __init__(self, config: ArenaConfig, snapshot: Snapshot, oracle: ThroughputOracle,
+                 opportunism: Iterable[JobId], runnable: dict[JobId, bool]) -> None:
+        self.config = config
+        self.snapshot = snapshot
+        self.ws = Workspace(snapshot)
+        self.views: dict[JobId, JobView] = {v.job_id: v for v in snapshot.pending + snapshot.running}
+        self.search = ArenaSearch(config, self.ws, oracle, self.views)
+        self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
+        self.preempted: dict[JobId, None] = {}
+        self._order: Mapping[JobId, tuple[float, str]] = {j: (v.spec.submit_time, j) for j, v in self.views.items()}
+        self._runnable = runnable
+
+    def runnable(self, job: JobId) -> bool:
+        """Whether the job could ever start (memoised; with deadlines only "never" is kept across calls)."""
+        known = self._runnable.get(job)
+        if known is None:
+            view = self.views[job]
+            known = self.search.runnable(view, *requested(view.spec, self.snapshot))
+            if not (known and self.config.deadline_aware):
+                self._runnable[job] = known
+        return known
+
+    # ------------------------------------------------------------ round steps
+    def after_departures(self, upgrade: bool, arrivals: set[JobId]) -> None:
+        """``optimize_running_jobs``: introspective migration, pending restart trial, optional upgrade trial."""
+        moved = self.search.improve_locality()
+        self.restart_pending(exclude=arrivals)
+        steps = self.search.upgrade() if upgrade else 0
+        log.debug("t=%.0f departures: %d locality move(s), %d upgrade step(s)", self.snapshot.now, moved, steps)
+
+    def admit(self, arrivals: Iterable[JobView]) -> None:
+        """``fit_new_jobs``: fit each new job in submission order, tag backfills, then the upgrade trial."""
+        for view in sorted(arrivals, key=lambda v: self._order[v.job_id]):
+            gpu_type, n = requested(view.spec, self.snapshot)
+            if not self.runnable(view.job_id) or (self.config.no_opportunism and self._waits_before(view.job_id, gpu_type)):
+                continue
+            if self.search.fit(view, gpu_type, n) and self._waits_before(view.job_id):
+                self.opportunism[view.job_id] = None
+        steps = self.search.upgrade()
+        log.debug("t=%.0f arrivals: %d upgrade step(s)", self.snapshot.now, steps)
+
+    def restart_pending(self, exclude: set[JobId]) -> None:
+        """Pending restart trial: walk the decision queue in FIFO order and start what fits.
+
+        A blocker that does not fit on its own may take the GPUs of opportunism jobs behind it;
+        those whose GPUs it took are preempted. A (model, batch) that failed once is skipped
+        for the rest of the trial. At most ``max_restart_trials`` fits are tried. Jobs that can
+        never run (no feasible configuration) are passed over and block nobody.
+        """
+        failed: set[tuple[str, str, int]] = set()
+        blocked_types: set[str] = set()
+        waiting_ahead = False
+        trials = 0
+        queue = sorted({v.job_id for v in self.snapshot.pending} - exclude | set(self.opportunism), key=self._order.get)
+        for job in queue:
+            if trials >= self.config.max_restart_trials:
+                break
+            view = self.views[job]
+            gpu_type, n = requested(view.spec, self.snapshot)
+            if job in self.ws.placement or not self.runnable(job):
+                continue  # a running opportunism job, or one that can never start
+            config = (view.spec.model.family, view.spec.model.size, view.spec.global_batch)
+            skip = job in self.preempted or config in failed
+            if skip or (self.config.no_opportunism and gpu_type in blocked_types):
+                waiting_ahead = True
+                blocked_types.add(gpu_type)
+                continue
+            trials += 1
+            if self.search.fit(view, gpu_type, n) or self._fit_over_opportunists(view, gpu_type, n):
+                if waiting_ahead:
+                    self.opportunism[job] = None
+            else:
+                failed.add(config)
+                blocked_types.add(gpu_type)
+                waiting_ahead = True
+
+    def _fit_over_opportunists(self, view: JobView, gpu_type: str, n: int) -> bool:
+        """Fit a blocker counting the GPUs of opportunism jobs behind it as free; preempt those it takes."""
+        ws = self.ws
+        me = self._order[view.job_id]
+        behind = sorted((o for o in self.opportunism if self._order[o] > me and o in ws.placement), key=self._order.get)
+        if not behind:
+            return False
+        mark = ws.checkpoint()
+        held = {o: ws.placement[o] for o in behind}
+        for o in behind:
+            ws.set(o, None)
+        if not self.search.fit(view, gpu_type, n):
+            ws.rollback(mark)
+            return False
+        for o in behind:
+            if ws.fits(held[o]):
+                ws.set(o, held[o])
+            else:
+                self.preempted[o] = None
+                del self.opportunism[o]
+        return True
+
+    # ------------------------------------------------------------ queue helpers
+    def _waits_before(self, job: JobId, gpu_type: str | None = None) -> bool:
+        """Whether a runnable job submitted before ``job`` still waits (requesting ``gpu_type``, if given)."""
+        me = self._order[job]
+        for other in self._waiting():
+            if self._order[other] < me and (gpu_type is None or requested(self.views[other].spec, self.snapshot)[0] == gpu_type):
+                return True
+        return False
+
+    def _waiting(self) -> list[JobId]:
+        placed = self.ws.placement
+        waiting = [v.job_id for v in self.snapshot.pending if v.job_id not in placed] + list(self.preempted)
+        return [j for j in waiting if self.runnable(j)]
+
+    # ------------------------------------------------------------ decision
+    def decision(self) -> Decision:
+        """The Decision for the snapshot: changed allocations (complete) and preemptions."""
+        self._keep_placements()
+        waiting = [self._order[j] for j in self._waiting()]
+        first_waiting = min(waiting) if waiting else None
+        self.opportunism = {o: None for o in self.opportunism
+                            if o in self.ws.placement and first_waiting is not None and self._order[o] > first_waiting}
+        held = {v.job_id: v.allocation.placement for v in self.snapshot.running if v.allocation is not None}
+        perf = self.snapshot.perf
+        allocations = [(j, allocation(perf, self.views[j].spec, p))
+                       for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order[kv[0]]) if held.get(j) != p]
+        preemptions = sorted((j for j in held if j not in self.ws.placement), key=self._order.get)
+        return Decision(allocations=tuple(allocations), preemptions=tuple(preemptions))
+
+    def _keep_placements(self) -> None:
+        """Eliminate unnecessary suspend-resume: a job whose shape is unchanged returns to its old nodes if they are free."""
+        ws = self.ws
+        for view in self.snapshot.running:
+            old, new = view.allocation.placement if view.allocation else None, ws.placement.get(view.job_id)
+            if old is None or new is None or new == old or new.shape != old.shape:
+                continue
+            mark = ws.checkpoint()
+            ws.set(view.job_id, None)
+            if ws.fits(old):
+                ws.set(view.job_id, old)
+            else:
+                ws.rollback(mark)

@@ -1,0 +1,430 @@
+"""Arena's searches on a workspace (reference/arena.md §5.3-5.4).
+
+``place`` is the migration search (best locality, RHD bubble migration, relaxed locality);
+``fit`` is ``fit_one_job`` with its downgrade BFS (elastic shrink and hardware-type change);
+``upgrade`` is the running-jobs upgrade trial; ``improve_locality`` the introspective
+migration. Every candidate is scored by its structured marginal gain: the sum over modified
+jobs of new minus old samples/s, plus the new job's samples/s; infeasible candidates are
+never recorded (the artifact's -1e9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from agents.arena.config import ArenaConfig
+from agents.arena.oracle import ShapeKey, ThroughputOracle
+from agents.arena.workspace import Change, Workspace
+from arena_gym.placement import place_shape
+from arena_gym.types import JobId, JobView, Placement, ResourceShape, best_locality, localities
+
+#: Gains at or below this (samples/s) count as no gain (guards against float noise).
+GAIN_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A candidate outcome: the workspace edits it makes and its structured marginal gain."""
+
+    gain: float
+    changes: tuple[Change, ...]
+
+
+class _Move(NamedTuple):
+    """A tried move of one job: its gain, where it went and the workspace edits it took."""
+
+    gain: float
+    job: JobId
+    gpu_type: str
+    num_gpus: int
+    changes: tuple[Change, ...]
+    placement: Placement
+    relaxed: bool
+
+
+@dataclass(frozen=True)
+class _Branch:
+    """A downgrade-search state: edits so far, their gain, and the target's current request."""
+
+    changes: tuple[Change, ...]
+    gain: float
+    gpu_type: str
+    num_gpus: int
+
+
+def key_of(p: Placement) -> ShapeKey:
+    """The (type, nodes, GPUs per node) key of a placement."""
+    return (p.gpu_type, len(p.nodes), p.gpus_per_node)
+
+
+def shape_key(s: ResourceShape) -> ShapeKey:
+    """The (type, nodes, GPUs per node) key of a shape."""
+    return (s.gpu_type, s.n_nodes, s.gpus_per_node)
+
+
+def halved(p: Placement) -> Placement:
+    """Shrink in place to half the GPUs: drop half the nodes, or half the GPUs of a single node."""
+    if len(p.nodes) > 1:
+        return Placement(p.gpu_type, p.nodes[: len(p.nodes) // 2], p.gpus_per_node)
+    return Placement(p.gpu_type, p.nodes, p.gpus_per_node // 2)
+
+
+def _halved_key(p: Placement) -> ShapeKey:
+    n = len(p.nodes)
+    return (p.gpu_type, n // 2, p.gpus_per_node) if n > 1 else (p.gpu_type, 1, p.gpus_per_node // 2)
+
+
+def _net(changes: tuple[Change, ...]) -> tuple[tuple[JobId, Placement | None], ...]:
+    final: dict[JobId, Placement | None] = {}
+    for job, _, new in changes:
+        final[job] = new
+    return tuple(sorted(final.items(), key=lambda kv: kv[0]))
+
+
+class ArenaSearch:
+    """The search steps of one decision over a shared workspace and throughput oracle."""
+
+    def __init__(self, config: ArenaConfig, workspace: Workspace, oracle: ThroughputOracle,
+                 views: Mapping[JobId, JobView]) -> None:
+        self.config = config
+        self.ws = workspace
+        self.oracle = oracle
+        self.views = views
+        self._held: dict[JobId, tuple[Placement, float]] = {}
+        self._halved: dict[JobId, tuple[Placement, float | None]] = {}
+
+    def held_rate(self, job: JobId, placement: Placement) -> float:
+        """Samples/s ``job`` makes on ``placement``, a configuration it holds (memoised)."""
+        memo = self._held.get(job)
+        if memo is None or memo[0] is not placement:
+            memo = self._held[job] = (placement, self.oracle.current(self.views[job].spec, key_of(placement)))
+        return memo[1]
+
+    def _halved_rate(self, job: JobId, placement: Placement) -> float | None:
+        memo = self._halved.get(job)
+        if memo is None or memo[0] is not placement:
+            memo = self._halved[job] = (placement, self.oracle.rate(self.views[job], _halved_key(placement)))
+        return memo[1]
+
+    def runnable(self, job: JobView, gpu_type: str, num_gpus: int) -> bool:
+        """Whether ``job`` (requesting ``num_gpus`` of ``gpu_type``) could ever start: some count it may get
+        (the request or, with scaling, a halving of it) is feasible on some type it may use (any, with type change).
+        """
+        cfg, ws = self.config, self.ws
+        counts = [num_gpus]
+        while not cfg.no_scaling and counts[-1] > 1:
+            counts.append(counts[-1] // 2)
+        for t in ws.types:
+            if cfg.no_type_change and t != gpu_type:
+                continue
+            cap = ws.capacity[t]
+            for count in counts:
+                if count > min(cfg.max_job_gpus, cap * ws.nodes[t]):
+                    continue
+                if any(self.oracle.rate(job, shape_key(s)) is not None for s in localities(t, count, cap)):
+                    return True
+        return False
+
+    # ------------------------------------------------------------ migration search
+    def place(self, job: JobView, gpu_type: str, num_gpus: int) -> tuple[Placement | None, bool]:
+        """Put ``job`` (holding no GPUs) on ``num_gpus`` GPUs of ``gpu_type``; returns (placement, relaxed).
+
+        Best locality first (best-fit nodes); if fragmentation blocks it, RHD bubble migration
+        rounds repack other jobs; otherwise the most packed relaxed locality that fits, as long
+        as every level is feasible. Fails if the best locality itself is infeasible.
+        """
+        ws = self.ws
+        cap = ws.capacity.get(gpu_type)
+        if (cap is None or num_gpus > self.config.max_job_gpus or num_gpus > cap * ws.nodes[gpu_type]
+                or ws.total_free[gpu_type] < num_gpus):
+            return None, False
+        shapes = localities(gpu_type, num_gpus, cap)
+        if self.oracle.rate(job, shape_key(shapes[0])) is None:
+            return None, False
+        free = ws.free[gpu_type]
+        placement = place_shape(free, shapes[0])
+        if placement is None:
+            placement = self._migrate_and_place(shapes[0])
+        if placement is not None:
+            ws.set(job.job_id, placement)
+            return placement, False
+        for shape in shapes[1:]:
+            if self.oracle.rate(job, shape_key(shape)) is None:
+                break
+            placement = place_shape(free, shape)
+            if placement is not None:
+                ws.set(job.job_id, placement)
+                return placement, True
+        return None, False
+
+    def _migrate_and_place(self, shape: ResourceShape) -> Placement | None:
+        """RHD bubble migration: pair the fullest partial node with the emptiest and repack, until ``shape`` fits."""
+        ws = self.ws
+        gpu_type = shape.gpu_type
+        cap, free = ws.capacity[gpu_type], ws.free[gpu_type]
+        mark = ws.checkpoint()
+        for _ in range(self.config.max_migration_rounds):
+            partial = np.flatnonzero((free > 0) & (free < cap))
+            if len(partial) < 2:
+                break
+            order = partial[np.argsort(free[partial], kind="stable")]  # fewest bubbles first
+            moved = False
+            for i in range(len(order) // 2):
+                if self._pack(gpu_type, int(order[-1 - i]), int(order[i])):
+                    moved = True
+                    placement = place_shape(free, shape)
+                    if placement is not None:
+                        return placement
+            if not moved:
+                break
+        ws.rollback(mark)
+        return None
+
+    def _pack(self, gpu_type: str, src: int, dst: int) -> bool:
+        """Move job parts from node ``src`` into the bubbles of node ``dst``, largest first.
+
+        If all of ``src`` fits, the node empties; otherwise ``dst`` fills up. A cross-node job
+        moves only if ``dst`` does not hold it already (uniform locality is preserved).
+        """
+        ws = self.ws
+        room = int(ws.free[gpu_type][dst])
+        moved = False
+        for job, gpus in sorted(ws.occupants(gpu_type, src).items(), key=lambda kv: (-kv[1], kv[0])):
+            if gpus > room:
+                continue
+            p = ws.placement[job]
+            if dst in p.nodes:
+                continue
+            nodes = tuple(sorted(dst if n == src else n for n in p.nodes))
+            ws.set(job, Placement(p.gpu_type, nodes, p.gpus_per_node))
+            room -= gpus
+            moved = True
+            if room == 0:
+                break
+        return moved
+
+    # ------------------------------------------------------------ fit_one_job
+    def fit(self, job: JobView, gpu_type: str, num_gpus: int) -> bool:
+        """``fit_one_job``: start ``job`` on its request, or on the best downgrade plan; True if started.
+
+        The edits of the chosen plan stay in the workspace; nothing changes on failure. A
+        downgrade plan (or a relaxed placement) is taken only with a positive total gain.
+        """
+        ws = self.ws
+        base = ws.checkpoint()
+        placement, relaxed = self.place(job, gpu_type, num_gpus)
+        if placement is not None and not relaxed:
+            return True
+        plans: list[Plan] = []
+        if placement is not None:
+            plans.append(Plan(self._rate(job, placement), ws.changes_since(base)))
+            ws.rollback(base)
+        if not (self.config.no_scaling and self.config.no_type_change):
+            plans.extend(self._downgrade(job, gpu_type, num_gpus, base))
+        best = None
+        for plan in plans:
+            if best is None or plan.gain > best.gain:
+                best = plan
+        if best is None or best.gain <= GAIN_EPS:
+            return False
+        ws.replay(best.changes)
+        return True
+
+    def _rate(self, job: JobView, placement: Placement) -> float:
+        rate = self.oracle.rate(job, key_of(placement))
+        assert rate is not None, "place() returned an infeasible placement"
+        return rate
+
+    def _downgrade(self, job: JobView, gpu_type: str, num_gpus: int, base: int) -> list[Plan]:
+        """BFS over single-job modifications (shrink by halving; hardware-type change)."""
+        ws = self.ws
+        plans: list[Plan] = []
+        frontier = [_Branch((), 0.0, gpu_type, num_gpus)]
+        seen: set[tuple] = set()
+        for _ in range(self.config.depth(len(ws.placement))):
+            children: list[_Branch] = []
+            for branch in frontier:
+                ws.rollback(base)
+                ws.replay(branch.changes)
+                if not self.config.no_scaling:
+                    for t in ws.types:
+                        self._shrink(job, branch, t, base, plans, children)
+                if not self.config.no_type_change:
+                    self._retype(job, branch, base, plans, children)
+            frontier = []
+            for child in children:
+                signature = (_net(child.changes), child.gpu_type, child.num_gpus)
+                if signature not in seen:
+                    seen.add(signature)
+                    frontier.append(child)
+        ws.rollback(base)
+        return plans
+
+    def _settle(self, job: JobView, child: _Branch, base: int, plans: list[Plan], children: list[_Branch],
+                try_place: bool) -> None:
+        """Record a plan if the target now fits; keep searching from ``child`` unless it fit at best locality."""
+        if try_place:
+            ws = self.ws
+            mark = ws.checkpoint()
+            placement, relaxed = self.place(job, child.gpu_type, child.num_gpus)
+            if placement is not None:
+                plans.append(Plan(child.gain + self._rate(job, placement), ws.changes_since(base)))
+                ws.rollback(mark)
+                if not relaxed:
+                    return
+        children.append(child)
+
+    def _shrink(self, job: JobView, branch: _Branch, gpu_type: str, base: int, plans: list[Plan],
+                children: list[_Branch]) -> None:
+        """Halve the big job of ``gpu_type`` that loses least (the target's own request counts)."""
+        choice = self._shrink_choice(job, branch, gpu_type)
+        if choice is None:
+            return
+        delta, victim = choice
+        ws = self.ws
+        mark = ws.checkpoint()
+        if victim is None:
+            child = _Branch(branch.changes, branch.gain, gpu_type, branch.num_gpus // 2)
+        else:
+            ws.set(victim, halved(ws.placement[victim]))
+            child = _Branch(ws.changes_since(base), branch.gain + delta, branch.gpu_type, branch.num_gpus)
+        self._settle(job, child, base, plans, children, try_place=gpu_type == child.gpu_type)
+        ws.rollback(mark)
+
+    def _shrink_choice(self, job: JobView, branch: _Branch, gpu_type: str) -> tuple[float, JobId | None] | None:
+        """(throughput change, job) of the best halving among jobs holding >= half the type's largest count.
+
+        The job is None when the best choice is to halve the target's own request.
+        """
+        ws, oracle = self.ws, self.oracle
+        buckets = ws.by_count[gpu_type]
+        n = branch.num_gpus
+        target_here = branch.gpu_type == gpu_type
+        top = max(ws.largest(gpu_type), n if target_here else 0)
+        if top < 2:
+            return None
+        best: tuple[float, JobId | None] | None = None
+        if target_here and n >= 2 and 2 * n >= top:
+            cap = ws.capacity[gpu_type]
+            half = oracle.rate(job, shape_key(best_locality(gpu_type, n // 2, cap)))
+            if half is not None:
+                best = (half - oracle.current(job.spec, shape_key(best_locality(gpu_type, n, cap))), None)
+        placement = ws.placement
+        for count, jobs in buckets.items():
+            if count < 2 or 2 * count < top:
+                continue
+            for j in jobs:
+                p = placement[j]
+                rate = self._halved_rate(j, p)
+                if rate is None:
+                    continue
+                delta = rate - self.held_rate(j, p)
+                if best is None or delta > best[0]:
+                    best = (delta, j)
+        return best
+
+    def _retype(self, job: JobView, branch: _Branch, base: int, plans: list[Plan], children: list[_Branch]) -> None:
+        """Hardware-type change: move the job of the target's type (or the target) that gains most to a type with idle GPUs."""
+        ws, oracle = self.ws, self.oracle
+        home, n = branch.gpu_type, branch.num_gpus
+        cap = ws.capacity.get(home)
+        target_old = oracle.current(job.spec, shape_key(best_locality(home, n, cap))) if cap else 0.0
+        movers = [(job.job_id, n, target_old)]
+        held = ws.placement
+        movers += [(j, c, self.held_rate(j, held[j])) for c, jobs in ws.by_count.get(home, {}).items() for j in jobs]
+        move = self._best_move(movers, exclude_type=home)
+        if move is None:
+            return
+        mark = ws.checkpoint()
+        ws.replay(move.changes)
+        if move.job == job.job_id:
+            plans.append(Plan(branch.gain + self._rate(job, move.placement), ws.changes_since(base)))
+            if move.relaxed:
+                children.append(_Branch(branch.changes, branch.gain, move.gpu_type, move.num_gpus))
+        else:
+            self._settle(job, _Branch(ws.changes_since(base), branch.gain + move.gain, home, n), base, plans, children,
+                         try_place=True)
+        ws.rollback(mark)
+
+    def _best_move(self, movers: list[tuple[JobId, int, float]], exclude_type: str | None,
+                   grow: bool = False) -> _Move | None:
+        """The best move of one of ``movers`` to another type (never ``exclude_type``).
+
+        ``movers`` are (job, GPU count, current samples/s); with ``grow`` a job may also double
+        on its own type. Candidates are tried in order of their gain's upper bound (best
+        locality), so the search stops as soon as no untried move can beat the best found.
+        """
+        ws, oracle, cfg = self.ws, self.oracle, self.config
+        free = ws.total_free
+        candidates = []
+        for order, (j, count, old) in enumerate(movers):
+            spec = self.views[j].spec
+            own = ws.placement[j].gpu_type if j in ws.placement else None
+            if grow and not cfg.no_scaling and own is not None and 2 * count <= cfg.max_job_gpus and free[own] >= count:
+                ub = oracle.best_rate(spec, own, 2 * count, ws.capacity[own])
+                if ub is not None and ub - old > GAIN_EPS:
+                    candidates.append((ub - old, order, j, own, 2 * count, old))
+            if cfg.no_type_change:
+                continue
+            for t in ws.types:
+                if t == own or t == exclude_type or free[t] < count:
+                    continue
+                ub = oracle.best_rate(spec, t, count, ws.capacity[t])
+                if ub is not None and (not grow or ub - old > GAIN_EPS):
+                    candidates.append((ub - old, order, j, t, count, old))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        best: _Move | None = None
+        for ub, _, j, t, count, old in candidates:
+            if best is not None and ub <= best.gain:
+                break
+            mark = ws.checkpoint()
+            ws.set(j, None)  # a no-op for the target, which holds no GPUs yet
+            placement, relaxed = self.place(self.views[j], t, count)
+            if placement is not None:
+                delta = self._rate(self.views[j], placement) - old
+                if (best is None or delta > best.gain) and (not grow or delta > GAIN_EPS):
+                    best = _Move(delta, j, t, count, ws.changes_since(mark), placement, relaxed)
+            ws.rollback(mark)
+        return best
+
+    # ------------------------------------------------------------ upgrade trial
+    def upgrade(self) -> int:
+        """Upgrade trial: up to ``max_upgrade_steps`` times apply the best positive-gain grow (x2) or move to a faster idle type."""
+        ws = self.ws
+        steps = 0
+        while steps < self.config.max_upgrade_steps:
+            most = max(ws.total_free.values(), default=0)
+            if most == 0:
+                break
+            placement = ws.placement
+            movers = [(j, c, self.held_rate(j, placement[j])) for t in ws.types
+                      for c, jobs in ws.by_count[t].items() if c <= most for j in jobs]
+            move = self._best_move(movers, exclude_type=None, grow=True)
+            if move is None:
+                break
+            ws.replay(move.changes)
+            steps += 1
+        return steps
+
+    # ------------------------------------------------------------ introspective migration
+    def improve_locality(self) -> int:
+        """Introspective migration: re-place spread (relaxed-locality) jobs at a better locality when one is free."""
+        ws = self.ws
+        moved = 0
+        for j, p in list(ws.placement.items()):
+            if p.gpus_per_node >= min(p.num_gpus, ws.capacity[p.gpu_type]):
+                continue
+            view = self.views[j]
+            old = self.held_rate(j, p)
+            mark = ws.checkpoint()
+            ws.set(j, None)
+            placement, _ = self.place(view, p.gpu_type, p.num_gpus)
+            if placement is None or self._rate(view, placement) <= old + GAIN_EPS:
+                ws.rollback(mark)
+            else:
+                moved += 1
+        return moved
