@@ -11,12 +11,15 @@ arrival, so this loader divides by ``iteration_divisor`` (default 5), rounding u
 testbed trace (``testbed.csv``) undivided: load it with ``iteration_divisor=1`` for that.
 
 Times: rebased to the first submission (offset in ``Trace.time_offset_s``); deadlines are
-kept as in the file, rebased the same way. ``num_gpu`` / ``gpu_type`` become the job's
+kept as in the file, rebased the same way, unless ``deadline_scale`` loosens them: the artifact's
+simulator sets ``deadline = submit + 5 x (deadline - submit)`` (reference/arena.md §5.7), i.e.
+``deadline_scale=5``. ``num_gpu`` / ``gpu_type`` become the job's
 requested GPU count / type.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -33,12 +36,20 @@ ARENA_JOB_COLUMNS = JobColumns(
 )
 
 
-def load_arena_csv(path: str | os.PathLike[str], *, iteration_divisor: int = 5, name: str | None = None) -> Trace:
-    """Load an Arena-artifact trace CSV (times rebased to the first job; iterations / divisor)."""
+def load_arena_csv(path: str | os.PathLike[str], *, iteration_divisor: int = 5, deadline_scale: float = 1.0,
+                   name: str | None = None) -> Trace:
+    """Load an Arena-artifact trace CSV (times rebased to the first job; iterations / divisor;
+    each job's time to its deadline multiplied by ``deadline_scale``)."""
     if iteration_divisor < 1:
         raise ValueError(f"iteration_divisor must be >= 1, got {iteration_divisor}")
+    if not deadline_scale > 0:
+        raise ValueError(f"deadline_scale must be > 0, got {deadline_scale}")
     table = CsvTable(path, ARENA_COLUMNS, "arena")
     jobs, offset = read_jobs(table, ARENA_JOB_COLUMNS, iteration_divisor=iteration_divisor)
+    if deadline_scale != 1.0:
+        jobs = tuple(j if j.deadline is None else
+                     dataclasses.replace(j, deadline=j.submit_time + deadline_scale * (j.deadline - j.submit_time))
+                     for j in jobs)
     trace = Trace(name or Path(path).stem, jobs, f"arena-csv:{os.fspath(path)}", offset)
     log.info("loaded %d jobs from %s (Arena CSV, iterations / %d)", len(trace), os.fspath(path), iteration_divisor)
     return trace

@@ -106,6 +106,7 @@ class SimBackend:
         self._arrivals: list[JobId] = []
         self._departures: list[JobId] = []
         self._round = 0
+        self._stalled_rounds = 0
         self._ap_search = "pruned"
         self._unfinished = 0
         self._ended = False
@@ -214,7 +215,12 @@ class SimBackend:
         """Handle one event; True if it is a decision trigger."""
         if kind == _ROUND:
             self._round += 1
-            if self._unfinished > 0 and self.config.round_s is not None:
+            # A round with nothing running and nothing left to happen is a stall; after two in a
+            # row (the policy declined to start anything in between) no further round can change
+            # anything, so rounds stop and the episode ends instead of looping forever.
+            stalled = not self._active and not self._heap
+            self._stalled_rounds = self._stalled_rounds + 1 if stalled else 0
+            if self._unfinished > 0 and self.config.round_s is not None and self._stalled_rounds < 2:
                 self._push(self._now + self.config.round_s, _ROUND, JobId(""), 0)
             return self._unfinished > 0
         job = self._jobs[job_id]

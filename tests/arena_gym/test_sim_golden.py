@@ -98,3 +98,14 @@ def test_event_log_order_and_throughput():
     # 2 of 8 GPUs held for 210 s; running (not reconfiguring) for 200 s.
     assert m["gpu_alloc_ratio"] == pytest.approx(2 / 8)
     assert m["gpu_util"] == pytest.approx(2 * 200 / (8 * 210))
+
+
+def test_rounds_stop_when_nothing_can_change():
+    # the job asks for 8 a40 GPUs (the tiny cluster has 4): FCFS never starts it; with periodic
+    # rounds and no horizon the episode must still end (after two stalled rounds)
+    config = SimConfig(overhead=CONFIG.overhead, round_s=300.0)
+    record = run(FCFS(), [job("A", 0, 10, "a40", 2), job("big", 5, 10, "a40", 8)], config)
+    m = compute_metrics(record)
+    assert m["jobs_finished"] == 1 and m["jobs_submitted"] == 2
+    # A: 0 + 10 + 20 = 30; rounds at 0, 300 (stall 1), 600 (stall 2): the episode ends at 600
+    assert record.end_time == pytest.approx(600.0)

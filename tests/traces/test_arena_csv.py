@@ -114,3 +114,15 @@ def test_earliest_problem_reported_and_blank_lines_keep_numbering(write_csv):
 def test_bad_divisor(write_csv):
     with pytest.raises(ValueError, match="iteration_divisor must be >= 1"):
         load_arena_csv(write_csv(HEADER + GOOD), iteration_divisor=0)
+
+
+def test_deadline_scale_loosens_deadlines_like_the_artifact(shared_data):
+    from traces import load_trace
+
+    path = shared_data / "arena" / "traces" / "pai.csv"
+    plain = load_trace(path)
+    loose = load_trace(path, deadline_scale=5.0)
+    for a, b in zip(plain.jobs[:20], loose.jobs[:20]):
+        assert b.deadline - b.submit_time == pytest.approx(5.0 * (a.deadline - a.submit_time))
+    with pytest.raises(ValueError, match="deadline_scale must be > 0"):
+        load_trace(path, deadline_scale=0.0)
