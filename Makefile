@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= results/compare
-POLICIES ?= fcfs,srtf
+POLICIES ?= fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena
 export OMP_NUM_THREADS := 1
 export WANDB_ERROR_REPORTING := false
 
@@ -25,7 +25,7 @@ $(VENV)/.all-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.core-installed
 
 run: $(VENV)/.core-installed
-	$(BIN)/arena-gym compare --policies $(POLICIES) --trace synthetic --cluster testbed-64 --out $(OUT)
+	$(BIN)/arena-gym compare --policies $(POLICIES) --cluster testbed-64 --out $(OUT)
 
 test: $(VENV)/.all-installed
 	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "not gpu and not slow" -p no:cacheprovider

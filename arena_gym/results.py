@@ -113,12 +113,15 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
 
 def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, float]:
     """The artifact's padding rule: pad each policy's finished JCTs with the largest JCT seen
-    (over all policies) up to the reference policy's finished count, then average."""
+    (over all policies) up to the reference policy's finished count, then average.
+
+    ``reference="max"`` pads up to the largest finished count of any policy.
+    """
     jcts = {r.record.policy: [o.jct for o in job_outcomes(r.record) if o.jct is not None] for r in results}
-    if reference not in jcts:
-        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)}")
+    if reference != "max" and reference not in jcts:
+        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)} (or 'max')")
     worst = max((max(v) for v in jcts.values() if v), default=math.nan)
-    target = len(jcts[reference])
+    target = max(len(v) for v in jcts.values()) if reference == "max" else len(jcts[reference])
     out = {}
     for policy, values in jcts.items():
         padded = values + [worst] * max(0, target - len(values))
@@ -127,7 +130,8 @@ def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, fl
 
 
 def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:
-    """One row per run (policy, trace, seed) with the standard metric columns."""
+    """One row per run (policy, trace, seed) with the standard metric columns, best first
+    (by padded average JCT when a padding reference is given, else by average JCT)."""
     rows = []
     padded: dict[tuple[str, int], dict[str, float]] = {}
     if pad_reference:
@@ -142,7 +146,8 @@ def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) 
             row["padded_avg_jct_s"] = padded[(r.config.trace, r.config.seed)][r.record.policy]
         rows.append(row)
     frame = pd.DataFrame(rows)
-    return frame.sort_values(["trace", "seed", "avg_jct_s"], kind="stable").reset_index(drop=True)
+    key = "padded_avg_jct_s" if pad_reference else "avg_jct_s"
+    return frame.sort_values(["trace", "seed", key], kind="stable").reset_index(drop=True)
 
 
 def to_markdown(frame: pd.DataFrame) -> str:

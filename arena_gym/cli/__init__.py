@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("arena_gym.cli.compare_cmd:configure", "compare policies on the same traces and cluster"),
     "trace": ("arena_gym.cli.trace_cmd:configure", "inspect or convert traces"),
     "estimate": ("estimator.commands:configure", "query, validate or calibrate the performance estimator"),
+    "train": ("agents.rl.commands:configure", "train a learned scheduling agent (stable-baselines3)"),
 }
 
 

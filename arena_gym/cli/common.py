@@ -8,6 +8,12 @@ import math
 from arena_gym.experiment import RunConfig
 from arena_gym.sim import OverheadModel
 
+#: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace
+#: (``arena/traces/testbed.csv``: 244 jobs in 5.7 h, i.e. ~42 jobs/h; the testbed model/GPU mix;
+#: iterations log-normal with the file's log-mean 5.06 and log-std 0.89, 6..500 iterations).
+DEFAULT_TRACE = ("synthetic:mix=testbed,n_jobs=240,rate_per_h=42,iter_log_mean=5.06,"
+                 "iter_log_sigma=0.89,iter_min=6,iter_max=500")
+
 
 def positive_float(text: str) -> float:
     """argparse type: a float > 0 (``inf`` allowed)."""
@@ -22,7 +28,8 @@ def positive_float(text: str) -> float:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs."""
-    parser.add_argument("--trace", default="synthetic", help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]")
+    parser.add_argument("--trace", default=DEFAULT_TRACE,
+                        help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace")
     parser.add_argument("--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file")
     parser.add_argument("--perf", default="estimator", help="ground-truth performance model: estimator | measured:CSV")
     parser.add_argument("--belief", default=None, help="model policies plan with (default: the truth), e.g. noisy:0.2")

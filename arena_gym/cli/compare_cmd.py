@@ -9,7 +9,7 @@ from arena_gym.cli.common import add_run_arguments, run_config
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.results import to_markdown
 
-DEFAULT_POLICIES = "fcfs,srtf"
+DEFAULT_POLICIES = "fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena"
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -30,12 +30,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
     parser.add_argument("--policies", type=_csv, default=_csv(DEFAULT_POLICIES), help="comma-separated policy names")
     add_run_arguments(parser)
-    parser.set_defaults(trace=None)
     parser.add_argument("--traces", type=_csv, default=None, help="comma-separated traces (instead of --trace)")
     parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated seeds")
     parser.add_argument("--workers", type=int, default=1, help="parallel processes")
-    parser.add_argument("--pad-jct", metavar="POLICY", default=None,
-                        help="add the artifact's padded average JCT, padding to POLICY's finished count")
+    parser.add_argument("--pad-jct", metavar="POLICY", default="max",
+                        help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)")
     parser.add_argument("--wandb", action="store_true", help="log the leaderboard and plots to wandb")
     parser.add_argument("--out", type=Path, default=Path("results/compare"), help="results directory")
     parser.set_defaults(handler=handle)
@@ -45,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
     """Run the grid, print the leaderboard, optionally log it to wandb."""
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
-    traces = args.traces or (args.trace or "synthetic",)
+    traces = args.traces or (args.trace,)
     base = run_config(args, args.policies[0], args.seeds[0])
     config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct)
     results, board = compare(config, args.out)

@@ -60,5 +60,6 @@ def test_padding_rule_pads_with_the_worst_jct():
     assert padded["fcfs"] == pytest.approx(sum(jct.values()) / 3)
     # "cut" finished B and C only: padded with the worst JCT seen (over both policies) up to 3 jobs
     assert padded["cut"] == pytest.approx((jct["B"] + jct["C"] + worst) / 3)
+    assert padded_avg_jct([full, cut], reference="max") == padded
     with pytest.raises(ValueError, match="padding reference policy 'x'"):
         padded_avg_jct([full], reference="x")
