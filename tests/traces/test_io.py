@@ -43,7 +43,7 @@ def test_load_trace_detects_every_real_file(rel, shared_data):
 def test_load_trace_passes_options(shared_data):
     trace = load_trace(shared_data / "arena/traces/testbed.csv", iteration_divisor=1)
     assert max(j.iterations for j in trace) == 500
-    with pytest.raises(ValueError, match=r"unknown option\(s\) mix for the arena format; valid: iteration_divisor, name"):
+    with pytest.raises(ValueError, match=r"unknown option\(s\) mix for the arena format; valid: iteration_divisor, deadline_scale, name"):
         load_trace(shared_data / "arena/traces/testbed.csv", mix="philly")
     with pytest.raises(ValueError, match="unknown trace format 'json'; valid: canonical, arena, itp"):
         load_trace(shared_data / "arena/traces/testbed.csv", format="json")
