@@ -1,0 +1,149 @@
+"""Saved models: an SB3 zip plus an ``arena_gym.json`` member with what is needed to rebuild the env.
+
+SB3's loader reads only its own members (``data``, ``*.pth``) and ignores ours, so the file
+stays a normal SB3 model. Our member is plain JSON (never unpickled): the algorithm name, the
+env id and the EnvConfig fields the model was trained with, and the code version. SB3's
+periodic checkpoints lack the member; a ``arena_gym.json`` file beside them stands in for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from agents.rl.algos import algo_name, algo_spec
+from agents.rl.safe_load import safe_custom_objects
+from envs import ActionCodec, EnvConfig, ObservationEncoder
+from envs.arena_env import resolve_cluster
+
+#: Name of the metadata member inside the model zip.
+METADATA_MEMBER = "arena_gym.json"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a saved model was trained on."""
+
+    algo: str
+    env_id: str
+    env_config: EnvConfig
+    code_version: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (ValueError if the env config holds objects instead of specs)."""
+        fields = dataclasses.asdict(self.env_config)
+        for key in ("cluster", "perf", "belief"):
+            if fields[key] is not None and not isinstance(fields[key], str):
+                raise ValueError(f"cannot save a model whose EnvConfig.{key} is an object; use a spec string")
+        return {"algo": self.algo, "env_id": self.env_id, "env_config": fields,
+                "code_version": self.code_version}
+
+
+def env_config_from_json(fields: Mapping[str, Any]) -> EnvConfig:
+    """Rebuild an EnvConfig from its JSON fields (lists back to tuples, ``"inf"`` back to a float)."""
+    valid = {f.name for f in dataclasses.fields(EnvConfig)}
+    unknown = sorted(set(fields) - valid)
+    if unknown:
+        raise ValueError(f"unknown EnvConfig field(s) {', '.join(unknown)}")
+    cooked = {k: (tuple(v) if isinstance(v, list) else float(v) if v in ("inf", "-inf") else v) for k, v in fields.items()}
+    return EnvConfig(**cooked)
+
+
+def save_model(model: Any, path: Path, info: ModelInfo) -> Path:
+    """Save ``model`` to ``path`` (a ``.zip``) with the metadata member; return the path.
+
+    The optimizer's running moments are left out (the live model keeps them): the file is for
+    deployment and evaluation; resume training from the SB3 checkpoints instead.
+    """
+    path = Path(path)
+    if path.suffix != ".zip":
+        raise ValueError(f"model path must end in .zip: {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(info.to_json(), indent=2, sort_keys=True)
+    tmp = path.with_name(path.stem + ".tmp.zip")
+    policy = model.policy
+    optimizer = policy.optimizer
+    # Save a fresh optimizer (no Adam moments): a third of the size, all a deployed model needs.
+    policy.optimizer = policy.optimizer_class(policy.parameters(), **{**policy.optimizer_kwargs,
+                                                                      "lr": optimizer.param_groups[0]["lr"]})
+    try:
+        model.save(tmp)
+    finally:
+        policy.optimizer = optimizer
+    with zipfile.ZipFile(tmp, "a") as archive:
+        archive.writestr(METADATA_MEMBER, payload)
+    tmp.replace(path)
+    return path
+
+
+def write_sidecar(directory: Path, info: ModelInfo) -> Path:
+    """Write ``arena_gym.json`` into ``directory``: the metadata of plain SB3 zips saved there."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / METADATA_MEMBER
+    path.write_text(json.dumps(info.to_json(), indent=2, sort_keys=True))
+    return path
+
+
+def _raw_metadata(path: Path) -> dict[str, Any]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if METADATA_MEMBER in archive.namelist():
+                return json.loads(archive.read(METADATA_MEMBER).decode())
+    except zipfile.BadZipFile:
+        raise ValueError(f"model file {path} is not a zip archive (corrupt, or not an SB3 model)") from None
+    sidecar = path.parent / METADATA_MEMBER
+    if sidecar.is_file():
+        return json.loads(sidecar.read_text())
+    raise ValueError(f"model file {path} has no {METADATA_MEMBER} (inside or beside it): not saved by arena-gym train")
+
+
+def read_model_info(path: str | Path) -> ModelInfo:
+    """The metadata of a saved model; one-line ValueError naming the file if it is missing or corrupt."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"model file {path} does not exist")
+    try:
+        raw = _raw_metadata(path)
+        info = ModelInfo(algo=str(raw["algo"]), env_id=str(raw["env_id"]),
+                         env_config=env_config_from_json(raw["env_config"]),
+                         code_version=str(raw.get("code_version", "unknown")))
+    except KeyError as exc:
+        raise ValueError(f"model file {path}: metadata lacks {exc}") from None
+    except (TypeError, ValueError) as exc:
+        message = str(exc).splitlines()[0]
+        raise ValueError(message if message.startswith("model file") else f"model file {path}: invalid metadata: {message}") from None
+    algo_spec(info.algo)
+    return info
+
+
+def env_spaces(config: EnvConfig) -> tuple[gym.Space, gym.Space]:
+    """The observation and action spaces of the env ``config`` describes (no simulator is built)."""
+    cluster = resolve_cluster(config.cluster)
+    codec = ActionCodec(cluster, config)
+    return ObservationEncoder(cluster, codec, config).space, gym.spaces.Discrete(codec.n_actions)
+
+
+def load_model(path: str | Path) -> tuple[Any, ModelInfo]:
+    """Load a saved model on the CPU with its metadata, unpickling nothing from the file.
+
+    The weights go through SB3's loader (``torch.load(weights_only=True)``); the pickled
+    attributes are replaced (:mod:`agents.rl.safe_load`), the spaces rebuilt from the EnvConfig.
+    """
+    info = read_model_info(path)
+    cls = algo_spec(info.algo).cls()
+    try:
+        custom = safe_custom_objects(path, cls, *env_spaces(info.env_config))
+        model = cls.load(str(path), device="cpu", custom_objects=custom)
+    except (zipfile.BadZipFile, ValueError, KeyError, RuntimeError, EOFError, OSError) as exc:
+        message = str(exc).splitlines()[0]
+        raise ValueError(message if message.startswith("model file") else f"model file {path} cannot be loaded: {message}") from None
+    if algo_name(model) != info.algo:
+        raise ValueError(f"model file {path}: metadata says {info.algo} but it holds a {algo_name(model)} model")
+    return model, info

@@ -1,0 +1,1 @@
+"""Tests of the learned agents (agents.rl)."""

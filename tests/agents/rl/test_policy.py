@@ -1,0 +1,141 @@
+"""``sb3:PATH``: a saved model becomes a Policy through the env's encoder and codec."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sb3_contrib import MaskablePPO
+
+from agents.rl.algos import greedy_action
+from agents.rl.artifact import METADATA_MEMBER, ModelInfo, load_model, read_model_info, save_model
+from agents.rl.env_factory import env_config, make_env
+from agents.rl.evaluate import Evaluator
+from arena_gym.cli import main
+from arena_gym.experiment import make_policy
+from arena_gym.loop import run_episode
+from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics
+from tests.agents.rl.conftest import ENV_ID, PERF, TRACE
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory, env_overrides: dict) -> tuple[Path, MaskablePPO]:
+    """An (untrained, seeded) MaskablePPO saved with its metadata."""
+    env = make_env(ENV_ID, env_overrides)
+    model = MaskablePPO("MultiInputPolicy", env, seed=3, device="cpu", n_steps=64, batch_size=32)
+    path = tmp_path_factory.mktemp("model") / "agent.zip"
+    save_model(model, path, ModelInfo("maskable_ppo", ENV_ID, env_config(ENV_ID, env_overrides), "test"))
+    return path, model
+
+
+def _episode(policy, evaluator: Evaluator, seed: int) -> dict[str, float]:
+    metrics = compute_metrics(run_episode(evaluator.backend(), policy, evaluator.workloads[seed]))
+    return {k: v for k, v in metrics.items() if k not in WALL_CLOCK_KEYS}
+
+
+def test_round_trip_is_deterministic(saved: tuple[Path, MaskablePPO], env_overrides: dict) -> None:
+    path, _ = saved
+    info = read_model_info(path)
+    assert info.algo == "maskable_ppo" and info.env_config == env_config(ENV_ID, env_overrides)
+    evaluator = Evaluator(info.env_config, (2000,))
+    first = _episode(make_policy(f"sb3:{path}", seed=1), evaluator, 2000)
+    second = _episode(make_policy(f"sb3:{path}", seed=2), evaluator, 2000)
+    assert first == second
+    assert first["jobs_submitted"] == 8 and first["decisions"] > 0
+
+
+def test_loaded_model_acts_like_the_saved_one(saved: tuple[Path, MaskablePPO], env_overrides: dict) -> None:
+    path, model = saved
+    loaded, _ = load_model(path)  # nothing unpickled from the file
+    env = make_env(ENV_ID, env_overrides)
+    obs, info = env.reset(seed=5)
+    for _ in range(40):
+        mask = info["action_mask"]
+        action = greedy_action(model, obs, mask)
+        expected, _ = model.predict(obs, action_masks=mask, deterministic=True)
+        assert action == int(expected) == greedy_action(loaded, obs, mask)
+        assert mask[action]
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            obs, info = env.reset()
+
+
+def test_compare_accepts_sb3_policy(saved: tuple[Path, MaskablePPO], tmp_path: Path) -> None:
+    path, _ = saved
+    out = tmp_path / "compare"
+    code = main(["compare", "--policies", f"fcfs,sb3:{path}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
+                 "--out", str(out)])
+    assert code == 0
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert set(board["policy"]) == {"fcfs", f"sb3:{path}"}
+    assert (board["jobs_submitted"] == 8).all()
+
+
+def test_other_cluster_is_a_clear_error(saved: tuple[Path, MaskablePPO]) -> None:
+    path, _ = saved
+    from arena_gym.experiment import RunConfig, run
+
+    with pytest.raises(ValueError, match="trained for another cluster"):
+        run(RunConfig(policy=f"sb3:{path}", trace=TRACE, cluster="testbed-64", perf=PERF))
+
+
+def test_missing_and_corrupt_files(tmp_path: Path, saved: tuple[Path, MaskablePPO]) -> None:
+    missing = tmp_path / "nope.zip"
+    with pytest.raises(ValueError, match=f"model file {missing} does not exist"):
+        make_policy(f"sb3:{missing}")
+    garbage = tmp_path / "garbage.zip"
+    garbage.write_bytes(b"not a zip at all")
+    with pytest.raises(ValueError, match="not a zip archive"):
+        make_policy(f"sb3:{garbage}")
+    bare = tmp_path / "bare.zip"
+    with zipfile.ZipFile(saved[0]) as src, zipfile.ZipFile(bare, "w") as dst:
+        for name in src.namelist():
+            if name != METADATA_MEMBER:
+                dst.writestr(name, src.read(name))
+    with pytest.raises(ValueError, match="not saved by arena-gym train"):
+        make_policy(f"sb3:{bare}")
+    truncated = tmp_path / "truncated.zip"
+    data = saved[0].read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=str(truncated)):
+        make_policy(f"sb3:{truncated}")
+
+
+def test_cli_reports_a_missing_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "absent.zip"
+    code = main(["simulate", "--policy", f"sb3:{missing}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
+                 "--out", str(tmp_path / "sim")])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"arena-gym simulate: error: model file {missing} does not exist"
+
+
+def test_greedy_action_never_picks_a_masked_action(saved: tuple[Path, MaskablePPO], env_overrides: dict) -> None:
+    _, model = saved
+    env = make_env(ENV_ID, env_overrides)
+    obs, info = env.reset(seed=9)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        mask = rng.random(info["action_mask"].shape) < 0.1
+        mask[rng.integers(mask.size)] = True
+        assert mask[greedy_action(model, obs, mask)]
+    with pytest.raises(ValueError, match="no valid action"):
+        greedy_action(model, obs, np.zeros_like(mask))
+
+
+def test_unknown_pickled_entry_is_refused(tmp_path: Path, saved: tuple[Path, MaskablePPO]) -> None:
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(saved[0]) as src, zipfile.ZipFile(tampered, "w") as dst:
+        for name in src.namelist():
+            payload = src.read(name)
+            if name == "data":
+                data = json.loads(payload)
+                data["surprise"] = {":type:": "<class 'object'>", ":serialized:": "gAROLg=="}
+                payload = json.dumps(data).encode()
+            dst.writestr(name, payload)
+    with pytest.raises(ValueError, match="'surprise' is a pickle with no safe replacement"):
+        make_policy(f"sb3:{tampered}")
