@@ -27,8 +27,11 @@ class ObservationPolicy:
     left, or ``config.max_substeps`` sub-actions (an invalid action is ignored but counts). The
     codec and encoder are those of the snapshot's cluster with ``config``'s slots and grid, so
     a model trained on :class:`envs.arena_env.ArenaSchedEnv` sees identical observations.
-    (Unlike the env, "done" is never masked here: a deployed policy cannot know whether more
-    jobs will arrive.)
+    Idle guard: while the decision so far would leave no job running and a sub-action is
+    valid, "done" is masked in what ``predict`` sees (an idle cluster with a startable job only
+    lengthens every JCT). The env masks "done" likewise once nothing is left to arrive; a
+    deployed policy cannot know future arrivals, so it applies the rule always. A ``predict``
+    that ignores the mask and answers "done" anyway is still obeyed.
     """
 
     def __init__(self, name: str, predict: Predict, config: EnvConfig, ap_search: str = "pruned") -> None:
@@ -48,7 +51,10 @@ class ObservationPolicy:
         codec, capacity, encoder = self._for_cluster(snapshot.cluster)
         builder = DecisionBuilder(snapshot, codec, self.config, self._for_perf(codec, snapshot.perf), capacity)
         while builder.has_choice() and builder.substeps < self.config.max_substeps:
-            action = int(self.predict(encoder.encode(snapshot, builder), builder.mask()))
+            mask = builder.mask()
+            if builder.running_after() == 0:
+                mask[-1] = False  # idle guard (has_choice() holds, so another action is valid)
+            action = int(self.predict(encoder.encode(snapshot, builder), mask))
             if action == codec.done_action:
                 break
             builder.apply(action)  # an invalid action changes nothing but counts as a sub-step

@@ -283,8 +283,7 @@ class ArenaSchedEnv(gym.Env):
         if self.config.round_s is not None or (snapshot.now < self._last_submit <= self.config.horizon_s):
             return mask
         k = self.config.max_pending
-        touched = builder.touched
-        running_after = len(snapshot.running) - len(builder.decision().preemptions) + int(touched[:k].sum())
+        running_after = builder.running_after()
         if running_after == 1 and not builder.open[:k].any():
             mask[self.codec.n_cells : -1 : self.codec.width] = False
         if running_after == 0 and mask[:-1].any():

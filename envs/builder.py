@@ -86,6 +86,11 @@ class DecisionBuilder:
         """Per slot: a job that already got a sub-action at this decision point."""
         return self.present & ~self.open
 
+    def running_after(self) -> int:
+        """Jobs that would hold GPUs if the decision so far were applied (starts in, preemptions out)."""
+        started = int(self.touched[: self.config.max_pending].sum())
+        return len(self.snapshot.running) - len(self._preemptions) + started
+
     def free_of(self, gpu_type: str) -> np.ndarray:
         """Scratch free GPUs per node of a type (after the sub-actions so far); do not modify."""
         return self._free_of[gpu_type]

@@ -224,7 +224,7 @@ def synthetic(
         )
     name = cfg.name or f"synthetic-{cfg.arrival}-{cfg.n_jobs}-s{cfg.seed}"
     trace = Trace(name, tuple(jobs), spec_of(cfg), 0.0)
-    log.info("generated %d synthetic jobs (%s, %.2f/h, seed %d)", len(trace), cfg.arrival, cfg.rate_per_h, cfg.seed)
+    log.debug("generated %d synthetic jobs (%s, %.2f/h, seed %d)", len(trace), cfg.arrival, cfg.rate_per_h, cfg.seed)
     return trace
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from arena_gym.cli.common import add_run_arguments, run_config
@@ -51,7 +52,11 @@ def handle(args: argparse.Namespace) -> int:
     print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
     print(f"results: {args.out}")
     if args.wandb:
+        # set wandb's mode in the environment before it is imported (stack.md: an init argument
+        # alone still lets it probe a telemetry host at exit)
+        os.environ.setdefault("WANDB_MODE", "offline")
+        os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
         from arena_gym.tracking import log_comparison
 
-        log_comparison(args.out, board, config)
+        log_comparison(args.out, board, config, mode=os.environ["WANDB_MODE"])
     return 0

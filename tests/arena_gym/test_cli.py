@@ -77,3 +77,12 @@ def test_bad_argument_values_exit_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--horizon", "-3"])
     assert exc.value.code == 2 and "must be > 0" in capsys.readouterr().err
+
+
+def test_compare_logs_to_wandb_offline(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    out = tmp_path / "cmp"
+    assert main(["compare", "--policies", "fcfs", "--trace", SMALL, "--cluster", "tiny", "--out", str(out), "--wandb"]) == 0
+    runs = list((out / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
