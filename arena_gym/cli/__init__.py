@@ -14,8 +14,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("arena_gym.cli.simulate:configure", "run one policy on a trace and cluster"),
     "compare": ("arena_gym.cli.compare_cmd:configure", "compare policies on the same traces and cluster"),
     "trace": ("arena_gym.cli.trace_cmd:configure", "inspect or convert traces"),
-    "estimate": ("estimator.commands:configure", "query, validate or calibrate the performance estimator"),
-    "train": ("agents.rl.commands:configure", "train a learned scheduling agent (stable-baselines3)"),
+    "estimate": ("estimator.cli:configure", "query, validate or calibrate the performance estimator"),
+    "train": ("agents.rl.cli:configure", "train a learned scheduling agent (stable-baselines3)"),
 }
 
 

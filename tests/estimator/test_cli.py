@@ -7,7 +7,7 @@ import argparse
 import pandas as pd
 import pytest
 
-from estimator.commands import configure
+from estimator.cli import configure
 
 
 def run(argv: list[str]) -> int:
