@@ -37,10 +37,12 @@ class JobOutcome:
 
     @property
     def jct(self) -> float | None:
+        """Completion minus submission time (None if unfinished)."""
         return None if self.finish is None else self.finish - self.submit
 
     @property
     def deadline_met(self) -> bool | None:
+        """Whether it finished by its deadline (None without one)."""
         if self.deadline is None:
             return None
         return self.finish is not None and self.finish <= self.deadline + 1e-9

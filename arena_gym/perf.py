@@ -30,6 +30,7 @@ class NoisyPerfModel:
 
     @property
     def name(self) -> str:
+        """The base model's name with the noise level."""
         return f"noisy({self.base.name},{self.sigma})"
 
     def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:

@@ -40,6 +40,7 @@ class Registry:
 
     @property
     def entries(self) -> Mapping[str, Entry]:
+        """A read-only view of the registered names."""
         return MappingProxyType(self._entries)
 
     def names(self) -> list[str]:

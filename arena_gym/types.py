@@ -66,6 +66,7 @@ class NodeGroup:
 
     @property
     def total_gpus(self) -> int:
+        """All GPUs of the group (or cluster)."""
         return self.nodes * self.gpus_per_node
 
 
@@ -86,6 +87,7 @@ class ClusterSpec:
 
     @property
     def gpu_types(self) -> tuple[GpuType, ...]:
+        """The GPU types, in group order."""
         return tuple(g.gpu_type for g in self.groups)
 
     def group(self, gpu_type: str) -> NodeGroup:
@@ -97,6 +99,7 @@ class ClusterSpec:
 
     @property
     def total_gpus(self) -> int:
+        """All GPUs of the group (or cluster)."""
         return sum(g.total_gpus for g in self.groups)
 
 
@@ -138,6 +141,7 @@ class ResourceShape:
 
     @property
     def num_gpus(self) -> int:
+        """GPUs in total."""
         return self.n_nodes * self.gpus_per_node
 
     def __str__(self) -> str:
@@ -193,6 +197,7 @@ class StagePlan:
 
     @property
     def num_gpus(self) -> int:
+        """GPUs in total."""
         return self.dp * self.tp
 
 
@@ -206,10 +211,12 @@ class Plan:
 
     @property
     def num_gpus(self) -> int:
+        """GPUs in total."""
         return sum(s.num_gpus for s in self.stages)
 
     @property
     def n_stages(self) -> int:
+        """Pipeline stages."""
         return len(self.stages)
 
     def describe(self) -> str:
@@ -228,10 +235,12 @@ class Placement:
 
     @property
     def num_gpus(self) -> int:
+        """GPUs in total."""
         return len(self.nodes) * self.gpus_per_node
 
     @property
     def shape(self) -> ResourceShape:
+        """The resource shape."""
         return ResourceShape(self.gpu_type, len(self.nodes), self.gpus_per_node)
 
 
@@ -251,10 +260,12 @@ class Allocation:
 
     @property
     def shape(self) -> ResourceShape:
+        """The resource shape."""
         return self.grid.shape
 
     @property
     def num_gpus(self) -> int:
+        """GPUs in total."""
         return self.grid.shape.num_gpus
 
 
@@ -272,6 +283,7 @@ class Decision:
 
     @property
     def is_empty(self) -> bool:
+        """True when the decision changes nothing."""
         return not self.allocations and not self.preemptions
 
 
@@ -307,6 +319,7 @@ class JobView:
 
     @property
     def job_id(self) -> JobId:
+        """The job's id."""
         return self.spec.job_id
 
     def iterations_done(self, now: float) -> float:
