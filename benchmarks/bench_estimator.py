@@ -84,6 +84,21 @@ def leave_one_type_out() -> None:
         print(f"  {held}: MAPE {result.mape():.2f}% (target <= 15%)  [{fam}]  fit {time.perf_counter() - t0:.0f}s")
 
 
+def weak_scaling() -> None:
+    section("weak scaling of the measured table: t(2n GPUs, batch 2b) / t(n GPUs, batch b), same model and type")
+    m = pd.read_csv(DATA / "measured_iter_time.csv")
+    m = m[m["oom"] == 0]
+    key = ["family", "size", "gpu_type"]
+    pairs = m.merge(m, on=key, suffixes=("", "_2x"))
+    pairs = pairs[(pairs["num_gpus_2x"] == 2 * pairs["num_gpus"]) & (pairs["global_batch_2x"] == 2 * pairs["global_batch"])]
+    pairs = pairs.assign(ratio=pairs["iter_time_s_2x"] / pairs["iter_time_s"])
+    print("  (the per-GPU work is the same; a model whose communication grows with the GPU count predicts >= 1)")
+    for (gpu, n), g in pairs.groupby(["gpu_type", "num_gpus"]):
+        r = g["ratio"]
+        print(f"  {gpu:5s} {n:2d} -> {2 * n:2d} GPUs: median {r.median():.2f}, range {r.min():.2f}-{r.max():.2f} "
+              f"over {len(r)} pairs, {int((r < 0.95).sum())} below 0.95")
+
+
 def dp_rule_agreement() -> None:
     section("DP-only view against the artifact's DP memory table (dp_memory_gb.csv, rule need*1.2 > 0.8*memory)")
     dp = pd.read_csv(DATA / "dp_memory_gb.csv")
@@ -159,6 +174,7 @@ def main() -> int:
     speed()
     if DATA.is_dir():
         accuracy()
+        weak_scaling()
         dp_rule_agreement()
         leave_one_type_out()
     else:
