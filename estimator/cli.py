@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 PROG = "arena-gym estimate"
 REGENERATE = ("arena-gym estimate calibrate --measured ../shared/data/arena/measured_iter_time.csv "
-              "--out estimator/data/calibration.json")
+              "--dp-memory ../shared/data/arena/dp_memory_gb.csv --out estimator/data/calibration.json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     c = sub.add_parser("calibrate", help="fit the efficiency parameters to a measured table")
     c.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
+    c.add_argument("--dp-memory", default=None,
+                   help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format")
     c.add_argument("--out", default=None, help="write the fitted parameters here (JSON; default: print them)")
     c.add_argument("--max-evals", type=int, default=30, help="solver iterations (default 30)")
     c.set_defaults(handler=_calibrate)
@@ -156,18 +158,33 @@ def _print_validation(result) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from estimator.calibration import Problem, fit, load_points, validate
+    from estimator.dpmemory import fit_dp_memory
+    from estimator.measured import DpMemoryTable
     from estimator.params import EstimatorParams
 
     try:
         problem = Problem(load_points(args.measured))
+        dp_table = DpMemoryTable.load(args.dp_memory) if args.dp_memory else None
     except (ValueError, FileNotFoundError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     params = fit(problem, EstimatorParams(), max_nfev=args.max_evals)
+    if dp_table is not None:
+        try:
+            params = replace(params, dp_memory=fit_dp_memory(dp_table.need_gb))
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+        for kind, c in sorted(params.dp_memory.items()):
+            print(f"DP memory of {kind}: {c.sharded_bytes:.2f} B/parameter sharded over the replicas, "
+                  f"activations x{c.act_factor:.2f}")
     result = validate(problem, params)
     _print_validation(result)
     extra = {"fitted_on": Path(args.measured).name, "regenerate": REGENERATE,
              "mape_percent": round(result.mape(), 3)}
+    if dp_table is not None:
+        extra["dp_memory_fitted_on"] = Path(args.dp_memory).name
     if args.out:
         params.save(args.out, extra)
         print(f"parameters written to {args.out}")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bumped whenever the cost model's equations change (part of every cache key).
-ESTIMATOR_VERSION = "1.1"
+ESTIMATOR_VERSION = "1.2"
 KINDS = ("transformer", "moe", "wide_resnet")
 DEFAULT_PARAMS_FILE = "calibration.json"
 
@@ -55,6 +55,14 @@ class TypeParams:
     comm: float = 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class DpMemoryParams:
+    """How a profiled data-parallel memory need scales, for one model kind (``estimator.dpmemory``)."""
+
+    sharded_bytes: float  # bytes per parameter divided over the replicas (optimizer state)
+    act_factor: float = 1.0  # multiplies the analytical activation memory of one micro-batch
+
+
 @dataclass(frozen=True)
 class EstimatorParams:
     """All parameters of the cost model (see the module docstring)."""
@@ -69,6 +77,7 @@ class EstimatorParams:
     gpu_types: Mapping[str, TypeParams] = field(default_factory=dict)
     memory_fraction: float = 0.8  # usable share of GPU memory (XLA's pre-allocation fraction)
     source: str = "built-in defaults"
+    dp_memory: Mapping[str, DpMemoryParams] = field(default_factory=dict)  # per kind; empty: physical defaults
 
     def kind(self, kind: str) -> KindParams:
         """Efficiencies of a model kind (``transformer`` for unknown kinds)."""
@@ -93,6 +102,8 @@ class EstimatorParams:
                        "kernel_us": self.kernel_us, "memory_fraction": self.memory_fraction},
             "gpu_types": {k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
                           for k, v in sorted(self.gpu_types.items())},
+            "dp_memory": {k: {"sharded_bytes": v.sharded_bytes, "act_factor": v.act_factor}
+                          for k, v in sorted(self.dp_memory.items())},
         }
 
     @staticmethod
@@ -105,8 +116,10 @@ class EstimatorParams:
             g = data["global"]
             types = {str(k): TypeParams(float(v["compute"]), float(v.get("compute_fp32", 1.0)), float(v["memory"]),
                                         float(v["comm"])) for k, v in data.get("gpu_types", {}).items()}
+            dp_memory = {str(k): DpMemoryParams(float(v["sharded_bytes"]), float(v["act_factor"]))
+                         for k, v in data.get("dp_memory", {}).items()}
             params = EstimatorParams(kinds, float(g["nu_intra"]), float(g["nu_inter"]), float(g["latency_scale"]),
-                                     float(g["kernel_us"]), types, float(g.get("memory_fraction", 0.8)), source)
+                                     float(g["kernel_us"]), types, float(g.get("memory_fraction", 0.8)), source, dp_memory)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"estimator parameters {source or ''}: bad or missing field {exc}") from None
         values = [params.nu_intra, params.nu_inter, params.latency_scale, params.memory_fraction]
@@ -114,6 +127,8 @@ class EstimatorParams:
         values += [x for t in types.values() for x in (t.compute, t.compute_fp32, t.memory, t.comm)]
         if not all(v > 0 for v in values) or params.kernel_us < 0:
             raise ValueError(f"estimator parameters {source or ''}: every efficiency must be positive")
+        if not all(v.sharded_bytes >= 0 and v.act_factor > 0 for v in dp_memory.values()):
+            raise ValueError(f"estimator parameters {source or ''}: dp_memory needs sharded_bytes >= 0 and act_factor > 0")
         return params
 
     def fingerprint(self) -> str:

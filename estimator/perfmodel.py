@@ -157,7 +157,7 @@ class EstimatorPerfModel:
         arch = self.arch(model)
         gpu, group = self._gpu(shape.gpu_type)
         rates = rates_for(arch, gpu, node_links(gpu, group), self.params)
-        return dp_estimate(arch, global_batch, shape, gpu, rates, self.config.micro_batches[0])
+        return dp_estimate(arch, global_batch, shape, gpu, rates, self.params, self.config.micro_batches[0])
 
     def plan_grid(self, model: ModelRef, global_batch: int, grid: Grid) -> GridPlans:
         """Best plan and Pareto set (time vs memory) of one grid."""

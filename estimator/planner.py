@@ -38,7 +38,9 @@ from estimator.costmodel import (
     GIB, Infeasible, ModelConsts, PlanEstimate, PlanTimes, Rates, StageAgg, StageCosts, compose, estimate_plan,
     model_consts, p2p_times, stage_aggregates, stage_costs, valid_meshes,
 )
+from estimator.dpmemory import dp_need_gib
 from estimator.hardware import GpuSpec
+from estimator.params import EstimatorParams
 from estimator.zoo import ModelArch
 
 #: The artifact's DP memory rule: infeasible when ``need * 1.2 > 0.8 * GPU memory``.
@@ -349,18 +351,21 @@ def dp_plan(arch: ModelArch, batch: int, num_gpus: int, micro_batches: int = 16)
     return Plan((StagePlan(0, len(arch.layers), num_gpus, 1),), max(1, min(micro_batches, batch)), PipeSchedule.ONE_F_ONE_B)
 
 
-def dp_estimate(arch: ModelArch, batch: int, shape: ResourceShape, gpu: GpuSpec, rates: Rates,
+def dp_estimate(arch: ModelArch, batch: int, shape: ResourceShape, gpu: GpuSpec, rates: Rates, params: EstimatorParams,
                 micro_batches: int = 16) -> PlanEstimate:
     """What an SP-aware scheduler believes: the DP-only plan, feasible only under the artifact's
-    DP memory rule (``need * 1.2 <= 0.8 * GPU memory``) and the plan's own constraints."""
+    DP memory rule (``need * 1.2 <= 0.8 * GPU memory``, need from :mod:`estimator.dpmemory`) and
+    the plan's own constraints."""
     est = estimate_plan(arch, batch, shape, dp_plan(arch, batch, shape.num_gpus, micro_batches), rates)
-    rule_ok = est.memory_per_gpu_gb * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * gpu.memory_gb
+    need = float(dp_need_gib(arch, batch, shape.num_gpus, params, micro_batches))
+    rule_ok = need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * gpu.memory_gb
     structural = est.reason not in (Infeasible.OK.describe(), Infeasible.OUT_OF_MEMORY.describe())
     if structural:
         return est
     if rule_ok:
         return dataclasses_replace(est, feasible=True, reason=Infeasible.OK.describe())
-    return dataclasses_replace(est, feasible=False, reason=Infeasible.OUT_OF_MEMORY.describe() + " (DP memory rule)")
+    return dataclasses_replace(est, feasible=False,
+                               reason=f"{Infeasible.OUT_OF_MEMORY.describe()} (DP memory rule: need {need:.1f} GiB)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -406,10 +411,10 @@ def exhaustive_best(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, sha
     return best_t, best_plan
 
 
-def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[ResourceShape]]],
+def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[ResourceShape]]], params: EstimatorParams,
             micro_batches: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
     """Vectorised :func:`dp_estimate` for many (model, batch, GPU, rates, shapes) items at once:
-    per item, (seconds or inf per shape, memory per GPU in GiB per shape)."""
+    per item, (seconds or inf per shape, DP memory need in GiB per shape)."""
     counts = [len(it[4]) for it in items]
     idx = np.repeat(np.arange(len(items)), counts)
     shapes = [s for it in items for s in it[4]]
@@ -424,10 +429,11 @@ def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[Resou
     valid = np.ones(1, dtype=bool)
     sc = stage_costs(agg, n, 1.0, 0, n, np.arange(1), 1, B, batch / B, gpn, rates, mc, PipeSchedule.ONE_F_ONE_B, True)
     pt = compose(sc, np.zeros((len(shapes), 1)), valid, B[:, 0])
-    mem_gb = pt.mem / GIB
+    need = np.concatenate([np.atleast_1d(dp_need_gib(it[0], it[1], [s.num_gpus for s in it[4]], params, micro_batches))
+                           for it in items if it[4]]) if shapes else np.zeros(0)
     memory = np.array([it[2].memory_gb for it in items])[idx]
     ok = ((pt.reason == 0) | (pt.reason == int(Infeasible.OUT_OF_MEMORY))) & (
-        mem_gb * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * memory)
+        need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * memory)
     time = np.where(ok, pt.total, np.inf)
     cuts = np.cumsum(counts)[:-1]
-    return list(zip(np.split(time, cuts), np.split(mem_gb, cuts)))
+    return list(zip(np.split(time, cuts), np.split(need, cuts)))

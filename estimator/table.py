@@ -164,7 +164,8 @@ def _build(requests: Sequence[TableRequest], params: EstimatorParams, cfg: Plann
         tp[rows, col, :S] = res.tp
     # grids that cannot exist (more stages than GPUs or units) stay inf with reason 0
     tables = []
-    dp_views = dp_view([(r.arch, r.batch, r.gpu, rt, r.shapes) for r, rt in zip(requests, rates)], cfg.micro_batches[0])
+    dp_views = dp_view([(r.arch, r.batch, r.gpu, rt, r.shapes) for r, rt in zip(requests, rates)], params,
+                       cfg.micro_batches[0])
     for i, r in enumerate(requests):
         sl = slice(offsets[i], offsets[i + 1])
         dpt, dpm = dp_views[i]

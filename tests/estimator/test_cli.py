@@ -57,6 +57,24 @@ def test_calibrate_writes_parameters(tmp_path, capsys):
 
     params = EstimatorParams.load(out)
     assert "a100-40gb" in params.gpu_types and "parameters written" in capsys.readouterr().out
+    assert params.dp_memory == {}
+
+
+def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    dp = tmp_path / "dp.csv"
+    rows = ["family,size,global_batch,num_gpus,mem_per_gpu_gb,oom"]
+    for n, need in ((2, 23.9), (4, 15.7), (8, 11.8), (16, 9.9)):
+        rows.append(f"gpt,1.3B,256,{n},{need},0")
+    rows += ["gpt,1.3B,512,8,13.7,0", "gpt,1.3B,512,16,10.8,0", "gpt,1.3B,128,1,,1"]
+    dp.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "p.json"
+    assert run(["calibrate", "--measured", measured, "--dp-memory", str(dp), "--out", str(out), "--max-evals", "2"]) == 0
+    from estimator.params import EstimatorParams
+
+    fitted = EstimatorParams.load(out).dp_memory["transformer"]
+    assert fitted.sharded_bytes > 0 and fitted.act_factor > 0
+    assert "DP memory of transformer" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -64,6 +82,7 @@ def test_calibrate_writes_parameters(tmp_path, capsys):
     (["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "z100"], "unknown GPU type 'z100'"),
     (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
     (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+    (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
     ([], "choose an action"),
 ])
 def test_bad_input_is_one_line(argv, needle):

@@ -11,6 +11,7 @@ from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, NodeGroup, ResourceShape
 from estimator import default_perf_model
 from estimator.perfmodel import EstimatorPerfModel
+from estimator.dpmemory import dp_need_gib
 from estimator.planner import DP_RULE_MEMORY_FRACTION, DP_RULE_NEED_FACTOR
 
 CLUSTER = ClusterSpec("t", (NodeGroup(GpuType("a100"), 4, 4), NodeGroup(GpuType("a40"), 8, 2)))
@@ -65,8 +66,9 @@ def test_infeasible_is_inf_and_has_no_plan(perf):
 def test_dp_view_applies_the_artifact_rule(perf):
     shape = ResourceShape("a100", 1, 4)
     est = perf.dp_estimate(GPT, 256, shape)
-    need_ok = est.memory_per_gpu_gb * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * 40
-    assert math.isfinite(perf.dp_iter_time(GPT, 256, shape)) == need_ok
+    need = dp_need_gib(perf.arch(GPT), 256, 4, perf.params)
+    need_ok = need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * 40
+    assert math.isfinite(perf.dp_iter_time(GPT, 256, shape)) == need_ok == est.feasible
     assert est.plan.n_stages == 1 and est.plan.stages[0].dp == 4
     if need_ok:
         assert perf.dp_iter_time(GPT, 256, shape) == pytest.approx(est.total_s)
@@ -74,6 +76,11 @@ def test_dp_view_applies_the_artifact_rule(perf):
     big = ModelRef("gpt", "6.7B")
     shape8 = ResourceShape("a100", 2, 4)
     assert perf.dp_iter_time(big, 256, shape8) == math.inf and math.isfinite(perf.iter_time(big, 256, shape8))
+    assert "DP memory rule" in perf.dp_estimate(big, 256, shape8).reason
+    # the table's DP column and the single-shape estimate apply the same rule
+    for n_nodes, per_node in ((1, 1), (1, 2), (1, 4), (2, 4), (4, 4)):
+        s = ResourceShape("a100", n_nodes, per_node)
+        assert math.isfinite(perf.dp_iter_time(GPT, 512, s)) == perf.dp_estimate(GPT, 512, s).feasible
 
 
 def test_shapes_outside_the_cluster_and_any_batch(perf):
