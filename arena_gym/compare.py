@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 

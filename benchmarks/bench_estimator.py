@@ -20,14 +20,13 @@ import pandas as pd
 from arena_gym.cluster import PRESETS
 from arena_gym.types import GpuType, ModelRef, ResourceShape, best_locality
 from estimator.calibration import Problem, fit, load_points, validate
-from estimator.dpmemory import dp_need_gib, fit_dp_memory
+from estimator.dpmemory import fit_dp_memory, validate_dp_memory
 from estimator.costmodel import rates_for
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import EstimatorParams, default_params
 from estimator.perfmodel import EstimatorPerfModel
 from estimator.planner import PlannerConfig, exhaustive_best
-from estimator.zoo import get_model
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arena"
 
@@ -127,21 +126,17 @@ def dp_memory_cross_validation() -> None:
     """Leave one model out: fit the DP memory coefficients on the other models, predict its rows."""
     table = DpMemoryTable.load(DATA / "dp_memory_gb.csv")
     models = sorted({k[:2] for k in table.need_gb})
-    errors, agree, total = [], 0, 0
+    weighted_error, rows, agree, points = 0.0, 0, 0, 0
     for held in models:
         train = {k: v for k, v in table.need_gb.items() if k[:2] != held}
-        params = replace(EstimatorParams(), dp_memory=fit_dp_memory(train))
-        for (family, size, batch, n), measured in table.need_gb.items():
-            if (family, size) != held:
-                continue
-            need = float(dp_need_gib(get_model(ModelRef(family, size)), batch, n, params))
-            if math.isfinite(measured):
-                errors.append(abs(need - measured) / measured)
-            for memory in ARTIFACT_GPU_MEMORY_GB.values():
-                agree += (measured * 1.2 <= 0.8 * memory) == (need * 1.2 <= 0.8 * memory)
-                total += 1
-    print(f"  DP memory need, leave one model out ({len(models)} models): MAPE {100 * np.mean(errors):.1f}% "
-          f"over {len(errors)} profiled rows; memory rule agrees on {agree}/{total} (row x type) points")
+        test = {k: v for k, v in table.need_gb.items() if k[:2] == held}
+        check = validate_dp_memory(test, replace(EstimatorParams(), dp_memory=fit_dp_memory(train)),
+                                   ARTIFACT_GPU_MEMORY_GB.values())
+        if check.rows:
+            weighted_error += check.mape * check.rows
+        rows, agree, points = rows + check.rows, agree + check.agree, points + check.points
+    print(f"  DP memory need, leave one model out ({len(models)} models): MAPE {weighted_error / rows:.1f}% "
+          f"over {rows} profiled rows; memory rule agrees on {agree}/{points} (row x type) points")
 
 
 def proxy_vs_exhaustive() -> None:

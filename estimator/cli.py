@@ -39,6 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     v = sub.add_parser("validate", help="predict a measured table and print the error (MAPE)")
     v.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
     v.add_argument("--out", default=None, help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)")
+    v.add_argument("--dp-memory", default=None,
+                   help="also check the DP view's memory need against a CSV in the dp_memory_gb.csv format")
     v.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
     v.set_defaults(handler=_validate)
 
@@ -132,13 +134,21 @@ def _print_pareto(perf, model: ModelRef, batch: int, spec: str) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from estimator.calibration import Problem, load_points, validate
+    from estimator.dpmemory import validate_dp_memory
+    from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 
     try:
+        params = _params(args.params)
         problem = Problem(load_points(args.measured))
-        result = validate(problem, _params(args.params))
+        result = validate(problem, params)
+        dp_check = (validate_dp_memory(DpMemoryTable.load(args.dp_memory).need_gb, params, ARTIFACT_GPU_MEMORY_GB.values())
+                    if args.dp_memory else None)
     except (ValueError, FileNotFoundError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     _print_validation(result)
+    if dp_check is not None:
+        print(f"DP memory need: MAPE {dp_check.mape:.2f}% over {dp_check.rows} profiled rows; the DP memory rule "
+              f"agrees on {dp_check.agree}/{dp_check.points} (row x GPU memory {', '.join(f'{m:g}' for m in ARTIFACT_GPU_MEMORY_GB.values())} GB) points")
     if args.out:
         frame = result.frame.drop(columns=["ape"])
         frame["iter_time_s"] = [p.iter_time_s if not p.oom else math.nan for p in problem.points]

@@ -21,7 +21,9 @@ profiled table by non-negative least squares (``arena-gym estimate calibrate --d
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,6 +36,14 @@ log = logging.getLogger(__name__)
 GIB = float(2**30)
 #: Copies of the weights held by every replica: weights, gradients, gradient-accumulation buffer.
 REPLICATED_COPIES = 3
+#: The artifact's DP memory rule: infeasible when ``need * 1.2 > 0.8 * GPU memory``.
+DP_RULE_NEED_FACTOR = 1.2
+DP_RULE_MEMORY_FRACTION = 0.8
+
+
+def dp_rule_fits(need_gb, gpu_memory_gb):
+    """The artifact's DP memory rule (scalars or arrays): ``need * 1.2 <= 0.8 * memory``."""
+    return np.asarray(need_gb) * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * np.asarray(gpu_memory_gb)
 
 
 def activation_bytes_per_sample(arch: ModelArch) -> float:
@@ -91,3 +101,28 @@ def fit_dp_memory(need_gib: Mapping[tuple[str, str, int, int], float], models: M
             raise ValueError(f"DP memory table: the {kind} rows leave no activation memory to fit")
         fitted[kind] = DpMemoryParams(float(coef[0]), float(coef[1]))
     return fitted
+
+
+@dataclass(frozen=True)
+class DpMemoryValidation:
+    """How a DP memory model matches a profiled table."""
+
+    mape: float  # percent, over the profiled (finite) rows
+    rows: int
+    agree: int  # (row, GPU memory) points where the rule decides alike on both needs
+    points: int
+
+
+def validate_dp_memory(need_gib: Mapping[tuple[str, str, int, int], float], params: EstimatorParams,
+                       gpu_memory_gb: Iterable[float], models: Mapping[str, ModelArch] | None = None,
+                       micro_batches: int = 16) -> DpMemoryValidation:
+    """Predict every row of a profiled table (``DpMemoryTable.need_gb``) and compare."""
+    memories = np.array(list(gpu_memory_gb), dtype=np.float64)
+    errors, agree, points = [], 0, 0
+    for (family, size, batch, n), measured in sorted(need_gib.items()):
+        need = float(dp_need_gib(get_model(ModelRef(family, size), models), batch, n, params, micro_batches))
+        if math.isfinite(measured):
+            errors.append(abs(need - measured) / measured)
+        agree += int(np.sum(dp_rule_fits(measured, memories) == dp_rule_fits(need, memories)))
+        points += len(memories)
+    return DpMemoryValidation(100 * float(np.mean(errors)) if errors else math.nan, len(errors), agree, points)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.types import Grid, ModelRef, Plan, ResourceShape, is_power_of_two
+from estimator.dpmemory import dp_rule_fits
 
 LOCALITY_SCALE_FACTOR = 0.9
 MEASURED_COLUMNS = ("family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node", "iter_time_s", "oom")
@@ -107,7 +108,7 @@ class DpMemoryTable:
     def feasible(self, model: ModelRef, global_batch: int, num_gpus: int, gpu_memory_gb: float) -> bool:
         """The artifact's rule: infeasible when ``need * 1.2 > 0.8 * memory`` (unknown rows are feasible)."""
         need = self.need_gb.get((model.family, model.size, global_batch, num_gpus))
-        return need is None or need * 1.2 <= 0.8 * gpu_memory_gb
+        return need is None or bool(dp_rule_fits(need, gpu_memory_gb))
 
 
 @dataclass(frozen=True)

@@ -35,17 +35,13 @@ import numpy as np
 
 from arena_gym.types import PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.costmodel import (
-    GIB, Infeasible, ModelConsts, PlanEstimate, PlanTimes, Rates, StageAgg, StageCosts, compose, estimate_plan,
+    Infeasible, ModelConsts, PlanEstimate, PlanTimes, Rates, StageAgg, StageCosts, compose, estimate_plan,
     model_consts, p2p_times, stage_aggregates, stage_costs, valid_meshes,
 )
-from estimator.dpmemory import dp_need_gib
+from estimator.dpmemory import dp_need_gib, dp_rule_fits
 from estimator.hardware import GpuSpec
 from estimator.params import EstimatorParams
 from estimator.zoo import ModelArch
-
-#: The artifact's DP memory rule: infeasible when ``need * 1.2 > 0.8 * GPU memory``.
-DP_RULE_NEED_FACTOR = 1.2
-DP_RULE_MEMORY_FRACTION = 0.8
 
 
 @dataclass(frozen=True)
@@ -358,7 +354,7 @@ def dp_estimate(arch: ModelArch, batch: int, shape: ResourceShape, gpu: GpuSpec,
     the plan's own constraints."""
     est = estimate_plan(arch, batch, shape, dp_plan(arch, batch, shape.num_gpus, micro_batches), rates)
     need = float(dp_need_gib(arch, batch, shape.num_gpus, params, micro_batches))
-    rule_ok = need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * gpu.memory_gb
+    rule_ok = bool(dp_rule_fits(need, gpu.memory_gb))
     structural = est.reason not in (Infeasible.OK.describe(), Infeasible.OUT_OF_MEMORY.describe())
     if structural:
         return est
@@ -432,8 +428,7 @@ def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[Resou
     need = np.concatenate([np.atleast_1d(dp_need_gib(it[0], it[1], [s.num_gpus for s in it[4]], params, micro_batches))
                            for it in items if it[4]]) if shapes else np.zeros(0)
     memory = np.array([it[2].memory_gb for it in items])[idx]
-    ok = ((pt.reason == 0) | (pt.reason == int(Infeasible.OUT_OF_MEMORY))) & (
-        need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * memory)
+    ok = ((pt.reason == 0) | (pt.reason == int(Infeasible.OUT_OF_MEMORY))) & dp_rule_fits(need, memory)
     time = np.where(ok, pt.total, np.inf)
     cuts = np.cumsum(counts)[:-1]
     return list(zip(np.split(time, cuts), np.split(need, cuts)))

@@ -60,6 +60,15 @@ def test_calibrate_writes_parameters(tmp_path, capsys):
     assert params.dp_memory == {}
 
 
+def test_validate_checks_a_dp_memory_table(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    dp = tmp_path / "dp.csv"
+    dp.write_text("family,size,global_batch,num_gpus,mem_per_gpu_gb,oom\ngpt,1.3B,256,4,15.7,0\ngpt,1.3B,128,1,,1\n")
+    assert run(["validate", "--measured", measured, "--dp-memory", str(dp)]) == 0
+    out = capsys.readouterr().out
+    assert "DP memory need: MAPE" in out and "over 1 profiled rows" in out and "/8 " in out
+
+
 def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     measured = small_measured(tmp_path / "m.csv")
     dp = tmp_path / "dp.csv"
@@ -83,6 +92,7 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
     (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
     (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+    (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
     ([], "choose an action"),
 ])
 def test_bad_input_is_one_line(argv, needle):

@@ -9,11 +9,11 @@ import pytest
 
 from arena_gym.cluster import PRESETS
 from arena_gym.types import ModelRef, best_locality
-from estimator.dpmemory import GIB, REPLICATED_COPIES, activation_bytes_per_sample, dp_need_gib, fit_dp_memory
+from estimator.dpmemory import (GIB, REPLICATED_COPIES, activation_bytes_per_sample, dp_need_gib, dp_rule_fits,
+                                fit_dp_memory, validate_dp_memory)
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import DpMemoryParams, EstimatorParams, default_params
 from estimator.perfmodel import EstimatorPerfModel
-from estimator.planner import DP_RULE_MEMORY_FRACTION, DP_RULE_NEED_FACTOR
 from estimator.zoo import get_model
 
 GPT = get_model("gpt__1.3B")
@@ -68,7 +68,7 @@ def _agreement(table: DpMemoryTable, params: EstimatorParams) -> tuple[int, int]
     for (family, size, batch, n), measured in table.need_gb.items():
         for group in cluster.groups:
             memory = ARTIFACT_GPU_MEMORY_GB[group.gpu_type]
-            artifact = measured * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * memory
+            artifact = bool(dp_rule_fits(measured, memory))
             shape = best_locality(group.gpu_type, n, group.gpus_per_node)
             agree += artifact == math.isfinite(perf.dp_iter_time(ModelRef(family, size), batch, shape))
             total += 1
@@ -86,3 +86,14 @@ def test_committed_fit_matches_the_artifact_table(shared_data):
     fitted, _ = _agreement(table, committed)
     physical, total = _agreement(table, EstimatorParams())
     assert total == 720 and fitted >= 700 and physical < fitted
+    check = validate_dp_memory(table.need_gb, committed, ARTIFACT_GPU_MEMORY_GB.values())
+    assert check.rows == 90 and check.mape < 8.0 and check.points == 720 and check.agree >= 680
+
+
+def test_rule_and_validation_on_a_hand_table():
+    assert bool(dp_rule_fits(26.6, 40)) and not bool(dp_rule_fits(26.7, 40))  # 26.67 * 1.2 = 0.8 * 40
+    params = EstimatorParams()
+    exact = float(dp_need_gib(GPT, 256, 4, params))
+    table = {("gpt", "1.3B", 256, 4): exact * 1.1, ("gpt", "1.3B", 128, 1): math.inf}
+    check = validate_dp_memory(table, params, [40.0, 80.0])
+    assert check.rows == 1 and check.mape == pytest.approx(100 / 11) and check.points == 4

@@ -11,8 +11,7 @@ from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, NodeGroup, ResourceShape
 from estimator import default_perf_model
 from estimator.perfmodel import EstimatorPerfModel
-from estimator.dpmemory import dp_need_gib
-from estimator.planner import DP_RULE_MEMORY_FRACTION, DP_RULE_NEED_FACTOR
+from estimator.dpmemory import dp_need_gib, dp_rule_fits
 
 CLUSTER = ClusterSpec("t", (NodeGroup(GpuType("a100"), 4, 4), NodeGroup(GpuType("a40"), 8, 2)))
 GPT = ModelRef("gpt", "1.3B")
@@ -67,7 +66,7 @@ def test_dp_view_applies_the_artifact_rule(perf):
     shape = ResourceShape("a100", 1, 4)
     est = perf.dp_estimate(GPT, 256, shape)
     need = dp_need_gib(perf.arch(GPT), 256, 4, perf.params)
-    need_ok = need * DP_RULE_NEED_FACTOR <= DP_RULE_MEMORY_FRACTION * 40
+    need_ok = bool(dp_rule_fits(need, 40))
     assert math.isfinite(perf.dp_iter_time(GPT, 256, shape)) == need_ok == est.feasible
     assert est.plan.n_stages == 1 and est.plan.stages[0].dp == 4
     if need_ok:
