@@ -26,7 +26,7 @@ from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import EstimatorParams, default_params
 from estimator.perfmodel import EstimatorPerfModel
-from estimator.planner import PlannerConfig, exhaustive_best
+from estimator.planner import PlannerConfig, exhaustive_best, grid_candidates
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arena"
 
@@ -100,6 +100,36 @@ def weak_scaling() -> None:
         r = g["ratio"]
         print(f"  {gpu:5s} {n:2d} -> {2 * n:2d} GPUs: median {r.median():.2f}, range {r.min():.2f}-{r.max():.2f} "
               f"over {len(r)} pairs, {int((r < 0.95).sum())} below 0.95")
+
+
+def plan_selection() -> None:
+    section("plan selection: held-out points of >= 4 GPUs whose best plan is > 10% faster than measured")
+    points = load_points(str(DATA / "measured_iter_time.csv"))
+    cfg = PlannerConfig()
+    for held in sorted({p.gpu_type for p in points}):
+        params = fit(Problem([p for p in points if p.gpu_type != held]), type_fields=())
+        params = params.without_types(canonical_gpu_name(held))
+        perf = EstimatorPerfModel(params=params)
+        total = fast = matched = less_dp = 0
+        for p in points:
+            if p.gpu_type != held or p.oom or p.n_nodes * p.gpus_per_node < 4:
+                continue
+            arch, gpu = perf.arch(p.model), get_gpu(p.gpu_type)
+            rates = rates_for(arch, gpu, node_links(gpu), params)
+            cands = [c for s in cfg.stage_counts if s <= p.shape.num_gpus
+                     for c in grid_candidates(arch, p.batch, gpu, rates, p.shape, s, cfg)]
+            if not cands:
+                continue
+            total += 1
+            best = min(cands, key=lambda c: c[0])
+            if best[0] < 0.9 * p.iter_time_s:
+                fast += 1
+                near = min(cands, key=lambda c: abs(c[0] / p.iter_time_s - 1))
+                if abs(near[0] / p.iter_time_s - 1) <= 0.05:
+                    matched += 1
+                    less_dp += max(st.dp for st in near[2].stages) < max(st.dp for st in best[2].stages)
+        print(f"  {held}: {fast} of {total}; a candidate plan within 5% of the measured time exists for {matched}, "
+              f"{less_dp} of them with a smaller data-parallel degree than the best plan")
 
 
 def dp_rule_agreement() -> None:
@@ -198,6 +228,7 @@ def main() -> int:
         weak_scaling()
         dp_rule_agreement()
         leave_one_type_out()
+        plan_selection()
     else:
         print(f"\n(accuracy figures skipped: {DATA} is absent)")
     proxy_vs_exhaustive()
