@@ -20,7 +20,7 @@ import pandas as pd
 from arena_gym.cluster import PRESETS
 from arena_gym.types import GpuType, ModelRef, ResourceShape, best_locality
 from estimator.calibration import Problem, fit, load_points, validate
-from estimator.dpmemory import fit_dp_memory, validate_dp_memory
+from estimator.dpmemory import dp_rule_fits, fit_dp_memory, validate_dp_memory
 from estimator.costmodel import rates_for
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
@@ -142,7 +142,7 @@ def dp_rule_agreement() -> None:
         model = ModelRef(str(row.family), str(row.size))
         for group in cluster.groups:
             memory = get_gpu(group.gpu_type).memory_gb
-            artifact_ok = row.oom == 0 and row.mem_per_gpu_gb * 1.2 <= 0.8 * memory
+            artifact_ok = row.oom == 0 and bool(dp_rule_fits(row.mem_per_gpu_gb, memory))
             shape = best_locality(group.gpu_type, int(row.num_gpus), group.gpus_per_node)
             ours_ok = math.isfinite(perf.dp_iter_time(model, int(row.global_batch), shape))
             agree += artifact_ok == ours_ok

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena_gym.types import ModelRef
+from estimator.costmodel import GIB
 from estimator.params import DpMemoryParams, EstimatorParams
 from estimator.zoo import ModelArch, get_model
 
 log = logging.getLogger(__name__)
 
-GIB = float(2**30)
 #: Copies of the weights held by every replica: weights, gradients, gradient-accumulation buffer.
 REPLICATED_COPIES = 3
 #: The artifact's DP memory rule: infeasible when ``need * 1.2 > 0.8 * GPU memory``.
