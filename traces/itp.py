@@ -43,7 +43,7 @@ from traces.recipe import (
     sample_fields,
 )
 from traces.formats import ITP_COLUMNS
-from traces.table import CsvTable, TraceFormatError, rebase_order
+from traces.table import MAX_EXACT_INT, CsvTable, TraceFormatError, rebase_order
 from traces.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,9 @@ def load_itp_csv(
         if iter_max is not None and out_of_range == "redraw" and not iter_min <= n_iter <= iter_max:
             n_iter = int(redraw_rng.integers(iter_min, iter_max + 1))
         n_iter = min(max(n_iter, iter_min), iter_max if iter_max is not None else n_iter)
+        if n_iter > MAX_EXACT_INT:
+            raise table.error(int(i), f"column 'duration': {duration[i]:g} s gives {n_iter:.3g} iterations of "
+                                      f"{model.name}, out of range (allowed 1..{MAX_EXACT_INT}); set iter_max")
         t = float(submit[i]) - offset
         jobs.append(
             JobSpec(

@@ -26,6 +26,7 @@ All randomness comes from a ``numpy.random.Generator`` handed in; nothing global
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -177,15 +178,19 @@ class SampledFields:
     num_gpus: tuple[int, ...]
 
 
+#: Most re-draws per job ``sample_fields`` accepts.
+MAX_TRIES = 100_000
+
+
 class InfeasibleJobError(ValueError):
-    """No feasible draw for job ``index`` within the allowed tries."""
+    """No feasible draw for job ``index`` within the allowed tries (``tries`` 0: none exists)."""
 
     def __init__(self, index: int, tries: int) -> None:
         self.index = index
         self.tries = tries
+        found = f"drawn in {tries} tries" if tries else "exists in the mix"
         super().__init__(
-            f"no feasible (model, batch, GPU type, GPU count) drawn in {tries} tries; "
-            "check feasible / gpu_types / max_gpus"
+            f"no feasible (model, batch, GPU type, GPU count) {found}; check feasible / gpu_types / max_gpus"
         )
 
 
@@ -229,8 +234,8 @@ def sample_fields(
     ``max_gpus`` caps the count. Raises :class:`InfeasibleJobError` naming the first job
     that never became feasible. Vectorised: all pending jobs are drawn together per try.
     """
-    if max_tries < 1:
-        raise ValueError(f"max_tries must be >= 1, got {max_tries}")
+    if not 1 <= max_tries <= MAX_TRIES:
+        raise ValueError(f"max_tries must be in 1..{MAX_TRIES}, got {max_tries}")
     check = feasible or default_feasible
     fam_names = tuple(f for f, _ in mix.family_weights)
     p_fam = _probs([w for _, w in mix.family_weights], "family")
@@ -253,7 +258,25 @@ def sample_fields(
     gtype = np.zeros(n, dtype=np.int64)
     cnt = np.zeros(n, dtype=np.int64)
     cache: dict[tuple[int, int, int, int, int], bool] = {}
+
+    def fits(key: tuple[int, int, int, int, int]) -> bool:
+        if key not in cache:
+            family = fam_names[key[0]]
+            model = ModelRef(family, FAMILY_SIZES[family][key[1]])
+            cache[key] = bool(check(model, FAMILY_BATCHES[family][key[2]], type_names[key[3]], int(counts[key[4]])))
+        return cache[key]
+
+    def any_fits() -> bool:
+        """Whether any draw of positive probability is feasible (checked once, when a try makes no progress)."""
+        p_count = np.diff(cdf, prepend=0.0)
+        for f, s, b, t in itertools.product(*(np.flatnonzero(p) for p in (p_fam, p_size, p_batch, p_type))):
+            cap_s = top if mix.count_cap_offset is None else min(top, int(s) + mix.count_cap_offset)
+            if any(fits((int(f), int(s), int(b), int(t), c)) for c in range(cap_s + 1) if p_count[c] > 0):
+                return True
+        return False
+
     pending = np.arange(n, dtype=np.int64)
+    exhausted_checked = False
     for _ in range(max_tries):
         if len(pending) == 0:
             break
@@ -268,15 +291,13 @@ def sample_fields(
         c = np.minimum(np.searchsorted(cdf, u, side="right"), cap)
         t = rng.choice(len(type_names), size=k, p=p_type)
         fam[pending], size[pending], batch[pending], cnt[pending], gtype[pending] = f, s, b, c, t
-        ok = np.empty(k, dtype=bool)
-        for j in range(k):
-            key = (int(f[j]), int(s[j]), int(b[j]), int(t[j]), int(c[j]))
-            if key not in cache:
-                family = fam_names[key[0]]
-                model = ModelRef(family, FAMILY_SIZES[family][key[1]])
-                cache[key] = bool(check(model, FAMILY_BATCHES[family][key[2]], type_names[key[3]], int(counts[key[4]])))
-            ok[j] = cache[key]
+        ok = np.fromiter((fits((int(f[j]), int(s[j]), int(b[j]), int(t[j]), int(c[j]))) for j in range(k)),
+                         dtype=bool, count=k)
         pending = pending[~ok]
+        if not ok.any() and not exhausted_checked:
+            exhausted_checked = True
+            if not any_fits():
+                raise InfeasibleJobError(int(pending[0]), 0)
     if len(pending):
         raise InfeasibleJobError(int(pending[0]), max_tries)
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from arena_gym.types import GpuType, JobId, JobSpec
 from traces.recipe import (
+    MAX_TRIES,
     MIXES,
     FeasibleFn,
     IterTimeFn,
@@ -47,6 +48,7 @@ from traces.recipe import (
     sample_fields,
 )
 from traces.options import coerce_options, format_value
+from traces.table import MAX_EXACT_INT
 from traces.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,12 @@ log = logging.getLogger(__name__)
 PHILLY_ITER_LOG_MEAN = 9.166
 PHILLY_ITER_LOG_SIGMA = 1.454
 ARRIVALS: tuple[str, ...] = ("poisson", "bursty")
+#: Largest trace the generator makes (1M jobs take seconds; 10M would take minutes and GBs).
+MAX_JOBS = 1_000_000
+#: Arrival rates it accepts (jobs per hour).
+RATE_RANGE = (1e-6, 1e9)
+#: Most calm/burst cycles a bursty trace may need on average (beyond that it would crawl).
+MAX_BURST_CYCLES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -86,33 +94,38 @@ class SyntheticConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.n_jobs < 1:
-            problems.append(f"n_jobs must be >= 1, got {self.n_jobs}")
+        if not 1 <= self.n_jobs <= MAX_JOBS:
+            problems.append(f"n_jobs must be in 1..{MAX_JOBS}, got {self.n_jobs}")
         if self.arrival not in ARRIVALS:
             problems.append(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if not (math.isfinite(self.rate_per_h) and self.rate_per_h > 0):
-            problems.append(f"rate_per_h must be > 0, got {self.rate_per_h}")
+        if not RATE_RANGE[0] <= self.rate_per_h <= RATE_RANGE[1]:
+            problems.append(f"rate_per_h must be in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g}, got {self.rate_per_h}")
         if self.mix not in MIXES:
             problems.append(f"mix must be one of {', '.join(MIXES)}, got {self.mix!r}")
         if self.gpu_types is not None and not self.gpu_types:
             problems.append("gpu_types must name at least one type")
         if self.max_gpus is not None and self.max_gpus < 1:
             problems.append(f"max_gpus must be >= 1, got {self.max_gpus}")
-        if not (1 <= self.iter_min <= self.iter_max):
-            problems.append(f"need 1 <= iter_min <= iter_max, got {self.iter_min}, {self.iter_max}")
-        if not (self.iter_log_sigma >= 0 and math.isfinite(self.iter_log_mean)):
-            problems.append("iter_log_sigma must be >= 0 and iter_log_mean finite")
+        if not (1 <= self.iter_min <= self.iter_max <= MAX_EXACT_INT):
+            problems.append(f"need 1 <= iter_min <= iter_max <= {MAX_EXACT_INT}, got {self.iter_min}, {self.iter_max}")
+        if not (0 <= self.iter_log_sigma <= 100 and abs(self.iter_log_mean) <= 100):
+            problems.append("need 0 <= iter_log_sigma <= 100 and -100 <= iter_log_mean <= 100")
         if self.arrival == "bursty":
-            if not (self.burst_factor >= 1 and 0 < self.burst_fraction < 1 and self.mean_burst_s > 0):
-                problems.append("bursty needs burst_factor >= 1, 0 < burst_fraction < 1, mean_burst_s > 0")
+            if not (1 <= self.burst_factor < math.inf and 0 < self.burst_fraction < 1
+                    and 0 < self.mean_burst_s < math.inf):
+                problems.append("bursty needs burst_factor >= 1, 0 < burst_fraction < 1, mean_burst_s > 0 (finite)")
             elif self.burst_factor * self.burst_fraction >= 1:
                 problems.append(
                     f"burst_factor x burst_fraction must be < 1 (got {self.burst_factor * self.burst_fraction:g})"
                 )
-        if self.deadline_factor is not None and not self.deadline_factor > 0:
-            problems.append(f"deadline_factor must be > 0 or None, got {self.deadline_factor}")
-        if self.max_tries < 1:
-            problems.append(f"max_tries must be >= 1, got {self.max_tries}")
+            elif self.n_jobs / (self.rate_per_h / 3600 * self.mean_burst_s / self.burst_fraction) > MAX_BURST_CYCLES:
+                problems.append(f"bursty: n_jobs={self.n_jobs} at rate_per_h={self.rate_per_h:g} needs more than "
+                                f"{MAX_BURST_CYCLES} calm/burst cycles of mean_burst_s={self.mean_burst_s:g}; "
+                                "raise mean_burst_s or rate_per_h")
+        if self.deadline_factor is not None and not 0 < self.deadline_factor < math.inf:
+            problems.append(f"deadline_factor must be > 0 (finite) or None, got {self.deadline_factor}")
+        if not 1 <= self.max_tries <= MAX_TRIES:
+            problems.append(f"max_tries must be in 1..{MAX_TRIES}, got {self.max_tries}")
         if problems:
             raise ValueError("SyntheticConfig: " + "; ".join(problems))
         if self.gpu_types is not None:

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,40 @@ from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, i
 
 #: Model families a trace may name (after aliases such as ``bert`` -> ``gpt``).
 FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
+
+
+#: A decimal number literal (no ``inf``/``nan``, hex or digit separators).
+NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+#: Largest integer a trace column may hold: every integer up to it is exact as a float64.
+MAX_EXACT_INT = 2**53 - 1
+#: Largest requested GPU count a trace may hold.
+MAX_GPUS = 65536
+#: Largest global batch a trace may hold.
+MAX_BATCH = 2**24
+#: What a GPU type name may look like (checked before lower-casing; the catalogue check is the harness's).
+GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: Magnitude beyond which an integer literal is only compared, never built exactly (``1e999999999``).
+_HUGE_DIGITS = 40
+
+
+def parse_number(text: str) -> float:
+    """The correctly rounded float of a decimal literal; NaN for anything else."""
+    return float(text) if NUMBER.fullmatch(text) else math.nan
+
+
+def integer_value(text: str) -> int | None:
+    """The exact integer a decimal literal denotes (``"1e3"`` -> 1000), None when it is not an
+    integral number. Magnitudes above 10**40 come back as +-10**40 (enough for range checks)."""
+    if not NUMBER.fullmatch(text):
+        return None
+    value = Decimal(text)
+    if value.is_zero():
+        return 0
+    if value.adjusted() >= _HUGE_DIGITS:
+        return 10**_HUGE_DIGITS if value > 0 else -(10**_HUGE_DIGITS)
+    if value.adjusted() < 0 or value != value.to_integral_value():
+        return None
+    return int(value)
 
 
 class TraceFormatError(ValueError):
@@ -131,28 +166,23 @@ class CsvTable:
         return self.df[col].to_numpy(dtype=object)
 
     def numbers(self, col: str, *, optional: bool = False, min_value: float | None = 0.0,
-                integer: bool = False, what: str = "number") -> np.ndarray:
-        """Parse a numeric column; empty optional cells become NaN.
+                what: str = "number") -> np.ndarray:
+        """Parse a numeric column (correctly rounded floats); empty optional cells become NaN.
 
-        Problems: empty required cell, non-numeric or non-finite cell, value below
-        ``min_value``, non-integral value where ``integer``.
+        Problems: empty required cell, non-numeric or non-finite cell, value below ``min_value``.
         """
         raw = self.text(col)
         empty = raw == ""
-        values = pd.to_numeric(self.df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         if not optional:
             self.first_bad(empty, lambda i: f"column {col!r} is empty")
+        values = np.array([parse_number(v) for v in raw], dtype=float)
         garbage = ~empty & ~np.isfinite(values)
         self.first_bad(garbage, lambda i: f"column {col!r}: {raw[i]!r} is not a finite {what}")
         ok = np.isfinite(values)
-        if integer:
-            frac = ok & (values != np.floor(np.where(ok, values, 0.0)))
-            self.first_bad(frac, lambda i: f"column {col!r}: {raw[i]!r} is not an integer")
         if min_value is not None:
             low = ok & (values < min_value)
             self.first_bad(low, lambda i: f"column {col!r}: {raw[i]} is below {min_value:g}")
-        values = np.where(ok, values, np.nan)
-        return values
+        return np.where(ok, values, np.nan)
 
     def times(self, col: str, *, optional: bool = False) -> np.ndarray:
         """Non-negative times in seconds (NaN for empty optional cells)."""
@@ -161,14 +191,32 @@ class CsvTable:
         self.first_bad(values < 0, lambda i: f"negative time in column {col!r}: {raw[i]}")
         return values
 
-    def counts(self, col: str, *, optional: bool = False, min_value: int = 1) -> np.ndarray:
-        """Integers >= ``min_value`` as int64 (0 for empty optional or bad cells)."""
-        values = self.numbers(col, optional=optional, min_value=min_value, integer=True, what="integer")
-        return np.where(np.isfinite(values), values, 0).astype(np.int64)
+    def counts(self, col: str, *, optional: bool = False, min_value: int = 1,
+               max_value: int = MAX_EXACT_INT) -> np.ndarray:
+        """Integers in ``[min_value, max_value]``, read exactly, as int64 (0 for empty optional or bad cells).
+
+        Problems: empty required cell, non-numeric cell, fractional value, value below
+        ``min_value``, value above ``max_value`` (named with the allowed range; never wrapped
+        or rounded).
+        """
+        raw = self.text(col)
+        empty = raw == ""
+        if not optional:
+            self.first_bad(empty, lambda i: f"column {col!r} is empty")
+        numeric = np.array([NUMBER.fullmatch(v) is not None for v in raw], dtype=bool)
+        self.first_bad(~empty & ~numeric, lambda i: f"column {col!r}: {raw[i]!r} is not a finite integer")
+        exact = [integer_value(v) if ok else None for v, ok in zip(raw, numeric)]
+        known = np.array([n is not None for n in exact], dtype=bool)
+        self.first_bad(numeric & ~known, lambda i: f"column {col!r}: {raw[i]!r} is not an integer")
+        low = np.array([n is not None and n < min_value for n in exact], dtype=bool)
+        self.first_bad(low, lambda i: f"column {col!r}: {raw[i]} is below {min_value}")
+        high = np.array([n is not None and n > max_value for n in exact], dtype=bool)
+        self.first_bad(high, lambda i: f"column {col!r}: {raw[i]} is out of range (allowed {min_value}..{max_value})")
+        return np.array([n if n is not None and min_value <= n <= max_value else 0 for n in exact], dtype=np.int64)
 
     def gpu_counts(self, col: str, *, optional: bool = False) -> np.ndarray:
-        """Power-of-two GPU counts as int64 (0 for empty optional cells)."""
-        values = self.counts(col, optional=optional)
+        """Power-of-two GPU counts in ``[1, MAX_GPUS]`` as int64 (0 for empty optional cells)."""
+        values = self.counts(col, optional=optional, max_value=MAX_GPUS)
         bad = np.array([v > 0 and not is_power_of_two(int(v)) for v in values], dtype=bool)
         self.first_bad(bad, lambda i: f"column {col!r}: GPU count {values[i]} is not a power of two")
         return values
@@ -195,6 +243,14 @@ class CsvTable:
         if not optional:
             self.first_bad(raw == "", lambda i: f"column {col!r} is empty")
         return [(str(v).lower() if lower else str(v)) if v != "" else None for v in raw]
+
+    def gpu_types(self, col: str, *, optional: bool = False) -> list[str | None]:
+        """Lower-cased GPU type names (``None`` for empty optional cells); ASCII names only."""
+        raw = self.text(col)
+        bad = np.array([v != "" and GPU_TYPE_NAME.fullmatch(v) is None for v in raw], dtype=bool)
+        self.first_bad(bad, lambda i: f"column {col!r}: {raw[i]!r} is not a GPU type name "
+                                      "(ASCII letters, digits, '.', '_', '-')")
+        return self.labels(col, optional=optional, lower=True)
 
     def job_ids(self, col: str = "job_id") -> list[str]:
         """Non-empty, unique job ids."""
@@ -253,9 +309,9 @@ def read_jobs(table: CsvTable, cols: JobColumns, *, iteration_divisor: int = 1) 
     ids = table.job_ids(cols.job_id)
     submit = table.times(cols.submit)
     models = table.models(cols.model)
-    batch = table.counts(cols.batch)
+    batch = table.counts(cols.batch, max_value=MAX_BATCH)
     iters = table.counts(cols.iterations)
-    types = table.labels(cols.gpu_type, optional=cols.request_optional, lower=True)
+    types = table.gpu_types(cols.gpu_type, optional=cols.request_optional)
     gpus = table.gpu_counts(cols.num_gpus, optional=cols.request_optional)
     deadline = table.times(cols.deadline, optional=True)
     table.deadlines_after(deadline, submit, cols.deadline)

@@ -104,7 +104,19 @@ def test_never_feasible_names_file_and_row(write_csv):
     path = write_csv(_rows(3))
     with pytest.raises(ValueError) as info:
         load_itp_csv(path, feasible=lambda m, b, t, n: False, max_tries=5)
-    assert re.fullmatch(re.escape(str(path)) + r":2: no feasible \(model, batch, GPU type, GPU count\) drawn in 5 tries; .*", str(info.value))
+    assert re.fullmatch(re.escape(str(path)) + r":2: no feasible \(model, batch, GPU type, GPU count\) exists in the mix; .*", str(info.value))
+
+
+def test_rarely_feasible_runs_out_of_tries(write_csv):
+    path = write_csv(_rows(3))
+    with pytest.raises(ValueError, match=r":2: no feasible .* drawn in 1 tries"):
+        load_itp_csv(path, feasible=lambda m, b, t, n: (t, n) == ("a10", 16) and m.family == "moe", max_tries=1)
+
+
+def test_an_impossible_mix_fails_at_once_whatever_max_tries(write_csv):
+    # every draw infeasible: one pass over the mix decides it, not max_tries x jobs draws
+    with pytest.raises(ValueError, match="exists in the mix"):
+        load_itp_csv(write_csv(_rows(300)), feasible=lambda m, b, t, n: False, max_tries=100_000)
 
 
 def test_infinite_iter_time_is_an_error(write_csv):

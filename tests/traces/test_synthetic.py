@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 
 import numpy as np
@@ -128,9 +129,15 @@ def test_testbed_mix_and_deadlines():
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"n_jobs": 0}, "n_jobs must be >= 1"),
+        ({"n_jobs": 0}, r"n_jobs must be in 1\.\.1000000, got 0"),
+        ({"n_jobs": 10_000_000}, r"n_jobs must be in 1\.\.1000000, got 10000000"),
         ({"arrival": "uniform"}, "arrival must be one of poisson, bursty"),
-        ({"rate_per_h": -1.0}, "rate_per_h must be > 0"),
+        ({"rate_per_h": -1.0}, r"rate_per_h must be in 1e-06\.\.1e\+09"),
+        ({"rate_per_h": math.nan}, r"rate_per_h must be in"),
+        ({"iter_max": 10**20}, r"iter_max <= 9007199254740991"),
+        ({"max_tries": 10**9}, r"max_tries must be in 1\.\.100000"),
+        ({"arrival": "bursty", "mean_burst_s": 1e-9}, "calm/burst cycles"),
+        ({"arrival": "bursty", "mean_burst_s": math.inf}, "mean_burst_s > 0 \\(finite\\)"),
         ({"mix": "helios"}, "mix must be one of philly, testbed"),
         ({"arrival": "bursty", "burst_factor": 20.0}, "burst_factor x burst_fraction must be < 1"),
         ({"iter_min": 10, "iter_max": 5}, "need 1 <= iter_min <= iter_max"),

@@ -1,0 +1,80 @@
+"""Exact, range-checked numbers in trace files: no silent overflow, rounding or wrapping."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+
+from traces import load_trace
+from traces.table import MAX_BATCH, MAX_EXACT_INT, integer_value, parse_number
+
+CANON = "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\n"
+ARENA = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+
+
+@pytest.mark.parametrize("text, value", [
+    ("12", 12), ("+12", 12), ("1e3", 1000), ("1.5e1", 15), ("2.0", 2), ("-0", 0),
+    ("9223372036854775807", 9223372036854775807), ("1e20", 10**20), ("1e999999999", 10**40),
+    ("1.5", None), ("1e-3", None), ("1_000", None), ("0x10", None), ("inf", None), ("nan", None), ("", None),
+])
+def test_integer_value_is_exact(text, value):
+    assert integer_value(text) == value
+
+
+def test_parse_number_is_correctly_rounded():
+    assert parse_number("0.1") == 0.1 and parse_number("1e400") == float("inf")
+    assert parse_number("1_0") != parse_number("1_0")  # NaN: digit separators are not numbers
+
+
+@pytest.mark.parametrize("cell, column, allowed", [
+    ("1e20", "iterations", f"1..{MAX_EXACT_INT}"),
+    ("9223372036854775807", "iterations", f"1..{MAX_EXACT_INT}"),
+    (str(MAX_EXACT_INT + 2), "iterations", f"1..{MAX_EXACT_INT}"),
+])
+def test_iteration_overflow_names_file_line_column_and_range(tmp_path, cell, column, allowed):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + "a,0,gpt__1.3B,128,10,a40,2,\n" + f"b,1,gpt__1.3B,128,{cell},a40,2,\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a wrapped cast either
+        with pytest.raises(ValueError) as info:
+            load_trace(path)
+    assert str(info.value) == f"{path}:3: column {column!r}: {cell} is out of range (allowed {allowed})"
+
+
+def test_batch_overflow_in_arena_csv(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text(ARENA + "a,0,100,gpt__1.3B,,1e19,2,a40\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: column 'batch_size': 1e19 is out of range "
+                                                   f"(allowed 1..{MAX_BATCH})")):
+        load_trace(path)
+
+
+def test_gpu_count_overflow(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + "a,0,gpt__1.3B,128,10,a40,1e30,\n")
+    with pytest.raises(ValueError, match=r":2: column 'num_gpus': 1e30 is out of range \(allowed 1\.\.65536\)"):
+        load_trace(path)
+
+
+def test_largest_exact_integer_loads_exactly(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + f"a,0,gpt__1.3B,1e3,{MAX_EXACT_INT},a40,2,\n")
+    job = load_trace(path).jobs[0]
+    assert job.iterations == MAX_EXACT_INT and job.global_batch == 1000
+
+
+@pytest.mark.parametrize("gpu_type", ["à40", "a 40", "tpu!", "\u212a40"])  # the Kelvin sign lower-cases to 'k'
+def test_non_ascii_gpu_type_names_are_refused(tmp_path, gpu_type):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + f"a,0,gpt__1.3B,128,10,{gpu_type},2,\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r":2: column 'gpu_type': .* is not a GPU type name"):
+        load_trace(path)
+
+
+def test_itp_duration_that_overflows_iterations(tmp_path):
+    path = tmp_path / "itp.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\na,0,1e300,1\n")
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}:2: column 'duration': 1e\+300 s gives .* out of range"):
+        load_trace(path)
