@@ -1,8 +1,10 @@
-"""Cluster presets and loading a user's JSON/TOML cluster file."""
+"""Cluster presets and loading a user's JSON/TOML cluster file (checked against a schema)."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,29 +24,110 @@ PRESETS: dict[str, ClusterSpec] = {
     "tiny": ClusterSpec("tiny", _groups({"a40": (2, 2), "a10": (2, 2)})),
 }
 
+#: The cluster-file schema: allowed keys and ranges.
+TOP_KEYS = ("name", "gpu_types")
+GROUP_KEYS = ("nodes", "gpus_per_node", "intra_node_gbps", "inter_node_gbps")
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 64
+MAX_GPU_TYPES = 64
+MAX_LINK_GBPS = 100_000.0
+#: A GPU type name: ASCII letters, digits, '.', '_', '-' (the catalogue check is the CLI's).
+GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: Largest cluster file read (a real one is a few hundred bytes).
+MAX_FILE_BYTES = 1_000_000
 
-def cluster_from_dict(data: dict[str, Any], name: str) -> ClusterSpec:
-    """Build a cluster from ``{"name"?, "gpu_types": {type: {"nodes", "gpus_per_node", ...}}}``."""
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (bool, int, float, str)) or value is None else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _integer(value: Any, where: str, lo: int, hi: int, power_of_two: bool = False) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    if not ok or (power_of_two and not is_power_of_two(value)):
+        kind = "a power of two" if power_of_two else "an integer"
+        raise ValueError(f"{where}: expected {kind} in {lo}..{hi}, got {_show(value)}")
+    return value
+
+
+def _bandwidth(value: Any, where: str) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not 0 < value <= MAX_LINK_GBPS:
+        raise ValueError(f"{where}: expected a number of GB/s in (0, {MAX_LINK_GBPS:g}] (omit it for the "
+                         f"GPU type's default), got {_show(value)}")
+    return float(value)
+
+
+def _unknown_keys(table: dict[str, Any], valid: tuple[str, ...], where: str) -> None:
+    unknown = [str(k) for k in table if k not in valid]
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
+
+
+def cluster_from_dict(data: Any, name: str, source: str | None = None) -> ClusterSpec:
+    """Build a cluster from ``{"name"?, "gpu_types": {type: {"nodes", "gpus_per_node", links?}}}``.
+
+    ``name`` is used when the data has none. Every value is checked (types, ranges, unknown
+    keys); a problem is a one-line ValueError starting with ``source`` (default ``name``) and
+    the key path, never a silent repair.
+    """
+    where_file = source or name
+    if not isinstance(data, dict):
+        raise ValueError(f"{where_file}: a cluster file must hold a table/object, got {_show(data)}")
+    _unknown_keys(data, TOP_KEYS, where_file)
+    label = data.get("name", None)
+    if label is not None and not (isinstance(label, str) and label.strip() and label.isprintable()):
+        raise ValueError(f"{where_file}: name: expected a non-empty one-line string, got {_show(label)}")
     types = data.get("gpu_types")
     if not isinstance(types, dict) or not types:
-        raise ValueError(f"{name}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}")
-    groups = []
+        raise ValueError(f"{where_file}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}")
+    if len(types) > MAX_GPU_TYPES:
+        raise ValueError(f"{where_file}: gpu_types: at most {MAX_GPU_TYPES} GPU types, got {len(types)}")
+    groups: dict[str, NodeGroup] = {}
     for gpu_type, entry in types.items():
+        if not GPU_TYPE_NAME.fullmatch(gpu_type):
+            raise ValueError(f"{where_file}: gpu_types: {_show(gpu_type)} is not a GPU type name (ASCII letters, digits, '.', '_', '-')")
+        where = f"{where_file}: gpu_types.{gpu_type}"
+        key = gpu_type.lower()
+        if key in groups:
+            raise ValueError(f"{where}: GPU type {key!r} is listed twice")
         if not isinstance(entry, dict) or "nodes" not in entry or "gpus_per_node" not in entry:
-            raise ValueError(f"{name}: gpu_types.{gpu_type} needs integer 'nodes' and 'gpus_per_node'")
-        nodes, per_node = entry["nodes"], entry["gpus_per_node"]
-        if not (isinstance(nodes, int) and isinstance(per_node, int)) or nodes < 1 or not is_power_of_two(per_node):
-            raise ValueError(f"{name}: gpu_types.{gpu_type}: nodes must be >= 1 and gpus_per_node a power of two")
-        groups.append(
-            NodeGroup(
-                GpuType(str(gpu_type).lower()),
-                nodes,
-                per_node,
-                float(entry.get("intra_node_gbps", 0.0)),
-                float(entry.get("inter_node_gbps", 0.0)),
-            )
+            raise ValueError(f"{where} needs integer 'nodes' and 'gpus_per_node'")
+        _unknown_keys(entry, GROUP_KEYS, where)
+        groups[key] = NodeGroup(
+            GpuType(key),
+            _integer(entry["nodes"], f"{where}.nodes", 1, MAX_NODES),
+            _integer(entry["gpus_per_node"], f"{where}.gpus_per_node", 1, MAX_GPUS_PER_NODE, power_of_two=True),
+            *(_bandwidth(entry[k], f"{where}.{k}") if k in entry else 0.0 for k in GROUP_KEYS[2:]),
         )
-    return ClusterSpec(str(data.get("name", name)), tuple(groups))
+    return ClusterSpec(label.strip() if label is not None else name, tuple(groups.values()))
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _parse(path: Path) -> Any:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: cluster file larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            return tomllib.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise ValueError(f"{path}: cannot parse cluster file: nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: cannot parse cluster file: not UTF-8 text") from None
+    except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
+        raise ValueError(f"{path}: cannot parse cluster file: {' '.join(str(exc).split())}") from None
 
 
 def load_cluster(spec: str) -> ClusterSpec:
@@ -54,16 +137,8 @@ def load_cluster(spec: str) -> ClusterSpec:
     path = Path(spec)
     if not path.is_file():
         raise ValueError(f"unknown cluster {spec!r}: not a file; presets are {', '.join(PRESETS)}")
-    text = path.read_text()
     try:
-        if path.suffix.lower() == ".toml":
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (ValueError, ImportError) as exc:
-        raise ValueError(f"{path}: cannot parse cluster file: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: a cluster file must hold a table/object")
-    return cluster_from_dict(data, path.stem)
+        data = _parse(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read cluster file: {exc.strerror or exc}") from None
+    return cluster_from_dict(data, path.stem, str(path))

@@ -28,18 +28,57 @@ def test_json_and_toml_files(tmp_path):
     assert load_cluster(str(t)).total_gpus == 6
 
 
+def a10(**fields) -> str:
+    return json.dumps({"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 2, **fields}}})
+
+
 @pytest.mark.parametrize("content, message", [
     ("{not json", "cannot parse cluster file"),
     ('{"gpu_types": {}}', "non-empty 'gpu_types'"),
     ('{"gpu_types": {"a10": {"nodes": 2}}}', "needs integer 'nodes' and 'gpus_per_node'"),
-    ('{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 3}}}', "power of two"),
+    ('{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 3}}}', r"gpu_types.a10.gpus_per_node: expected a power of two in 1..64, got 3"),
     ('[1, 2]', "must hold a table"),
+    # nonsense that used to be repaired silently or crash later
+    (a10(intra_node_gbps=-5), r"gpu_types.a10.intra_node_gbps: expected a number of GB/s in \(0, 100000\]"),
+    (a10(inter_node_gbps=float("nan")), r"gpu_types.a10.inter_node_gbps: .* got NaN"),
+    (a10(inter_node_gbps=0), r"inter_node_gbps: .* got 0"),
+    (a10(inter_node_gbps=True), r"inter_node_gbps: .* got true"),
+    ('{"gpu_types": {"a10": {"nodes": true, "gpus_per_node": 2}}}', r"gpu_types.a10.nodes: expected an integer in 1..100000, got true"),
+    ('{"gpu_types": {"a10": {"nodes": 1e30, "gpus_per_node": 2}}}', r"nodes: expected an integer in 1..100000, got 1e\+30"),
+    ('{"gpu_types": {"a10": {"nodes": 2.0, "gpus_per_node": 2}}}', r"nodes: expected an integer .* got 2.0"),
+    ('{"gpu_types": {"a10": {"nodes": "2", "gpus_per_node": 2}}}', r'nodes: expected an integer .* got "2"'),
+    ('{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 128}}}', r"gpus_per_node: expected a power of two in 1..64"),
+    (a10(nodez=1), r"gpu_types.a10: unknown key\(s\) 'nodez'; valid: nodes, gpus_per_node, intra_node_gbps, inter_node_gbps"),
+    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}, "nmae": "x"}', r"unknown key\(s\) 'nmae'; valid: name, gpu_types"),
+    ('{"name": 7, "gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}}', r"name: expected a non-empty one-line string, got 7"),
+    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "A10": {"nodes": 1, "gpus_per_node": 2}}}', "listed twice"),
+    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "a10": {"nodes": 9, "gpus_per_node": 2}}}', "key 'a10' appears twice"),
+    ('{"gpu_types": {"\u00e040": {"nodes": 1, "gpus_per_node": 2}}}', r'"\\u00e040" is not a GPU type name'),
+    ("[" * 100_000, "nested too deeply"),
+    ('{"gpu_types": ' * 50_000, "nested too deeply"),
+    (b"\xff\xfe".decode("latin-1"), "not UTF-8 text"),
 ])
 def test_bad_cluster_files(tmp_path, content, message):
     path = tmp_path / "bad.json"
-    path.write_text(content)
-    with pytest.raises(ValueError, match=message):
+    path.write_text(content, encoding="latin-1" if content.startswith("\xff") else "utf-8")
+    with pytest.raises(ValueError, match=message) as info:
         load_cluster(str(path))
+    assert "\n" not in str(info.value) and str(info.value).startswith(str(path))
+
+
+def test_deeply_nested_toml_is_one_line(tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + "[" * 100_000)
+    with pytest.raises(ValueError, match="cannot parse cluster file") as info:
+        load_cluster(str(path))
+    assert "\n" not in str(info.value)
+
+
+def test_link_speeds_are_kept_exactly(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(a10(intra_node_gbps=12.5, inter_node_gbps=3))
+    group = load_cluster(str(path)).group("a10")
+    assert (group.intra_node_gbps, group.inter_node_gbps, group.nodes, group.gpus_per_node) == (12.5, 3.0, 2, 2)
 
 
 def test_unknown_cluster_lists_presets():
