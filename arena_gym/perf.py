@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from arena_gym.protocols import PerfModel
 from arena_gym.types import Grid, ModelRef, Plan, ResourceShape
 
+#: Largest noise level: a factor of e^(10 x 6.8) already spans every sensible misestimate,
+#: and larger ones overflow a float.
+MAX_SIGMA = 10.0
+
 
 @dataclass(frozen=True)
 class NoisyPerfModel:
@@ -25,8 +29,8 @@ class NoisyPerfModel:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not self.sigma >= 0:
-            raise ValueError(f"noise sigma must be >= 0, got {self.sigma}")
+        if not 0 <= self.sigma <= MAX_SIGMA:
+            raise ValueError(f"noise sigma must be in 0..{MAX_SIGMA:g}, got {self.sigma}")
 
     @property
     def name(self) -> str:
@@ -65,4 +69,6 @@ def noisy_perf_model(path: str, base: PerfModel | None, seed: int = 0) -> NoisyP
         sigma = float(path)
     except ValueError:
         raise ValueError(f"noisy:SIGMA needs a number, got {path!r}") from None
+    if not 0 <= sigma <= MAX_SIGMA:
+        raise ValueError(f"noisy:SIGMA needs 0 <= SIGMA <= {MAX_SIGMA:g}, got {path!r}")
     return NoisyPerfModel(base, sigma, seed)

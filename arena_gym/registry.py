@@ -56,8 +56,12 @@ class Registry:
 
         Keyword arguments in ``extra`` are passed only if the target's signature accepts them.
         """
+        if not isinstance(spec, str):
+            raise TypeError(f"{self.kind} spec must be a string, got {spec!r:.60}")
         prefix, sep, argument = spec.partition(":")
         if sep and prefix in self._prefixes:
+            if not argument.strip():
+                raise ValueError(f"{self.kind} spec {spec!r} needs an argument after '{prefix}:'")
             return _call(resolve(self._prefixes[prefix]), {"path": argument, **extra})
         entry = self._entries.get(spec)
         if entry is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,26 @@ from estimator.table import TableRequest, TypeTable, build_tables, shapes_for
 from estimator.zoo import ModelArch, get_model
 
 log = logging.getLogger(__name__)
+
+#: Largest global batch the estimator answers for (the trace loaders accept the same range).
+MAX_GLOBAL_BATCH = 2**24
+
+
+def check_batch(global_batch: object) -> int:
+    """``global_batch`` as an int in ``1..MAX_GLOBAL_BATCH``; TypeError/ValueError naming it otherwise."""
+    if type(global_batch) is not int:
+        if isinstance(global_batch, bool) or not isinstance(global_batch, numbers.Integral):
+            raise TypeError(f"global_batch must be an integer, got {global_batch!r:.60}")
+        global_batch = int(global_batch)
+    if not 1 <= global_batch <= MAX_GLOBAL_BATCH:
+        raise ValueError(f"global_batch must be in 1..{MAX_GLOBAL_BATCH}, got {global_batch}")
+    return global_batch
+
+
+def check_arg(value: object, kind: type, name: str) -> None:
+    """TypeError naming the argument when ``value`` is not a ``kind``."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, got {value!r:.60}")
 
 
 @dataclass(frozen=True)
@@ -67,12 +88,19 @@ class EstimatorPerfModel:
         """The architecture of a model (zoo or user models)."""
         return get_model(model, self.models)
 
+    @staticmethod
+    def _check(model: object, global_batch: object, shape: object) -> None:
+        check_arg(model, ModelRef, "model")
+        check_batch(global_batch)
+        check_arg(shape, ResourceShape, "shape")
+
     def _gpu(self, gpu_type: str) -> tuple[GpuSpec, NodeGroup | None]:
         return get_gpu(gpu_type), self._groups.get(gpu_type)
 
     def _request(self, model: ModelRef, batch: int, gpu_type: str, shapes: tuple[ResourceShape, ...] | None = None) -> TableRequest:
-        if batch < 1:
-            raise ValueError(f"global batch must be >= 1, got {batch}")
+        check_arg(model, ModelRef, "model")
+        batch = check_batch(batch)
+        check_arg(gpu_type, str, "gpu_type")
         arch = self.arch(model)
         gpu, group = self._gpu(gpu_type)
         if shapes is None:
@@ -83,6 +111,9 @@ class EstimatorPerfModel:
 
     def table(self, model: ModelRef, global_batch: int, gpu_type: str) -> TypeTable:
         """The (memoised) table of a model and batch on every cluster shape of a GPU type."""
+        check_arg(model, ModelRef, "model")
+        global_batch = check_batch(global_batch)
+        check_arg(gpu_type, str, "gpu_type")
         key = (model, global_batch, gpu_type)
         table = self._tables.get(key)
         if table is None:
@@ -102,7 +133,10 @@ class EstimatorPerfModel:
         return len(tables)
 
     def _locate(self, model: ModelRef, batch: int, shape: ResourceShape) -> tuple[TypeTable, int]:
-        """The table and row answering a shape (planned on first use)."""
+        """The table and row answering a shape (planned on first use); checks the arguments."""
+        check_arg(model, ModelRef, "model")
+        batch = check_batch(batch)
+        check_arg(shape, ResourceShape, "shape")
         table = self._tables.get((model, batch, shape.gpu_type)) or self.table(model, batch, shape.gpu_type)
         row = table.index.get(shape)
         if row is not None:
@@ -124,6 +158,7 @@ class EstimatorPerfModel:
 
     def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
         """Best iteration time with the grid's stage count; inf when no plan fits."""
+        check_arg(grid, Grid, "grid")
         table, row = self._locate(model, global_batch, grid.shape)
         col = table.stage_col.get(grid.n_stages)
         return math.inf if col is None else table.grid[row][col]
@@ -142,18 +177,22 @@ class EstimatorPerfModel:
 
     def grid_plan(self, model: ModelRef, global_batch: int, grid: Grid) -> Plan | None:
         """The best plan of one grid (None when infeasible)."""
+        check_arg(grid, Grid, "grid")
         table, row = self._locate(model, global_batch, grid.shape)
         col = table.stage_col.get(grid.n_stages)
         return None if col is None else table.plan(row, col, self.config)
 
     def estimate(self, model: ModelRef, global_batch: int, shape: ResourceShape, plan: Plan) -> PlanEstimate:
         """Cost breakdown of a concrete plan on a shape (tensor parallelism across nodes allowed)."""
+        self._check(model, global_batch, shape)
+        check_arg(plan, Plan, "plan")
         arch = self.arch(model)
         gpu, group = self._gpu(shape.gpu_type)
         return estimate_plan(arch, global_batch, shape, plan, rates_for(arch, gpu, node_links(gpu, group), self.params))
 
     def dp_estimate(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> PlanEstimate:
         """The data-parallel-only plan's estimate, with the DP memory rule applied."""
+        self._check(model, global_batch, shape)
         arch = self.arch(model)
         gpu, group = self._gpu(shape.gpu_type)
         rates = rates_for(arch, gpu, node_links(gpu, group), self.params)
@@ -161,6 +200,8 @@ class EstimatorPerfModel:
 
     def plan_grid(self, model: ModelRef, global_batch: int, grid: Grid) -> GridPlans:
         """Best plan and Pareto set (time vs memory) of one grid."""
+        check_arg(grid, Grid, "grid")
+        self._check(model, global_batch, grid.shape)
         arch = self.arch(model)
         gpu, group = self._gpu(grid.shape.gpu_type)
         rates = rates_for(arch, gpu, node_links(gpu, group), self.params)
@@ -172,6 +213,7 @@ class EstimatorPerfModel:
 
     def gpu_memory_gb(self, gpu_type: str) -> float:
         """Memory of a GPU type (GB), from the catalogue."""
+        check_arg(gpu_type, str, "gpu_type")
         return get_gpu(canonical_gpu_name(gpu_type)).memory_gb
 
 
