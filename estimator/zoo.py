@@ -330,10 +330,18 @@ WRN_SIZES = {
 }
 
 
+#: Small GPT presets that the real runner trains on CPU: (hidden, layers, heads, vocabulary, sequence);
+#: fp32, no rematerialisation, untied embeddings (so any pipeline split is valid).
+CPU_GPT_SIZES = {"tiny": (64, 4, 4, 1024, 64), "mini": (256, 6, 8, 2048, 128)}
+
+
 def _builtin_specs() -> list[TransformerSpec | WideResNetSpec]:
     specs: list[TransformerSpec | WideResNetSpec] = []
     for size, (h, n, a) in GPT_SIZES.items():
         specs.append(TransformerSpec(f"gpt__{size}", n, h, a, vocab=51200))
+    for size, (h, n, a, v, s) in CPU_GPT_SIZES.items():
+        specs.append(TransformerSpec(f"gpt__{size}", n, h, a, seq_len=s, vocab=v, dtype="fp32",
+                                     tied_embeddings=False, remat=False))
     for size, (h, n, e) in MOE_SIZES.items():
         specs.append(TransformerSpec(f"moe__{size}", n, h, 16, vocab=32000, ffn_mult=8, experts=e))
     for size, (depth, c, w) in WRN_SIZES.items():
