@@ -1,0 +1,132 @@
+"""The progress channel: an append-only JSON-lines file that one rank writes and a controller tails.
+
+Each line is one :class:`ProgressRecord` (fields left out when empty)::
+
+    {"t": 1764495000.12, "event": "step", "job_id": "j1", "step": 12, "loss": 5.91, "iter_s": 0.054,
+     "samples_per_s": 296.3}
+
+Events: ``start`` (``info``: executed plan, world size, resumed checkpoint step, start-up timings),
+``step``, ``checkpoint`` (``ckpt_step``, ``info.save_s``), ``done`` and ``stopped`` (``ckpt_step``:
+the checkpoint that holds the final state), ``error`` (``info.message``). A record is written with
+one ``write`` call and flushed, so a reader sees whole lines or an unterminated tail, which
+:class:`ProgressTail` leaves for its next poll.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+#: The events a worker writes.
+EVENTS = ("start", "step", "checkpoint", "done", "stopped", "error")
+
+
+@dataclass(frozen=True)
+class ProgressRecord:
+    """One progress record; ``step`` is the number of completed training steps."""
+
+    t: float
+    event: str
+    job_id: str
+    step: int
+    loss: float | None = None
+    iter_s: float | None = None
+    samples_per_s: float | None = None
+    ckpt_step: int | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.event not in EVENTS:
+            raise ValueError(f"progress event {self.event!r} is unknown; valid: {', '.join(EVENTS)}")
+
+    def to_json(self) -> str:
+        """One JSON line (no newline); ``None`` fields and an empty ``info`` are left out."""
+        data: dict[str, Any] = {"t": self.t, "event": self.event, "job_id": self.job_id, "step": self.step}
+        for key in ("loss", "iter_s", "samples_per_s", "ckpt_step"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        if self.info:
+            data["info"] = dict(self.info)
+        return json.dumps(data, allow_nan=False, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(line: str) -> "ProgressRecord":
+        """Parse one line; ValueError when it is not a progress record."""
+        try:
+            data = json.loads(line)
+            rec = ProgressRecord(
+                t=float(data["t"]), event=str(data["event"]), job_id=str(data["job_id"]), step=int(data["step"]),
+                loss=None if data.get("loss") is None else float(data["loss"]),
+                iter_s=None if data.get("iter_s") is None else float(data["iter_s"]),
+                samples_per_s=None if data.get("samples_per_s") is None else float(data["samples_per_s"]),
+                ckpt_step=None if data.get("ckpt_step") is None else int(data["ckpt_step"]),
+                info=dict(data.get("info") or {}),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a progress record ({type(exc).__name__}: {exc}): {line[:80]!r}") from None
+        return rec
+
+
+class ProgressWriter:
+    """Appends records to a JSON-lines file, one flushed write per record."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = open(self.path, "a", encoding="utf-8")
+
+    def write(self, record: ProgressRecord) -> None:
+        """Append one record and flush it to the operating system."""
+        if record.loss is not None and not math.isfinite(record.loss):
+            record = replace(record, loss=None, info={**record.info, "loss": str(record.loss)})  # JSON has no NaN
+        self._fh.write(record.to_json() + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._fh.close()
+
+
+class ProgressTail:
+    """Reads the records appended to a progress file since the last poll (by byte offset).
+
+    A missing file reads as empty; an unterminated last line is left for the next poll; a complete
+    line that is not a record is logged and skipped.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.offset = 0
+
+    def poll(self) -> list[ProgressRecord]:
+        """Records completed since the previous call, in file order."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        records = []
+        for line in chunk[:end].split(b"\n"):
+            try:
+                records.append(ProgressRecord.from_json(line.decode("utf-8")))
+            except (ValueError, UnicodeDecodeError) as exc:
+                log.warning("%s: skipping a line: %s", self.path, exc)
+        return records
+
+
+def read_progress(path: str | Path) -> list[ProgressRecord]:
+    """Every complete record of a progress file."""
+    return ProgressTail(path).poll()

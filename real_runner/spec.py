@@ -1,0 +1,152 @@
+"""The job a worker runs: :class:`WorkerSpec` and its JSON form (no torch here).
+
+A spec file, e.g.::
+
+    {"job_id": "j1", "model": "gpt__tiny", "global_batch": 16, "target_step": 200, "seed": 0,
+     "plan": {"stages": [{"layers": [0, 6], "dp": 2, "tp": 1}], "micro_batches": 1, "schedule": "gpipe"},
+     "checkpoint_dir": "runs/j1/ckpt", "progress_path": "runs/j1/progress.jsonl",
+     "checkpoint_every_steps": 50, "checkpoint_every_s": 0, "lr": 0.001, "device": "auto"}
+
+Relative paths are taken relative to the worker's working directory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from arena_gym.types import Plan
+from estimator.zoo import get_model
+from real_runner.checkpoint_files import JobIdentity
+from real_runner.plans import plan_from_dict, plan_to_dict
+
+#: Accepted values of :attr:`WorkerSpec.device`.
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One training job under one plan.
+
+    Attributes: ``target_step`` is the step count at which the job is done; checkpoints are taken
+    every ``checkpoint_every_steps`` steps and/or every ``checkpoint_every_s`` seconds (0 = never),
+    and always on SIGTERM and at the target; ``require_checkpoint`` makes a missing checkpoint an
+    error (a resume) instead of a fresh start; ``group_timeout_s`` bounds every collective;
+    ``progress_every_steps`` thins the step records.
+    """
+
+    job_id: str
+    model: str
+    global_batch: int
+    plan: Plan
+    target_step: int
+    checkpoint_dir: str
+    progress_path: str
+    seed: int = 0
+    checkpoint_every_steps: int = 0
+    checkpoint_every_s: float = 0.0
+    lr: float = 1e-3
+    device: str = "auto"
+    require_checkpoint: bool = False
+    group_timeout_s: float = 60.0
+    progress_every_steps: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.job_id:
+            raise ValueError("job_id must not be empty")
+        if self.global_batch < 1:
+            raise ValueError(f"global_batch must be >= 1, got {self.global_batch}")
+        if self.target_step < 1:
+            raise ValueError(f"target_step must be >= 1, got {self.target_step}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.checkpoint_every_steps < 0 or self.checkpoint_every_s < 0:
+            raise ValueError("checkpoint_every_steps and checkpoint_every_s must be >= 0 (0 = off)")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr}")
+        if self.device not in DEVICES:
+            raise ValueError(f"device {self.device!r} is unknown; valid: {', '.join(DEVICES)}")
+        if not self.group_timeout_s > 0:
+            raise ValueError(f"group_timeout_s must be > 0, got {self.group_timeout_s}")
+        if self.progress_every_steps < 1:
+            raise ValueError(f"progress_every_steps must be >= 1, got {self.progress_every_steps}")
+        if not self.checkpoint_dir or not self.progress_path:
+            raise ValueError("checkpoint_dir and progress_path must not be empty")
+
+    def identity(self) -> JobIdentity:
+        """What a checkpoint of this job records and must match on resume (model, seed, batch, lr)."""
+        arch = get_model(self.model)
+        return JobIdentity(arch.name, arch.fingerprint(), self.seed, self.global_batch, self.lr)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["plan"] = plan_to_dict(self.plan)
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> "WorkerSpec":
+        """Parse a spec; ValueError with one line naming the problem."""
+        names = {f.name: f for f in fields(WorkerSpec)}
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"job spec: unknown field(s) {', '.join(unknown)}; valid: {', '.join(names)}")
+        missing = [n for n, f in names.items() if f.default is MISSING and n not in data]
+        if missing:
+            raise ValueError(f"job spec: missing field(s) {', '.join(missing)}")
+        kwargs: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "plan":
+                if not isinstance(value, Mapping):
+                    raise ValueError("job spec: plan must be an object")
+                kwargs[name] = plan_from_dict(value)
+                continue
+            kwargs[name] = _coerce(name, value, _FIELD_TYPES[name])
+        return WorkerSpec(**kwargs)
+
+    def to_json(self) -> str:
+        """The spec as JSON text."""
+        return json.dumps(self.to_dict(), indent=1)
+
+    @staticmethod
+    def load(path: str | Path) -> "WorkerSpec":
+        """Read a spec file; ValueError (one line) when it is missing, not JSON or invalid."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"job spec {path} does not exist") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"job spec {path} is not valid JSON: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise ValueError(f"job spec {path} must hold a JSON object")
+        return WorkerSpec.from_dict(data)
+
+
+#: JSON type of every field but ``plan``.
+_FIELD_TYPES: dict[str, type] = {
+    "job_id": str, "model": str, "global_batch": int, "target_step": int, "checkpoint_dir": str, "progress_path": str,
+    "seed": int, "checkpoint_every_steps": int, "checkpoint_every_s": float, "lr": float, "device": str,
+    "require_checkpoint": bool, "group_timeout_s": float, "progress_every_steps": int,
+}
+
+
+def _coerce(name: str, value: Any, kind: type) -> Any:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"job spec: {name} must be true or false, got {value!r}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"job spec: {name} must be an integer, got {value!r}")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"job spec: {name} must be a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"job spec: {name} must be a string, got {value!r}")
+    return value

@@ -1,0 +1,63 @@
+"""The progress channel: records round-trip, and a tail reads each complete line exactly once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from real_runner.progress import ProgressRecord, ProgressTail, ProgressWriter, read_progress
+
+
+def test_records_round_trip_and_leave_out_empty_fields():
+    rec = ProgressRecord(12.5, "step", "j1", 3, loss=5.5, iter_s=0.1, samples_per_s=80.0)
+    line = rec.to_json()
+    assert json.loads(line) == {"t": 12.5, "event": "step", "job_id": "j1", "step": 3, "loss": 5.5,
+                                "iter_s": 0.1, "samples_per_s": 80.0}
+    assert ProgressRecord.from_json(line) == rec
+    start = ProgressRecord(1.0, "start", "j1", 0, info={"plan": {"pp": 2}, "timings": {"load_s": 0.3}})
+    assert ProgressRecord.from_json(start.to_json()) == start
+    with pytest.raises(ValueError, match="progress event 'bogus' is unknown"):
+        ProgressRecord(1.0, "bogus", "j1", 0)
+    with pytest.raises(ValueError, match="not a progress record"):
+        ProgressRecord.from_json('{"t": 1}')
+
+
+def test_a_tail_reads_new_complete_lines_only(tmp_path):
+    path = tmp_path / "p.jsonl"
+    tail = ProgressTail(path)
+    assert tail.poll() == []  # no file yet
+    writer = ProgressWriter(path)
+    for step in range(1, 4):
+        writer.write(ProgressRecord(float(step), "step", "j", step, loss=1.0 / step))
+    assert [r.step for r in tail.poll()] == [1, 2, 3]
+    assert tail.poll() == []
+    with open(path, "a") as fh:  # a record being written: no newline yet
+        fh.write(ProgressRecord(4.0, "step", "j", 4).to_json()[:10])
+    assert tail.poll() == []
+    with open(path, "a") as fh:
+        fh.write(ProgressRecord(4.0, "step", "j", 4).to_json()[10:] + "\nnot json\n")
+    writer.write(ProgressRecord(5.0, "done", "j", 4, ckpt_step=4))
+    assert [(r.event, r.step) for r in tail.poll()] == [("step", 4), ("done", 4)]  # the bad line is skipped
+    writer.close()
+    assert len(read_progress(path)) == 5
+
+
+def test_a_non_finite_loss_is_kept_as_text(tmp_path):
+    writer = ProgressWriter(tmp_path / "p.jsonl")
+    writer.write(ProgressRecord(1.0, "step", "j", 1, loss=float("nan")))
+    writer.close()
+    (rec,) = read_progress(tmp_path / "p.jsonl")
+    assert rec.loss is None and rec.info["loss"] == "nan"
+
+
+def test_many_records_arrive_in_order_without_gaps(tmp_path):
+    path = tmp_path / "p.jsonl"
+    writer, tail, seen = ProgressWriter(path), ProgressTail(path), []
+    for step in range(1, 1001):
+        writer.write(ProgressRecord(float(step), "step", "j", step, loss=0.5))
+        if step % 97 == 0:
+            seen += [r.step for r in tail.poll()]
+    writer.close()
+    seen += [r.step for r in tail.poll()]
+    assert seen == list(range(1, 1001))
