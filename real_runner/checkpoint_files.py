@@ -129,7 +129,7 @@ def publish(ckpt_dir: Path, step: int, identity: JobIdentity, extra: Mapping[str
     files = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
              for p in sorted(src.iterdir()) if p.is_file() and p.name != MANIFEST}
     if ".metadata" not in files:
-        raise CheckpointError(f"{src}: no .metadata was written")
+        raise RuntimeError(f"{src}: DCP wrote no .metadata")
     manifest = {"format": FORMAT, "step": step, "saved_at": time.time(), "identity": asdict(identity),
                 **dict(extra), "files": files}
     with open(src / MANIFEST, "w", encoding="utf-8") as fh:

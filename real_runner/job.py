@@ -61,14 +61,17 @@ class _Run:
     def __init__(self, spec: WorkerSpec, executed: ExecutedPlan, ctx: RunContext) -> None:
         self.spec, self.executed, self.ctx = spec, executed, ctx
         self.identity = spec.identity()
-        self.writer = ProgressWriter(spec.progress_path) if ctx.rank == 0 else None
+        self.writer: ProgressWriter | None = None  # opened by rank 0's first record
         self.trainer: Trainer
         self.ckpt_step: int | None = None
         self.last_save = time.monotonic()
 
     def record(self, event: str, step: int, **kw) -> None:
-        if self.writer is not None:
-            self.writer.write(ProgressRecord(time.time(), event, self.spec.job_id, step, **kw))
+        if self.ctx.rank != 0:
+            return
+        if self.writer is None:
+            self.writer = ProgressWriter(self.spec.progress_path)
+        self.writer.write(ProgressRecord(time.time(), event, self.spec.job_id, step, **kw))
 
     def save(self, step: int) -> None:
         """Checkpoint after ``step`` steps unless the newest checkpoint already holds them."""

@@ -89,6 +89,9 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         log.warning("plan %s: %s", spec.plan.describe(), note)
     try:
         return _train(spec, executed, resume, rank, world, local_rank, main_at, args.launched_at, stop)
+    except CheckpointError as exc:  # the checkpoint passed its manifest but DCP's loader refused it
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - any failure: cause on stderr, an error record, non-zero exit
         traceback.print_exc(file=sys.stderr)
         message = f"{type(exc).__name__}: {exc}"

@@ -33,20 +33,21 @@ ORACLE_STEPS = 6
 G, F = PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B
 
 
-def _plan(*stages: tuple[int, int, int, int], micro: int = 1, schedule: PipeSchedule = G) -> Plan:
+def make_plan(*stages: tuple[int, int, int, int], micro: int = 1, schedule: PipeSchedule = G) -> Plan:
+    """A plan from (layer_start, layer_end, dp, tp) tuples."""
     return Plan(tuple(StagePlan(*s) for s in stages), micro, schedule)
 
 
 #: name -> plan; every plan reproduces the single-process losses (gpt__tiny's layer table has 6 layers).
 ORACLE = {
-    "dp2 (fsdp2)": _plan((0, 6, 2, 1)),
-    "dp2, 2 micro-batches accumulated": _plan((0, 6, 2, 1), micro=2),
-    "tp2": _plan((0, 6, 1, 2)),
-    "pp2 gpipe": _plan((0, 3, 1, 1), (3, 6, 1, 1), micro=4),
-    "pp2 1f1b": _plan((0, 2, 1, 1), (2, 6, 1, 1), micro=4, schedule=F),
-    "dp2 x tp2": _plan((0, 6, 2, 2), micro=2),
-    "pp2 x dp2": _plan((0, 3, 2, 1), (3, 6, 2, 1), micro=2, schedule=F),
-    "pp2 x tp2": _plan((0, 4, 1, 2), (4, 6, 1, 2), micro=2, schedule=F),
+    "dp2 (fsdp2)": make_plan((0, 6, 2, 1)),
+    "dp2, 2 micro-batches accumulated": make_plan((0, 6, 2, 1), micro=2),
+    "tp2": make_plan((0, 6, 1, 2)),
+    "pp2 gpipe": make_plan((0, 3, 1, 1), (3, 6, 1, 1), micro=4),
+    "pp2 1f1b": make_plan((0, 2, 1, 1), (2, 6, 1, 1), micro=4, schedule=F),
+    "dp2 x tp2": make_plan((0, 6, 2, 2), micro=2),
+    "pp2 x dp2": make_plan((0, 3, 2, 1), (3, 6, 2, 1), micro=2, schedule=F),
+    "pp2 x tp2": make_plan((0, 4, 1, 2), (4, 6, 1, 2), micro=2, schedule=F),
 }
 
 
@@ -62,13 +63,13 @@ class Segment:
 
 #: single -> DP2 -> TP2 -> PP2 (GPipe) -> DP2 x TP2 -> PP2 (1F1B) -> single, through checkpoints.
 CHAIN = (
-    Segment("single", _plan((0, 6, 1, 1)), 3),
-    Segment("dp2", _plan((0, 6, 2, 1)), 3),
-    Segment("tp2, ranks reversed", _plan((0, 6, 1, 2)), 3, reverse_ranks=True),
-    Segment("pp2 gpipe", _plan((0, 3, 1, 1), (3, 6, 1, 1), micro=2), 3),
-    Segment("dp2 x tp2, ranks reversed", _plan((0, 6, 2, 2)), 3, reverse_ranks=True),
-    Segment("pp2 1f1b", _plan((0, 2, 1, 1), (2, 6, 1, 1), micro=4, schedule=F), 3),
-    Segment("single", _plan((0, 6, 1, 1), micro=2), 3),
+    Segment("single", make_plan((0, 6, 1, 1)), 3),
+    Segment("dp2", make_plan((0, 6, 2, 1)), 3),
+    Segment("tp2, ranks reversed", make_plan((0, 6, 1, 2)), 3, reverse_ranks=True),
+    Segment("pp2 gpipe", make_plan((0, 3, 1, 1), (3, 6, 1, 1), micro=2), 3),
+    Segment("dp2 x tp2, ranks reversed", make_plan((0, 6, 2, 2)), 3, reverse_ranks=True),
+    Segment("pp2 1f1b", make_plan((0, 2, 1, 1), (2, 6, 1, 1), micro=4, schedule=F), 3),
+    Segment("single", make_plan((0, 6, 1, 1), micro=2), 3),
 )
 CHAIN_STEPS = sum(s.steps for s in CHAIN)
 #: Steps trained after the chain by the optimizer-restored run and the negative control.
@@ -84,7 +85,7 @@ def chain_spec(work: Path, plan: Plan, target: int, index: int) -> WorkerSpec:
 def reference_losses(steps: int) -> list[float]:
     """The uninterrupted single-process loss trajectory."""
     spec = model_spec(MODEL)
-    executed = resolve_plan(spec, _plan((0, 6, 1, 1)), BATCH, 1)
+    executed = resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1)
     trainer = Trainer(spec, executed, rank=0, global_batch=BATCH, lr=LR, seed=SEED, device=torch.device("cpu"))
     return [trainer.train_step(s) for s in range(steps)]
 
