@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import multiprocessing
 import re
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +17,8 @@ from tqdm.auto import tqdm
 
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import RunConfig, RunResult, load_jobs, make_perf, run
+from arena_gym.gpu_types import check_requested_types
+from arena_gym.outputs import staged_dir
 from arena_gym.plots import plot_all
 from arena_gym.results import code_version, leaderboard, to_markdown, write_csv, write_json, write_run
 from arena_gym.types import JobSpec
@@ -22,7 +28,11 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class CompareConfig:
-    """A grid of runs sharing everything but policy, trace and seed."""
+    """A grid of runs sharing everything but policy, trace and seed.
+
+    ``strict`` makes a job requesting a GPU type the cluster lacks an error (else a warning,
+    counted in ``jobs_unplaceable_type``).
+    """
 
     policies: tuple[str, ...]
     traces: tuple[str, ...]
@@ -30,6 +40,21 @@ class CompareConfig:
     base: RunConfig
     workers: int = 1
     pad_reference: str | None = None
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("policies", "traces", "seeds"):
+            values = getattr(self, name)
+            if not values:
+                raise ValueError(f"compare needs at least one of {name}")
+            twice = [v for v, n in Counter(values).items() if n > 1]
+            if twice:
+                raise ValueError(f"{name} lists {twice[0]!r} twice")
+        if self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
+        if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
+            raise ValueError(f"padding reference policy {self.pad_reference!r} is not among "
+                             f"{', '.join(self.policies)} (or 'max')")
 
     def runs(self) -> list[RunConfig]:
         """Every (trace, seed, policy) run config, in a fixed order."""
@@ -39,7 +64,16 @@ class CompareConfig:
 
 def slug(text: str) -> str:
     """A file-name-safe version of a trace or policy spec."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(text).stem if "/" in text else text).strip("_") or "run"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(text).stem if "/" in text else text).strip("_.") or "run"
+
+
+def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
+    """Spec -> directory name: :func:`slug`, plus a short hash of the spec where two slugs collide
+    (two traces ``a/x.csv`` and ``b/x.csv``; names differing only in case)."""
+    base = {s: slug(s) for s in specs}
+    clash = Counter(v.lower() for v in base.values())
+    return {s: v if clash[v.lower()] == 1 else f"{v}-{hashlib.sha1(s.encode()).hexdigest()[:8]}"
+            for s, v in base.items()}
 
 
 def _run_one(args: tuple[RunConfig, tuple[JobSpec, ...]]) -> RunResult:
@@ -47,41 +81,65 @@ def _run_one(args: tuple[RunConfig, tuple[JobSpec, ...]]) -> RunResult:
     return run(config, jobs=jobs)
 
 
-def compare(config: CompareConfig, out_dir: Path, progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
-    """Run every config, write per-run directories, plots per trace and the leaderboard."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cluster = load_cluster(config.base.cluster)
-    truth = make_perf(config.base.perf, cluster)
-    workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
-    runs = config.runs()
-    tasks = [(c, workloads[(c.trace, c.seed)]) for c in runs]
+def _ignore_sigint() -> None:
+    """Worker initialiser: Ctrl-C is the parent's to handle (it then terminates the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_all(tasks: list[tuple[RunConfig, tuple[JobSpec, ...]]], workers: int, progress: bool) -> list[RunResult]:
     bar = tqdm(total=len(tasks), desc="runs", unit="run", disable=not progress)
     results: list[RunResult] = []
-    if config.workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=config.workers) as pool:
-            for result in pool.map(_run_one, tasks):
-                results.append(result)
+    try:
+        if workers > 1 and len(tasks) > 1:
+            pool = multiprocessing.get_context().Pool(min(workers, len(tasks)), initializer=_ignore_sigint)
+            try:
+                for result in pool.imap(_run_one, tasks):
+                    results.append(result)
+                    bar.update()
+                pool.close()
+            except BaseException:  # Ctrl-C or a failed run: stop the other runs at once
+                pool.terminate()
+                raise
+            finally:
+                pool.join()
+        else:
+            for task in tasks:
+                results.append(_run_one(task))
                 bar.update()
-    else:
-        for task in tasks:
-            results.append(_run_one(task))
-            bar.update()
-    bar.close()
-    for r in results:
-        write_run(out_dir / slug(r.config.trace) / f"{slug(r.config.policy)}-seed{r.config.seed}", r, plots=False)
-    for trace in config.traces:
-        for seed in config.seeds:
-            group = [r.record for r in results if r.config.trace == trace and r.config.seed == seed]
-            plot_all(group, (out_dir / slug(trace)).resolve() if len(config.seeds) == 1
-                     else _mkdir(out_dir / slug(trace) / f"seed{seed}"))
-    board = leaderboard(results, config.pad_reference)
-    write_csv(out_dir / "leaderboard.csv", board)
-    (out_dir / "leaderboard.md").write_text(to_markdown(board))
-    write_json(out_dir / "config.json", {"compare": config, "code_version": code_version()})
+    finally:
+        bar.close()
+    return results
+
+
+def compare(config: CompareConfig, out_dir: Path, progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Run every config, write per-run directories, plots per trace and the leaderboard.
+
+    ``out_dir`` is written complete or not at all (built under a temporary name, then renamed).
+    """
+    with staged_dir(out_dir) as staging:
+        cluster = load_cluster(config.base.cluster)
+        truth = make_perf(config.base.perf, cluster)
+        workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
+        unplaceable = {key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
+                       for key, jobs in workloads.items()}
+        tasks = [(c, workloads[(c.trace, c.seed)]) for c in config.runs()]
+        results = [dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type":
+                                                   float(unplaceable[(r.config.trace, r.config.seed)])})
+                   for r in _run_all(tasks, config.workers, progress)]
+        trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
+        for r in results:
+            write_run(staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}", r,
+                      plots=False)
+        for trace in config.traces:
+            for seed in config.seeds:
+                group = [r.record for r in results if r.config.trace == trace and r.config.seed == seed]
+                plots = staging / trace_dirs[trace] / ("" if len(config.seeds) == 1 else f"seed{seed}")
+                plots.mkdir(parents=True, exist_ok=True)
+                plot_all(group, plots)
+        board = leaderboard(results, config.pad_reference)
+        write_csv(staging / "leaderboard.csv", board)
+        (staging / "leaderboard.md").write_text(to_markdown(board))
+        write_json(staging / "config.json", {"compare": config, "code_version": code_version(),
+                                             "run_dirs": {"traces": trace_dirs, "policies": policy_dirs}})
     log.info("wrote %d runs to %s", len(results), out_dir)
     return results, board
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path

@@ -15,14 +15,15 @@ import pandas as pd
 
 from arena_gym.experiment import RunResult
 from arena_gym.metrics import job_outcomes, timeline
+from arena_gym.outputs import atomic_write
 from arena_gym.plots import plot_all
 from arena_gym.records import EpisodeRecord
 
 #: Leaderboard columns, in order (metric keys of ``compute_metrics``).
 LEADERBOARD_COLUMNS = (
     "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "avg_throughput",
-    "peak_throughput", "jobs_finished", "jobs_submitted", "gpu_util", "reconfigurations",
-    "deadline_met_ratio", "sched_ms_per_decision",
+    "peak_throughput", "jobs_finished", "jobs_submitted", "jobs_total", "jobs_unplaceable_type", "gpu_util",
+    "reconfigurations", "deadline_met_ratio", "sched_ms_per_decision",
 )
 
 
@@ -57,18 +58,13 @@ def _jsonable(value: Any) -> Any:
 
 def write_json(path: Path, data: Any) -> Path:
     """Write JSON atomically (temp file, then rename); non-finite floats become null/"inf"."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(data), indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-    return path
+    text = json.dumps(_jsonable(data), indent=2, sort_keys=True) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_csv(path: Path, frame: pd.DataFrame) -> Path:
     """Write a CSV atomically."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    frame.to_csv(tmp, index=False)
-    tmp.replace(path)
-    return path
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:

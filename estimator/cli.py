@@ -1,6 +1,8 @@
 """``arena-gym estimate query | validate | calibrate``: the estimator's command line.
 
-This is CLI code: it prints. Errors are one line on stderr with exit code 2.
+This is CLI code: it prints. Handlers raise ValueError for bad input; ``arena-gym`` turns it
+into one line on stderr and exit code 2, like every other command. Output files are checked
+before any work and written atomically.
 """
 
 from __future__ import annotations
@@ -12,13 +14,58 @@ import math
 import sys
 from pathlib import Path
 
+from arena_gym.outputs import atomic_write, check_out_file
 from arena_gym.types import ClusterSpec, Grid, ModelRef, ResourceShape
 
 log = logging.getLogger(__name__)
 
-PROG = "arena-gym estimate"
 REGENERATE = ("arena-gym estimate calibrate --measured ../shared/data/arena/measured_iter_time.csv "
               "--dp-memory ../shared/data/arena/dp_memory_gb.csv --out estimator/data/calibration.json")
+
+
+def _batch(text: str) -> int:
+    from estimator.perfmodel import check_batch
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    try:
+        return check_batch(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_evals(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"must be in 1..100000: {text!r}")
+    return value
+
+
+def _grid(text: str) -> Grid:
+    from estimator.hardware import get_gpu
+
+    try:
+        gpu_type, locality, stages = text.split(":")
+        nodes, per_node = (int(x) for x in locality.lower().split("x"))
+        get_gpu(gpu_type)
+        if nodes * per_node > 1024:
+            raise ValueError("at most 1024 GPUs")
+        return Grid(ResourceShape(gpu_type, nodes, per_node), int(stages))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected TYPE:NODESxGPUS:STAGES such as a100:2x4:2 ({exc})") from None
+
+
+def _out_file(text: str) -> str:
+    try:
+        check_out_file(text, flag="")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,17 +75,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     q = sub.add_parser("query", help="print a job's grid table (best plan per shape and stage count)")
     q.add_argument("--model", required=True, help="family__size, e.g. gpt__1.3B")
-    q.add_argument("--batch", type=int, required=True, help="global batch size")
+    q.add_argument("--batch", type=_batch, required=True, help="global batch size")
     q.add_argument("--gpu-type", default=None, help="one GPU type (default: every type of the cluster)")
     q.add_argument("--cluster", default="arena-1280", help="cluster preset or JSON/TOML file (node sizes, links)")
     q.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
-    q.add_argument("--pareto", default=None, metavar="TYPE:NODESxGPUS:STAGES",
+    q.add_argument("--pareto", type=_grid, default=None, metavar="TYPE:NODESxGPUS:STAGES",
                    help="also print the Pareto plan set of one grid, e.g. a100:2x4:2")
     q.set_defaults(handler=_query)
 
     v = sub.add_parser("validate", help="predict a measured table and print the error (MAPE)")
     v.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
-    v.add_argument("--out", default=None, help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)")
+    v.add_argument("--out", type=_out_file, default=None, help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)")
     v.add_argument("--dp-memory", default=None,
                    help="also check the DP view's memory need against a CSV in the dp_memory_gb.csv format")
     v.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
@@ -48,17 +95,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
     c.add_argument("--dp-memory", default=None,
                    help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format")
-    c.add_argument("--out", default=None, help="write the fitted parameters here (JSON; default: print them)")
-    c.add_argument("--max-evals", type=int, default=30, help="solver iterations (default 30)")
+    c.add_argument("--out", type=_out_file, default=None, help="write the fitted parameters here (JSON; default: print them)")
+    c.add_argument("--max-evals", type=_max_evals, default=30, help="solver iterations (default 30)")
     c.set_defaults(handler=_calibrate)
 
 
-def _fail(message: str) -> SystemExit:
-    return SystemExit(f"{PROG}: error: {message}")
-
-
 def _missing_action(args: argparse.Namespace) -> int:
-    raise _fail("choose an action: query, validate or calibrate")
+    raise ValueError("choose an action: query, validate or calibrate")
 
 
 def _params(path: str | None):
@@ -70,10 +113,7 @@ def _params(path: str | None):
 def _cluster(spec: str) -> ClusterSpec:
     from arena_gym.cluster import load_cluster
 
-    try:
-        return load_cluster(spec)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
+    return load_cluster(spec)
 
 
 def _fmt(t: float) -> str:
@@ -84,14 +124,11 @@ def _query(args: argparse.Namespace) -> int:
     from estimator.perfmodel import EstimatorPerfModel
     from estimator.table import reason_text
 
-    try:
-        model = ModelRef.parse(args.model)
-        perf = EstimatorPerfModel(_cluster(args.cluster), _params(args.params))
-        arch = perf.arch(model)
-        types = [args.gpu_type] if args.gpu_type else list(perf.cluster.gpu_types)
-        tables = [perf.table(model, args.batch, t) for t in types]
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
+    model = ModelRef.parse(args.model)
+    perf = EstimatorPerfModel(_cluster(args.cluster), _params(args.params))
+    arch = perf.arch(model)
+    types = [args.gpu_type] if args.gpu_type else list(perf.cluster.gpu_types)
+    tables = [perf.table(model, args.batch, t) for t in types]
     from estimator.zoo import describe
 
     print(describe(arch))
@@ -115,13 +152,7 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_pareto(perf, model: ModelRef, batch: int, spec: str) -> None:
-    try:
-        gpu_type, locality, stages = spec.split(":")
-        nodes, per_node = (int(x) for x in locality.lower().split("x"))
-        grid = Grid(ResourceShape(gpu_type, nodes, per_node), int(stages))
-    except ValueError as exc:
-        raise _fail(f"--pareto {spec!r}: expected TYPE:NODESxGPUS:STAGES such as a100:2x4:2 ({exc})") from None
+def _print_pareto(perf, model: ModelRef, batch: int, grid: Grid) -> None:
     plans = perf.plan_grid(model, batch, grid)
     print()
     print(f"Pareto set of {grid.shape} with {grid.n_stages} stages (time vs memory per GPU):")
@@ -137,14 +168,11 @@ def _validate(args: argparse.Namespace) -> int:
     from estimator.dpmemory import validate_dp_memory
     from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 
-    try:
-        params = _params(args.params)
-        problem = Problem(load_points(args.measured))
-        result = validate(problem, params)
-        dp_check = (validate_dp_memory(DpMemoryTable.load(args.dp_memory).need_gb, params, ARTIFACT_GPU_MEMORY_GB.values())
-                    if args.dp_memory else None)
-    except (ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc).splitlines()[0]) from None
+    params = _params(args.params)
+    problem = Problem(load_points(args.measured))
+    result = validate(problem, params)
+    dp_check = (validate_dp_memory(DpMemoryTable.load(args.dp_memory).need_gb, params, ARTIFACT_GPU_MEMORY_GB.values())
+                if args.dp_memory else None)
     _print_validation(result)
     if dp_check is not None:
         print(f"DP memory need: MAPE {dp_check.mape:.2f}% over {dp_check.rows} profiled rows; the DP memory rule "
@@ -152,7 +180,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.out:
         frame = result.frame.drop(columns=["ape"])
         frame["iter_time_s"] = [p.iter_time_s if not p.oom else math.nan for p in problem.points]
-        frame.to_csv(args.out, index=False)
+        atomic_write(args.out, lambda tmp: frame.to_csv(tmp, index=False))
         print(f"predictions written to {args.out}")
     return 0
 
@@ -175,17 +203,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     from estimator.measured import DpMemoryTable
     from estimator.params import EstimatorParams
 
-    try:
-        problem = Problem(load_points(args.measured))
-        dp_table = DpMemoryTable.load(args.dp_memory) if args.dp_memory else None
-    except (ValueError, FileNotFoundError) as exc:
-        raise _fail(str(exc).splitlines()[0]) from None
+    problem = Problem(load_points(args.measured))
+    dp_table = DpMemoryTable.load(args.dp_memory) if args.dp_memory else None
     params = fit(problem, EstimatorParams(), max_nfev=args.max_evals)
     if dp_table is not None:
-        try:
-            params = replace(params, dp_memory=fit_dp_memory(dp_table.need_gb))
-        except ValueError as exc:
-            raise _fail(str(exc)) from None
+        params = replace(params, dp_memory=fit_dp_memory(dp_table.need_gb))
         for kind, c in sorted(params.dp_memory.items()):
             print(f"DP memory of {kind}: {c.sharded_bytes:.2f} B/parameter sharded over the replicas, "
                   f"activations x{c.act_factor:.2f}")
@@ -196,7 +218,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if dp_table is not None:
         extra["dp_memory_fitted_on"] = Path(args.dp_memory).name
     if args.out:
-        params.save(args.out, extra)
+        atomic_write(args.out, lambda tmp: params.save(tmp, extra))
         print(f"parameters written to {args.out}")
     else:
         json.dump({**params.to_dict(), **extra}, sys.stdout, indent=2)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import logging
 import os
-import tempfile
 from pathlib import Path
 
+from arena_gym.outputs import atomic_write
 from traces.formats import CANONICAL_COLUMNS
 from traces.table import CsvTable, JobColumns, read_jobs
 from traces.trace import Trace
@@ -43,11 +43,9 @@ def _num(x: float) -> str:
 
 def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
     """Write ``trace`` as a canonical CSV via a temporary file and an atomic rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(CANONICAL_COLUMNS)
             for j in trace.jobs:
@@ -56,10 +54,7 @@ def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
                     j.requested_gpu_type or "", j.requested_gpus or "",
                     "" if j.deadline is None else _num(j.deadline),
                 ))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    target = atomic_write(path, write)
     log.info("saved %d jobs to %s (canonical)", len(trace), target)
     return target

@@ -1,4 +1,8 @@
-"""The ``arena-gym`` command line: one entry point, subcommands resolved lazily from a registry."""
+"""The ``arena-gym`` command line: one entry point, subcommands resolved lazily from a registry.
+
+Bad input of any kind ends with one line ``arena-gym CMD: error: ...`` on stderr and exit code
+2 (argument errors included: no usage block); Ctrl-C ends with one line and exit code 130.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from arena_gym.registry import resolve
 
@@ -17,11 +22,27 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("estimator.cli:configure", "query, validate or calibrate the performance estimator"),
     "train": ("agents.rl.cli:configure", "train a learned scheduling agent (stable-baselines3)"),
 }
+#: Exit codes: bad input, and interrupted by Ctrl-C (128 + SIGINT).
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def one_line(text: object) -> str:
+    """Collapse whitespace so a message stays on one line."""
+    return " ".join(str(text).split())
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit with code 2."""
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
-    parser = argparse.ArgumentParser(prog="arena-gym", description="Arena scheduling research gym")
+    parser = OneLineParser(prog="arena-gym", description="Arena scheduling research gym")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (target, help_text) in SUBCOMMANDS.items():
@@ -37,18 +58,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _unavailable(name: str, exc: Exception) -> int:
     print(f"arena-gym {name}: unavailable, missing dependency: {exc}", file=sys.stderr)
-    return 2
+    return EXIT_BAD_INPUT
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return one_line(text.splitlines()[0]) if text.strip() else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse arguments, run the subcommand, map library errors to one-line messages (exit 2)."""
+    """Parse arguments, run the subcommand; bad input -> one line on stderr and exit code 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argument errors (exit 2, one line) and --help (exit 0)
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"arena-gym {args.command}: error: {message}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError, KeyError) as exc:
+        print(f"arena-gym {args.command}: error: {_error_text(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"arena-gym {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
-from arena_gym.cli.common import add_run_arguments, run_config
-from arena_gym.experiment import run
+from arena_gym.cli.common import add_run_arguments, out_dir, run_config, seed_int
+from arena_gym.cluster import load_cluster
+from arena_gym.experiment import load_jobs, make_perf, run
+from arena_gym.gpu_types import check_requested_types
+from arena_gym.outputs import staged_dir
 from arena_gym.results import write_run
 
 
@@ -14,18 +18,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the simulate arguments."""
     parser.add_argument("--policy", default="fcfs", help="registered policy name or sb3:PATH")
     add_run_arguments(parser)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("results/simulate"), help="results directory")
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
+    parser.add_argument("--out", type=out_dir, default=Path("results/simulate"),
+                        help="results directory (written complete or not at all)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Run and write the results directory; print the headline metrics."""
-    result = run(run_config(args, args.policy, args.seed), progress=True)
-    write_run(args.out, result)
+    config = run_config(args, args.policy, args.seed)
+    with staged_dir(args.out) as staging:
+        cluster = load_cluster(config.cluster)
+        jobs = load_jobs(config.trace, cluster, make_perf(config.perf, cluster, config.seed), config.seed)
+        unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
+        result = run(config, progress=True, jobs=jobs)
+        result = dataclasses.replace(result, metrics={**result.metrics, "jobs_unplaceable_type": float(unplaceable)})
+        write_run(staging, result, plots=not args.no_plots)
     m = result.metrics
-    print(f"{result.record.policy}: {int(m['jobs_finished'])}/{int(m['jobs_submitted'])} jobs finished, "
+    total, submitted = int(m.get("jobs_total", m["jobs_submitted"])), int(m["jobs_submitted"])
+    unsubmitted = f" ({total - submitted} of {total} never arrived within the horizon)" if total > submitted else ""
+    print(f"{result.record.policy}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
           f"avg JCT {m['avg_jct_s'] / 3600:.2f} h, p95 {m['p95_jct_s'] / 3600:.2f} h, "
           f"avg queue {m['avg_queue_s'] / 3600:.2f} h, avg throughput {m['avg_throughput']:.1f} samples/s")
+    if unplaceable:
+        print(f"{unplaceable} job(s) request a GPU type the cluster lacks (jobs_unplaceable_type)")
     print(f"results: {args.out}")
     return 0

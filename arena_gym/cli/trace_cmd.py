@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from arena_gym.cli.common import out_file, seed_int
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import make_perf, trace_hooks
+from arena_gym.gpu_types import check_catalogue
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,9 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p.add_argument("trace", help="trace file or synthetic[:k=v,...]")
         p.add_argument("--cluster", default="testbed-64", help="cluster used to sample missing fields feasibly")
         p.add_argument("--perf", default="estimator", help="performance model used to sample missing fields")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
         if name == "convert":
-            p.add_argument("--out", type=Path, required=True, help="canonical CSV to write")
+            p.add_argument("--out", type=out_file, required=True, help="canonical CSV to write (atomically)")
         p.set_defaults(handler=handle)
 
 
@@ -31,6 +32,7 @@ def handle(args: argparse.Namespace) -> int:
     cluster = load_cluster(args.cluster)
     feasible, iter_time = trace_hooks(make_perf(args.perf, cluster), cluster)
     trace: Trace = resolve_trace(args.trace, seed=args.seed, feasible=feasible, iter_time=iter_time)
+    check_catalogue(trace.jobs, args.trace)
     if args.action == "info":
         print(json.dumps(trace.summary(), indent=2, default=str))
     else:

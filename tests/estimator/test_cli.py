@@ -95,8 +95,9 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
     ([], "choose an action"),
 ])
-def test_bad_input_is_one_line(argv, needle):
-    with pytest.raises(SystemExit) as err:
-        run(argv)
-    message = str(err.value.code)
+def test_bad_input_is_one_line(argv, needle, capsys):
+    from arena_gym.cli import main
+
+    assert main(["estimate", *argv]) == 2
+    message = capsys.readouterr().err.strip()
     assert message.startswith("arena-gym estimate: error:") and needle in message and "\n" not in message

@@ -1,0 +1,94 @@
+"""Output paths: refused before any work, files atomic, results directories complete or absent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena_gym.outputs import atomic_write, check_out_dir, check_out_file, is_results_dir, staged_dir
+
+
+def results_dir(path):
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"code_version": "x"}))
+    (path / "metrics.json").write_text("{}")
+    return path
+
+
+def test_check_out_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a.txt").write_text("x")
+    (tmp_path / "empty").mkdir()
+    assert check_out_dir("new/deeper") == tmp_path / "new" / "deeper"
+    assert check_out_dir("empty") == tmp_path / "empty"
+    assert check_out_dir(results_dir(tmp_path / "old")) == tmp_path / "old" and is_results_dir(tmp_path / "old")
+    for path, message in (("f", "--out f: exists and is not a directory"), ("f/sub", f"{tmp_path / 'f'} is not a directory"),
+                          ("other", "not an arena-gym results directory"), (".", "current directory"),
+                          ("..", "current directory"), ("", "--out: empty path"), ("a\0b", "NUL byte")):
+        with pytest.raises(ValueError, match=message):
+            check_out_dir(path)
+
+
+def test_check_out_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert check_out_file(tmp_path / "f") == tmp_path / "f"
+    assert check_out_file(tmp_path / "new" / "x.csv") == tmp_path / "new" / "x.csv"
+    for path, message in ((tmp_path, "is a directory"), (f"{tmp_path}/x/", "is a directory"),
+                          ("/dev/null", "exists and is not a regular file"), (tmp_path / "f" / "x", "is not a directory")):
+        with pytest.raises(ValueError, match=message):
+            check_out_file(path, "--out")
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
+    target = tmp_path / "sub" / "x.txt"
+    atomic_write(target, lambda tmp: tmp.write_text("one"))
+    assert target.read_text() == "one" and oct(target.stat().st_mode & 0o777) == "0o644"
+
+    def broken(tmp):
+        tmp.write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, broken)
+    assert target.read_text() == "one" and sorted(p.name for p in target.parent.iterdir()) == ["x.txt"]
+    with pytest.raises(RuntimeError):
+        atomic_write(tmp_path / "made" / "y.txt", lambda tmp: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert not (tmp_path / "made").exists()  # the parent it created is removed again
+
+
+def test_staged_dir_is_complete_or_absent(tmp_path):
+    out = tmp_path / "a" / "b" / "run"
+    with pytest.raises(KeyboardInterrupt):
+        with staged_dir(out) as staging:
+            (staging / "metrics.json").write_text("{}")
+            raise KeyboardInterrupt
+    assert not (tmp_path / "a").exists()
+    with staged_dir(out) as staging:
+        assert not out.exists() and staging.parent == out.parent and staging.name.endswith(".partial")
+        (staging / "config.json").write_text(json.dumps({"code_version": "1"}))
+    assert sorted(p.name for p in out.parent.iterdir()) == ["run"] and is_results_dir(out)
+
+
+def test_staged_dir_replaces_an_earlier_results_dir_only_when_done(tmp_path):
+    out = results_dir(tmp_path / "run")
+    with pytest.raises(ValueError):
+        with staged_dir(out) as staging:
+            (staging / "config.json").write_text(json.dumps({"code_version": "2"}))
+            raise ValueError("bad trace")
+    assert json.loads((out / "config.json").read_text())["code_version"] == "x" and (out / "metrics.json").exists()
+    with staged_dir(out) as staging:
+        (staging / "config.json").write_text(json.dumps({"code_version": "2"}))
+    assert json.loads((out / "config.json").read_text())["code_version"] == "2" and not (out / "metrics.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_staged_dir_refuses_a_foreign_directory(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("x")
+    with pytest.raises(ValueError, match="not an arena-gym results directory"):
+        with staged_dir(tmp_path / "mine"):
+            pass
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "x"
