@@ -87,12 +87,10 @@ def load_itp_csv(
     table.counts("num_gpu")  # checked, then replaced by the sampled count
     table.raise_if_problems()
 
-    order, _ = rebase_order(submit, ids)
-    if skip_before_s is not None:
-        order = order[submit[order] >= skip_before_s]
-        if len(order) == 0:
-            raise TraceFormatError(f"{table.path}: no jobs submitted at or after skip_before_s={skip_before_s:g}")
-    offset = float(submit[order[0]])
+    keep = None if skip_before_s is None else np.flatnonzero(submit >= skip_before_s)
+    order, offset = rebase_order(submit, ids, keep)
+    if len(order) == 0:
+        raise TraceFormatError(f"{table.path}: no jobs submitted at or after skip_before_s={skip_before_s:g}")
 
     fields_rng, redraw_rng = child_rngs(seed, 2)
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -277,12 +277,18 @@ def optional_float(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def rebase_order(submits: np.ndarray, ids: Iterable[str]) -> tuple[np.ndarray, float]:
-    """Indices sorting jobs by (submit time, job id), and the first submit time (offset)."""
-    ids = list(ids)
-    order = np.array(sorted(range(len(ids)), key=lambda i: (submits[i], ids[i])), dtype=np.int64)
-    offset = float(submits[order[0]]) if len(order) else 0.0
-    return order, offset
+def rebase_order(submits: np.ndarray, ids: Sequence[str], keep: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Indices of the jobs to keep (default all) sorted by (rebased submit time, job id), and the offset.
+
+    The offset is the earliest kept submit time; sorting on the rebased times (not the file's)
+    keeps the order right where the subtraction rounds two times to the same value.
+    """
+    kept = np.arange(len(ids), dtype=np.int64) if keep is None else np.asarray(keep, dtype=np.int64)
+    if len(kept) == 0:
+        return kept, 0.0
+    offset = float(np.min(submits[kept]))
+    order = sorted(kept.tolist(), key=lambda i: (float(submits[i]) - offset, ids[i]))
+    return np.array(order, dtype=np.int64), offset
 
 
 @dataclass(frozen=True)

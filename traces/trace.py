@@ -104,8 +104,8 @@ class Trace:
             new = t0 + (job.submit_time - t0) / factor
             deadline = None if job.deadline is None else job.deadline + (new - job.submit_time)
             jobs.append(dataclasses.replace(job, submit_time=new, deadline=deadline))
-        # division keeps the order of submit times; ties keep the job-id order
-        return dataclasses.replace(self, name=f"{self.name}x{factor:g}", jobs=tuple(jobs))
+        # re-sorted: rounding may turn two close submit times into a tie, which the job id then orders
+        return dataclasses.replace(self, name=f"{self.name}x{factor:g}", jobs=tuple(sorted(jobs, key=_sort_key)))
 
     def shift_to_zero(self) -> "Trace":
         """Subtract the first submit time from every time (and add it to ``time_offset_s``)."""
@@ -118,7 +118,8 @@ class Trace:
             )
             for j in self.jobs
         )
-        return dataclasses.replace(self, jobs=jobs, time_offset_s=self.time_offset_s + t0)
+        # re-sorted: the subtraction may round two close submit times into a tie
+        return dataclasses.replace(self, jobs=tuple(sorted(jobs, key=_sort_key)), time_offset_s=self.time_offset_s + t0)
 
     # -- description ---------------------------------------------------------------------
 

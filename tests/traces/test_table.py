@@ -78,3 +78,24 @@ def test_itp_duration_that_overflows_iterations(tmp_path):
     path.write_text("job_id,submission_time,duration,num_gpu\na,0,1e300,1\n")
     with pytest.raises(ValueError, match=rf"{re.escape(str(path))}:2: column 'duration': 1e\+300 s gives .* out of range"):
         load_trace(path)
+
+
+def test_rebasing_that_rounds_two_times_together_keeps_the_id_order(tmp_path):
+    # 2**54 + 8 and 2**54 + 12 are one float apart; minus the offset 2 both round (to even)
+    # to 2**54 + 8: the tie must then be ordered by job id, "a" before "b"
+    x, y = 2**54 + 8, 2**54 + 12
+    assert float(x) - 2 == float(y) - 2
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + f"z,2,gpt__1.3B,8,1,,,\nb,{x},gpt__1.3B,8,1,,,\na,{y},gpt__1.3B,8,1,,,\n")
+    trace = load_trace(path)
+    assert [j.job_id for j in trace.jobs] == ["z", "a", "b"] and trace.time_offset_s == 2.0
+    assert trace.jobs[1].submit_time == trace.jobs[2].submit_time == float(x) - 2
+
+
+def test_load_scaling_that_creates_a_tie_keeps_the_id_order():
+    from arena_gym.types import JobId, JobSpec, ModelRef
+    from traces import Trace
+
+    jobs = [JobSpec(JobId(i), ModelRef("gpt", "1.3B"), 8, 1, t) for i, t in (("z", 1.0), ("b", 2.0), ("a", 2.0000000000000004))]
+    scaled = Trace("t", tuple(jobs), "test").scale_load(1e17)  # 1 + 1/1e17 and 1 + 1.0000000000000004/1e17 are both 1.0
+    assert {j.submit_time for j in scaled.jobs} == {1.0} and [j.job_id for j in scaled.jobs] == ["a", "b", "z"]
