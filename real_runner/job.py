@@ -32,9 +32,10 @@ class RunContext:
     """Where this rank runs and when its process started.
 
     ``launched_at`` is the wall time the launcher started the process (None when unknown),
-    ``main_at`` the wall time the worker's code began (before torch is imported), ``import_s`` the
-    time torch and the training modules took to import, ``rendezvous_s`` the time the process group
-    took to form.
+    ``main_at`` the wall time the worker's code began (before torch is imported), ``prepare_s`` the
+    time the checks before torch took (spec, plan, checkpoint verification), ``import_s`` the time
+    torch and the training modules took to import, ``rendezvous_s`` the time the process group took
+    to form.
     """
 
     rank: int
@@ -42,6 +43,7 @@ class RunContext:
     device: torch.device
     main_at: float
     launched_at: float | None = None
+    prepare_s: float = 0.0
     import_s: float = 0.0
     rendezvous_s: float = 0.0
 
@@ -124,7 +126,7 @@ def _loop(run: _Run, resume: CheckpointInfo | None, should_stop: Callable[[], bo
         step = checkpoint.load(run.trainer, resume)
         run.ckpt_step = step
     t_ready = time.time()
-    timings = {"import_s": ctx.import_s, "rendezvous_s": ctx.rendezvous_s, "build_s": t_built - t0,
+    timings = {"prepare_s": ctx.prepare_s, "import_s": ctx.import_s, "rendezvous_s": ctx.rendezvous_s, "build_s": t_built - t0,
                "load_s": t_ready - t_built}
     if ctx.launched_at is not None:
         timings["launch_to_main_s"] = ctx.main_at - ctx.launched_at

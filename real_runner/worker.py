@@ -26,6 +26,7 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from real_runner.checkpoint_files import CheckpointError, CheckpointInfo, select_checkpoint
 from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
@@ -37,9 +38,21 @@ log = logging.getLogger("real_runner.worker")
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
+@dataclass(frozen=True)
+class _Timing:
+    main_at: float  # wall time main() began
+    launched_at: float | None  # wall time the launcher started the process
+    prepare_s: float  # checks before torch
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The worker's command line."""
-    p = argparse.ArgumentParser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0],
+    p = _Parser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0],
                                 allow_abbrev=False)
     p.add_argument("--spec", required=True, help="job spec JSON file (see real_runner.spec)")
     p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
@@ -88,7 +101,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     for note in executed.notes:
         log.warning("plan %s: %s", spec.plan.describe(), note)
     try:
-        return _train(spec, executed, resume, rank, world, local_rank, main_at, args.launched_at, stop)
+        timing = _Timing(main_at, args.launched_at, time.time() - main_at)
+        return _train(spec, executed, resume, rank, world, local_rank, timing, stop)
     except CheckpointError as exc:  # the checkpoint passed its manifest but DCP's loader refused it
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -111,7 +125,7 @@ def _record_error(spec: WorkerSpec, message: str) -> None:
 
 
 def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | None, rank: int, world: int,
-           local_rank: int, main_at: float, launched_at: float | None, stop: threading.Event) -> int:
+           local_rank: int, timing: _Timing, stop: threading.Event) -> int:
     t_import = time.time()
     import torch  # noqa: PLC0415 - imported after the checks and the SIGTERM handler
     import torch.distributed as dist  # noqa: PLC0415
@@ -133,7 +147,8 @@ def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | No
     if world > 1:
         dist.init_process_group(backend_for(device), init_method="env://", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=spec.group_timeout_s))
-    ctx = RunContext(rank, world, device, main_at, launched_at, import_s, time.time() - t0)
+    ctx = RunContext(rank, world, device, timing.main_at, timing.launched_at, timing.prepare_s, import_s,
+                     time.time() - t0)
     try:
         result = run_job(spec, executed, resume, ctx, stop.is_set)
     finally:
