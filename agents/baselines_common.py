@@ -155,7 +155,7 @@ class Workspace:
         self.snapshot = snapshot
         self.capacity = type_capacity(snapshot)
         self.free = {t: np.array(f) for t, f in snapshot.free.items()}
-        self.views = {v.job_id: v for v in snapshot.pending + snapshot.running}
+        self.views = {v.job_id: v for v in (*snapshot.pending, *snapshot.running)}
         self.original: dict[JobId, Placement] = {v.job_id: v.allocation.placement for v in snapshot.running
                                                  if v.allocation is not None}
         self.held: dict[JobId, Placement] = dict(self.original)

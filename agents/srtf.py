@@ -47,7 +47,7 @@ class SRTF:
     def decide(self, snapshot: Snapshot) -> Decision:
         """Rank all jobs by remaining time; place the shortest, preempting longer ones only if needed."""
         self._ap.bind(snapshot.perf)
-        ranked = sorted(snapshot.pending + snapshot.running,
+        ranked = sorted((*snapshot.pending, *snapshot.running),
                         key=lambda v: (self._remaining_s(v, snapshot), v.spec.submit_time, v.job_id))
         ws = Workspace(snapshot)
         priority_fill(ws, ranked, lambda v: self._shape_of(v, snapshot), lambda v: ap_feasible(self._ap, v.spec))

@@ -94,7 +94,7 @@ class Tiresias:
         self._ap.bind(snapshot.perf)
         self._promote_starved(snapshot)
         now = snapshot.now
-        ranked = sorted(snapshot.pending + snapshot.running,
+        ranked = sorted((*snapshot.pending, *snapshot.running),
                         key=lambda v: (self.queue(v, now), v.allocation is None, v.spec.submit_time, v.job_id))
         ws = Workspace(snapshot)
 

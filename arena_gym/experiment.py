@@ -11,11 +11,11 @@ import numpy as np
 from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.protocols import PerfModel, Policy
+from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import perf_registry, policy_registry
-from arena_gym.sim import OverheadModel, SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec, ModelRef, best_locality
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import ClusterSpec, JobSpec, ModelRef, OverheadModel, PerfModel, best_locality
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ class RunConfig:
     event_decisions: bool = True
     overhead: OverheadModel = field(default_factory=OverheadModel)
 
-    def sim_config(self) -> SimConfig:
-        """The simulator settings of this run."""
-        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s)
+    def sim_config(self, overhead_class: str = "pruned") -> SimConfig:
+        """The simulator settings of this run, charging ``overhead_class`` (the policy's ``ap_search``)."""
+        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s, overhead_class)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | N
     belief = make_perf(config.belief, cluster, config.seed, truth) if config.belief else truth
     if jobs is None:
         jobs = load_jobs(config.trace, cluster, truth, config.seed)
-    backend = SimBackend(cluster, truth, belief, config.sim_config())
     policy = make_policy(config.policy, config.seed)
+    backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
     record = run_episode(backend, policy, jobs, progress=progress)
     return RunResult(config, record, compute_metrics(record))

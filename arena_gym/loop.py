@@ -17,7 +17,7 @@ def run_episode(backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec]
     policy.reset()
     decisions, wall = 0, 0.0
     bar = tqdm(total=len(jobs), desc=policy.name, unit="job", disable=not progress, leave=False)
-    snapshot = backend.reset(jobs, ap_search=policy.ap_search)
+    snapshot = backend.reset(jobs)
     while snapshot is not None:
         t0 = time.perf_counter()
         decision = policy.decide(snapshot)

@@ -15,8 +15,12 @@ import numpy as np
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.types import JobId
 
-#: The artifact averages throughput over rounds above this many samples/s (reference/arena.md §8.6).
+#: The artifact averages throughput over rounds above this many samples/s.
 ACTIVE_THROUGHPUT_FLOOR = 100.0
+#: At most this many bins when a series is binned: past it bins widen (spans over ~9 years at 300 s).
+MAX_BINS = 1_000_000
+#: Running sums of the timeline are recomputed exactly every this many events (bounds rounding drift).
+_RESUM_EVERY = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,7 @@ class JobOutcome:
     last_gpu_type: str
     last_num_gpus: int
     deadline: float | None
+    failures: int = 0
 
     @property
     def jct(self) -> float | None:
@@ -67,31 +72,48 @@ class Timeline:
         widths = np.diff(np.append(self.time, self.end))
         return float(np.dot(values, np.clip(widths, 0.0, None)))
 
-    def binned(self, values: np.ndarray, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
-        """Time-average of a step series in consecutive bins of ``bin_s`` seconds (bin starts, means)."""
+    def binned(self, values: np.ndarray, bin_s: float, max_bins: int = MAX_BINS) -> tuple[np.ndarray, np.ndarray]:
+        """Time-average of a step series in consecutive bins (bin starts, means).
+
+        Bins are ``bin_s`` seconds wide, widened to ``span / max_bins`` when the span would need
+        more than ``max_bins`` of them, so memory stays bounded whatever the span.
+        """
         if len(self.time) == 0 or self.end <= self.time[0]:
             return np.zeros(0), np.zeros(0)
-        start = self.time[0]
-        edges = np.arange(start, self.end + bin_s, bin_s)
-        edges[-1] = max(edges[-1], self.end)
+        start, end = float(self.time[0]), self.end
+        width = bin_width(end - start, bin_s, max_bins)
+        n = min(max_bins, max(1, math.ceil((end - start) / width)))
+        edges = np.minimum(start + width * np.arange(n + 1), end)
+        edges[-1] = end
         # cumulative integral at each step boundary, then interpolate at bin edges
-        bounds = np.append(self.time, self.end)
+        bounds = np.append(self.time, end)
         cum = np.concatenate([[0.0], np.cumsum(values * np.diff(bounds))])
-        at_edges = np.interp(np.minimum(edges, self.end), bounds, cum)
-        widths = np.diff(np.minimum(edges, self.end))
+        at_edges = np.interp(edges, bounds, cum)
+        widths = np.diff(edges)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(widths > 0, np.diff(at_edges) / widths, 0.0)
         return edges[:-1], means
 
 
+def bin_width(span: float, bin_s: float, max_bins: int = MAX_BINS) -> float:
+    """The bin width used for ``span`` seconds: ``bin_s``, or wider so that at most ``max_bins`` bins cover it."""
+    if not (bin_s > 0 and math.isfinite(bin_s)) or max_bins < 1:
+        raise ValueError(f"need a finite bin_s > 0 and max_bins >= 1, got {bin_s}, {max_bins}")
+    return max(bin_s, span / max_bins)
+
+
 def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
-    """Per-job outcomes of every submitted job, in submission order."""
+    """Per-job outcomes of every submitted job, in submission order.
+
+    A FAIL (processes relaunched on the same GPUs) counts as a failure, not a reconfiguration;
+    PROGRESS (a measured rate) changes no outcome.
+    """
     state: dict[JobId, dict] = {}
     for ev in record.events:
         s = state.get(ev.job_id)
         if ev.kind is EventKind.SUBMIT:
             state[ev.job_id] = s = {"submit": ev.time, "first": None, "finish": None, "queued": 0.0,
-                                    "since": ev.time, "starts": 0, "preempt": 0, "type": "", "n": 0}
+                                    "since": ev.time, "starts": 0, "preempt": 0, "fail": 0, "type": "", "n": 0}
             continue
         assert s is not None, f"event for unsubmitted job {ev.job_id}"
         if ev.kind is EventKind.ALLOCATE:
@@ -105,6 +127,8 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
         elif ev.kind is EventKind.PREEMPT:
             s["preempt"] += 1
             s["since"] = ev.time
+        elif ev.kind is EventKind.FAIL:
+            s["fail"] += 1
         elif ev.kind is EventKind.FINISH:
             s["finish"] = ev.time
     deadlines = {j.job_id: j.deadline for j in record.jobs}
@@ -112,33 +136,52 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
     for job_id, s in state.items():
         queued = s["queued"] + (record.end_time - s["since"] if s["since"] is not None else 0.0)
         out.append(JobOutcome(job_id, s["submit"], s["first"], s["finish"], queued, s["starts"],
-                              max(0, s["starts"] - 1), s["preempt"], s["type"], s["n"], deadlines.get(job_id)))
+                              max(0, s["starts"] - 1), s["preempt"], s["type"], s["n"], deadlines.get(job_id), s["fail"]))
     return out
 
 
 def timeline(record: EpisodeRecord) -> Timeline:
-    """Replay the event log into a step timeline (one point per distinct event time)."""
-    rate: dict[JobId, float] = {}
-    gpus: dict[JobId, int] = {}
+    """Replay the event log into a step timeline (one point per distinct event time).
+
+    A job makes progress (counts in throughput, running GPUs and running jobs) from its RUN to
+    its next ALLOCATE, FAIL, PREEMPT or FINISH; PROGRESS events update its rate. Sums are kept
+    incrementally (linear in the events) and recomputed exactly every so often.
+    """
+    rate: dict[JobId, float] = {}  # samples/s of jobs making progress
+    gpus: dict[JobId, int] = {}  # GPUs held
     pending: set[JobId] = set()
+    throughput, held, running_gpus = 0.0, 0, 0
     times: list[float] = []
     rows: list[tuple[float, int, int, int, int]] = []
-    for ev in record.events:
-        if ev.kind is EventKind.SUBMIT:
-            pending.add(ev.job_id)
-        elif ev.kind is EventKind.ALLOCATE:
-            pending.discard(ev.job_id)
-            rate.pop(ev.job_id, None)
-            gpus[ev.job_id] = ev.num_gpus
-        elif ev.kind is EventKind.RUN:
-            rate[ev.job_id] = ev.samples_per_s
-        else:  # PREEMPT or FINISH
-            rate.pop(ev.job_id, None)
-            gpus.pop(ev.job_id, None)
-            if ev.kind is EventKind.PREEMPT:
-                pending.add(ev.job_id)
-        running_gpus = sum(gpus[j] for j in rate)
-        row = (sum(rate.values()), sum(gpus.values()), running_gpus, len(rate), len(pending))
+    for i, ev in enumerate(record.events):
+        j, kind = ev.job_id, ev.kind
+        if kind is EventKind.SUBMIT:
+            pending.add(j)
+        elif kind is EventKind.RUN or kind is EventKind.PROGRESS:
+            if j in gpus and (kind is EventKind.RUN or j in rate):
+                old = rate.get(j)
+                if old is None:
+                    running_gpus += gpus[j]
+                else:
+                    throughput -= old
+                rate[j] = ev.samples_per_s
+                throughput += ev.samples_per_s
+        else:  # ALLOCATE, FAIL, PREEMPT, FINISH: the job stops making progress
+            old = rate.pop(j, None)
+            if old is not None:
+                throughput -= old
+                running_gpus -= gpus[j]
+            if kind is EventKind.ALLOCATE:
+                pending.discard(j)
+                held += ev.num_gpus - gpus.get(j, 0)
+                gpus[j] = ev.num_gpus
+            elif kind is not EventKind.FAIL:
+                held -= gpus.pop(j, 0)
+                if kind is EventKind.PREEMPT:
+                    pending.add(j)
+        if not rate or i % _RESUM_EVERY == 0:
+            throughput = math.fsum(rate.values())
+        row = (throughput, held, running_gpus, len(rate), len(pending))
         if times and times[-1] == ev.time:
             rows[-1] = row
         else:
@@ -183,6 +226,7 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0) -> dict[str, fl
         "gpu_util": tl.integral(tl.running_gpus) / (span * total_gpus) if span > 0 else 0.0,
         "reconfigurations": float(sum(o.reconfigurations for o in outcomes)),
         "preemptions": float(sum(o.preemptions for o in outcomes)),
+        "failures": float(sum(o.failures for o in outcomes)),
         "deadline_met_ratio": (sum(1 for o in with_deadline if o.deadline_met) / len(with_deadline))
         if with_deadline else math.nan,
         "end_time_s": record.end_time - record.start_time,

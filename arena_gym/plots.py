@@ -14,6 +14,9 @@ import numpy as np  # noqa: E402
 from arena_gym.metrics import job_outcomes, timeline  # noqa: E402
 from arena_gym.records import EpisodeRecord  # noqa: E402
 
+#: At most this many points per line: longer runs are binned more coarsely (a plot is ~800 px wide).
+PLOT_POINTS = 2000
+
 
 def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     if window <= 1 or len(values) < window:
@@ -49,11 +52,15 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
 
 def plot_series(records: Sequence[EpisodeRecord], path: Path, series: str, ylabel: str,
                 bin_s: float = 300.0, smooth: int = 5) -> Path:
-    """A binned (and moving-mean smoothed) timeline series over time in hours, one line per record."""
+    """A binned (and moving-mean smoothed) timeline series over time in hours, one line per record.
+
+    Bins are ``bin_s`` wide, or wider so that a line has at most :data:`PLOT_POINTS` points;
+    every line ends at its record's end (the last real event, or the horizon).
+    """
     fig, ax = plt.subplots(figsize=(7, 4))
     for rec in records:
         tl = timeline(rec)
-        starts, means = tl.binned(getattr(tl, series), bin_s)
+        starts, means = tl.binned(getattr(tl, series), bin_s, max_bins=PLOT_POINTS)
         ax.plot((starts - rec.start_time) / 3600.0, _smooth(means, smooth), label=rec.policy, lw=1.2)
     ax.set_xlabel("time (h)")
     ax.set_ylabel(ylabel)

@@ -1,4 +1,4 @@
-"""The three protocols the loop is built on: PerfModel, Policy, ClusterBackend."""
+"""The seams the loop is built on: Policy and ClusterBackend (PerfModel lives in :mod:`arena_gym.types`)."""
 
 from __future__ import annotations
 
@@ -6,33 +6,9 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from arena_gym.records import EpisodeRecord
-from arena_gym.types import Decision, Grid, JobSpec, ModelRef, Plan, ResourceShape, Snapshot
+from arena_gym.types import Decision, JobSpec, PerfModel, Snapshot
 
-
-@runtime_checkable
-class PerfModel(Protocol):
-    """Iteration time and feasibility of a (model, global batch) on a resource shape or grid.
-
-    Times are seconds per iteration; ``math.inf`` means infeasible (out of memory, or no plan).
-    """
-
-    name: str
-
-    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """Best adaptive-parallelism (proxy-plan) iteration time on ``shape``."""
-        ...
-
-    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
-        """Best iteration time with the stage count fixed by ``grid``."""
-        ...
-
-    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """What a static-parallelism (data-parallel only) scheduler believes, DP memory rule applied."""
-        ...
-
-    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
-        """The concrete plan behind ``iter_time``, or None when the model cannot name one."""
-        ...
+__all__ = ["ClusterBackend", "InvalidDecision", "PerfModel", "Policy"]
 
 
 @runtime_checkable
@@ -40,7 +16,9 @@ class Policy(Protocol):
     """A scheduling policy: a pure function of the snapshot (plus per-episode memo state).
 
     ``ap_search`` names the reconfiguration-overhead class its (re)starts pay: ``"pruned"``
-    (Arena's pruned AP search) or ``"full"`` (an unpruned AP search, the baselines).
+    (Arena's pruned AP search) or ``"full"`` (an unpruned AP search, the baselines). The
+    simulator charges it when its caller configures it so (``SimConfig(overhead_class=...)``);
+    a live backend pays whatever the real restart costs.
     """
 
     name: str
@@ -56,9 +34,13 @@ class Policy(Protocol):
 
 
 class ClusterBackend(Protocol):
-    """Something that runs jobs: the simulator (simulated time) or a live testbed (wall clock)."""
+    """Something that runs jobs: the simulator (simulated time) or a live testbed (wall clock).
 
-    def reset(self, jobs: Sequence[JobSpec], ap_search: str = "pruned") -> Snapshot | None:
+    Both keep their cluster state in :class:`arena_gym.core.ClusterState`, so validation, GPU
+    accounting, snapshots and the event log behave the same; they differ in their clock.
+    """
+
+    def reset(self, jobs: Sequence[JobSpec]) -> Snapshot | None:
         """Load a workload and run to the first decision point (None if nothing to decide)."""
         ...
 

@@ -13,12 +13,17 @@ class EventKind(enum.Enum):
 
     SUBMIT: the job entered the queue. ALLOCATE: it took (new) GPUs and starts paying its
     reconfiguration overhead. RUN: overhead paid, it makes progress at ``samples_per_s``.
+    PROGRESS: a measured rate of a running job (live backends): it now runs at
+    ``samples_per_s``. FAIL: its processes failed; it keeps its GPUs, falls back to its last
+    checkpoint and makes no progress until it runs again (a RUN follows the relaunch).
     PREEMPT: it gave its GPUs back and re-queued. FINISH: it completed and released its GPUs.
     """
 
     SUBMIT = "submit"
     ALLOCATE = "allocate"
     RUN = "run"
+    PROGRESS = "progress"
+    FAIL = "fail"
     PREEMPT = "preempt"
     FINISH = "finish"
 

@@ -1,18 +1,20 @@
-"""Frozen domain types shared by every package: cluster, jobs, grids, plans, decisions."""
+"""Frozen domain types shared by every package: cluster, jobs, grids, plans, decisions, snapshots.
+
+Also the two domain pieces every policy and backend plans with: the :class:`PerfModel`
+protocol (iteration time and feasibility) and the :class:`OverheadModel` (what a
+reconfiguration costs).
+"""
 
 from __future__ import annotations
 
 import enum
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NewType
+from typing import NewType, Protocol, overload, runtime_checkable
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from arena_gym.protocols import PerfModel
 
 JobId = NewType("JobId", str)
 GpuType = NewType("GpuType", str)
@@ -225,6 +227,71 @@ class Plan:
         return f"pp{self.n_stages}[{meshes}]x{self.micro_batches}"
 
 
+@runtime_checkable
+class PerfModel(Protocol):
+    """Iteration time and feasibility of a (model, global batch) on a resource shape or grid.
+
+    Times are seconds per iteration; ``math.inf`` means infeasible (out of memory, or no plan).
+    """
+
+    name: str
+
+    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """Best adaptive-parallelism (proxy-plan) iteration time on ``shape``."""
+        ...
+
+    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
+        """Best iteration time with the stage count fixed by ``grid``."""
+        ...
+
+    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """What a static-parallelism (data-parallel only) scheduler believes, DP memory rule applied."""
+        ...
+
+    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
+        """The concrete plan behind ``iter_time``, or None when the model cannot name one."""
+        ...
+
+
+#: Reconfiguration-overhead classes: Arena's pruned AP search, an unpruned one (the baselines), none.
+OVERHEAD_CLASSES: tuple[str, ...] = ("pruned", "full", "none")
+
+
+@dataclass(frozen=True)
+class OverheadModel:
+    """Reconfiguration overhead ``min(per_gpu_s * gpus, cap_s)`` per overhead class.
+
+    Defaults are the Arena artifact's constants: pruned AP search 10 s per GPU capped at 40 s
+    (Arena), unpruned AP search 150 s per GPU capped at 600 s (the baselines), plus a
+    checkpoint-resume cost (0 s in the artifact's evaluation). Class ``none`` costs only the
+    checkpoint resume.
+    """
+
+    pruned_per_gpu_s: float = 10.0
+    pruned_cap_s: float = 40.0
+    full_per_gpu_s: float = 150.0
+    full_cap_s: float = 600.0
+    ckpt_resume_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("pruned_per_gpu_s", "pruned_cap_s", "full_per_gpu_s", "full_cap_s", "ckpt_resume_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"OverheadModel.{name} must be finite and >= 0, got {value}")
+
+    def seconds(self, overhead_class: str, num_gpus: int) -> float:
+        """Overhead paid when a job (re)starts on ``num_gpus`` GPUs under ``overhead_class``."""
+        if overhead_class == "pruned":
+            base = min(self.pruned_per_gpu_s * num_gpus, self.pruned_cap_s)
+        elif overhead_class == "full":
+            base = min(self.full_per_gpu_s * num_gpus, self.full_cap_s)
+        elif overhead_class == "none":
+            base = 0.0
+        else:
+            raise ValueError(f"unknown overhead class {overhead_class!r}; valid: {', '.join(OVERHEAD_CLASSES)}")
+        return base + self.ckpt_resume_s
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a job's GPUs are: node indices inside its GPU type's group, same count on each."""
@@ -345,25 +412,79 @@ class JobView:
         return self.queued_s_at_mark
 
 
+class JobViews(Sequence[JobView]):
+    """The job views of a snapshot: a read-only sequence with lookup by job id.
+
+    Built from any iterable of views it is a frozen tuple. Backends hand out lazy subclasses
+    over their live state instead (see :mod:`arena_gym.core.views`): those build a view only
+    when it is read and are valid until the backend next changes (``apply`` / ``advance``);
+    after that every access raises ``RuntimeError``. Copy with ``tuple(...)`` to keep them.
+    """
+
+    __slots__ = ("_views", "_by_id")
+
+    def __init__(self, views: Iterable[JobView] = ()) -> None:
+        self._views = tuple(views)
+        self._by_id: dict[JobId, JobView] | None = None
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    @overload
+    def __getitem__(self, index: int) -> JobView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[JobView, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> JobView | tuple[JobView, ...]:
+        return self._views[index]
+
+    def __iter__(self) -> Iterator[JobView]:
+        return iter(self._views)
+
+    def get(self, job_id: str) -> JobView | None:
+        """The view of ``job_id`` if it is in this sequence, else None."""
+        if self._by_id is None:
+            self._by_id = {v.job_id: v for v in self._views}
+        return self._by_id.get(JobId(job_id))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} jobs)"
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything a policy may look at in one decision point.
 
     ``free`` holds, per GPU type, a read-only array of free GPUs per node; ``perf`` is the
-    performance model the policy plans with (a belief, not the ground truth).
+    performance model the policy plans with (a belief, not the ground truth). ``pending``
+    (queued jobs in submission order) and ``running`` (jobs holding GPUs) are
+    :class:`JobViews`; any sequence of views passed in is wrapped into one. Backends build
+    them lazily, so a policy pays only for the views it reads.
     """
 
     now: float
     cluster: ClusterSpec
     free: Mapping[str, np.ndarray]
-    pending: tuple[JobView, ...]
-    running: tuple[JobView, ...]
-    perf: "PerfModel"
+    pending: JobViews
+    running: JobViews
+    perf: PerfModel
     arrivals: tuple[JobId, ...] = ()
     departures: tuple[JobId, ...] = ()
     round_index: int = 0
     horizon: float = field(default=math.inf)
 
+    def __post_init__(self) -> None:
+        for name in ("pending", "running"):
+            views = getattr(self, name)
+            if not isinstance(views, JobViews):
+                object.__setattr__(self, name, JobViews(views))
+
     def free_gpus(self, gpu_type: str) -> int:
         """Total free GPUs of a type."""
         return int(self.free[gpu_type].sum())
+
+    def job(self, job_id: str) -> JobView | None:
+        """The view of a pending or running job, or None (unknown, not yet submitted, or finished)."""
+        view = self.pending.get(job_id)
+        return view if view is not None else self.running.get(job_id)

@@ -54,9 +54,10 @@ def main() -> None:
     results = {}
     for name in args.policies.split(","):
         for mode, round_s, on_events in MODES:
-            config = SimConfig(round_s=round_s, event_decisions=on_events, horizon_s=jobs[0].submit_time + args.horizon_s)
-            backend = SimBackend(cluster, perf, config=config)
             policy = make_policy(name, args.seed)
+            config = SimConfig(round_s=round_s, event_decisions=on_events, horizon_s=jobs[0].submit_time + args.horizon_s,
+                               overhead_class=policy.ap_search)
+            backend = SimBackend(cluster, perf, config=config)
             start = time.perf_counter()
             record = run_episode(backend, policy, jobs)
             wall = time.perf_counter() - start

@@ -33,7 +33,7 @@ BASELINES = ("tiresias", "gandiva", "elasticflow-ls", "gavel", "sia")
 def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, horizon: float) -> None:
     """Run one policy and print its figures."""
     policy = make_policy(policy_name)
-    backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon))
+    backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon, overhead_class=policy.ap_search))
     t0, c0 = time.perf_counter(), time.process_time()
     record = run_episode(backend, policy, jobs)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -28,9 +28,10 @@ def bench(name: str, trace: Path, cluster_name: str, perf_spec: str, horizon: fl
     load_s = time.perf_counter() - t0
     walls = []
     for _ in range(2):  # the first run also fills the estimator's lazy tables; the second is the simulator alone
-        backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon))
+        policy = make_policy("fcfs")
+        backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon, overhead_class=policy.ap_search))
         t0 = time.perf_counter()
-        record = run_episode(backend, make_policy("fcfs"), jobs)
+        record = run_episode(backend, policy, jobs)
         walls.append(time.perf_counter() - t0)
     wall = walls[1]
     m = compute_metrics(record)

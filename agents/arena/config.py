@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from arena_gym.sim import OverheadModel
+from arena_gym.types import OverheadModel
 
 
 @dataclass(frozen=True)

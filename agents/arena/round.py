@@ -29,7 +29,7 @@ class DecisionRound:
         self.config = config
         self.snapshot = snapshot
         self.ws = Workspace(snapshot)
-        self.views: dict[JobId, JobView] = {v.job_id: v for v in snapshot.pending + snapshot.running}
+        self.views: dict[JobId, JobView] = {v.job_id: v for v in (*snapshot.pending, *snapshot.running)}
         self.search = ArenaSearch(config, self.ws, oracle, self.views)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}

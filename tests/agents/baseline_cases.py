@@ -1,4 +1,4 @@
-"""Shared builders for the baseline-policy tests: random workloads and an invariant-checking episode loop."""
+"""Shared builders for the baseline-policy tests: random workloads and invariant-checked episodes."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from arena_gym.cluster import PRESETS
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.records import EpisodeRecord, EventKind
-from arena_gym.sim import OverheadModel, SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec
-from tests.helpers import GPT, MOE, job, uniform_model
+from arena_gym.sim import SimConfig
+from arena_gym.types import ClusterSpec, JobSpec, OverheadModel
+from tests.helpers import GPT, MOE, checked_run, job, uniform_model
 
 TINY = PRESETS["tiny"]  # a40: 2 nodes x 2 GPUs, a10: 2 nodes x 2 GPUs
 #: Small baseline overheads keep hand-worked times readable: 5 s per GPU, at most 100 s.
-SMALL = SimConfig(overhead=OverheadModel(full_per_gpu_s=5.0, full_cap_s=100.0))
+SMALL = SimConfig(overhead=OverheadModel(full_per_gpu_s=5.0, full_cap_s=100.0), overhead_class="full")
 #: No reconfiguration overhead at all.
-FREE = SimConfig(overhead=OverheadModel(full_per_gpu_s=0.0, full_cap_s=0.0))
+FREE = SimConfig(overhead=OverheadModel(full_per_gpu_s=0.0, full_cap_s=0.0), overhead_class="full")
 
 
 def random_workload(seed: int, n: int = 30, types: tuple[str, ...] = ("a40", "a10"),
@@ -33,18 +33,7 @@ def random_workload(seed: int, n: int = 30, types: tuple[str, ...] = ("a40", "a1
 def run_checked(policy: Policy, jobs: list[JobSpec], cluster: ClusterSpec = TINY, perf: PerfModel | None = None,
                 config: SimConfig = SMALL) -> EpisodeRecord:
     """Run an episode, checking the simulator's invariants after every apply and every advance."""
-    backend = SimBackend(cluster, perf if perf is not None else uniform_model(), config=config)
-    policy.reset()
-    snapshot = backend.reset(jobs, ap_search=policy.ap_search)
-    decisions = 0
-    while snapshot is not None:
-        backend.apply(policy.decide(snapshot))
-        backend.check_invariants()
-        decisions += 1
-        snapshot = backend.advance()
-        if snapshot is not None:
-            backend.check_invariants()
-    return backend.record(policy.name, decisions)
+    return checked_run(policy, jobs, cluster, perf if perf is not None else uniform_model(), config)
 
 
 def check_random_traces(make_policy: Callable[[], Policy], seeds: int = 4, same_type: bool = False,

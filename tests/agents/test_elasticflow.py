@@ -28,7 +28,7 @@ def perf(dp_need_gb=None):
 
 def first_decision(policy, jobs, model):
     backend = SimBackend(ONE_NODE, model, config=FREE)
-    snapshot = backend.reset(jobs, ap_search=policy.ap_search)
+    snapshot = backend.reset(jobs)
     policy.reset()
     return snapshot, {j: a.num_gpus for j, a in policy.decide(snapshot).allocations}
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.metrics import compute_metrics, job_outcomes, timeline
+from arena_gym.metrics import MAX_BINS, bin_width, compute_metrics, job_outcomes, timeline
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import JobId
 from tests.helpers import job
@@ -48,3 +48,29 @@ def test_unfinished_jobs_queue_until_the_end():
     jobs = [job("A", 0, 10, "a40", 2)]
     m = compute_metrics(record([ev(0, E.SUBMIT, "A")], jobs, 1000.0))
     assert m["jobs_finished"] == 0 and m["avg_queue_s"] == 1000.0 and math.isnan(m["avg_jct_s"])
+
+
+def test_binning_stays_bounded_whatever_the_span():
+    # one job submitted at 1e15 s: 300 s bins over the span would need 3e12 of them
+    jobs = [job("A", 0, 10, "a40", 2), job("B", 1e15, 10, "a40", 2)]
+    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(10, E.RUN, "A", 2, 64.0), ev(30, E.FINISH, "A", 2),
+              ev(1e15, E.SUBMIT, "B"), ev(1e15, E.ALLOCATE, "B", 2), ev(1e15 + 10, E.RUN, "B", 2, 64.0),
+              ev(1e15 + 30, E.FINISH, "B", 2)]
+    rec = record(events, jobs, 1e15 + 30)
+    tl = timeline(rec)
+    starts, means = tl.binned(tl.throughput, 300.0)
+    assert len(starts) == MAX_BINS and bin_width(1e15 + 30, 300.0) == pytest.approx((1e15 + 30) / MAX_BINS)
+    assert means.sum() * bin_width(1e15 + 30, 300.0) == pytest.approx(2 * 20 * 64.0)
+    m = compute_metrics(rec)
+    assert m["makespan_s"] == 1e15 + 30 and m["avg_throughput_span"] == pytest.approx(2 * 20 * 64.0 / (1e15 + 30))
+
+
+def test_short_spans_keep_the_requested_bin_width():
+    jobs = [job("A", 0, 10, "a40", 2)]
+    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(100, E.RUN, "A", 2, 64.0), ev(12_000, E.FINISH, "A", 2)]
+    tl = timeline(record(events, jobs, 12_000.0))
+    starts, means = tl.binned(tl.throughput, 300.0)
+    assert starts.tolist() == [300.0 * i for i in range(40)]
+    assert means[0] == pytest.approx(64.0 * 200 / 300) and means[1:].tolist() == [64.0] * 39
+    with pytest.raises(ValueError, match="finite bin_s > 0"):
+        tl.binned(tl.throughput, 0.0)

@@ -15,14 +15,13 @@ from arena_gym.experiment import RunConfig, RunResult
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.results import leaderboard, padded_avg_jct, to_markdown, write_run
-from arena_gym.sim import SimBackend
-from tests.helpers import job, uniform_model
+from tests.helpers import job, sim_backend, uniform_model
 
 JOBS = [job("A", 0, 300, "a40", 4), job("B", 10, 20, "a40", 4), job("C", 20, 50, "a10", 2)]
 
 
 def result(policy) -> RunResult:
-    record = run_episode(SimBackend(PRESETS["tiny"], uniform_model()), policy, JOBS)
+    record = run_episode(sim_backend(PRESETS["tiny"], uniform_model(), policy), policy, JOBS)
     return RunResult(RunConfig(policy=policy.name, trace="t", cluster="tiny"), record, compute_metrics(record))
 
 

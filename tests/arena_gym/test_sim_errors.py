@@ -8,7 +8,7 @@ from arena_gym.cluster import PRESETS
 from arena_gym.protocols import InvalidDecision
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import Allocation, Decision, GpuType, Grid, JobId, Placement, ResourceShape
-from tests.helpers import GPT, job, table_model
+from tests.helpers import GPT, fingerprint, job, table_model
 
 PERF = table_model({(GPT, 128, "a40", 1, 2): 2.0, (GPT, 128, "a40", 1, 1): 3.0})
 
@@ -36,11 +36,10 @@ def backend():
     (Decision(preemptions=(JobId("A"),)), "holds no GPUs"),
 ])
 def test_rejected_whole(backend, decision, message):
-    before = [f.copy() for f in backend._free.values()], len(backend.events)
+    before = fingerprint(backend.state)
     with pytest.raises(InvalidDecision, match=message):
         backend.apply(decision)
-    assert [f.tolist() for f in backend._free.values()] == [f.tolist() for f in before[0]]
-    assert len(backend.events) == before[1]
+    assert fingerprint(backend.state) == before
 
 
 def test_swap_within_one_decision_is_valid(backend):
@@ -61,5 +60,7 @@ def test_impossible_plan_types_fail_at_construction():
 def test_bad_sim_config():
     with pytest.raises(ValueError, match="round_s must be set"):
         SimConfig(event_decisions=False)
-    with pytest.raises(ValueError, match="unknown ap_search"):
-        SimBackend(PRESETS["tiny"], PERF).reset([], ap_search="magic")
+    with pytest.raises(ValueError, match="unknown overhead class 'magic'; valid: pruned, full, none"):
+        SimConfig(overhead_class="magic")
+    with pytest.raises(ValueError, match=r"round_s must be finite and >= 1 s, got 0.01"):
+        SimConfig(round_s=0.01)

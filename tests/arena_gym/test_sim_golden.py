@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from agents.fcfs import FCFS
@@ -10,14 +12,15 @@ from arena_gym.cluster import PRESETS
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.records import EventKind
-from arena_gym.sim import OverheadModel, SimBackend, SimConfig
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import OverheadModel
 from tests.helpers import GPT, job, table_model
 
 TINY = PRESETS["tiny"]  # a40: 2 nodes x 2 GPUs, a10: 2 nodes x 2 GPUs
 # a40: 2 GPUs on one node take 2.0 s per iteration, 4 GPUs on 2x2 take 1.0 s.
 PERF = table_model({(GPT, 128, "a40", 1, 2): 2.0, (GPT, 128, "a40", 2, 2): 1.0, (GPT, 128, "a10", 1, 2): 3.0})
 # Baselines pay the "full" class: 5 s per GPU (cap 100 s): 2 GPUs -> 10 s, 4 GPUs -> 20 s.
-CONFIG = SimConfig(overhead=OverheadModel(full_per_gpu_s=5.0, full_cap_s=100.0))
+CONFIG = SimConfig(overhead=OverheadModel(full_per_gpu_s=5.0, full_cap_s=100.0), overhead_class="full")
 
 
 def run(policy, jobs, config=CONFIG):
@@ -71,7 +74,7 @@ def test_srtf_preempts_longer_job_and_resumes_it_exactly():
 
 def test_horizon_stops_and_counts_unfinished():
     jobs = [job("A", 0, 100, "a40", 2), job("B", 0, 1000, "a40", 2), job("late", 500, 10, "a40", 2)]
-    record = run(FCFS(), jobs, SimConfig(overhead=CONFIG.overhead, horizon_s=300.0))
+    record = run(FCFS(), jobs, dataclasses.replace(CONFIG, horizon_s=300.0))
     m = compute_metrics(record)
     # A finishes at 210; B (10 s + 2000 s) is still running at 300; "late" never arrives.
     assert m["jobs_finished"] == 1 and m["jobs_submitted"] == 2 and m["jobs_total"] == 3
@@ -81,7 +84,7 @@ def test_horizon_stops_and_counts_unfinished():
 
 def test_periodic_rounds_only():
     jobs = [job("A", 10, 100, "a40", 2)]
-    config = SimConfig(overhead=CONFIG.overhead, round_s=300.0, event_decisions=False)
+    config = dataclasses.replace(CONFIG, round_s=300.0, event_decisions=False)
     out = outcomes(run(FCFS(), jobs, config))
     # Rounds at 10 (first submission), 310, ... A is decided at the first round: 10 + 10 + 200.
     assert out["A"].finish == pytest.approx(220.0)
@@ -103,7 +106,7 @@ def test_event_log_order_and_throughput():
 def test_rounds_stop_when_nothing_can_change():
     # the job asks for 8 a40 GPUs (the tiny cluster has 4): FCFS never starts it; with periodic
     # rounds and no horizon the episode must still end (after two stalled rounds)
-    config = SimConfig(overhead=CONFIG.overhead, round_s=300.0)
+    config = dataclasses.replace(CONFIG, round_s=300.0)
     record = run(FCFS(), [job("A", 0, 10, "a40", 2), job("big", 5, 10, "a40", 8)], config)
     m = compute_metrics(record)
     assert m["jobs_finished"] == 1 and m["jobs_submitted"] == 2

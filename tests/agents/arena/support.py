@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from arena_gym.loop import run_episode
 from arena_gym.metrics import job_outcomes
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec, Decision, GpuType, NodeGroup, Snapshot
+from tests.helpers import sim_backend
 
 
 def cluster(*groups: tuple[str, int, int]) -> ClusterSpec:
@@ -48,5 +49,5 @@ class Recorder:
 def simulate(spec: ClusterSpec, perf, policy, jobs, config: SimConfig | None = None):
     """Run an episode; returns (record, outcomes by job id, recorder)."""
     recorder = Recorder(policy)
-    record = run_episode(SimBackend(spec, perf, config=config or SimConfig()), recorder, jobs)
+    record = run_episode(sim_backend(spec, perf, policy, config), recorder, jobs)
     return record, {o.job_id: o for o in job_outcomes(record)}, recorder

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from agents.arena import ArenaConfig, ArenaPolicy
 from arena_gym.experiment import make_policy
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.loop import run_episode
+from arena_gym.sim import SimConfig
 from arena_gym.types import JobStatus
 from tests.agents.arena.support import cluster
-from tests.helpers import GPT, MOE, job, uniform_model
+from tests.helpers import GPT, MOE, CheckedBackend, job, sim_backend, uniform_model
 
 VARIANTS = ("arena", "arena-dp", "arena-ns", "arena-nh", "arena-no", "arena-ddl", "arena-np")
 SPEC = cluster(("a40", 3, 4), ("a10", 4, 2))
@@ -32,30 +33,37 @@ def random_jobs(seed: int, n: int = 24):
     return jobs
 
 
-def checked_run(policy, jobs, round_s=None):
-    """Run an episode by hand, checking the simulator's invariants and the decision after every step.
+class HygieneChecked:
+    """Wraps a policy and checks every decision it returns against the snapshot it saw."""
 
-    The horizon matters with periodic rounds: a job that can never start (deadline-aware) would keep them coming.
-    """
-    backend = SimBackend(SPEC, PERF, config=SimConfig(round_s=round_s, horizon_s=HORIZON_S))
-    policy.reset()
-    snap = backend.reset(jobs, ap_search=policy.ap_search)
-    while snap is not None:
-        decision = policy.decide(snap)
-        views = {v.job_id: v for v in snap.pending + snap.running}
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.name, self.ap_search = policy.name, policy.ap_search
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def decide(self, snap):
+        decision = self.policy.decide(snap)
         named = [j for j, _ in decision.allocations] + list(decision.preemptions)
         assert len(named) == len(set(named)), "a job appears twice in one decision"
         for j, alloc in decision.allocations:
-            assert alloc != views[j].allocation, "no-op allocation entry"
+            assert alloc != snap.job(j).allocation, "no-op allocation entry"
             assert alloc.num_gpus <= 16
         for j in decision.preemptions:
-            assert views[j].status is not JobStatus.PENDING
+            assert snap.job(j).status is not JobStatus.PENDING
         if decision.preemptions:  # only for a waiting job that starts now
-            assert any(views[j].allocation is None for j, _ in decision.allocations)
-        backend.apply(decision)
-        backend.check_invariants()
-        snap = backend.advance()
-    return backend.events
+            assert any(snap.job(j).allocation is None for j, _ in decision.allocations)
+        return decision
+
+
+def checked_run(policy, jobs, round_s=None):
+    """An episode on a checked simulator (invariants after every step), checking every decision too.
+
+    The horizon matters with periodic rounds: a job that can never start (deadline-aware) would keep them coming.
+    """
+    config = SimConfig(round_s=round_s, horizon_s=HORIZON_S)
+    return run_episode(CheckedBackend(sim_backend(SPEC, PERF, policy, config)), HygieneChecked(policy), jobs).events
 
 
 @settings(max_examples=12, deadline=None)

@@ -174,7 +174,7 @@ SPREAD_PERF = table_model({(GPT, 128, "a40", 1, 2): 2.0, (MOE, 128, "a40", 1, 2)
 def start_by_hand(jobs, placements_by_job):
     """A simulator at its first decision point with jobs placed by hand (spread on purpose)."""
     backend = SimBackend(ONE, SPREAD_PERF)
-    backend.reset(jobs, ap_search="pruned")
+    backend.reset(jobs)
     backend.apply(Decision(tuple((j, allocation(SPREAD_PERF, next(s for s in jobs if s.job_id == j), p))
                                  for j, p in placements_by_job.items())))
     return backend

@@ -1,0 +1,120 @@
+"""Lazy JobViews over the live cluster state: a snapshot costs O(1), a view is built when read.
+
+Both classes are valid until the state next changes (its ``epoch`` moves); any later access
+raises ``RuntimeError`` rather than showing a policy a mix of two moments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import overload
+
+from sortedcontainers import SortedList
+
+from arena_gym.core.job import JobState
+from arena_gym.types import JobId, JobView, JobViews
+
+
+class _LiveViews(JobViews):
+    """Common part: the staleness check against the state's epoch."""
+
+    __slots__ = ("_epoch_of", "_epoch")
+
+    def __init__(self, epoch_of: Callable[[], int]) -> None:
+        super().__init__()
+        self._epoch_of = epoch_of
+        self._epoch = epoch_of()
+
+    def _check(self) -> None:
+        if self._epoch_of() != self._epoch:
+            raise RuntimeError(
+                "stale snapshot: the backend has changed since this snapshot was taken "
+                "(copy its job views with tuple(...) to keep them)"
+            )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} jobs)"
+
+
+class QueueViews(_LiveViews):
+    """Pending jobs in submission order (ties by job id), over the state's sorted queue."""
+
+    __slots__ = ("_keys", "_jobs")
+
+    def __init__(self, epoch_of: Callable[[], int], keys: SortedList, jobs: Mapping[JobId, JobState]) -> None:
+        super().__init__(epoch_of)
+        self._keys = keys
+        self._jobs = jobs
+
+    def __len__(self) -> int:
+        self._check()
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, index: int) -> JobView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[JobView, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> JobView | tuple[JobView, ...]:
+        self._check()
+        jobs = self._jobs
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self._keys))
+            keys = self._keys.islice(start, stop) if step == 1 else self._keys[index]
+            return tuple(jobs[k[1]].frozen() for k in keys)
+        return jobs[self._keys[index][1]].frozen()
+
+    def __iter__(self) -> Iterator[JobView]:
+        self._check()
+        jobs = self._jobs
+        for key in self._keys:
+            self._check()
+            yield jobs[key[1]].frozen()
+
+    def get(self, job_id: str) -> JobView | None:
+        """The view of ``job_id`` if it waits in the queue, else None."""
+        self._check()
+        job = self._jobs.get(JobId(job_id))
+        return job.frozen() if job is not None and job.queued_now else None
+
+
+class ActiveViews(_LiveViews):
+    """Jobs holding GPUs (reconfiguring or running), in the order they took their allocation."""
+
+    __slots__ = ("_active", "_ids")
+
+    def __init__(self, epoch_of: Callable[[], int], active: Mapping[JobId, JobState]) -> None:
+        super().__init__(epoch_of)
+        self._active = active
+        self._ids: tuple[JobId, ...] | None = None
+
+    def __len__(self) -> int:
+        self._check()
+        return len(self._active)
+
+    @overload
+    def __getitem__(self, index: int) -> JobView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[JobView, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> JobView | tuple[JobView, ...]:
+        self._check()
+        if self._ids is None:
+            self._ids = tuple(self._active)
+        active = self._active
+        if isinstance(index, slice):
+            return tuple(active[j].frozen() for j in self._ids[index])
+        return active[self._ids[index]].frozen()
+
+    def __iter__(self) -> Iterator[JobView]:
+        self._check()
+        for job in self._active.values():
+            yield job.frozen()
+
+    def get(self, job_id: str) -> JobView | None:
+        """The view of ``job_id`` if it holds GPUs, else None."""
+        self._check()
+        job = self._active.get(JobId(job_id))
+        return job.frozen() if job is not None else None

@@ -1,0 +1,197 @@
+"""The ClusterBackend contract, for every backend built on the shared cluster core.
+
+Each test takes a backend factory from ``BACKENDS``: invariants after every decision (random,
+often invalid ones, and real policies), atomic rejection of invalid decisions, snapshots that
+go stale when the backend moves on, the episode ending at its last real event, and metrics
+that agree with the backend's own job accounting. A live backend joins by adding its factory
+to ``BACKENDS``; backends expose their :class:`arena_gym.core.ClusterState` as ``state``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.fcfs import FCFS
+from agents.srtf import SRTF
+from arena_gym.cluster import PRESETS
+from arena_gym.loop import run_episode
+from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics, job_outcomes, timeline
+from arena_gym.protocols import ClusterBackend, InvalidDecision
+from arena_gym.records import EventKind
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import (
+    Allocation,
+    ClusterSpec,
+    Decision,
+    GpuType,
+    Grid,
+    JobStatus,
+    PerfModel,
+    Placement,
+    ResourceShape,
+    Snapshot,
+)
+from tests.helpers import GPT, MOE, CheckedBackend, job, uniform_model
+
+TINY = PRESETS["tiny"]
+PERF = uniform_model()
+
+#: A factory makes a backend for (cluster, perf, overhead class, decision round or None).
+Factory = Callable[[ClusterSpec, PerfModel, str, "float | None"], ClusterBackend]
+
+
+def make_sim(cluster: ClusterSpec, perf: PerfModel, overhead_class: str, round_s: float | None) -> ClusterBackend:
+    """The simulator."""
+    return SimBackend(cluster, perf, config=SimConfig(round_s=round_s, overhead_class=overhead_class))
+
+
+BACKENDS: dict[str, Factory] = {"sim": make_sim}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def factory(request) -> Factory:
+    return BACKENDS[request.param]
+
+
+def random_decision(snap: Snapshot, rng: np.random.Generator) -> Decision:
+    """Allocations and preemptions drawn at random: many break invariants on purpose."""
+    allocs, preempt = [], []
+    views = [*snap.pending, *snap.running]
+    rng.shuffle(views)
+    for view in views[: rng.integers(0, 4)]:
+        if view.allocation is not None and rng.random() < 0.3:
+            preempt.append(view.job_id)
+            continue
+        gpu_type = GpuType(str(rng.choice(["a40", "a10", "a40"])))
+        per_node = int(rng.choice([1, 2]))
+        n_nodes = int(rng.choice([1, 1, 2]))
+        nodes = tuple(int(x) for x in rng.choice(3, size=n_nodes, replace=False))  # node 2 does not exist
+        shape = ResourceShape(gpu_type, n_nodes, per_node)
+        allocs.append((view.job_id, Allocation(Grid(shape, 1), Placement(gpu_type, nodes, per_node))))
+    if views and rng.random() < 0.05:
+        allocs.append(allocs[0] if allocs else (views[0].job_id, None))  # duplicate or malformed
+    return Decision(tuple(a for a in allocs if a[1] is not None), tuple(preempt))
+
+
+def workload(seed: int, n: int = 40):
+    rng = np.random.default_rng(seed)
+    return [job(f"j{i}", float(t), int(rng.integers(10, 400)), str(rng.choice(["a40", "a10"])),
+                int(rng.choice([1, 2, 4])), model=GPT if rng.random() < 0.5 else MOE)
+            for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_invariants_and_atomic_rejection_under_random_decisions(seed):
+    for make in BACKENDS.values():
+        rng = np.random.default_rng(seed)
+        jobs = [job(f"j{i}", float(rng.integers(0, 500)), int(rng.integers(1, 200)), "a40", 2,
+                    model=GPT if i % 2 else MOE) for i in range(12)]
+        # periodic rounds keep decision points coming while random decisions leave jobs waiting
+        backend = CheckedBackend(make(TINY, PERF, "pruned", 50.0))
+        snap = backend.reset(jobs)
+        steps = 0
+        while snap is not None and steps < 400:
+            try:
+                backend.apply(random_decision(snap, rng))  # CheckedBackend: rejected => unchanged
+            except InvalidDecision:
+                pass
+            snap = backend.advance()
+            steps += 1
+        assert backend.decisions + backend.rejected == steps
+        assert steps >= 50 or snap is None
+
+
+@pytest.mark.parametrize("policy", [FCFS, SRTF])
+def test_policies_keep_invariants_and_finish_every_job(factory, policy):
+    for seed in range(5):
+        p = policy()
+        backend = CheckedBackend(factory(TINY, PERF, p.ap_search, None))
+        record = run_episode(backend, p, workload(seed, 25))
+        assert compute_metrics(record)["jobs_finished"] == 25
+        assert backend.rejected == 0 and backend.decisions == record.decisions
+
+
+@pytest.mark.parametrize("policy", [FCFS, SRTF])
+def test_same_workload_same_trajectory(factory, policy):
+    a = run_episode(factory(TINY, PERF, "full", None), policy(), workload(3))
+    b = run_episode(factory(TINY, PERF, "full", None), policy(), workload(3))
+    assert a.events == b.events
+    ma, mb = compute_metrics(a), compute_metrics(b)
+    assert {k: v for k, v in ma.items() if k not in WALL_CLOCK_KEYS} == {k: v for k, v in mb.items() if k not in WALL_CLOCK_KEYS}
+    assert ma["jobs_finished"] == 40
+
+
+def test_every_rejection_names_its_problem_and_changes_nothing(factory):
+    backend = CheckedBackend(factory(TINY, PERF, "pruned", None))
+    snap = backend.reset([job("A", 0, 10, "a40", 2), job("B", 0, 10, "a40", 2), job("later", 99, 10, "a40", 2)])
+    a40 = Allocation(Grid(ResourceShape(GpuType("a40"), 1, 2), 1), Placement(GpuType("a40"), (0,), 2))
+    bad = [
+        (Decision((("A", a40), ("B", a40))), "too few free GPUs"),
+        (Decision((("later", a40),)), "not yet submitted"),
+        (Decision((("A", a40), ("A", a40))), "appears twice"),
+        (Decision(preemptions=("A",)), "holds no GPUs"),
+    ]
+    for decision, message in bad:
+        with pytest.raises(InvalidDecision, match=message):
+            backend.apply(decision)  # CheckedBackend asserts the state is unchanged
+    assert backend.rejected == len(bad) and len(snap.pending) == 2  # the snapshot is still current
+
+
+def test_snapshot_views_go_stale_when_the_backend_moves_on(factory):
+    backend = factory(TINY, PERF, "pruned", None)
+    snap = backend.reset([job("A", 0, 10, "a40", 2), job("B", 5, 10, "a40", 2)])
+    kept = tuple(snap.pending)
+    assert [v.job_id for v in kept] == ["A"] and snap.job("A") is kept[0]
+    a40 = Allocation(Grid(ResourceShape(GpuType("a40"), 1, 2), 1), Placement(GpuType("a40"), (0,), 2))
+    backend.apply(Decision((("A", a40),)))
+    with pytest.raises(RuntimeError, match="stale snapshot"):
+        len(snap.pending)
+    with pytest.raises(RuntimeError, match="stale snapshot"):
+        list(snap.running)
+    assert kept[0].status is JobStatus.PENDING  # views already read stay valid: they are frozen
+    nxt = backend.advance()
+    assert [v.job_id for v in nxt.running] == ["A"] and [v.job_id for v in nxt.pending] == ["B"]
+
+
+def test_episode_ends_at_its_last_real_event(factory):
+    # No overhead; 4 a40 GPUs run 1 iteration/s. L starts at 0; S arrives at 30 and SRTF preempts
+    # L for it (S: 30..40), L resumes at 40 and finishes at 110. Rounds every 50 s: the one due
+    # at 150 comes after the last job and must not stretch the episode (nor its metrics).
+    jobs = [job("L", 0, 100, "a40", 4), job("S", 30, 10, "a40", 4)]
+    record = run_episode(factory(TINY, PERF, "none", 50.0), SRTF(), jobs)
+    finishes = sorted(e.time for e in record.events if e.kind is EventKind.FINISH)
+    assert finishes == pytest.approx([40.0, 110.0])
+    assert record.end_time == max(e.time for e in record.events) == pytest.approx(110.0)
+    m = compute_metrics(record)
+    assert m["end_time_s"] == m["makespan_s"] == pytest.approx(110.0)
+    assert m["gpu_util"] == pytest.approx(4 * 110 / (8 * 110))
+
+
+def test_metrics_agree_with_the_backends_own_accounting(factory):
+    # Per job: JCT and queueing from the event log equal the backend's own job views; the
+    # timeline's integral of GPUs making progress equals the attained GPU-seconds of all jobs.
+    policy = SRTF()
+    backend = factory(TINY, PERF, policy.ap_search, None)
+    jobs = workload(5, 30)
+    record = run_episode(backend, policy, jobs)
+    outcomes = {o.job_id: o for o in job_outcomes(record)}
+    attained = 0.0
+    for spec in jobs:
+        view = backend.state.view(spec.job_id)
+        out = outcomes[spec.job_id]
+        assert view.status is JobStatus.FINISHED and out.finish is not None
+        assert out.first_start == view.first_start
+        assert out.queued_s == pytest.approx(view.queued_s_at_mark, abs=1e-6)
+        assert out.preemptions == view.preemptions and out.reconfigurations == view.reconfigurations
+        attained += view.attained_gpu_s
+    tl = timeline(record)
+    assert tl.integral(tl.running_gpus) == pytest.approx(attained, rel=1e-9)
+    m = compute_metrics(record)
+    span = record.end_time - record.start_time
+    assert m["gpu_util"] == pytest.approx(attained / (span * TINY.total_gpus), rel=1e-9)
