@@ -29,8 +29,11 @@ with ``F_j = c_j^fw + a_j^fw`` and ``Bk_j = c_j^bw + a_j^bw``. It reports ``comp
 ``intra`` (the bottleneck stage's B micro-batches, plus optimizer step and gradient sync),
 ``inter`` (point-to-point) and ``bubble`` (pipeline fill and drain), which add up to ``total``.
 
-Memory per GPU: weights and gradients of the local shard, optimizer state sharded over dp,
-and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
+Memory per GPU: weights and gradients of the local shard (MoE experts sharded over the
+expert-parallel group: ``min(dp, experts)`` ranks of the stage's data axis, times ``tp``), the
+optimizer state of the model kind's training recipe (``zoo.OPTIMIZER_MOMENT_BYTES`` plus an fp32
+master copy for half precision: 12 bytes per parameter for GPT's AdamW, 4 for MoE's factored
+Adafactor, 4 for Wide-ResNet's SGD with momentum) sharded over dp, and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
 so a one-stage 1F1B plan is plain gradient accumulation):
 layer inputs when rematerialising (plus one layer's full activations), else every saved
 activation. A plan is feasible when every stage fits in ``memory_fraction`` of the GPU memory,

@@ -35,6 +35,13 @@ from arena_gym.types import ModelRef
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 
+#: Optimizer moments in bytes per parameter, by model kind, as in Alpa's benchmark scripts (which
+#: the artifact runs): GPT trains with AdamW (two fp32 moments); GShard MoE with Adafactor, whose
+#: second moments are factored into row and column vectors and which keeps no momentum (negligible
+#: per parameter); Wide-ResNet with SGD and Nesterov momentum (one fp32 buffer). Half-precision
+#: models also keep an fp32 master copy of the weights (4 bytes).
+OPTIMIZER_MOMENT_BYTES = {"transformer": 8, "moe": 0, "wide_resnet": 4}
+
 #: Per-layer quantities, in the order of :class:`LayerTable`'s arrays.
 LAYER_FIELDS = (
     "params", "expert_params", "flops", "op_bytes", "rep_bytes",
@@ -105,9 +112,10 @@ class ModelArch:
 
     @property
     def state_bytes_per_param(self) -> tuple[int, int, int]:
-        """(weight, gradient, optimizer) bytes per parameter: Adam with an fp32 master copy."""
+        """(weight, gradient, optimizer) bytes per parameter: the kind's optimizer moments
+        (:data:`OPTIMIZER_MOMENT_BYTES`) plus an fp32 master copy when the weights are half precision."""
         d = self.dtype_bytes
-        return d, d, 12 if d < 4 else 8
+        return d, d, OPTIMIZER_MOMENT_BYTES[self.kind] + (4 if d < 4 else 0)
 
     @property
     def param_count(self) -> float:
