@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
@@ -22,3 +23,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+# Hypothesis profiles. "default" is hypothesis's own (100 examples per property; the fuzz suites
+# scale their budgets from it, tests/fuzzing.py); "long" runs 10x more:
+#   python -m pytest tests -m "not gpu and not slow" --hypothesis-profile=long
+settings.register_profile("long", max_examples=1000, deadline=None)

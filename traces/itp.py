@@ -111,7 +111,7 @@ def load_itp_csv(
         n_iter = int(duration[i] // it)
         if iter_max is not None and out_of_range == "redraw" and not iter_min <= n_iter <= iter_max:
             n_iter = int(redraw_rng.integers(iter_min, iter_max + 1))
-        n_iter = min(max(n_iter, iter_min), iter_max if iter_max is not None else n_iter)
+        n_iter = max(n_iter, iter_min) if iter_max is None else min(max(n_iter, iter_min), iter_max)
         if n_iter > MAX_EXACT_INT:
             raise table.error(int(i), f"column 'duration': {duration[i]:g} s gives {n_iter:.3g} iterations of "
                                       f"{model.name}, out of range (allowed 1..{MAX_EXACT_INT}); set iter_max")

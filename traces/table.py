@@ -9,6 +9,7 @@ and, in :meth:`CsvTable.raise_if_problems`, raises the problem that comes first 
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import re
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
-import pandas as pd
 
 from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 
@@ -25,8 +25,8 @@ from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, i
 FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
 
 
-#: A decimal number literal (no ``inf``/``nan``, hex or digit separators).
-NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+#: A decimal number literal in ASCII digits (no ``inf``/``nan``, hex, digit separators or other scripts' digits).
+NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: Largest integer a trace column may hold: every integer up to it is exact as a float64.
 MAX_EXACT_INT = 2**53 - 1
 #: Largest requested GPU count a trace may hold.
@@ -47,6 +47,8 @@ def parse_number(text: str) -> float:
 def integer_value(text: str) -> int | None:
     """The exact integer a decimal literal denotes (``"1e3"`` -> 1000), None when it is not an
     integral number. Magnitudes above 10**40 come back as +-10**40 (enough for range checks)."""
+    if len(text) <= _HUGE_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
     if not NUMBER.fullmatch(text):
         return None
     value = Decimal(text)
@@ -82,30 +84,44 @@ def parse_model(text: str) -> ModelRef:
 
 def read_header(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """Column names of a CSV file (stripped), or a one-line ValueError for an empty file."""
-    df = _read(path, nrows=0)
-    return tuple(df.columns)
+    return _read(path, header_only=True)[0]
 
 
-def _read(path: str | os.PathLike[str], nrows: int | None = None) -> pd.DataFrame:
+def _read(path: str | os.PathLike[str], header_only: bool = False) -> tuple[tuple[str, ...], list[tuple[int, list[str]]]]:
+    """The stripped header and the ``(line number, cells)`` rows of a CSV file (UTF-8, BOM allowed).
+
+    A row's line number is the file line it starts on (quoted fields may span lines); short rows
+    are padded with empty cells, long rows are an error.
+    """
     name = os.fspath(path)
     if not os.path.isfile(name):
         raise TraceFormatError(f"{name}: no such file")
+    line = 0
     try:
-        df = pd.read_csv(
-            name, dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=False, nrows=nrows
-        )
-    except pd.errors.EmptyDataError:
-        raise TraceFormatError(f"{name}: empty file (no header row)") from None
-    except pd.errors.ParserError as exc:
-        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if match:
-            want, line, saw = match.groups()
-            raise TraceFormatError(f"{name}:{line}: expected {want} fields, saw {saw}") from None
-        raise TraceFormatError(f"{name}: malformed CSV: {one_line(exc)}") from None
+        with open(name, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header: list[str] = []
+            while not any(c.strip() for c in header):  # blank lines before the header are skipped
+                row = next(reader, None)
+                if row is None:
+                    raise TraceFormatError(f"{name}: empty file (no header row)")
+                header = row
+            columns = tuple(c.strip() for c in header)
+            rows: list[tuple[int, list[str]]] = []
+            if not header_only:
+                line = reader.line_num + 1
+                for cells in reader:
+                    if len(cells) > len(columns):
+                        raise TraceFormatError(f"{name}:{line}: expected {len(columns)} fields, saw {len(cells)}")
+                    rows.append((line, cells + [""] * (len(columns) - len(cells))))
+                    line = reader.line_num + 1
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"{name}: not a UTF-8 text file ({one_line(exc)})") from None
-    df.columns = [str(c).strip() for c in df.columns]
-    return df
+    except csv.Error as exc:
+        raise TraceFormatError(f"{name}:{line or 1}: malformed CSV: {one_line(exc)}") from None
+    except OSError as exc:
+        raise TraceFormatError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    return columns, rows
 
 
 class CsvTable:
@@ -117,25 +133,27 @@ class CsvTable:
 
     def __init__(self, path: str | os.PathLike[str], required: Sequence[str], format_label: str) -> None:
         self.path = os.fspath(path)
-        df = _read(self.path)
-        missing = [c for c in required if c not in df.columns]
+        columns, rows = _read(self.path)
+        twice = sorted({c for c in columns if columns.count(c) > 1 and c})
+        if twice:
+            raise TraceFormatError(f"{self.path}: column(s) {', '.join(twice)} appear twice in the header")
+        missing = [c for c in required if c not in columns]
         if missing:
             raise TraceFormatError(
                 f"{self.path}: missing column(s) {', '.join(missing)} "
                 f"(the {format_label} format needs {', '.join(required)})"
             )
-        df = df.apply(lambda col: col.str.strip())
-        # line numbers: header is line 1; blank lines keep their place and are then dropped
-        lines = np.arange(len(df), dtype=np.int64) + 2
-        blank = (df == "").all(axis=1).to_numpy() if len(df.columns) else np.ones(len(df), bool)
-        self.df = df.loc[~blank].reset_index(drop=True)
-        self.rows = lines[~blank]
-        if len(self.df) == 0:
+        # blank lines keep their place in the numbering and are then dropped
+        kept = [(line, [c.strip() for c in cells]) for line, cells in rows if any(c.strip() for c in cells)]
+        if not kept:
             raise TraceFormatError(f"{self.path}: no job rows (header only)")
+        self._index = {c: i for i, c in enumerate(columns)}
+        self._cells = [cells for _, cells in kept]
+        self.rows = np.array([line for line, _ in kept], dtype=np.int64)
         self._problems: list[tuple[int, str]] = []
 
     def __len__(self) -> int:
-        return len(self.df)
+        return len(self._cells)
 
     # -- problems ------------------------------------------------------------------------
 
@@ -163,7 +181,10 @@ class CsvTable:
 
     def text(self, col: str) -> np.ndarray:
         """Raw (stripped) cells of a column as an object array."""
-        return self.df[col].to_numpy(dtype=object)
+        i = self._index[col]
+        out = np.empty(len(self._cells), dtype=object)
+        out[:] = [cells[i] for cells in self._cells]
+        return out
 
     def numbers(self, col: str, *, optional: bool = False, min_value: float | None = 0.0,
                 what: str = "number") -> np.ndarray:

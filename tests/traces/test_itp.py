@@ -149,3 +149,9 @@ def test_bad_settings(write_csv):
         load_itp_csv(path, iter_min=10, iter_max=5)
     with pytest.raises(ValueError, match="no jobs submitted at or after"):
         load_itp_csv(path, skip_before_s=1e9)
+
+
+def test_a_job_shorter_than_one_iteration_gets_iter_min(write_csv):
+    # duration 1 s < one 2 s iteration: floor gives 0; without iter_max it must still be clamped up
+    trace = load_itp_csv(write_csv("job_id,submission_time,duration,num_gpu\na,0,1,1\n"), iter_time=lambda m, b, t, n: 2.0)
+    assert trace.jobs[0].iterations == 1

@@ -99,3 +99,8 @@ def test_load_scaling_that_creates_a_tie_keeps_the_id_order():
     jobs = [JobSpec(JobId(i), ModelRef("gpt", "1.3B"), 8, 1, t) for i, t in (("z", 1.0), ("b", 2.0), ("a", 2.0000000000000004))]
     scaled = Trace("t", tuple(jobs), "test").scale_load(1e17)  # 1 + 1/1e17 and 1 + 1.0000000000000004/1e17 are both 1.0
     assert {j.submit_time for j in scaled.jobs} == {1.0} and [j.job_id for j in scaled.jobs] == ["a", "b", "z"]
+
+
+@pytest.mark.parametrize("text", ["٣", "１２", "1٣"])
+def test_digits_of_other_scripts_are_not_numbers(text):
+    assert integer_value(text) is None and parse_number(text) != parse_number(text)
