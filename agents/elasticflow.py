@@ -58,6 +58,7 @@ class ElasticFlowLS:
     """
 
     ap_search = "full"
+    clairvoyant = True  # sizes jobs from their true remaining iterations
 
     def __init__(self, name: str = "elasticflow-ls", deadline_slack_s: float = ElasticFlowConfig.deadline_slack_s,
                  min_remaining_s: float = ElasticFlowConfig.min_remaining_s, relax: bool = ElasticFlowConfig.relax) -> None:

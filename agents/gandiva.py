@@ -70,6 +70,7 @@ class Gandiva:
     """
 
     ap_search = "full"
+    clairvoyant = True  # skips jobs whose true remaining time is short
 
     def __init__(self, name: str = "gandiva", max_grow_factor: int = GandivaConfig.max_grow_factor,
                  min_grow_speedup: float = GandivaConfig.min_grow_speedup,

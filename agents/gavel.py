@@ -83,6 +83,7 @@ class Gavel:
     """
 
     ap_search = "full"
+    clairvoyant = False  # throughput only
 
     def __init__(self, name: str = "gavel", max_migrations: int = GavelConfig.max_migrations,
                  min_move_gain: float = GavelConfig.min_move_gain, max_pending: int = GavelConfig.max_pending,

@@ -133,6 +133,7 @@ class Sia:
     """
 
     ap_search = "full"
+    clairvoyant = False  # goodput only
 
     def __init__(self, name: str = "sia", fairness_p: float = SiaConfig.fairness_p,
                  restart_penalty_s: float = SiaConfig.restart_penalty_s, age_clip_s: float = SiaConfig.age_clip_s,

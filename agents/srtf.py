@@ -20,6 +20,7 @@ class SRTF:
     """
 
     ap_search = "full"
+    clairvoyant = True  # ranks jobs by their true remaining iterations
 
     def __init__(self, name: str = "srtf") -> None:
         self.name = name

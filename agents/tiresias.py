@@ -56,6 +56,7 @@ class Tiresias:
     """
 
     ap_search = "full"
+    clairvoyant = False  # ranks jobs by attained service only
 
     def __init__(self, name: str = "tiresias", thresholds_gpu_s: tuple[float, ...] = TiresiasConfig.thresholds_gpu_s,
                  starvation_factor: float | None = TiresiasConfig.starvation_factor,

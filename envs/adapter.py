@@ -39,6 +39,7 @@ class ObservationPolicy:
         self.predict = predict
         self.config = config
         self.ap_search = ap_search
+        self.clairvoyant = config.oracle_remaining  # sees true remaining work only in the ablation
         self._cluster: ClusterSpec | None = None
         self._parts: tuple[ActionCodec, CapacityIndex, ObservationEncoder] | None = None
         self._table: GridTable | None = None

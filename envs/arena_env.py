@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from arena_gym.cluster import load_cluster
 from arena_gym.experiment import make_perf
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision, PerfModel
@@ -19,24 +21,76 @@ from arena_gym.types import ClusterSpec, JobSpec, Snapshot
 
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
+from envs.clusters import check_same_grid, resolve_cluster
 from envs.codec import ActionCodec
 from envs.config import EnvConfig
 from envs.encoder import ObservationEncoder
 from envs.rewards import RateReward, reward_registry
 from envs.table import GridTable
-from envs.workload import WorkloadSampler
+from envs.workload import Workload, WorkloadSampler
 
 log = logging.getLogger(__name__)
-
-
-def resolve_cluster(cluster: str | ClusterSpec) -> ClusterSpec:
-    """A ClusterSpec as given, or loaded from a preset name / file."""
-    return cluster if isinstance(cluster, ClusterSpec) else load_cluster(cluster)
 
 
 def resolve_perf(perf: str | PerfModel, cluster: ClusterSpec, seed: int, truth: PerfModel | None = None) -> PerfModel:
     """A PerfModel as given, or built from a perf spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``)."""
     return make_perf(perf, cluster, seed, truth) if isinstance(perf, str) else perf
+
+
+#: Keys ``reset(options=...)`` accepts.
+RESET_OPTIONS: tuple[str, ...] = ("jobs", "workload", "cluster")
+
+
+@dataclass
+class ClusterParts:
+    """Everything an episode needs that depends on its cluster (one per cluster variant)."""
+
+    cluster: ClusterSpec
+    truth: PerfModel
+    belief: PerfModel
+    codec: ActionCodec
+    capacity: CapacityIndex
+    table: GridTable
+    truth_table: GridTable
+    encoder: ObservationEncoder
+    backend: SimBackend
+
+
+def build_parts(cluster: ClusterSpec, config: EnvConfig) -> ClusterParts:
+    """The simulator, codec, tables and encoder of ``config`` on one cluster."""
+    truth = resolve_perf(config.perf, cluster, config.seed)
+    belief = resolve_perf(config.belief, cluster, config.seed, truth) if config.belief is not None else truth
+    codec = ActionCodec(cluster, config)
+    if codec.n_cells == 0:
+        raise ValueError(f"cluster {cluster.name!r} has no grid cells")
+    table = GridTable(codec, belief)
+    truth_table = table if truth is belief else GridTable(codec, truth)
+    return ClusterParts(cluster, truth, belief, codec, CapacityIndex(codec), table, truth_table,
+                        ObservationEncoder(cluster, codec, config), SimBackend(cluster, truth, belief, config.sim_config()))
+
+
+def check_action(action: Any, n_actions: int) -> int:
+    """The action as an int; TypeError for a non-integer (floats, strings, bools), ValueError out of range."""
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action[()]
+    if isinstance(action, bool) or isinstance(action, np.bool_) or not isinstance(action, numbers.Integral):
+        raise TypeError(f"action must be an integer in 0..{n_actions - 1}, got {action!r} ({type(action).__name__})")
+    value = int(action)
+    if not 0 <= value < n_actions:
+        raise ValueError(f"action {value} out of range 0..{n_actions - 1}")
+    return value
+
+
+def check_jobs(jobs: Any) -> tuple[JobSpec, ...]:
+    """``options["jobs"]`` as a non-empty tuple of JobSpec; TypeError/ValueError naming what is wrong."""
+    if isinstance(jobs, (str, bytes)) or not isinstance(jobs, Sequence):
+        raise TypeError(f"reset: options['jobs'] must be a sequence of JobSpec, got {type(jobs).__name__}")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, JobSpec):
+            raise TypeError(f"reset: options['jobs'][{i}] must be a JobSpec, got {job!r} ({type(job).__name__})")
+    if not jobs:
+        raise ValueError("reset: options['jobs'] is empty")
+    return tuple(jobs)
 
 
 class ArenaSchedEnv(gym.Env):
@@ -49,21 +103,24 @@ class ArenaSchedEnv(gym.Env):
 
     ## Action Space
 
-    ``Discrete(S * (C + 1) + 1)`` with ``S = K + R`` job slots (``max_pending`` K queue slots in
-    FIFO order, then ``max_running`` R slots for running jobs) and ``C`` grid cells: GPU type x
-    GPU count (powers of two up to 16 that the type holds), stages taken from the planner's
-    proxy plan (``fold_stages=True``), or GPU type x count x pipeline stages (stages <= count).
-    Action ``s * (C + 1) + c`` puts slot ``s``'s job on cell ``c``: a pending job starts, a
-    running job is resized / moved to another type / re-planned (its GPUs are given back first).
-    ``c = C`` preempts a running job. The last action is "done". Placement uses the most packed
-    locality of the cell that fits and is feasible (best-fit nodes). Masked (``action_masks()``
-    and ``info["action_mask"]``): empty or already-touched slots, cells without enough free GPUs,
+    ``Discrete(S * (C + 1) + 1)`` with ``S = K + R`` job slots (``max_pending`` K queue slots,
+    first come first served or least attained service first per ``pending_order``, then
+    ``max_running`` R slots for running jobs) and ``C`` grid cells: GPU type x GPU count
+    (powers of two up to 16 that the type holds), stages taken from the planner's proxy plan
+    (``fold_stages=True``), or GPU type x count x pipeline stages (stages <= count). Action
+    ``s * (C + 1) + c`` puts slot ``s``'s job on cell ``c``: a pending job starts, a running job
+    is resized / moved to another type / re-planned (its GPUs are given back first). ``c = C``
+    preempts a running job. The last action is "done". Placement uses the most packed locality
+    of the cell that fits and is feasible (best-fit nodes). Masked (``action_masks()`` and
+    ``info["action_mask"]``): empty or already-touched slots, cells without enough free GPUs,
     cells that are out of memory / have no plan, stage counts above the GPU count, preempting a
     queued job, and a running job's current cell. Once no arrival or round is left to happen,
     two more are masked so that the cluster cannot idle for good with runnable jobs queued:
     "done" while no job would run and a sub-action is available, and preempting the last
     running job unless a queued job could take its place. A masked action taken anyway is a
-    no-op with reward ``-invalid_action_penalty``; it still counts as a sub-step.
+    no-op with reward ``-invalid_action_penalty``; it still counts as a sub-step. An action
+    that is not an integer (``3.7``, ``"3"``, ``np.float32(2.9)``) raises TypeError, one
+    outside the action space ValueError.
 
     When only "done" is valid, the env applies the decision and advances by itself (so every
     step offers a real choice); after ``max_substeps`` sub-actions the decision is applied as if
@@ -72,14 +129,17 @@ class ArenaSchedEnv(gym.Env):
     ## Observation Space
 
     ``Dict`` of ``Box(0, 1, float32)`` arrays (see :class:`envs.encoder.ObservationEncoder`):
-    ``jobs (S, F)`` per-slot features (waiting time, age, progress, remaining work, requested
-    shape, model family and size, batch, current allocation, attained service, preemptions,
-    deadline slack, touched-this-decision flag, requested / current GPU type one-hot);
-    ``grid (S, C)`` each job's belief throughput per cell relative to its best cell (0 =
-    infeasible); ``mask (S, C + 1)`` the builder's mask without "done" (the two stall rules
-    apply to ``action_masks()`` only); ``cluster (T, 4)`` per GPU
-    type free share, whole free nodes, fragmentation and queued demand, after the sub-actions so
-    far; ``clock (5,)`` time, horizon progress, sub-step, queue length and running count.
+    ``jobs (S, F)`` per-slot features of what a real scheduler knows (waiting time, age,
+    attained iterations and GPU service and their rank among the jobs, current allocation and
+    its belief speed, requested shape, model family and size, batch, best belief iteration
+    time, preemptions, deadline slack, requested / current GPU type one-hot; with
+    ``oracle_remaining=True`` also the true progress and remaining work, a clairvoyant
+    ablation); ``grid (S, C)`` each job's belief throughput per cell relative to its best cell
+    (0 = infeasible); ``mask (S, C + 1)`` the builder's mask without "done" (the two stall
+    rules apply to ``action_masks()`` only); ``cluster (T, 4)`` per GPU type free share, whole
+    free nodes, fragmentation and queued demand, after the sub-actions so far; ``clock``
+    time, horizon progress, sub-step, queue length, running count, and the attained service
+    and age quartiles of the jobs in the system.
 
     ## Rewards
 
@@ -100,40 +160,43 @@ class ArenaSchedEnv(gym.Env):
 
     ``ArenaSchedEnv(config: EnvConfig | None = None, render_mode: str | None = None, **overrides)``
     with overrides replacing :class:`envs.config.EnvConfig` fields (``gymnasium.make`` passes its
-    keyword arguments through). ``reset(seed=..., options={"jobs": [...]})`` replays a given
-    workload instead of sampling one. Render modes: ``ansi`` (text) and ``rgb_array`` (one pixel
+    keyword arguments through; a value of the wrong type raises TypeError, a bad value
+    ValueError, both naming the field). ``reset(seed=..., options=...)`` with options
+    ``jobs`` (a sequence of JobSpec to replay instead of sampling a workload), ``workload`` (an
+    :class:`envs.workload.Workload`) and ``cluster`` (the name of one of the env's clusters, for
+    ``jobs``); any other key raises ValueError. ``step`` before the first ``reset`` raises
+    ``gymnasium.error.ResetNeeded``. Render modes: ``ansi`` (text) and ``rgb_array`` (one pixel
     row per node, one column per GPU slot: green free, blue busy).
 
     ## Version History
 
+    * v1: non-clairvoyant observation by default (``oracle_remaining`` for the old
+      remaining-work columns), real-trace workloads with train / validation / test splits,
+      cluster variants, strict action and option checks.
     * v0: initial version.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, config: EnvConfig | None = None, render_mode: str | None = None, **overrides: Any) -> None:
+        if config is not None and not isinstance(config, EnvConfig):
+            raise TypeError(f"config must be an EnvConfig, got {type(config).__name__}")
         base = config if config is not None else EnvConfig()
         self.config = base.replace(**overrides) if overrides else base
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} not supported; valid: {', '.join(self.metadata['render_modes'])}")
         self.render_mode = render_mode
         cfg = self.config
-        self.cluster = resolve_cluster(cfg.cluster)
-        self.truth = resolve_perf(cfg.perf, self.cluster, cfg.seed)
-        self.belief = resolve_perf(cfg.belief, self.cluster, cfg.seed, self.truth) if cfg.belief is not None else self.truth
-        self.codec = ActionCodec(self.cluster, cfg)
-        if self.codec.n_cells == 0:
-            raise ValueError(f"cluster {self.cluster.name!r} has no grid cells")
-        self.capacity = CapacityIndex(self.codec)
-        self.table = GridTable(self.codec, self.belief)
-        self._truth_table = self.table if self.truth is self.belief else GridTable(self.codec, self.truth)
-        self.encoder = ObservationEncoder(self.cluster, self.codec, cfg)
+        clusters = [resolve_cluster(c) for c in cfg.clusters]
+        self._parts = {c.name: build_parts(c, cfg) for c in clusters}
+        check_same_grid(clusters, {name: p.codec.cells for name, p in self._parts.items()})
+        self._use(self._parts[clusters[0].name])
         self.workload = WorkloadSampler(cfg, self.cluster, self.truth)
-        self.backend = SimBackend(self.cluster, self.truth, self.belief, cfg.sim_config())
         self.reward_fn: RateReward = reward_registry().make(cfg.reward)
         self.action_space = spaces.Discrete(self.codec.n_actions)
         self.observation_space = self.encoder.space
         self.jobs: tuple[JobSpec, ...] = ()
+        self.episode: Workload | None = None
         self.snapshot: Snapshot | None = None
         self.builder: DecisionBuilder | None = None
         self.decision_index = 0
@@ -143,36 +206,48 @@ class ArenaSchedEnv(gym.Env):
         self._carry = 0.0
         self._ended = (False, False)
         self._mask: np.ndarray | None = None
+        self._started = False
+
+    @property
+    def cluster_names(self) -> tuple[str, ...]:
+        """The clusters episodes run on: the config's cluster, then its variants."""
+        return tuple(self._parts)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode: draw a workload (or take ``options["jobs"]``) and run to the first choice."""
+        """Start an episode: draw a workload (or take ``options``) and run to the first choice."""
+        jobs, workload, cluster = self._options(options)
         if seed is None and self._np_random is None:
             seed = self.config.seed
         super().reset(seed=seed)
-        if options and "jobs" in options:
-            jobs = tuple(options["jobs"])
-        else:
-            entropy = int(self.np_random.integers(2**63))
-            jobs = self.workload.sample(np.random.SeedSequence([self.config.seed, entropy]))
-        if not jobs:
-            raise ValueError("reset: the workload has no jobs")
+        if jobs is None and workload is None:
+            key = int(seed) if seed is not None else int(self.np_random.integers(2**63))
+            workload = self.workload.sample(key, [p.cluster for p in self._parts.values()])
+        if workload is not None:
+            jobs, cluster = workload.jobs, workload.cluster
+        assert jobs is not None
+        self._use(self._parts[cluster or self.cluster_names[0]])
+        self.episode = workload
         self.jobs = jobs
+        self._started = True
         self._last_submit = max(j.submit_time for j in jobs)
         self._events_seen = 0
         self._ended = (False, False)
         self.last_record = None
         self.decision_index = 0
-        snapshot = self.backend.reset(jobs, ap_search=self.config.ap_search)
+        snapshot = self.backend.reset(jobs)
         if snapshot is None:
             raise ValueError(f"reset: no decision point before the horizon ({self.config.horizon_s:g} s)")
-        self.reward_fn.reset(jobs, self.backend.now(), lambda s: self._truth_table.best_time(s.model, s.global_batch))
+        self.reward_fn.reset(jobs, self.backend.now(), lambda s: self.truth_table.best_time(s.model, s.global_batch))
         self._carry = self._accrue()
         self._carry += self._enter(snapshot)
         return self._observe(), self._info(False)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Apply one sub-action (or "done"); advance time when the decision is complete."""
+        if not self._started:
+            raise gym.error.ResetNeeded("Cannot call env.step() before calling env.reset()")
+        action = check_action(action, self.codec.n_actions)
         if self.builder is None:  # the episode has ended (possibly already in reset): stay there
             terminated, truncated = self._ended
             reward, self._carry = self._carry, 0.0
@@ -182,9 +257,8 @@ class ArenaSchedEnv(gym.Env):
             return self.encoder.blank(), reward, terminated, truncated, info
         builder = self.builder
         reward, self._carry = self._carry, 0.0
-        action = int(action)
         mask = self.action_masks()
-        invalid = not (0 <= action < self.codec.n_actions) or not mask[action]
+        invalid = not mask[action]
         commit = action == self.codec.done_action and not invalid
         if invalid:
             reward -= self.config.invalid_action_penalty
@@ -204,8 +278,8 @@ class ArenaSchedEnv(gym.Env):
         info = self._info(invalid)
         if terminated or truncated:
             info["metrics"] = compute_metrics(self.last_record)  # type: ignore[arg-type]
+            info["workload"] = self.episode.label if self.episode is not None else "given jobs"
         return obs, float(reward), terminated, truncated, info
-
     def action_masks(self) -> np.ndarray:
         """Boolean mask over actions (sb3-contrib's MaskablePPO convention); only "done" after the end."""
         if self.builder is None:
@@ -225,6 +299,35 @@ class ArenaSchedEnv(gym.Env):
         return None
 
     # ------------------------------------------------------------------ internals
+    def _use(self, parts: ClusterParts) -> None:
+        """Make one cluster's simulator, codec, tables and encoder current."""
+        self.cluster, self.truth, self.belief = parts.cluster, parts.truth, parts.belief
+        self.codec, self.capacity, self.encoder = parts.codec, parts.capacity, parts.encoder
+        self.table, self.truth_table, self.backend = parts.table, parts.truth_table, parts.backend
+
+    def _options(self, options: dict[str, Any] | None) -> tuple[tuple[JobSpec, ...] | None, Workload | None, str | None]:
+        """Validated ``reset`` options: (jobs, workload, cluster name)."""
+        if options is None:
+            return None, None, None
+        if not isinstance(options, dict):
+            raise TypeError(f"reset: options must be a dict, got {type(options).__name__}")
+        unknown = sorted(set(map(str, options)) - set(RESET_OPTIONS))
+        if unknown:
+            raise ValueError(f"reset: unknown option(s) {', '.join(unknown)}; valid: {', '.join(RESET_OPTIONS)}")
+        if "jobs" in options and "workload" in options:
+            raise ValueError("reset: give options['jobs'] or options['workload'], not both")
+        jobs = check_jobs(options["jobs"]) if "jobs" in options else None
+        workload = options.get("workload")
+        if workload is not None and not isinstance(workload, Workload):
+            raise TypeError(f"reset: options['workload'] must be an envs.Workload, got {type(workload).__name__}")
+        cluster = options.get("cluster")
+        if cluster is not None and (workload is not None or cluster not in self._parts):
+            raise ValueError(f"reset: options['cluster'] must name one of {', '.join(self._parts)} and go with 'jobs', "
+                             f"got {cluster!r}")
+        if workload is not None and workload.cluster not in self._parts:
+            raise ValueError(f"reset: the workload is for cluster {workload.cluster!r}; this env has {', '.join(self._parts)}")
+        return jobs, workload, cluster
+
     def _enter(self, snapshot: Snapshot | None) -> float:
         """Make ``snapshot`` current, advancing past points that offer no choice; the reward accrued."""
         reward = 0.0

@@ -16,8 +16,9 @@ from envs.table import GridTable
 class DecisionBuilder:
     """Scratch state of one decision point: which sub-actions are valid, and what they add up to.
 
-    ``slots`` holds the JobViews in slot order, pending first (FIFO, up to K) then running (up
-    to R, snapshot order); ``None`` marks an empty slot. A sub-action on a pending slot starts
+    ``slots`` holds the JobViews in slot order, pending first (up to K, first come first served
+    or, with ``pending_order="las"``, least attained service first) then running (up to R,
+    snapshot order); ``None`` marks an empty slot. A sub-action on a pending slot starts
     the job on the cell; on a running slot it re-places the job (resize, type change, or a new
     stage count; the job's own GPUs are given back first) or preempts it. Placement takes the
     most packed locality of the cell that fits the scratch free GPUs and on which the belief
@@ -44,7 +45,10 @@ class DecisionBuilder:
         self.table = table if table is not None else GridTable(codec, snapshot.perf)
         self.capacity = capacity if capacity is not None else CapacityIndex(codec)
         k, r = config.max_pending, config.max_running
-        pending, running = snapshot.pending[:k], snapshot.running[:r]
+        pending = snapshot.pending
+        if config.pending_order == "las":  # least attained service first; stable, so FIFO among equals
+            pending = tuple(sorted(pending, key=lambda v: v.attained_gpu_s))
+        pending, running = pending[:k], snapshot.running[:r]
         self.slots: tuple[JobView | None, ...] = (
             tuple(pending) + (None,) * (k - len(pending)) + tuple(running) + (None,) * (r - len(running))
         )
@@ -64,6 +68,7 @@ class DecisionBuilder:
         self.present = np.array([v is not None for v in self.slots], dtype=bool)
         self.open = self.present.copy()
         cur = np.array([self._current_cell(v) for v in self.slots], dtype=np.int64)
+        self._current = cur
         self._current_rows = np.flatnonzero(cur >= 0)
         self._current_cols = cur[self._current_rows]
         self.substeps = 0
@@ -90,6 +95,10 @@ class DecisionBuilder:
         """Jobs that would hold GPUs if the decision so far were applied (starts in, preemptions out)."""
         started = int(self.touched[: self.config.max_pending].sum())
         return len(self.snapshot.running) - len(self._preemptions) + started
+
+    def current_cells(self) -> np.ndarray:
+        """Per slot: the column of the grid cell its job holds at the snapshot (-1 if none); do not modify."""
+        return self._current
 
     def free_of(self, gpu_type: str) -> np.ndarray:
         """Scratch free GPUs per node of a type (after the sub-actions so far); do not modify."""

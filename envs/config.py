@@ -1,9 +1,10 @@
-"""EnvConfig: the one frozen settings object of the gym environments."""
+"""EnvConfig: the one frozen settings object of the gym environments, validated on construction."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,36 +13,114 @@ from arena_gym.sim import OverheadModel, SimConfig
 from arena_gym.types import ClusterSpec
 
 AP_SEARCH_CLASSES: tuple[str, ...] = ("pruned", "full", "none")
+#: Workload splits: ``all`` (the whole trace) or one of three disjoint time ranges of each trace.
+SPLITS: tuple[str, ...] = ("all", "train", "validation", "test")
+#: How ``load_levels`` are read: arrival-rate factors, or offered load relative to the cluster's capacity.
+LOAD_BASES: tuple[str, ...] = ("factor", "offered")
+#: Order of the K pending slots: first come first served, or least attained service first.
+PENDING_ORDERS: tuple[str, ...] = ("fifo", "las")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_spec(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_specs(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, (tuple, list)) and bool(value) and all(isinstance(v, str) for v in value))
+
+
+#: Field -> (check, what it must be); checked before any value is looked at.
+_TYPES: dict[str, tuple[Any, str]] = {
+    "cluster": (lambda v: isinstance(v, (str, ClusterSpec)), "a preset name, a cluster file path or a ClusterSpec"),
+    "cluster_variants": (lambda v: isinstance(v, (tuple, list)) and all(isinstance(c, (str, ClusterSpec)) for c in v),
+                         "a tuple of cluster names, files or ClusterSpecs"),
+    "trace": (_is_specs, "a trace spec string or a non-empty tuple of them"),
+    "data_dir": (_is_spec, "a directory path string"),
+    "split": (_is_spec, "a string"),
+    "split_fractions": (lambda v: isinstance(v, (tuple, list)) and len(v) == 3 and all(_is_real(x) for x in v),
+                        "a tuple of three numbers (train, validation, test)"),
+    "window_jobs": (_is_int, "an integer"),
+    "load_levels": (lambda v: isinstance(v, (tuple, list)) and all(_is_real(x) for x in v), "a tuple of numbers"),
+    "load_basis": (_is_spec, "a string"),
+    "perf": (lambda v: isinstance(v, (str, PerfModel)), "a perf spec string or a PerfModel"),
+    "belief": (lambda v: v is None or isinstance(v, (str, PerfModel)), "None, a perf spec string or a PerfModel"),
+    "horizon_s": (_is_real, "a number"),
+    "max_pending": (_is_int, "an integer"),
+    "max_running": (_is_int, "an integer"),
+    "pending_order": (_is_spec, "a string"),
+    "fold_stages": (lambda v: isinstance(v, bool), "a bool"),
+    "oracle_remaining": (lambda v: isinstance(v, bool), "a bool"),
+    "reward": (_is_spec, "a string"),
+    "reward_scale": (_is_real, "a number"),
+    "invalid_action_penalty": (_is_real, "a number"),
+    "max_substeps": (_is_int, "an integer"),
+    "round_s": (lambda v: v is None or _is_real(v), "None or a number"),
+    "ap_search": (_is_spec, "a string"),
+    "seed": (_is_int, "an integer"),
+}
 
 
 @dataclass(frozen=True)
 class EnvConfig:
     """Everything that determines an :class:`envs.arena_env.ArenaSchedEnv`.
 
-    ``cluster`` is a preset name, a JSON/TOML path or a :class:`ClusterSpec`. ``trace`` is a
-    traces spec: a generator spec (``synthetic:...``) is re-generated with a fresh seed at every
-    reset; a file trace is loaded once. Each reset then keeps a random contiguous window of
-    ``window_jobs`` jobs (0 = all) and compresses arrivals by a factor drawn from
-    ``load_levels``. ``perf`` is the ground truth the simulator executes (a perf spec such as
+    *Cluster.* ``cluster`` is a preset name, a JSON/TOML path or a :class:`ClusterSpec`, with
+    optional node-count overrides (``testbed-64[a40=8,a10=24]``, see :mod:`envs.clusters`);
+    each episode runs on ``cluster`` or one of ``cluster_variants`` (drawn uniformly), which
+    must have the same GPU types and grid cells so that the spaces do not change.
+
+    *Workload.* ``trace`` is one traces spec or a tuple of them (one is drawn per episode); a
+    spec starting with ``data:`` names a file inside ``data_dir``. A generator spec
+    (``synthetic:...``) is regenerated with a fresh seed at every reset; a file trace is loaded
+    once and cut by time into three disjoint ranges (``split_fractions`` of its span: train,
+    validation, test). ``split`` selects the range episodes draw from (``all``: the whole
+    trace; generators draw from a separate seed stream per split). Each reset keeps a
+    contiguous window of ``window_jobs`` jobs (0 = the whole range) inside the range, and
+    rescales arrivals to a level drawn from ``load_levels``: an arrival-rate factor
+    (``load_basis="factor"``) or the offered load, i.e. requested GPU-seconds of work per
+    second of the window over the cluster's GPUs (``"offered"``). Requests for a GPU type the
+    cluster lacks, or shapes it cannot run, are retargeted to the nearest feasible shape.
+
+    *Simulation.* ``perf`` is the ground truth the simulator executes (a perf spec such as
     ``estimator`` / ``measured:CSV``, or a PerfModel object); ``belief`` what the agent sees
     (None: the truth). ``horizon_s`` truncates an episode (seconds from the first submission).
-    ``max_pending`` (K) and ``max_running`` (R) are the job slots; ``fold_stages`` makes a grid
-    cell GPU type x count (stages from the proxy plan) instead of type x count x stages.
-    ``reward`` names an entry of :data:`envs.rewards.REWARDS`. ``max_substeps`` sub-actions
-    (valid or not) force "done". ``ap_search`` is the reconfiguration-overhead class the
-    agent's (re)starts pay (``pruned`` = Arena's). ``round_s`` adds periodic decision points.
+    ``ap_search`` is the reconfiguration-overhead class the agent's (re)starts pay (``pruned``
+    = Arena's). ``round_s`` adds periodic decision points.
+
+    *Agent interface.* ``max_pending`` (K) and ``max_running`` (R) are the job slots;
+    ``pending_order`` fills the K pending slots first come first served (``fifo``) or least
+    attained service first (``las``). ``fold_stages`` makes a grid cell GPU type x count
+    (stages from the proxy plan) instead of type x count x stages. ``oracle_remaining`` adds
+    each job's true progress and remaining work to the observation: a clairvoyant ablation,
+    off by default. ``reward`` names an entry of :data:`envs.rewards.REWARDS`, scaled by
+    ``reward_scale``. ``max_substeps`` sub-actions (valid or not) force "done".
     """
 
     cluster: str | ClusterSpec = "tiny"
-    trace: str = "synthetic:n_jobs=24,arrival=poisson,rate_per_h=6,gpu_types=a40+a10,max_gpus=4"
+    cluster_variants: tuple[str | ClusterSpec, ...] = ()
+    trace: str | tuple[str, ...] = "synthetic:n_jobs=24,arrival=poisson,rate_per_h=6,gpu_types=a40+a10,max_gpus=4"
+    data_dir: str = "../shared/data"
+    split: str = "all"
+    split_fractions: tuple[float, float, float] = (0.7, 0.1, 0.2)
     window_jobs: int = 0
     load_levels: tuple[float, ...] = (1.0,)
+    load_basis: str = "factor"
     perf: str | PerfModel = "estimator"
     belief: str | PerfModel | None = None
     horizon_s: float = math.inf
     max_pending: int = 8
     max_running: int = 8
+    pending_order: str = "fifo"
     fold_stages: bool = True
+    oracle_remaining: bool = False
     reward: str = "jct"
     reward_scale: float = 1.0 / 3600.0
     invalid_action_penalty: float = 0.1
@@ -51,11 +130,31 @@ class EnvConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        for name, (check, what) in _TYPES.items():
+            value = getattr(self, name)
+            if not check(value):
+                raise TypeError(f"EnvConfig.{name} must be {what}, got {value!r} ({type(value).__name__})")
+        for name in ("cluster_variants", "load_levels", "split_fractions"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if isinstance(self.trace, list):
+            object.__setattr__(self, "trace", tuple(self.trace))
+        problems = self._problems()
+        if problems:
+            raise ValueError("EnvConfig: " + "; ".join(problems))
+
+    def _problems(self) -> list[str]:
         problems = []
+        choices = {"split": SPLITS, "load_basis": LOAD_BASES, "pending_order": PENDING_ORDERS, "ap_search": AP_SEARCH_CLASSES}
+        for name, valid in choices.items():
+            if getattr(self, name) not in valid:
+                problems.append(f"{name} must be one of {', '.join(valid)}, got {getattr(self, name)!r}")
+        fractions = self.split_fractions
+        if any(not (math.isfinite(f) and f > 0) for f in fractions) or not math.isclose(sum(fractions), 1.0):
+            problems.append(f"split_fractions must be three numbers > 0 summing to 1, got {fractions}")
         if self.window_jobs < 0:
-            problems.append(f"window_jobs must be >= 0 (0 = whole trace), got {self.window_jobs}")
+            problems.append(f"window_jobs must be >= 0 (0 = whole range), got {self.window_jobs}")
         if not self.load_levels or any(not (math.isfinite(x) and x > 0) for x in self.load_levels):
-            problems.append(f"load_levels must be a non-empty tuple of finite factors > 0, got {self.load_levels}")
+            problems.append(f"load_levels must be a non-empty tuple of finite numbers > 0, got {self.load_levels}")
         if not self.horizon_s > 0:
             problems.append(f"horizon_s must be > 0, got {self.horizon_s}")
         if self.max_pending < 1 or self.max_running < 0:
@@ -66,30 +165,36 @@ class EnvConfig:
             problems.append(f"reward_scale must be finite and > 0, got {self.reward_scale}")
         if not (math.isfinite(self.invalid_action_penalty) and self.invalid_action_penalty >= 0):
             problems.append(f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}")
-        if self.round_s is not None and not self.round_s > 0:
-            problems.append(f"round_s must be > 0 or None, got {self.round_s}")
-        if self.ap_search not in AP_SEARCH_CLASSES:
-            problems.append(f"ap_search must be one of {', '.join(AP_SEARCH_CLASSES)}, got {self.ap_search!r}")
-        if problems:
-            raise ValueError("EnvConfig: " + "; ".join(problems))
-        if not isinstance(self.load_levels, tuple):
-            object.__setattr__(self, "load_levels", tuple(self.load_levels))
+        if self.round_s is not None and not (math.isfinite(self.round_s) and self.round_s >= 1):
+            problems.append(f"round_s must be a finite number >= 1 (seconds) or None, got {self.round_s}")
+        if any(not s.strip() for s in self.traces):
+            problems.append("trace specs must not be empty")
+        return problems
 
     @property
     def n_slots(self) -> int:
         """Job slots: K pending then R running."""
         return self.max_pending + self.max_running
 
-    def sim_config(self) -> SimConfig:
-        """The simulator settings of an episode (Arena's overhead constants)."""
-        return SimConfig(OverheadModel(), self.round_s, True, self.horizon_s)
+    @property
+    def traces(self) -> tuple[str, ...]:
+        """The trace specs as a tuple (one or more)."""
+        return (self.trace,) if isinstance(self.trace, str) else tuple(self.trace)
+
+    @property
+    def clusters(self) -> tuple[str | ClusterSpec, ...]:
+        """``cluster`` followed by the variants (duplicates removed)."""
+        return tuple(dict.fromkeys((self.cluster, *self.cluster_variants)))
+
+    def sim_config(self, overhead_class: str | None = None) -> SimConfig:
+        """The simulator settings of an episode (Arena's overhead constants), charging ``overhead_class``
+        (default: the agent's ``ap_search``; give a heuristic's ``ap_search`` to score it on the same workloads)."""
+        return SimConfig(OverheadModel(), self.round_s, True, self.horizon_s, overhead_class or self.ap_search)
 
     def replace(self, **overrides: Any) -> "EnvConfig":
-        """A copy with some fields replaced; ValueError naming unknown fields."""
+        """A copy with some fields replaced; ValueError naming unknown fields, TypeError/ValueError for bad values."""
         valid = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(overrides) - valid)
         if unknown:
             raise ValueError(f"unknown EnvConfig field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
-        if "load_levels" in overrides:
-            overrides["load_levels"] = tuple(overrides["load_levels"])
         return dataclasses.replace(self, **overrides)

@@ -24,8 +24,10 @@ HOUR_S = 3600.0
 DAY_S = 86400.0
 FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
 
-#: Per-slot job columns before the two GPU-type one-hots (requested type, then current type).
-#: The first 15 change over time (computed per decision point), the next 7 depend only on the job.
+#: Per-slot job columns of the default (non-clairvoyant) observation, before the two GPU-type
+#: one-hots (requested type, then current type). Nothing here depends on a job's total
+#: iterations: only on what a scheduler observes (its request, its history so far, and belief
+#: estimates of its speed). The first 18 change over time; the rest depend only on the job.
 JOB_FEATURES: tuple[str, ...] = (
     "present",            # 1 if the slot holds a job
     "holds_gpus",         # running or reconfiguring (a running slot)
@@ -33,15 +35,18 @@ JOB_FEATURES: tuple[str, ...] = (
     "touched",            # already got a sub-action at this decision point
     "waiting",            # queued seconds, squashed by 1 h
     "age",                # seconds since submission, squashed by 1 h
-    "progress",           # iterations done / iterations
-    "remaining",          # remaining iterations x fastest belief time on the grid, squashed by 1 h (1 if infeasible)
+    "attained_iterations",  # iterations done so far, log10(1 + n) / 6, clipped
+    "attained",           # attained GPU-seconds, squashed by 8 GPU-hours
+    "attained_rank",      # share of the other slot jobs with less attained GPU service
+    "age_rank",           # share of the other slot jobs submitted later
     "gpus",               # current allocation's GPUs, (log2 + 1) / 5, 0 if none
     "stages",             # current grid's pipeline stages, (log2 + 1) / 5, 0 if none
-    "attained",           # attained GPU-seconds, squashed by 8 GPU-hours
+    "speed",              # belief throughput of the current allocation / the job's best on the grid (0 if none)
     "preemptions",        # n / (n + 1)
     "reconfigurations",   # n / (n + 1)
     "has_deadline",
     "slack",              # max(0, deadline - now), squashed by 1 h
+    "best_iter_time",     # fastest belief seconds per iteration on the grid, squashed by 1 s (1 if infeasible)
     "requested_gpus",     # (log2 + 1) / 5, 0 if no request
     "batch",              # log2(global batch) / 12, clipped
     "model_size",         # (log10(parameters) - 8) / 4, clipped (100M .. 1T)
@@ -50,10 +55,16 @@ JOB_FEATURES: tuple[str, ...] = (
     "family_wide_resnet",
     "family_other",
 )
+#: Columns the clairvoyant ablation (``EnvConfig.oracle_remaining``) appends after the one-hots.
+ORACLE_FEATURES: tuple[str, ...] = (
+    "progress",           # iterations done / iterations
+    "remaining",          # remaining iterations x fastest belief time on the grid, squashed by 1 h (1 if infeasible)
+)
 _N_DYNAMIC = JOB_FEATURES.index("requested_gpus")
 CLUSTER_FEATURES: tuple[str, ...] = ("free", "whole_nodes_free", "fragmentation", "pending_demand")
 CLOCK_FEATURES: tuple[str, ...] = ("time", "horizon_progress", "substeps", "queue_length", "running_count")
 _TOUCHED = JOB_FEATURES.index("touched")
+_ITER_LOG_SCALE = 6.0
 _SUBSTEPS = CLOCK_FEATURES.index("substeps")
 _PENDING, _RECONFIGURING, _RUNNING = 0.0, 1.0, 2.0
 _STATUS = {JobStatus.PENDING: _PENDING, JobStatus.RECONFIGURING: _RECONFIGURING, JobStatus.RUNNING: _RUNNING,
@@ -90,8 +101,9 @@ def model_size_feature(size: str) -> float:
 class ObservationEncoder:
     """Encodes decision points of one cluster/codec/config into :attr:`space` (a ``spaces.Dict``).
 
-    Keys: ``jobs`` ``(S, F)`` per-slot job features (:data:`JOB_FEATURES`, then the requested and
-    the current GPU type one-hot over the cluster's types); ``grid`` ``(S, C)`` each job's belief
+    Keys: ``jobs`` ``(S, F)`` per-slot job features (:attr:`job_features`: :data:`JOB_FEATURES`,
+    the requested and the current GPU type one-hot over the cluster's types, and with
+    ``config.oracle_remaining`` the clairvoyant :data:`ORACLE_FEATURES`); ``grid`` ``(S, C)`` each job's belief
     throughput on each cell (best locality), relative to its best cell (0 = infeasible);
     ``mask`` ``(S, C + 1)`` the builder's action mask without "done" (last column = preempt); ``cluster``
     ``(T, 4)`` per GPU type after the sub-actions so far (:data:`CLUSTER_FEATURES`;
@@ -106,7 +118,10 @@ class ObservationEncoder:
         self.types = cluster.gpu_types
         self._type_index = {t: i for i, t in enumerate(self.types)}
         n_types = len(self.types)
-        self.n_job_features = len(JOB_FEATURES) + 2 * n_types
+        self.oracle = config.oracle_remaining
+        self.job_features = JOB_FEATURES + tuple(f"requested_{t}" for t in self.types) + \
+            tuple(f"current_{t}" for t in self.types) + (ORACLE_FEATURES if self.oracle else ())
+        self.n_job_features = len(self.job_features)
         shapes = {
             "jobs": (codec.n_slots, self.n_job_features),
             "grid": (codec.n_slots, codec.n_cells),
@@ -154,7 +169,11 @@ class ObservationEncoder:
         now = snapshot.now
         best = builder.times.min(-1)  # (S, C): fastest locality per cell
         fastest = best.min(-1)  # (S,)
-        jobs = self._job_matrix(builder.slots, now, fastest)
+        current_time = np.full(len(builder.slots), math.inf)
+        held = builder.current_cells()
+        rows = np.flatnonzero(held >= 0)
+        current_time[rows] = best[rows, held[rows]]
+        jobs = self._job_matrix(builder.slots, now, fastest, current_time)
         with np.errstate(divide="ignore", invalid="ignore"):
             grid = np.where(np.isfinite(best), fastest[:, None] / best, 0.0).astype(np.float32)
         demand = np.zeros(len(self.types))
@@ -177,21 +196,27 @@ class ObservationEncoder:
         )
         return jobs, grid, demand / (demand + self._total), clock
 
-    def _job_matrix(self, slots: tuple[JobView | None, ...], now: float, fastest: np.ndarray) -> np.ndarray:
-        """Per-slot job features :data:`JOB_FEATURES` + type one-hots, ``(S, F)`` (empty slots all 0)."""
+    def _job_matrix(self, slots: tuple[JobView | None, ...], now: float, fastest: np.ndarray,
+                    current_time: np.ndarray) -> np.ndarray:
+        """Per-slot job features (:attr:`job_features`), ``(S, F)``; empty slots all 0.
+
+        ``fastest`` is each slot's best belief time on the grid, ``current_time`` the belief
+        time of the cell it holds (inf if none).
+        """
         jobs = np.zeros((len(slots), self.n_job_features), dtype=np.float32)
         rows = [s for s, v in enumerate(slots) if v is not None]
         if not rows:
             return jobs
         views = [slots[s] for s in rows]
         raw = np.array([self._raw(v) for v in views], dtype=np.float64)  # type: ignore[arg-type]
-        (queued, mark, submit, done_mark, rate, run_start, iterations, attained, gpus, stages, preempts, reconfigs,
+        (queued, mark, submit, done_mark, rate, run_start, attained, gpus, stages, preempts, reconfigs,
          deadline, status, current) = raw.T
         running = status == _RUNNING
         elapsed = np.where(running, now - np.maximum(mark, run_start), 0.0)
-        done = np.minimum(iterations, done_mark + rate * elapsed)
-        remaining = np.maximum(0.0, iterations - done) * fastest[rows]
+        done = done_mark + rate * elapsed
+        service = attained + gpus * elapsed
         has_deadline = ~np.isnan(deadline)
+        best = fastest[rows]
         out = np.empty((len(rows), _N_DYNAMIC), dtype=np.float64)
         out[:, 0] = 1.0
         out[:, 1] = gpus > 0
@@ -199,28 +224,37 @@ class ObservationEncoder:
         out[:, 3] = 0.0
         out[:, 4] = _squash(queued + np.where(status == _PENDING, now - mark, 0.0), HOUR_S)
         out[:, 5] = _squash(now - submit, HOUR_S)
-        out[:, 6] = np.minimum(1.0, done / iterations)
-        out[:, 7] = _squash(remaining, HOUR_S)
-        out[:, 8] = _log_counts(gpus)
-        out[:, 9] = _log_counts(stages)
-        out[:, 10] = _squash(attained + gpus * elapsed, 8 * HOUR_S)
-        out[:, 11] = preempts / (preempts + 1.0)
-        out[:, 12] = reconfigs / (reconfigs + 1.0)
-        out[:, 13] = has_deadline
-        out[:, 14] = np.where(has_deadline, _squash(np.nan_to_num(deadline - now, nan=0.0), HOUR_S), 0.0)
+        out[:, 6] = np.minimum(1.0, np.log10(1.0 + done) / _ITER_LOG_SCALE)
+        out[:, 7] = _squash(service, 8 * HOUR_S)
+        out[:, 8] = _rank(service, less=True)
+        out[:, 9] = _rank(submit, less=False)
+        out[:, 10] = _log_counts(gpus)
+        out[:, 11] = _log_counts(stages)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[:, 12] = np.where((gpus > 0) & np.isfinite(current_time[rows]), best / current_time[rows], 0.0)
+        out[:, 13] = preempts / (preempts + 1.0)
+        out[:, 14] = reconfigs / (reconfigs + 1.0)
+        out[:, 15] = has_deadline
+        out[:, 16] = np.where(has_deadline, _squash(np.nan_to_num(deadline - now, nan=0.0), HOUR_S), 0.0)
+        out[:, 17] = _squash(best, 1.0)
         jobs[rows, :_N_DYNAMIC] = out
         n = len(JOB_FEATURES) + len(self.types)
         jobs[rows, _N_DYNAMIC:n] = [self._spec_row(v.spec) for v in views]  # type: ignore[union-attr]
         holding = np.flatnonzero(current >= 0)
         jobs[np.asarray(rows)[holding], n + current[holding].astype(np.int64)] = 1.0
+        if self.oracle:
+            iterations = np.array([v.spec.iterations for v in views], dtype=np.float64)  # type: ignore[union-attr]
+            done = np.minimum(iterations, done)
+            jobs[rows, -2] = np.minimum(1.0, done / iterations)
+            jobs[rows, -1] = _squash(np.maximum(0.0, iterations - done) * best, HOUR_S)
         return jobs
 
     def _raw(self, view: JobView) -> tuple[float, ...]:
-        """The numbers of a JobView the features are computed from (see :meth:`_job_matrix`)."""
+        """The numbers of a JobView the features are computed from (see :meth:`_job_matrix`); no total iterations."""
         spec, alloc = view.spec, view.allocation
         return (
             view.queued_s_at_mark, view.mark_time, spec.submit_time, view.done_at_mark, view.rate,
-            view.run_start if view.run_start is not None else view.mark_time, spec.iterations, view.attained_gpu_s,
+            view.run_start if view.run_start is not None else view.mark_time, view.attained_gpu_s,
             alloc.num_gpus if alloc is not None else 0, alloc.grid.n_stages if alloc is not None else 0,
             view.preemptions, view.reconfigurations, spec.deadline if spec.deadline is not None else math.nan,
             _STATUS[view.status], self._type_index[alloc.shape.gpu_type] if alloc is not None else -1,
@@ -251,6 +285,14 @@ def _squash(x: np.ndarray, scale: float) -> np.ndarray:
     """Vectorised :func:`squash`."""
     with np.errstate(invalid="ignore"):
         return np.where(np.isfinite(x), np.maximum(x, 0.0) / (np.maximum(x, 0.0) + scale), 1.0)
+
+
+def _rank(x: np.ndarray, less: bool) -> np.ndarray:
+    """Per entry: the share of the other entries strictly below (``less``) or above it (0 for a single entry)."""
+    if len(x) < 2:
+        return np.zeros(len(x))
+    below = (x[None, :] < x[:, None]) if less else (x[None, :] > x[:, None])
+    return below.sum(1) / (len(x) - 1)
 
 
 def _log_counts(n: np.ndarray) -> np.ndarray:

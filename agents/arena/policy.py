@@ -39,6 +39,7 @@ class ArenaPolicy:
         self.config = config if config is not None else switches
         self.name = name
         self.ap_search = self.config.ap_search
+        self.clairvoyant = self.config.deadline_aware  # only its deadline checks use the true remaining iterations
         self._oracle = ThroughputOracle(self.config)
         self._opportunism: tuple[JobId, ...] = ()
         self._seen: set[JobId] = set()

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch as th
 
 from arena_gym.registry import resolve
+
+if TYPE_CHECKING:
+    import torch as th
 
 #: Score given to masked actions before an argmax or a softmax (finite, so no NaN can appear).
 MASKED_SCORE = -1e8
@@ -51,6 +53,10 @@ ALGOS: Mapping[str, AlgoSpec] = MappingProxyType({
                      "target_update_interval": 1_000, "train_freq": 4},
                     "deep Q-learning (masked greedy action when deployed)"),
 })
+
+
+#: Algorithm name -> score family ("actor_critic" or "q").
+ALGO_FAMILIES: Mapping[str, str] = MappingProxyType({name: spec.family for name, spec in ALGOS.items()})
 
 
 def algo_spec(name: str) -> AlgoSpec:
@@ -89,11 +95,15 @@ def action_scores(model: Any, obs: Any) -> th.Tensor:
 
 def masked_scores(scores: th.Tensor, masks: th.Tensor) -> th.Tensor:
     """Scores with invalid actions pushed to :data:`MASKED_SCORE`."""
+    import torch as th
+
     return th.where(masks, scores, th.full_like(scores, MASKED_SCORE))
 
 
 def greedy_action(model: Any, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
     """The best valid action for one observation (the deterministic policy used for deployment)."""
+    import torch as th
+
     obs_tensor, _ = model.policy.obs_to_tensor(obs)
     with th.no_grad():
         scores = action_scores(model, obs_tensor)[0]

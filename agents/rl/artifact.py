@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,9 +20,9 @@ from typing import Any
 import gymnasium as gym
 
 from agents.rl.algos import algo_name, algo_spec
-from agents.rl.safe_load import safe_custom_objects
+from agents.rl.safe_load import recorded_policy_class, safe_custom_objects
 from envs import ActionCodec, EnvConfig, ObservationEncoder
-from envs.arena_env import resolve_cluster
+from envs.clusters import resolve_cluster
 
 #: Name of the metadata member inside the model zip.
 METADATA_MEMBER = "arena_gym.json"
@@ -138,11 +139,20 @@ def load_model(path: str | Path) -> tuple[Any, ModelInfo]:
     """
     info = read_model_info(path)
     cls = algo_spec(info.algo).cls()
+    expected = cls.policy_aliases["MultiInputPolicy"]
+    recorded = recorded_policy_class(path)
+    if recorded is not None and recorded != (expected.__module__, expected.__name__):
+        raise ValueError(f"model file {path}: its metadata names {info.algo} but it holds a {recorded[1]} policy "
+                         "(another algorithm)")
     try:
         custom = safe_custom_objects(path, cls, *env_spaces(info.env_config))
         model = cls.load(str(path), device="cpu", custom_objects=custom)
-    except (zipfile.BadZipFile, ValueError, KeyError, RuntimeError, EOFError, OSError) as exc:
-        message = str(exc).splitlines()[0]
+    except pickle.UnpicklingError:
+        raise ValueError(f"model file {path}: a tensor member holds pickled objects, refused (only plain tensors "
+                         "are loaded)") from None
+    except (zipfile.BadZipFile, ValueError, KeyError, RuntimeError, EOFError, OSError, AssertionError,
+            TypeError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(message if message.startswith("model file") else f"model file {path} cannot be loaded: {message}") from None
     if algo_name(model) != info.algo:
         raise ValueError(f"model file {path}: metadata says {info.algo} but it holds a {algo_name(model)} model")

@@ -1,8 +1,9 @@
 """Behaviour cloning: a warm start that imitates a heuristic's decisions before RL fine-tuning.
 
-A registered heuristic (the Arena heuristic by default) plays episodes through the env with
-:class:`envs.HeuristicAgent`, which replays each of its Decisions as codec sub-actions. Every
-(observation, mask, expert action) is kept, together with the discounted return from that step.
+Registered heuristics (the Arena heuristic by default; several share the samples evenly, e.g.
+Arena and Tiresias) play episodes through the env with :class:`envs.HeuristicAgent`, which
+replays each of their Decisions as codec sub-actions. Every (observation, mask, expert action)
+is kept, together with the discounted return from that step.
 The policy network is then fitted by masked cross-entropy on the expert actions, and its value
 head by regression on the returns, so that PPO starts from the heuristic with a matching critic.
 """
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class BCConfig:
-    """Behaviour-cloning settings: expert policy name, samples to collect, fitting schedule."""
+    """Behaviour-cloning settings: expert policy names, samples to collect (split evenly), fitting schedule."""
 
-    expert: str = "arena"
+    experts: tuple[str, ...] = ("arena",)
     samples: int = 5_000
     epochs: int = 20
     batch_size: int = 256
@@ -41,6 +42,8 @@ class BCConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if not self.experts:
+            raise ValueError("BCConfig: name at least one expert")
         if self.samples < 2 or self.epochs < 1 or self.batch_size < 1:
             raise ValueError(f"BCConfig: need samples >= 2, epochs >= 1, batch_size >= 1; got "
                              f"{self.samples}, {self.epochs}, {self.batch_size}")
@@ -66,6 +69,13 @@ class ExpertData:
         """The transitions at ``index``."""
         return ExpertData({k: v[index] for k, v in self.obs.items()}, self.masks[index], self.actions[index],
                           self.returns[index], self.episodes)
+
+    @staticmethod
+    def concat(parts: list["ExpertData"]) -> "ExpertData":
+        """The transitions of several collections, in order."""
+        return ExpertData({k: np.concatenate([p.obs[k] for p in parts]) for k in parts[0].obs},
+                          np.concatenate([p.masks for p in parts]), np.concatenate([p.actions for p in parts]),
+                          np.concatenate([p.returns for p in parts]), sum(p.episodes for p in parts))
 
 
 @dataclass(frozen=True)
@@ -189,7 +199,10 @@ def behaviour_clone(model: Any, data: ExpertData, config: BCConfig) -> BCResult:
 
 
 def warm_start(model: Any, env: gym.Env, config: BCConfig) -> BCResult:
-    """Collect expert data on ``env`` with ``config.expert`` and clone it into ``model``."""
-    expert = make_policy(config.expert, config.seed)
-    data = collect_expert_data(env, expert, config.samples, config.seed, config.gamma)
-    return behaviour_clone(model, data, config)
+    """Collect expert data on ``env`` from each of ``config.experts`` (samples split evenly) and clone it into ``model``."""
+    share = max(2, config.samples // len(config.experts))
+    parts = []
+    for i, name in enumerate(config.experts):
+        expert = make_policy(name, config.seed)
+        parts.append(collect_expert_data(env, expert, share, config.seed + 1000 * i, config.gamma))
+    return behaviour_clone(model, ExpertData.concat(parts), config)

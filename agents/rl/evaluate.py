@@ -1,4 +1,11 @@
-"""Scoring policies on validation workloads: the env's own workloads, run through SimBackend + run_episode."""
+"""Scoring policies on fixed workloads: every policy runs the same jobs on a fresh SimBackend through run_episode.
+
+The workloads are :class:`envs.Workload` objects: windows of a trace split or generator draws
+at a load level, each with the cluster it runs on (see :mod:`envs.workload`). The table has one
+row per (workload, policy) with the run's metrics, the padded average JCT across the policies
+of the same call, what the policy knows (``clairvoyant``) and the restart overhead class it
+paid (``overhead_class``).
+"""
 
 from __future__ import annotations
 
@@ -9,22 +16,27 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from arena_gym.experiment import make_policy
 from arena_gym.loop import run_episode
-from arena_gym.metrics import compute_metrics
-from arena_gym.protocols import Policy
+from arena_gym.metrics import compute_metrics, job_outcomes
+from arena_gym.protocols import PerfModel, Policy
 from arena_gym.sim import SimBackend
-from arena_gym.types import JobSpec
-from envs import ArenaSchedEnv, EnvConfig, ObservationPolicy
+from arena_gym.types import ClusterSpec
+from envs import EnvConfig, ObservationPolicy, Workload, WorkloadSampler
+from envs.arena_env import resolve_perf
+from envs.clusters import resolve_cluster
 
 from agents.rl.algos import greedy_action
 
 log = logging.getLogger(__name__)
 
-#: Per-run columns of an evaluation table (besides ``seed`` and ``policy``).
+#: Per-run metric columns of an evaluation table.
 EVAL_COLUMNS = ("avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "jobs_finished", "jobs_total",
                 "gpu_util", "reconfigurations", "preemptions")
+#: Columns describing the workload of a row.
+WORKLOAD_COLUMNS = ("workload", "trace", "split", "load", "load_basis", "cluster")
 
 
 def model_policy(model: Any, config: EnvConfig, name: str = "agent") -> ObservationPolicy:
@@ -32,57 +44,124 @@ def model_policy(model: Any, config: EnvConfig, name: str = "agent") -> Observat
     return ObservationPolicy(name, lambda obs, mask: greedy_action(model, obs, mask), config, config.ap_search)
 
 
+def parse_policy_spec(text: str) -> tuple[str, str]:
+    """``LABEL=SPEC`` or ``SPEC`` -> (label, spec); an ``sb3:PATH`` without a label is labelled by its path."""
+    label, sep, spec = text.partition("=")
+    if sep and label and not label.startswith("sb3:"):
+        return label.strip(), spec.strip()
+    return text.strip(), text.strip()
+
+
 def baseline_policies(names: Sequence[str], seed: int = 0) -> dict[str, Policy]:
-    """The registered heuristics among ``names`` that can be built here (a missing one is skipped with a warning)."""
+    """Policies by registered name or ``sb3:PATH`` (``LABEL=SPEC`` relabels); a heuristic that cannot be imported is skipped."""
     out: dict[str, Policy] = {}
-    for name in names:
+    for text in names:
+        label, spec = parse_policy_spec(text)
+        if label in out:
+            raise ValueError(f"policy label {label!r} given twice")
         try:
-            out[name] = make_policy(name, seed)
+            out[label] = make_policy(spec, seed)
         except ImportError as exc:
-            log.warning("baseline %s unavailable (%s); evaluating without it", name, exc)
+            log.warning("policy %s unavailable (%s); evaluating without it", spec, exc)
     return out
 
 
-class Evaluator:
-    """Fixed validation workloads of an env config and the scoring of policies on them.
+def policy_facts(policy: Policy) -> dict[str, Any]:
+    """What a policy knows and pays: ``clairvoyant`` (sees true remaining work) and its restart ``overhead_class``."""
+    return {"clairvoyant": bool(getattr(policy, "clairvoyant", False)), "overhead_class": policy.ap_search}
 
-    The workload of seed ``s`` is what ``env.reset(seed=s)`` draws (trace seed or window, and
-    load level), so the agent is scored on the same distribution it trains on, on seeds it
-    does not train on. Every policy runs the whole workload on a fresh :class:`SimBackend`
-    with the env's ground truth and belief; its (re)starts pay its own ``ap_search`` overhead.
+
+class Evaluator:
+    """Fixed workloads and the scoring of policies on them.
+
+    ``config`` gives the ground truth (``perf``) and the belief the policies plan with; each
+    workload names its cluster (a preset, file or ``preset[type=nodes]`` variant). Every policy
+    runs each workload on a fresh :class:`SimBackend` and pays its own restart overhead class.
     """
 
-    def __init__(self, config: EnvConfig, seeds: Sequence[int]) -> None:
-        if not seeds:
-            raise ValueError("evaluation needs at least one seed")
-        env = ArenaSchedEnv(config)
-        self.config = env.config
-        self.seeds = tuple(int(s) for s in seeds)
-        self._env = env
-        self.workloads: dict[int, tuple[JobSpec, ...]] = {}
-        for seed in self.seeds:
-            env.reset(seed=seed)
-            self.workloads[seed] = env.jobs
+    def __init__(self, config: EnvConfig, workloads: Sequence[Workload]) -> None:
+        if not workloads:
+            raise ValueError("evaluation needs at least one workload")
+        self.config = config
+        self.workloads = tuple(workloads)
+        self._models: dict[str, tuple[ClusterSpec, PerfModel, PerfModel]] = {}
 
-    def backend(self) -> SimBackend:
-        """A fresh simulator with the env's cluster, ground truth, belief and settings."""
-        return SimBackend(self._env.cluster, self._env.truth, self._env.belief, self.config.sim_config())
+    @classmethod
+    def for_split(cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None,
+                  limit: int = 0) -> "Evaluator":
+        """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
+
+        ``limit`` > 0 keeps that many, evenly spaced over the list.
+        """
+        base = resolve_cluster(cluster or config.cluster)
+        truth = resolve_perf(config.perf, base, config.seed)
+        workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
+        if 0 < limit < len(workloads):
+            workloads = [workloads[int(i)] for i in np.linspace(0, len(workloads) - 1, limit).round()]
+        return cls(config, workloads)
+
+    def models(self, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
+        """(cluster, ground truth, belief) of a cluster name, built once."""
+        hit = self._models.get(cluster)
+        if hit is None:
+            spec = resolve_cluster(cluster)
+            truth = resolve_perf(self.config.perf, spec, self.config.seed)
+            belief = resolve_perf(self.config.belief, spec, self.config.seed, truth) if self.config.belief is not None else truth
+            hit = self._models[cluster] = (spec, truth, belief)
+        return hit
+
+    def backend(self, workload: Workload, overhead_class: str) -> SimBackend:
+        """A fresh simulator for a workload, charging ``overhead_class`` per (re)start."""
+        cluster, truth, belief = self.models(workload.cluster)
+        return SimBackend(cluster, truth, belief, self.config.sim_config(overhead_class))
 
     def run(self, policy: Policy, label: str | None = None) -> pd.DataFrame:
-        """One row per seed: the policy's metrics on that workload."""
-        rows = []
-        for seed, jobs in self.workloads.items():
-            metrics = compute_metrics(run_episode(self.backend(), policy, jobs))
-            rows.append({"seed": seed, "policy": label or policy.name, **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS}})
+        """One row per workload: the policy's metrics on it (no padding)."""
+        return self.score({label or policy.name: policy})
+
+    def score(self, policies: Mapping[str, Policy], progress: bool = False,
+              jct_rows: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+        """Rows for every (workload, policy), workloads in order, with ``padded_jct_s`` across these policies.
+
+        Padding (the Arena artifact's rule): on each workload every policy's finished JCTs are
+        padded with the largest JCT any policy reached, up to the largest finished count.
+        ``jct_rows``, when given, receives one dict per finished job (workload, policy, job, JCT).
+        """
+        rows: list[dict[str, Any]] = []
+        bar = tqdm(total=len(self.workloads) * len(policies), desc="evaluate", unit="run", disable=not progress,
+                   leave=False)
+        for workload in self.workloads:
+            jcts: dict[str, list[float]] = {}
+            for label, policy in policies.items():
+                record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
+                metrics = compute_metrics(record)
+                jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
+                rows.append({"workload": workload.label, "trace": workload.trace, "split": workload.split,
+                             "load": workload.load, "load_basis": workload.basis, "cluster": workload.cluster,
+                             "seed": workload.window, "policy": label, **policy_facts(policy),
+                             **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS}})
+                if jct_rows is not None:
+                    jct_rows.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
+                bar.update()
+            for row, padded in zip(rows[-len(policies):], padded_means(jcts).values()):
+                row["padded_jct_s"] = padded
+        bar.close()
         return pd.DataFrame(rows)
 
-    def score(self, policies: Mapping[str, Policy]) -> pd.DataFrame:
-        """Rows for every (policy, seed), policies in the given order."""
-        return pd.concat([self.run(p, label) for label, p in policies.items()], ignore_index=True)
+
+def padded_means(jcts: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Per policy: the mean of its finished JCTs padded with the worst JCT seen up to the largest finished count."""
+    worst = max((max(v) for v in jcts.values() if v), default=math.nan)
+    target = max((len(v) for v in jcts.values()), default=0)
+    out = {}
+    for label, values in jcts.items():
+        padded = list(values) + [worst] * (target - len(values))
+        out[label] = float(np.mean(padded)) if padded else math.nan
+    return out
 
 
 def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:
-    """Per policy: mean avg JCT over seeds, its ratio to ``reference``, and whether every job finished."""
+    """Per policy: mean avg JCT over workloads, its ratio to ``reference``, and whether every job finished."""
     grouped = table.groupby("policy", sort=False)
     summary = pd.DataFrame({
         "avg_jct_s": grouped["avg_jct_s"].mean(),
@@ -98,11 +177,10 @@ def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:
 
 
 def mean_avg_jct(table: pd.DataFrame, policy: str) -> float:
-    """Mean over seeds of one policy's avg JCT; inf if some job of its workloads did not finish."""
+    """Mean over workloads of one policy's avg JCT; inf if some job of its workloads did not finish."""
     rows = table[table["policy"] == policy]
     if rows.empty:
         raise ValueError(f"policy {policy!r} not in the evaluation table")
     if bool((rows["jobs_finished"] < rows["jobs_total"]).any()):
         return math.inf
     return float(np.mean(rows["avg_jct_s"]))
-

@@ -1,4 +1,4 @@
-"""The learning-curve figure of a training run."""
+"""Figures: a training run's learning curve; an evaluation's per-workload scatter against a reference and CDFs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
@@ -36,6 +37,58 @@ def plot_learning_curve(episodes: pd.DataFrame, evals: pd.DataFrame, path: Path,
     bottom.set_ylabel("mean avg JCT (h)")
     bottom.set_title("validation workloads (held-out seeds)")
     bottom.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_vs_reference(table: pd.DataFrame, metric: str, reference: str, path: Path) -> Path:
+    """Per-workload ``metric`` of every policy against the reference's (log-log, diagonal = tie; below = better)."""
+    wide = table.pivot(index="workload", columns="policy", values=metric) / 3600.0
+    others = [p for p in dict.fromkeys(table["policy"]) if p != reference]
+    fig, ax = plt.subplots(figsize=(6.2, 6))
+    for policy in others:
+        ax.scatter(wide[reference], wide[policy], s=14, alpha=0.75, label=str(policy))
+    values = wide.to_numpy()
+    values = values[values > 0]
+    if values.size:
+        lo, hi = float(values.min()) / 1.2, float(values.max()) * 1.2
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="tie")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"{reference}: {metric} (h)")
+    ax.set_ylabel(f"policy: {metric} (h)")
+    ax.set_title(f"per workload vs {reference} (below the diagonal: better)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_cdfs(table: pd.DataFrame, jobs: pd.DataFrame, metric: str, reference: str, path: Path) -> Path:
+    """Two CDFs: each policy's per-workload ``metric`` / the reference's, and the JCT of every finished job."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    wide = table.pivot(index="workload", columns="policy", values=metric)
+    for policy in dict.fromkeys(table["policy"]):
+        ratio = np.sort((wide[policy] / wide[reference]).dropna().to_numpy())
+        if ratio.size:
+            left.step(ratio, np.arange(1, ratio.size + 1) / ratio.size, where="post", label=str(policy))
+        jct = np.sort(jobs.loc[jobs["policy"] == policy, "jct_s"].to_numpy() / 3600.0)
+        if jct.size:
+            right.step(jct, np.arange(1, jct.size + 1) / jct.size, where="post", label=str(policy))
+    left.axvline(1.0, color="k", lw=0.8, ls="--")
+    left.set_xscale("log")
+    left.set_xlabel(f"{metric} / {reference}'s, per workload")
+    left.set_ylabel("share of workloads")
+    right.set_xscale("log")
+    right.set_xlabel("job completion time (h), every finished job")
+    right.set_ylabel("share of jobs")
+    for ax in (left, right):
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110)

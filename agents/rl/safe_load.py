@@ -13,7 +13,10 @@ not know is refused.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import pickletools
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -61,6 +64,22 @@ def pickled_entries(path: str | Path) -> list[str]:
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise ValueError(f"model file {path} is not an SB3 model zip: {str(exc).splitlines()[0]}") from None
     return sorted(k for k, v in data.items() if isinstance(v, dict) and ":serialized:" in v)
+
+
+def recorded_policy_class(path: str | Path) -> tuple[str, str] | None:
+    """(module, class name) of the policy class an SB3 zip was saved with, read from the pickle's opcodes.
+
+    ``pickletools.genops`` only parses the byte stream (nothing is imported or constructed),
+    so this is safe on untrusted files. None when the entry is missing or unreadable.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entry = json.loads(archive.read("data")).get("policy_class", {})
+        raw = base64.b64decode(entry[":serialized:"])
+        names = [arg for _, arg, _ in pickletools.genops(raw) if isinstance(arg, str)]
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, binascii.Error):
+        return None
+    return (names[0], names[1]) if len(names) >= 2 else None
 
 
 def safe_custom_objects(path: str | Path, algo_cls: Any, observation_space: gym.Space,

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("arena_gym.cli.trace_cmd:configure", "inspect or convert traces"),
     "estimate": ("estimator.cli:configure", "query, validate or calibrate the performance estimator"),
     "train": ("agents.rl.cli:configure", "train a learned scheduling agent (stable-baselines3)"),
+    "evaluate": ("agents.rl.evaluate_cli:configure", "score policies on a workload suite with paired statistics vs Arena"),
 }
 #: Exit codes: bad input, and interrupted by Ctrl-C (128 + SIGINT).
 EXIT_BAD_INPUT = 2

@@ -34,7 +34,7 @@ def record_rollout(env: gym.Env, agent: HeuristicAgent, seed: int) -> tuple[list
 @pytest.mark.parametrize("policy_name", ["fcfs", "srtf"])
 def test_replayed_predictions_reproduce_the_env_episode(perf, policy_name):
     heuristic = make_policy(policy_name)
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, max_pending=32, ap_search=heuristic.ap_search)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, max_pending=32, ap_search=heuristic.ap_search)
     steps, info = record_rollout(env, HeuristicAgent(heuristic, env), seed=2)
     replay = iter(steps)
 
@@ -58,7 +58,7 @@ def test_replayed_predictions_reproduce_the_env_episode(perf, policy_name):
 
 
 def test_invalid_predictions_are_ignored_and_bounded(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, max_substeps=5)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, max_substeps=5)
     base = env.unwrapped
     env.reset(seed=0)
     calls = []
@@ -72,7 +72,7 @@ def test_invalid_predictions_are_ignored_and_bounded(perf):
 
 
 def test_idle_guard_never_leaves_the_cluster_idle_with_a_startable_job(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE)
     base = env.unwrapped
     env.reset(seed=0)
     seen = []

@@ -47,8 +47,8 @@ def reference_mask(builder: DecisionBuilder) -> np.ndarray:
     return mask
 
 
-@pytest.mark.parametrize(("env_id", "fold"), [("ArenaGym/Tiny-v0", True), ("ArenaGym/Testbed64-v0", True),
-                                              ("ArenaGym/Testbed64-v0", False)])
+@pytest.mark.parametrize(("env_id", "fold"), [("ArenaGym/Tiny-v1", True), ("ArenaGym/Testbed64-v1", True),
+                                              ("ArenaGym/Testbed64-v1", False)])
 def test_mask_is_exact_and_never_rejected(perf, env_id, fold, caplog):
     env = gym.make(env_id, perf=perf, trace=TRACE, fold_stages=fold, max_running=24)
     base = env.unwrapped
@@ -73,23 +73,26 @@ def test_mask_is_exact_and_never_rejected(perf, env_id, fold, caplog):
 
 
 def test_invalid_action_is_a_penalised_no_op(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, invalid_action_penalty=0.25)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, invalid_action_penalty=0.25)
     base = env.unwrapped
     env.reset(seed=0)
     masked = np.flatnonzero(~env.unwrapped.action_masks())
     assert len(masked)
-    for action in (int(masked[0]), -1, base.codec.n_actions + 5):
-        builder, substeps = base.builder, base.builder.substeps
-        before = builder.decision()
-        obs, reward, terminated, truncated, info = env.step(action)
-        assert info["invalid"] and reward == -0.25 and not (terminated or truncated)
-        assert base.builder is builder and builder.decision() == before
+    builder, substeps = base.builder, base.builder.substeps
+    before = builder.decision()
+    obs, reward, terminated, truncated, info = env.step(int(masked[0]))
+    assert info["invalid"] and reward == -0.25 and not (terminated or truncated)
+    assert base.builder is builder and builder.decision() == before
+    assert builder.substeps == substeps + 1
+    assert obs["jobs"][:, 3].sum() == 0  # nothing touched
+    for action in (-1, base.codec.n_actions + 5):  # outside the action space: refused, nothing changes
+        with pytest.raises(ValueError, match="out of range"):
+            env.step(action)
         assert builder.substeps == substeps + 1
-        assert obs["jobs"][:, 3].sum() == 0  # nothing touched
 
 
 def test_each_job_is_touched_once_and_decision_is_valid(perf):
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE)
     base = env.unwrapped
     _, info = env.reset(seed=2)
     builder = base.builder
@@ -109,7 +112,7 @@ def test_each_job_is_touched_once_and_decision_is_valid(perf):
 
 
 def _stall_env(perf, **overrides):
-    return gym.make("ArenaGym/Tiny-v0", perf=perf, **overrides).unwrapped
+    return gym.make("ArenaGym/Tiny-v1", perf=perf, **overrides).unwrapped
 
 
 def test_done_masked_while_it_would_idle_the_cluster_for_good(perf):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ def col(name: str) -> int:
 
 
 def test_features_of_a_small_scenario(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, max_substeps=8)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, max_substeps=8)
     codec = env.unwrapped.codec
     jobs = [job("a", 0, 1000, "a40", 1), job("b", 0, 500, "a10", 2, batch=256), job("c", 0, 100, "a40", 4)]
     obs, _ = env.reset(options={"jobs": jobs})
@@ -48,9 +50,11 @@ def test_squash_and_counts():
 
 
 def test_time_dependent_features_follow_the_job_views(perf):
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf,
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, oracle_remaining=True,
                    trace="synthetic:n_jobs=30,arrival=poisson,rate_per_h=40,max_gpus=8,iter_log_mean=7")
     base = env.unwrapped
+    features = base.encoder.job_features
+    assert features[-2:] == ("progress", "remaining")
     rng = np.random.default_rng(3)
     obs, info = env.reset(seed=4)
     checked = 0
@@ -62,15 +66,53 @@ def test_time_dependent_features_follow_the_job_views(perf):
             row = obs["jobs"][s]
             spec = view.spec
             assert row[col("waiting")] == pytest.approx(squash(view.queued_s(now), 3600), abs=1e-6)
-            assert row[col("progress")] == pytest.approx(view.iterations_done(now) / spec.iterations, abs=1e-6)
+            assert row[col("attained_iterations")] == pytest.approx(
+                min(1.0, np.log10(1 + view.iterations_done(now)) / 6), abs=1e-6)
+            assert row[features.index("progress")] == pytest.approx(view.iterations_done(now) / spec.iterations, abs=1e-6)
             assert row[col("attained")] == pytest.approx(squash(view.attained_gpu_seconds(now), 8 * 3600), abs=1e-6)
             assert row[col("holds_gpus")] == (view.allocation is not None)
             if view.allocation is not None:
                 assert row[col("gpus")] == pytest.approx(log_count(view.allocation.num_gpus))
                 t = base.cluster.gpu_types.index(view.allocation.shape.gpu_type)
-                assert row[len(JOB_FEATURES) + len(base.cluster.gpu_types) + t] == 1
+                assert row[features.index(f"current_{base.cluster.gpu_types[t]}")] == 1
+                best = base.table.best_time(spec.model, spec.global_batch)
+                assert 0 < row[col("speed")] <= 1 + 1e-6
+                assert row[col("best_iter_time")] == pytest.approx(squash(best, 1.0), abs=1e-6)
+            else:
+                assert row[col("speed")] == 0
             checked += 1
         obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if terminated or truncated:
             obs, info = env.reset()
     assert checked > 300
+
+
+def _play_until_finish(env, jobs, job_id, steps=2000, seed=0):
+    """Observations of a random masked agent on ``jobs`` until ``job_id`` finishes (or ``steps``)."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(options={"jobs": jobs})
+    out = [obs]
+    for _ in range(steps):
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        if any(e.kind.value == "finish" and e.job_id == job_id for e in env.backend.events) or terminated or truncated:
+            break
+        out.append(obs)
+    return out
+
+
+@pytest.mark.parametrize("oracle", [False, True])
+def test_default_observation_does_not_depend_on_total_iterations(perf, oracle):
+    """Perturb one job's total iterations: the non-clairvoyant observation is unchanged until it finishes."""
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, oracle_remaining=oracle,
+                   trace="synthetic:n_jobs=20,arrival=poisson,rate_per_h=30,max_gpus=8,iter_log_mean=7").unwrapped
+    env.reset(seed=2)
+    jobs = list(env.jobs)
+    target = jobs[0]
+    longer = jobs.copy()
+    longer[0] = dataclasses.replace(target, iterations=target.iterations * 5 + 17)
+    a = _play_until_finish(env, jobs, target.job_id)
+    b = _play_until_finish(env, longer, target.job_id)
+    n = min(len(a), len(b))
+    assert n > 20  # the job ran for a while before finishing
+    same = all(np.array_equal(x[k], y[k]) for x, y in zip(a[:n], b[:n]) for k in x)
+    assert same != oracle  # the clairvoyant ablation does see the difference

@@ -64,7 +64,7 @@ def test_registered_ids_pass_the_checkers_with_their_default_estimator(env_id):
 
 @pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
 def test_render_modes(perf, mode):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, render_mode=mode)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, render_mode=mode)
     env.reset(seed=0)
     frame = env.render()
     if mode == "ansi":
@@ -76,7 +76,7 @@ def test_render_modes(perf, mode):
 def test_same_seed_same_trajectory(perf):
     runs = []
     for _ in range(2):
-        env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE)
+        env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE)
         first = rollout(env, seed=5, steps=300)
         env.reset()  # unseeded resets continue the seeded stream
         second = rollout(env, seed=None, steps=100)
@@ -85,7 +85,7 @@ def test_same_seed_same_trajectory(perf):
         assert rew_a == rew_b
         for oa, ob in zip(obs_a, obs_b):
             assert all(np.array_equal(oa[k], ob[k]) for k in oa)
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE)
     env.reset(seed=5)
     jobs_5 = env.unwrapped.jobs
     env.reset(seed=6)
@@ -93,7 +93,7 @@ def test_same_seed_same_trajectory(perf):
 
 
 def test_observations_lie_in_the_space(perf):
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE)
     observations, _, _ = rollout(env, seed=1, steps=200)
     space = env.observation_space
     assert all(space.contains(o) for o in observations)
@@ -101,7 +101,7 @@ def test_observations_lie_in_the_space(perf):
 
 def test_jct_reward_sums_to_minus_total_jct(perf):
     scale = 1 / 1000
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, reward_scale=scale)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward_scale=scale)
     _, rewards, info = rollout(env, seed=3)
     assert "episode_record" not in info
     record = env.unwrapped.last_record
@@ -111,7 +111,7 @@ def test_jct_reward_sums_to_minus_total_jct(perf):
 
 
 def test_slowdown_reward_sums_to_minus_total_slowdown(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, reward="slowdown", reward_scale=1.0)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="slowdown", reward_scale=1.0)
     _, rewards, _ = rollout(env, seed=4)
     base = env.unwrapped
     specs = {s.job_id: s for s in base.jobs}
@@ -122,7 +122,7 @@ def test_slowdown_reward_sums_to_minus_total_slowdown(perf):
 
 
 def test_throughput_reward_sums_to_samples_trained(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6)
     _, rewards, info = rollout(env, seed=5)
     assert info["metrics"]["jobs_finished"] == len(env.unwrapped.jobs)
     samples = sum(s.iterations * s.global_batch for s in env.unwrapped.jobs)
@@ -130,7 +130,7 @@ def test_throughput_reward_sums_to_samples_trained(perf):
 
 
 def test_horizon_truncates_and_charges_time_up_to_it(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE, horizon_s=4000.0, reward_scale=1.0)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, horizon_s=4000.0, reward_scale=1.0)
     _, rewards, info = rollout(env, seed=3)
     record = env.unwrapped.last_record
     assert record.end_time == 4000.0 and info["metrics"]["end_time_s"] == 4000.0
@@ -152,7 +152,7 @@ def test_window_and_load_levels_of_a_file_trace(perf, tmp_path):
     full = resolve_trace("synthetic:n_jobs=40,rate_per_h=10,gpu_types=a40+a10,max_gpus=4", seed=1,
                          feasible=feasible, iter_time=iter_time)
     path = save_trace(full, tmp_path / "trace.csv")
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=str(path), window_jobs=10, load_levels=(1.0, 4.0))
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=str(path), window_jobs=10, load_levels=(1.0, 4.0))
     source = {j.job_id: j for j in full.jobs}
     order = [j.job_id for j in full.jobs]
     loads, starts = set(), set()
@@ -169,7 +169,7 @@ def test_window_and_load_levels_of_a_file_trace(perf, tmp_path):
 
 
 def test_generator_spec_with_its_own_seed_repeats(perf):
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, trace=TRACE + ",seed=9")
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE + ",seed=9")
     env.reset(seed=1)
     first = env.unwrapped.jobs
     env.reset(seed=2)
@@ -178,9 +178,9 @@ def test_generator_spec_with_its_own_seed_repeats(perf):
 
 def test_bad_configuration_is_rejected_with_a_clear_message(perf):
     with pytest.raises(ValueError, match="unknown EnvConfig field"):
-        gym.make("ArenaGym/Tiny-v0", perf=perf, max_slots=3)
+        gym.make("ArenaGym/Tiny-v1", perf=perf, max_slots=3)
     with pytest.raises(ValueError, match="unknown reward"):
-        gym.make("ArenaGym/Tiny-v0", perf=perf, reward="makespan")
+        gym.make("ArenaGym/Tiny-v1", perf=perf, reward="makespan")
     with pytest.raises(ValueError, match="max_substeps"):
         EnvConfig(max_substeps=0)
     with pytest.raises(ValueError, match="render_mode"):
@@ -192,7 +192,7 @@ def test_runs_under_subproc_vec_env(perf):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
-    venv = make_vec_env("ArenaGym/Tiny-v0", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
+    venv = make_vec_env("ArenaGym/Tiny-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
                         vec_env_kwargs={"start_method": "fork"}, env_kwargs={"perf": perf, "trace": TRACE})
     try:
         rng = np.random.default_rng(0)
@@ -213,7 +213,7 @@ def test_workload_without_any_choice_ends_on_the_first_step(perf):
     from arena_gym.types import ModelRef
     from tests.helpers import job
 
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, reward_scale=1.0).unwrapped
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, reward_scale=1.0).unwrapped
     too_big = job("x", 0, 10, "a40", 4, model=ModelRef("gpt", "39B"))  # not in the table: fits nowhere
     obs, info = env.reset(options={"jobs": [too_big]})
     assert env.builder is None and info["action_mask"].tolist() == [False] * (env.codec.n_actions - 1) + [True]
@@ -227,7 +227,7 @@ def test_decision_the_ground_truth_rejects_is_penalised_not_raised(perf, caplog)
 
     big = ModelRef("gpt", "2.6B")  # out of memory on one a10 in the ground truth
     belief = table_model({(big, 128, "a10", 1, 1): 1.0})  # ... but the belief thinks it fits
-    env = gym.make("ArenaGym/Tiny-v0", perf=perf, belief=belief, invalid_action_penalty=0.5).unwrapped
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, belief=belief, invalid_action_penalty=0.5).unwrapped
     _, info = env.reset(options={"jobs": [job("j", 0, 100, "a10", 1, model=big)]})
     assert np.flatnonzero(info["action_mask"][:-1]).tolist() == [env.codec.encode(0, ("a10", 1, None))]
     _, reward, terminated, truncated, info = env.step(env.codec.encode(0, ("a10", 1, None)))

@@ -24,8 +24,8 @@ EXACT = ("fcfs", "fcfs-r", "srtf")
 TRACE = "synthetic:n_jobs=40,arrival=poisson,rate_per_h=30,gpu_types=a40+a10,max_gpus=4,iter_log_mean=7.5"
 #: A load that makes SRTF preempt on both clusters.
 EXACT_TRACES = {
-    "ArenaGym/Tiny-v0": TRACE,
-    "ArenaGym/Testbed64-v0": "synthetic:n_jobs=60,arrival=poisson,rate_per_h=120,gpu_types=a40+a10,max_gpus=16,iter_log_mean=7.5",
+    "ArenaGym/Tiny-v1": TRACE,
+    "ArenaGym/Testbed64-v1": "synthetic:n_jobs=60,arrival=poisson,rate_per_h=120,gpu_types=a40+a10,max_gpus=16,iter_log_mean=7.5",
 }
 
 
@@ -66,7 +66,7 @@ def test_env_driven_by_exact_heuristic_equals_simulate(perf, policy_name, env_id
 @pytest.mark.parametrize("policy_name", [p for p in HEURISTICS if available(p)])
 def test_every_available_heuristic_drives_the_env_without_invalid_actions(perf, policy_name):
     policy = make_policy(policy_name)
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE, ap_search=policy.ap_search)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, ap_search=policy.ap_search)
     result = HeuristicAgent(policy, env).play(seed=1)
     assert result.invalid_actions == 0
     assert result.metrics["jobs_finished"] == len(env.unwrapped.jobs)
@@ -78,7 +78,7 @@ def test_heuristic_list_covers_the_registry():
 
 
 def test_expert_actions_replay_the_decision_exactly(perf):
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE, max_pending=48, max_running=48, max_substeps=100)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, max_pending=48, max_running=48, max_substeps=100)
     base = env.unwrapped
     policy = make_policy("srtf")
     env.reset(seed=7)
@@ -97,7 +97,7 @@ def test_expert_actions_replay_the_decision_exactly(perf):
 
 
 def test_strict_expert_names_what_the_codec_cannot_express(perf):
-    env = gym.make("ArenaGym/Testbed64-v0", perf=perf, trace=TRACE, max_pending=1)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, max_pending=1)
     base = env.unwrapped
     env.reset(seed=3)
     policy = resolve(policy_registry().entries["fcfs"].target)()
@@ -120,7 +120,7 @@ def test_env_with_the_default_estimator_equals_arena_gym_simulate(policy_name):
     if not hasattr(estimator, "default_perf_model"):
         pytest.skip("the estimator package has no default_perf_model yet")
     policy = make_policy(policy_name)
-    env = gym.make("ArenaGym/Testbed64-v0", trace=EXACT_TRACES["ArenaGym/Testbed64-v0"], max_pending=64,
+    env = gym.make("ArenaGym/Testbed64-v1", trace=EXACT_TRACES["ArenaGym/Testbed64-v1"], max_pending=64,
                    max_running=64, max_substeps=128, ap_search=policy.ap_search)
     result = HeuristicAgent(policy, env, strict=True).play(seed=5)
     reference = run(RunConfig(policy=policy_name, cluster="testbed-64", perf="estimator"), jobs=env.unwrapped.jobs)

@@ -9,7 +9,7 @@ import torch
 
 torch.set_num_threads(1)
 
-ENV_ID = "ArenaGym/Tiny-v0"
+ENV_ID = "ArenaGym/Tiny-v1"
 #: Small workloads (8 short jobs) on the Tiny cluster: an episode is a few dozen steps.
 TRACE = "synthetic:n_jobs=8,arrival=poisson,rate_per_h=6,gpu_types=a40+a10,max_gpus=4,iter_log_mean=6.5"
 PERF = "estimator"

@@ -41,17 +41,29 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
 
 @pytest.mark.parametrize("args, message", [
     (["--steps", "0"], "steps"),
-    (["--eval-seeds", "0"], "overlap the training seeds"),
+    (["--batch-size", "0"], "batch_size must be >= 2"),
+    (["--net-arch", "0"], "net_arch needs one or more layer sizes >= 1"),
+    (["--net-arch", "64,0"], "net_arch"),
+    (["--lr", "nan"], "learning_rate"),
+    (["--gamma", "1.5"], "gamma"),
     (["--algo", "dqn", "--bc-steps", "10"], "actor-critic"),
     (["--env", "ArenaGym/Nope-v0"], "unknown env"),
     (["--env-arg", "no_such_field=1"], "unknown EnvConfig field"),
     (["--env-arg", "oops"], "KEY=VALUE"),
+    (["--env-arg", "reward_scale=nan"], "reward_scale must be finite"),
+    (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be a bool"),
+    (["--env-arg", "max_pending=\"8\""], "EnvConfig.max_pending must be an integer"),
+    (["--env-arg", "split=test"], "may not set split"),
+    (["--algo-arg", "x"], "KEY=VALUE"),
+    (["--resume", "/nonexistent/run"], "no config.json"),
 ])
-def test_train_bad_arguments(tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_train_bad_arguments_fail_at_once(tmp_path: Path, args: list[str], message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "--no-progress", "--out", str(tmp_path / "bad"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("arena-gym train: error:") and message in err
     assert len(err.splitlines()) == 1
+    assert not (tmp_path / "bad").exists()  # refused before anything was started
 
 
 @pytest.mark.timeout(180)

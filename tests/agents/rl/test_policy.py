@@ -32,8 +32,9 @@ def saved(tmp_path_factory: pytest.TempPathFactory, env_overrides: dict) -> tupl
     return path, model
 
 
-def _episode(policy, evaluator: Evaluator, seed: int) -> dict[str, float]:
-    metrics = compute_metrics(run_episode(evaluator.backend(), policy, evaluator.workloads[seed]))
+def _episode(policy, evaluator: Evaluator) -> dict[str, float]:
+    workload = evaluator.workloads[0]
+    metrics = compute_metrics(run_episode(evaluator.backend(workload, policy.ap_search), policy, workload.jobs))
     return {k: v for k, v in metrics.items() if k not in WALL_CLOCK_KEYS}
 
 
@@ -41,9 +42,9 @@ def test_round_trip_is_deterministic(saved: tuple[Path, MaskablePPO], env_overri
     path, _ = saved
     info = read_model_info(path)
     assert info.algo == "maskable_ppo" and info.env_config == env_config(ENV_ID, env_overrides)
-    evaluator = Evaluator(info.env_config, (2000,))
-    first = _episode(make_policy(f"sb3:{path}", seed=1), evaluator, 2000)
-    second = _episode(make_policy(f"sb3:{path}", seed=2), evaluator, 2000)
+    evaluator = Evaluator.for_split(info.env_config, "test", (2000,))
+    first = _episode(make_policy(f"sb3:{path}", seed=1), evaluator)
+    second = _episode(make_policy(f"sb3:{path}", seed=2), evaluator)
     assert first == second
     assert first["jobs_submitted"] == 8 and first["decisions"] > 0
 
@@ -139,3 +140,46 @@ def test_unknown_pickled_entry_is_refused(tmp_path: Path, saved: tuple[Path, Mas
             dst.writestr(name, payload)
     with pytest.raises(ValueError, match="'surprise' is a pickle with no safe replacement"):
         make_policy(f"sb3:{tampered}")
+
+
+def _rewrite(src: Path, dst: Path, member: str, payload: bytes) -> Path:
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, "w") as b:
+        for name in a.namelist():
+            b.writestr(name, payload if name == member else a.read(name))
+    return dst
+
+
+class _Payload:
+    """Would run a command if unpickled."""
+
+    def __reduce__(self):
+        return (print, ("unpickled!",))
+
+
+def test_tensors_holding_a_pickle_payload_are_refused_in_one_line(tmp_path: Path, saved: tuple[Path, MaskablePPO],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({"weights": _Payload()}, buffer)
+    evil = _rewrite(saved[0], tmp_path / "evil.zip", "policy.pth", buffer.getvalue())
+    with pytest.raises(ValueError, match="holds pickled objects, refused"):
+        make_policy(f"sb3:{evil}")
+    code = main(["simulate", "--policy", f"sb3:{evil}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
+                 "--out", str(tmp_path / "sim")])
+    captured = capsys.readouterr()
+    assert code == 2 and "unpickled!" not in captured.out
+    assert len(captured.err.strip().splitlines()) == 1 and "refused" in captured.err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_metadata_naming_another_algorithm_is_a_one_line_error(tmp_path: Path, saved: tuple[Path, MaskablePPO],
+                                                               algo: str) -> None:
+    with zipfile.ZipFile(saved[0]) as archive:
+        meta = json.loads(archive.read(METADATA_MEMBER))
+    meta["algo"] = algo
+    other = _rewrite(saved[0], tmp_path / f"{algo}.zip", METADATA_MEMBER, json.dumps(meta).encode())
+    with pytest.raises(ValueError, match=f"metadata names {algo} but it holds a MaskableMultiInputActorCriticPolicy"):
+        make_policy(f"sb3:{other}")

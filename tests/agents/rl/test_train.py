@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
-from agents.rl.artifact import read_model_info
-from agents.rl.train import TrainConfig, train
+from agents.rl.artifact import load_model, read_model_info
+from agents.rl.train import TrainConfig, latest_checkpoint, resume, train
 from arena_gym.experiment import make_policy
 from tests.agents.rl.conftest import ENV_ID
 
@@ -16,7 +18,7 @@ from tests.agents.rl.conftest import ENV_ID
 def test_train_with_bc_and_periodic_evaluation(tmp_path: Path, env_overrides: dict) -> None:
     config = TrainConfig(env_id=ENV_ID, env_overrides=env_overrides, steps=256, n_envs=2, n_steps=64, batch_size=64,
                          eval_every=128, eval_seeds=(1000, 1001), eval_baselines=("fcfs",), checkpoint_every=0,
-                         bc_warm_start_steps=200, bc_expert="fcfs", bc_epochs=5, out_dir=str(tmp_path / "run"),
+                         bc_warm_start_steps=200, bc_expert=("fcfs",), bc_epochs=5, out_dir=str(tmp_path / "run"),
                          progress=False)
     result = train(config)
     assert result.timesteps == 256
@@ -41,15 +43,47 @@ def test_train_with_bc_and_periodic_evaluation(tmp_path: Path, env_overrides: di
     ({"algo": "a2c"}, "unknown algo"),
     ({"vec": "ray"}, "unknown vec"),
     ({"wandb_mode": "loud"}, "unknown wandb_mode"),
-    ({"n_envs": 0}, "n_envs >= 1"),
+    ({"n_envs": 0}, "n_envs must be >= 1"),
+    ({"batch_size": 1}, "batch_size must be >= 2"),
+    ({"net_arch": ()}, "net_arch"),
+    ({"net_arch": (64, 0)}, "net_arch"),
+    ({"learning_rate": float("nan")}, "learning_rate"),
     ({"eval_seeds": ()}, "at least one validation seed"),
-    ({"seed": 5, "n_envs": 2, "eval_seeds": (7,)}, "overlap the training seeds"),
     ({"algo": "dqn", "bc_warm_start_steps": 10}, "actor-critic"),
     ({"eval_every": -1}, ">= 0"),
+    ({"env_overrides": {"split": "test"}}, "may not set split"),
 ])
 def test_config_validation(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"steps": "10"}, {"net_arch": (64.5,)}, {"progress": 1}, {"bc_expert": "arena"}])
+def test_config_types(kwargs: dict) -> None:
+    with pytest.raises(TypeError, match=next(iter(kwargs))):
+        TrainConfig(**kwargs)
+
+
+def test_resume_continues_from_the_latest_checkpoint(tmp_path: Path, env_overrides: dict) -> None:
+    config = TrainConfig(env_id=ENV_ID, env_overrides=env_overrides, steps=256, n_envs=1, n_steps=64, batch_size=64,
+                         eval_every=128, eval_seeds=(1000,), eval_baselines=("fcfs",), checkpoint_every=128,
+                         out_dir=str(tmp_path / "run"), progress=False)
+    first = train(config)
+    assert first.timesteps == 256 and latest_checkpoint(tmp_path / "run")[1] == 256
+    with pytest.raises(ValueError, match="give more steps"):
+        resume(tmp_path / "run")
+    params = {k: v.clone() for k, v in load_model(first.model_path)[0].policy.state_dict().items()}
+    second = resume(tmp_path / "run", steps=384)
+    assert second.timesteps == 384
+    history = pd.read_csv(tmp_path / "run" / "eval_history.csv")
+    assert sorted(history["timesteps"].unique()) == [0, 128, 256, 384]  # the first run's validations kept
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["resumed_from_steps"] == 256
+    resumed = load_model(second.model_path)[0].policy.state_dict()
+    assert any(not torch.equal(params[k], resumed[k]) for k in params)  # it learned further
+    curve = pd.read_csv(second.learning_curve_path)
+    assert curve["timesteps"].is_monotonic_increasing and curve["timesteps"].max() > 256
+    with pytest.raises(ValueError, match="no config.json"):
+        resume(tmp_path / "nowhere")
 
 
 def test_bad_hyperparameters_are_a_value_error(tmp_path: Path, env_overrides: dict) -> None:

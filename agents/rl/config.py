@@ -1,0 +1,257 @@
+"""TrainConfig, and the command-line options of both training front ends generated from it.
+
+``arena-gym train`` and ``scripts/train_agent.py`` call :func:`add_train_arguments` and
+:func:`config_from_args`, so their options, defaults and help come from the dataclass fields
+below and cannot drift apart. Importing this module loads no torch and no SB3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import numbers
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.rl.algos import ALGO_FAMILIES
+
+WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
+VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
+#: Splits of the training env, the validation runs during training, and the final test (envs.config.SPLITS).
+TRAIN_SPLIT, EVAL_SPLIT, TEST_SPLIT = "train", "validation", "test"
+
+
+def _opt(help_text: str, flag: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"help": help_text, "flag": flag, **extra}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run (see each field's ``help`` metadata).
+
+    The training env always draws from the ``train`` split of its traces (a generator's own
+    seed stream, or the first time range of each trace file), validation during training from
+    the ``validation`` split; ``env_overrides`` may not change the split. Env ``i`` of the
+    ``n_envs`` is first reset with ``seed + i``; behaviour cloning plays from ``seed + n_envs``.
+    Steps and ``*_every`` count environment steps over all envs; 0 turns periodic evaluation or
+    checkpoints off (a final evaluation always runs).
+    """
+
+    algo: str = field(default="maskable_ppo", metadata=_opt("learning algorithm"))
+    env_id: str = field(default="ArenaGym/Tiny-v1", metadata=_opt("registered env id", "--env"))
+    env_overrides: Mapping[str, Any] = field(default_factory=dict, metadata=_opt(
+        "override an EnvConfig field, e.g. --env-arg load_levels=[0.6,0.9] (repeatable; JSON values)", "--env-arg"))
+    steps: int = field(default=100_000, metadata=_opt("environment steps over all envs"))
+    n_envs: int = field(default=2, metadata=_opt("parallel environments"))
+    vec: str = field(default="dummy", metadata=_opt("VecEnv kind: dummy (measured faster here) or subproc"))
+    seed: int = field(default=0, metadata=_opt("seed of the model and the training workloads"))
+    learning_rate: float = field(default=3e-4, metadata=_opt("learning rate", "--lr"))
+    n_steps: int = field(default=512, metadata=_opt("PPO rollout length per env"))
+    batch_size: int = field(default=128, metadata=_opt("minibatch size"))
+    n_epochs: int = field(default=10, metadata=_opt("PPO epochs per rollout"))
+    gamma: float = field(default=0.99, metadata=_opt("discount factor"))
+    gae_lambda: float = field(default=0.95, metadata=_opt("GAE lambda"))
+    ent_coef: float = field(default=0.01, metadata=_opt("PPO entropy bonus"))
+    clip_range: float = field(default=0.2, metadata=_opt("PPO clip range"))
+    net_arch: tuple[int, ...] = field(default=(128, 128), metadata=_opt("hidden layer sizes, e.g. 128,128"))
+    algo_kwargs: Mapping[str, Any] = field(default_factory=dict, metadata=_opt(
+        "any other keyword of the algorithm class (repeatable KEY=VALUE)", "--algo-arg"))
+    eval_every: int = field(default=10_000, metadata=_opt("validate every N steps (0 = only at the end)"))
+    eval_seeds: tuple[int, ...] = field(default=tuple(range(1_000_000, 1_000_008)), metadata=_opt(
+        "validation seeds of generator traces (file traces use every validation window)"))
+    eval_limit: int = field(default=0, metadata=_opt("validate on at most N workloads, evenly spaced (0 = all)"))
+    eval_baselines: tuple[str, ...] = field(default=("fcfs", "arena"), metadata=_opt(
+        "heuristics scored beside the agent; with arena, models are ranked by the mean ratio to it", "--baselines"))
+    checkpoint_every: int = field(default=25_000, metadata=_opt("checkpoint every N steps (0 = off)"))
+    bc_warm_start_steps: int = field(default=0, metadata=_opt("behaviour-cloning samples before RL (0 = off)",
+                                                              "--bc-steps"))
+    bc_expert: tuple[str, ...] = field(default=("arena",), metadata=_opt(
+        "heuristic(s) to clone, samples split evenly, e.g. arena,tiresias"))
+    bc_epochs: int = field(default=20, metadata=_opt("behaviour-cloning epochs"))
+    out_dir: str = field(default="results/train", metadata=_opt("run directory", "--out"))
+    wandb_mode: str = field(default="disabled", metadata=_opt("wandb mode (--wandb means offline)"))
+    wandb_project: str = field(default="arena-gym", metadata=_opt("wandb project"))
+    progress: bool = field(default=True, metadata=_opt("no progress bar", "--no-progress"))
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                object.__setattr__(self, f.name, tuple(value))
+        self._check_types()
+        problems = self._problems()
+        if problems:
+            raise ValueError("TrainConfig: " + "; ".join(problems))
+
+    def _check_types(self) -> None:
+        hints = typing.get_type_hints(TrainConfig)
+        for f in dataclasses.fields(self):
+            value, hint = getattr(self, f.name), hints[f.name]
+            origin = typing.get_origin(hint)
+            if origin is tuple:
+                item = typing.get_args(hint)[0]
+                ok = isinstance(value, tuple) and all(_is(v, item) for v in value)
+            elif origin is not None:  # Mapping
+                ok = isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
+            else:
+                ok = _is(value, hint)
+            if not ok:
+                raise TypeError(f"TrainConfig.{f.name} must be {_describe(hint)}, got {value!r}")
+
+    def _problems(self) -> list[str]:
+        problems = []
+        for name, valid in (("algo", tuple(ALGO_FAMILIES)), ("vec", VEC_KINDS), ("wandb_mode", WANDB_MODES)):
+            if getattr(self, name) not in valid:
+                problems.append(f"unknown {name} {getattr(self, name)!r} (valid: {', '.join(sorted(valid))})")
+        for name in ("steps", "n_envs", "n_steps", "n_epochs", "bc_epochs"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_size < 2:
+            problems.append(f"batch_size must be >= 2, got {self.batch_size}")
+        if self.n_steps * self.n_envs < 2:
+            problems.append("n_steps x n_envs must be >= 2")
+        if not self.net_arch or min(self.net_arch) < 1:
+            problems.append(f"net_arch needs one or more layer sizes >= 1, got {self.net_arch}")
+        for name, lo, hi in (("learning_rate", 0, math.inf), ("gamma", 0, 1), ("gae_lambda", 0, 1),
+                             ("clip_range", 0, math.inf)):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and lo < value <= hi):
+                problems.append(f"{name} must be in ({lo}, {hi}], got {value}")
+        if not (math.isfinite(self.ent_coef) and self.ent_coef >= 0):
+            problems.append(f"ent_coef must be finite and >= 0, got {self.ent_coef}")
+        if min(self.eval_every, self.checkpoint_every, self.bc_warm_start_steps, self.eval_limit) < 0:
+            problems.append("eval_every, eval_limit, checkpoint_every and bc_warm_start_steps must be >= 0")
+        if not self.eval_seeds:
+            problems.append("eval_seeds must name at least one validation seed")
+        if not self.bc_expert:
+            problems.append("bc_expert must name at least one heuristic")
+        if "split" in self.env_overrides:
+            problems.append("env_overrides may not set split: training uses the train split, validation the "
+                            "validation split, and the test the test split")
+        if self.bc_warm_start_steps and self.algo in ALGO_FAMILIES and ALGO_FAMILIES[self.algo] != "actor_critic":
+            problems.append(f"behaviour cloning needs an actor-critic algorithm, not {self.algo}")
+        return problems
+
+    @property
+    def training_seeds(self) -> tuple[int, ...]:
+        """Reset seeds used for training (one per env) and for behaviour cloning (the last)."""
+        return tuple(range(self.seed, self.seed + self.n_envs + 1))
+
+    def env_overrides_for(self, split: str) -> dict[str, Any]:
+        """The env overrides with the split set."""
+        return {**dict(self.env_overrides), "split": split}
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as JSON-ready values."""
+        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else
+                         list(v) if isinstance(v, tuple) else v) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "TrainConfig":
+        """Rebuild a config written by :meth:`to_json` (unknown keys are an error)."""
+        valid = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - valid)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s) {', '.join(unknown)}")
+        return cls(**dict(data))
+
+
+def _is(value: Any, hint: Any) -> bool:
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return f"a tuple of {typing.get_args(hint)[0].__name__}"
+    if origin is not None:
+        return "a mapping of names to values"
+    return {bool: "a bool", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
+
+
+# ---------------------------------------------------------------------- command-line front ends
+def _parse_value(text: str) -> Any:
+    """A JSON value, a float spelling (``nan``, ``inf``), or the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in values:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def _list(item: type) -> Any:
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(item(s.strip()) for s in text.split(",") if s.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a comma-separated list of {item.__name__}: {text!r}") from None
+
+    parse.__name__ = f"list of {item.__name__}"
+    return parse
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one option per TrainConfig field (defaults and help from the field), plus ``--wandb``."""
+    hints = typing.get_type_hints(TrainConfig)
+    defaults = TrainConfig()
+    for f in dataclasses.fields(TrainConfig):
+        flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+        hint, default = hints[f.name], getattr(defaults, f.name)
+        origin = typing.get_origin(hint)
+        kwargs: dict[str, Any] = {"dest": f.name, "help": f.metadata["help"]}
+        if hint is bool:
+            parser.add_argument(flag, action="store_false" if default else "store_true", **kwargs)
+            continue
+        if origin is tuple:
+            item = typing.get_args(hint)[0]
+            kwargs.update(type=_list(item), default=default, metavar="A,B,...")
+            kwargs["help"] += f" (default: {','.join(map(str, default))})"
+        elif origin is not None:
+            kwargs.update(action="append", default=[], metavar="KEY=VALUE")
+        else:
+            kwargs.update(type=hint, default=default)
+            kwargs["help"] += f" (default: {default})"
+        parser.add_argument(flag, **kwargs)
+    parser.add_argument("--wandb", action="store_true", help="track the run with wandb, offline (same as --wandb-mode offline)")
+
+
+def wandb_mode(args: argparse.Namespace) -> str:
+    """The wandb mode the arguments ask for."""
+    return "offline" if args.wandb and args.wandb_mode == "disabled" else args.wandb_mode
+
+
+def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
+    """The TrainConfig of parsed arguments (``fixed`` fields win); TypeError/ValueError naming a bad value."""
+    values: dict[str, Any] = {}
+    hints = typing.get_type_hints(TrainConfig)
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(args, f.name)
+        if typing.get_origin(hints[f.name]) not in (None, tuple):
+            value = _pairs(value, f.metadata.get("flag") or f.name)
+        values[f.name] = value
+    values["wandb_mode"] = wandb_mode(args)
+    values.update(fixed)
+    return TrainConfig(**values)
