@@ -33,7 +33,7 @@ Memory per GPU: weights and gradients of the local shard (MoE experts sharded ov
 expert-parallel group: ``min(dp, experts)`` ranks of the stage's data axis, times ``tp``), the
 optimizer state of the model kind's training recipe (``zoo.OPTIMIZER_MOMENT_BYTES`` plus an fp32
 master copy for half precision: 12 bytes per parameter for GPT's AdamW, 4 for MoE's factored
-Adafactor, 4 for Wide-ResNet's SGD with momentum) sharded over dp, and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
+Adafactor, 8 for fp32 Wide-ResNet) sharded over dp, and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
 so a one-stage 1F1B plan is plain gradient accumulation):
 layer inputs when rematerialising (plus one layer's full activations), else every saved
 activation. A plan is feasible when every stage fits in ``memory_fraction`` of the GPU memory,

@@ -23,7 +23,7 @@ MOE_ROWS = [
 def test_optimizer_state_follows_each_kinds_training_recipe():
     assert get_model("gpt__1.3B").state_bytes_per_param == (2, 2, 12)  # AdamW moments + fp32 master
     assert get_model("moe__10B").state_bytes_per_param == (2, 2, 4)  # factored Adafactor + fp32 master
-    assert get_model("wide_resnet__1B").state_bytes_per_param == (4, 4, 4)  # fp32 SGD momentum
+    assert get_model("wide_resnet__1B").state_bytes_per_param == (4, 4, 8)  # fp32, two moments' worth
     assert get_model("gpt__tiny").state_bytes_per_param == (4, 4, 8)  # fp32 AdamW, no master copy
 
 
