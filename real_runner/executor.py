@@ -128,8 +128,8 @@ class Trainer:
         x, y = replica_slice(x, y, self.coords.dp_rank, self.executed.dp)
         x, y = x.to(self.device), y.to(self.device)
         micro = self.executed.plan.micro_batches
+        loss = torch.zeros((), device=self.device)  # this rank's mean loss; stays 0 on non-final pipeline stages
         if self.schedule is None:
-            loss = torch.zeros((), device=self.device)
             for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro))):
                 if isinstance(self.model, FSDPModule):
                     self.model.set_requires_gradient_sync(i == micro - 1)
@@ -149,6 +149,6 @@ class Trainer:
         if self.executed.world_size == 1:
             return float(loss)
         owner = self.last and self.coords.tp_rank == 0
-        total = (loss / self.executed.dp if owner else torch.zeros(())).to(self.device)
+        total = loss / self.executed.dp if owner else torch.zeros((), device=self.device)
         dist.all_reduce(total)
         return float(total)

@@ -35,7 +35,7 @@ class RunContext:
     ``main_at`` the wall time the worker's code began (before torch is imported), ``prepare_s`` the
     time the checks before torch took (spec, plan, checkpoint verification), ``import_s`` the time
     torch and the training modules took to import, ``rendezvous_s`` the time the process group took
-    to form.
+    to form, ``hold_s`` the time a pre-launched worker waited for its release.
     """
 
     rank: int
@@ -46,6 +46,7 @@ class RunContext:
     prepare_s: float = 0.0
     import_s: float = 0.0
     rendezvous_s: float = 0.0
+    hold_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,8 @@ def _loop(run: _Run, resume: CheckpointInfo | None, should_stop: Callable[[], bo
         step = checkpoint.load(run.trainer, resume)
         run.ckpt_step = step
     t_ready = time.time()
-    timings = {"prepare_s": ctx.prepare_s, "import_s": ctx.import_s, "rendezvous_s": ctx.rendezvous_s, "build_s": t_built - t0,
-               "load_s": t_ready - t_built}
+    timings = {"prepare_s": ctx.prepare_s, "import_s": ctx.import_s, "hold_s": ctx.hold_s,
+               "rendezvous_s": ctx.rendezvous_s, "build_s": t_built - t0, "load_s": t_ready - t_built}
     if ctx.launched_at is not None:
         timings["launch_to_main_s"] = ctx.main_at - ctx.launched_at
         timings["launch_to_ready_s"] = t_ready - ctx.launched_at

@@ -4,7 +4,11 @@
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` set, and sends each rank's
 stdout and stderr to ``LOG_DIR/rank{r}.log``. The returned :class:`LocalJob` polls, waits, stops
 gracefully (SIGTERM to every rank: the job checkpoints at the next step boundary and exits 0) and
-kills.
+kills. A reconfiguration with pre-launch::
+
+    new = launch_local(next_spec, n, env=os.environ, log_dir=logs, hold=True)  # imports torch meanwhile
+    old.stop()                                                                  # checkpoint, exit 0
+    new.release()                                                               # load, first step
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from real_runner.worker import ready_file
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,24 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalJob:
     """The processes of one job generation started by :func:`launch_local`."""
 
-    def __init__(self, procs: Sequence[subprocess.Popen], logs: Sequence[Path], port: int, launched_at: float) -> None:
+    def __init__(self, procs: Sequence[subprocess.Popen], logs: Sequence[Path], port: int, launched_at: float,
+                 release_file: Path | None = None) -> None:
         self.procs, self.logs, self.port, self.launched_at = list(procs), list(logs), port, launched_at
+        self.release_file = release_file
+        self.released_at: float | None = None
+
+    def held_ready(self) -> bool:
+        """True once every held rank has imported torch and waits for :meth:`release`."""
+        if self.release_file is None:
+            raise ValueError("this job was not launched with hold=True")
+        return all(ready_file(self.release_file, r).exists() for r in range(len(self.procs)))
+
+    def release(self) -> None:
+        """Let held ranks (``launch_local(..., hold=True)``) go on: read the checkpoint, form the group, train."""
+        if self.release_file is None:
+            raise ValueError("this job was not launched with hold=True")
+        self.release_file.touch()
+        self.released_at = time.time()
 
     @property
     def pids(self) -> list[int]:
@@ -84,11 +106,13 @@ class LocalJob:
 
 def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, str], log_dir: str | Path,
                  pin_cores: Sequence[int] | None = None, python: str = sys.executable,
-                 cwd: str | Path | None = None) -> LocalJob:
+                 cwd: str | Path | None = None, hold: bool = False) -> LocalJob:
     """Start ``world_size`` worker ranks of the job in ``spec_path``.
 
     ``env`` is the base environment of the ranks (e.g. the caller's ``os.environ``); rank variables
-    and ``OMP_NUM_THREADS=1`` are added. ``pin_cores[r]`` pins rank ``r`` to that core.
+    and ``OMP_NUM_THREADS=1`` are added. ``pin_cores[r]`` pins rank ``r`` to that core. With
+    ``hold=True`` the ranks import torch and then wait for :meth:`LocalJob.release` (pre-launch: start
+    the next generation while the previous one saves, release it once that one has exited).
     """
     if world_size < 1:
         raise ValueError(f"world size must be >= 1, got {world_size}")
@@ -96,6 +120,10 @@ def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, st
         raise ValueError(f"pin_cores names {len(pin_cores)} cores for {world_size} ranks")
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
+    release_file = log_dir / "release" if hold else None
+    if release_file is not None:
+        for stale in (release_file, *(ready_file(release_file, r) for r in range(world_size))):
+            stale.unlink(missing_ok=True)
     port = free_port()
     launched_at = time.time()
     procs, logs = [], []
@@ -106,9 +134,11 @@ def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, st
         cmd = [python, "-m", "real_runner.worker", "--spec", str(spec_path), "--launched-at", repr(launched_at)]
         if pin_cores is not None:
             cmd += ["--pin-core", str(pin_cores[rank])]
+        if release_file is not None:
+            cmd += ["--hold-until", str(release_file)]
         path = log_dir / f"rank{rank}.log"
         with open(path, "ab") as fh:
             procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd))
         logs.append(path)
     log.info("launched %d ranks of %s on port %d: pids %s", world_size, spec_path, port, [p.pid for p in procs])
-    return LocalJob(procs, logs, port, launched_at)
+    return LocalJob(procs, logs, port, launched_at, release_file)

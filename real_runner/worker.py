@@ -12,6 +12,11 @@ any other failure, with the cause on stderr.
 
 Everything that can be checked without torch (spec, plan, checkpoint manifests) is checked before
 torch is imported, so bad input fails within a second, and SIGTERM is handled from the start.
+
+Pre-launch (``--hold-until FILE``): a new generation can be started while the previous one still
+runs; it imports torch, then waits for FILE (the launcher creates it once the previous generation
+has exited) before it selects the checkpoint and joins the group, which takes the interpreter start
+and the torch import out of the reconfiguration time.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from real_runner.checkpoint_files import CheckpointError, CheckpointInfo, select_checkpoint
 from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
@@ -58,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
     p.add_argument("--launched-at", type=float, default=None,
                    help="wall time (epoch seconds) the launcher started this process, for start-up timings")
+    p.add_argument("--hold-until", default=None, metavar="FILE",
+                   help="pre-launch: import torch, then wait until FILE exists before reading the checkpoint and "
+                        "joining the process group (the previous generation may still be saving it)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
@@ -72,12 +81,32 @@ def _rank_env(env: Mapping[str, str]) -> tuple[int, int, int]:
     return rank, world, local
 
 
+def resolve(spec: WorkerSpec, world_size: int) -> ExecutedPlan:
+    """The plan checked against model, batch and world size; ValueError (one line) on bad input."""
+    return resolve_plan(model_spec(spec.model), spec.plan, spec.global_batch, world_size)
+
+
+def find_checkpoint(spec: WorkerSpec) -> CheckpointInfo | None:
+    """The verified checkpoint to resume from (None: a fresh start); CheckpointError (one line) on bad input."""
+    return select_checkpoint(spec.checkpoint_dir, spec.identity(), require=spec.require_checkpoint)
+
+
 def prepare(spec: WorkerSpec, world_size: int) -> tuple[ExecutedPlan, CheckpointInfo | None]:
-    """Everything checkable before torch: the plan against model, batch and world size, and the
-    checkpoint to resume from. ValueError / CheckpointError (one line) on bad input."""
-    executed = resolve_plan(model_spec(spec.model), spec.plan, spec.global_batch, world_size)
-    resume = select_checkpoint(spec.checkpoint_dir, spec.identity(), require=spec.require_checkpoint)
-    return executed, resume
+    """Everything checkable before torch: :func:`resolve` and :func:`find_checkpoint`."""
+    return resolve(spec, world_size), find_checkpoint(spec)
+
+
+def ready_file(hold: Path, rank: int) -> Path:
+    """The file a held rank creates once it waits for ``hold`` (torch imported)."""
+    return hold.with_name(f"{hold.name}.ready{rank}")
+
+
+def _wait_for_file(path: Path, stop: threading.Event, poll_s: float = 0.005) -> bool:
+    """Block until ``path`` exists (True) or a stop is requested (False)."""
+    while not path.exists():
+        if stop.wait(poll_s):
+            return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -92,7 +121,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         rank, world, local_rank = _rank_env(env)
         spec = WorkerSpec.load(args.spec)
-        executed, resume = prepare(spec, world)
+        executed = resolve(spec, world)
+        resume = find_checkpoint(spec) if args.hold_until is None else None  # held: read after the release
         if args.pin_core is not None:
             os.sched_setaffinity(0, {args.pin_core})
     except (ValueError, CheckpointError, OSError) as exc:
@@ -102,7 +132,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         log.warning("plan %s: %s", spec.plan.describe(), note)
     try:
         timing = _Timing(main_at, args.launched_at, time.time() - main_at)
-        return _train(spec, executed, resume, rank, world, local_rank, timing, stop)
+        hold = None if args.hold_until is None else Path(args.hold_until)
+        return _train(spec, executed, resume, hold, rank, world, local_rank, timing, stop)
     except CheckpointError as exc:  # the checkpoint passed its manifest but DCP's loader refused it
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -124,8 +155,8 @@ def _record_error(spec: WorkerSpec, message: str) -> None:
         log.error("could not write the error record to %s: %s", spec.progress_path, exc)
 
 
-def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | None, rank: int, world: int,
-           local_rank: int, timing: _Timing, stop: threading.Event) -> int:
+def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | None, hold: Path | None,
+           rank: int, world: int, local_rank: int, timing: _Timing, stop: threading.Event) -> int:
     t_import = time.time()
     import torch  # noqa: PLC0415 - imported after the checks and the SIGTERM handler
     import torch.distributed as dist  # noqa: PLC0415
@@ -142,13 +173,24 @@ def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | No
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)
+    import_s = time.time() - t_import
+    hold_s = 0.0
+    if hold is not None:
+        t_hold = time.time()
+        ready_file(hold, rank).touch()
+        if not _wait_for_file(hold, stop):
+            log.info("rank %d: stopped while held; exiting without training", rank)
+            return EXIT_OK
+        t_released = time.time()
+        hold_s = t_released - t_hold
+        resume = find_checkpoint(spec)
+        timing = replace(timing, prepare_s=timing.prepare_s + time.time() - t_released)
     t0 = time.time()
-    import_s = t0 - t_import
     if world > 1:
         dist.init_process_group(backend_for(device), init_method="env://", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=spec.group_timeout_s))
     ctx = RunContext(rank, world, device, timing.main_at, timing.launched_at, timing.prepare_s, import_s,
-                     time.time() - t0)
+                     time.time() - t0, hold_s)
     try:
         result = run_job(spec, executed, resume, ctx, stop.is_set)
     finally:

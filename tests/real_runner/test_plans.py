@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena_gym.types import PipeSchedule, Plan, StagePlan
+from arena_gym.types import GpuType, Grid, ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
+from estimator import default_perf_model
 from estimator.zoo import TransformerSpec
 from real_runner.plans import model_spec, plan_from_dict, plan_to_dict, resolve_plan
 
@@ -85,3 +86,23 @@ def test_only_dense_transformers_of_the_zoo():
     with pytest.raises(ValueError, match="not wide_resnet models"):
         model_spec("wide_resnet__500M")
     assert model_spec("gpt__mini").hidden == 256
+
+
+@pytest.mark.parametrize("name", ["gpt__tiny", "gpt__mini"])
+def test_the_planners_plans_for_the_presets_are_executable(name):
+    perf, spec, ran = default_perf_model(), model_spec(name), 0
+    for gpus in (1, 2, 4):
+        shape = ResourceShape(GpuType("a100"), 1, gpus)
+        assert perf.iter_time(ModelRef.parse(name), 16, shape) > 0  # the estimator costs the preset
+        for stages in (1, 2, 4):
+            if stages > gpus:
+                continue
+            p = perf.grid_plan(ModelRef.parse(name), 16, Grid(shape, stages))
+            if p is None:
+                continue
+            ex = resolve_plan(spec, p, 16, gpus)
+            assert ex.world_size == gpus and ex.plan.n_stages == stages
+            assert [(s.layer_start, s.layer_end) for s in ex.plan.stages] == \
+                [(s.layer_start, s.layer_end) for s in p.stages]
+            ran += 1
+    assert ran >= 5

@@ -121,47 +121,91 @@ def test_a_failure_exits_1_with_the_cause_and_an_error_record(tmp_path):
     assert rec.event == "error" and "device cuda" in rec.info["message"]
 
 
+def _wait_until(job, tail, seen, predicate, what, timeout=240.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        seen += tail.poll()
+        if any(predicate(r) for r in seen):
+            return
+        assert all(c is None for c in job.poll()), job.log_tail(0)
+        assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
+        time.sleep(0.05)
+
+
 @pytest.mark.distributed
-@pytest.mark.timeout(300)
-def test_sigterm_checkpoints_and_the_job_resumes_under_another_plan(tmp_path):
+@pytest.mark.timeout(400)
+def test_sigterm_checkpoints_and_the_job_resumes_under_other_plans(tmp_path):
+    """DP2 -> (pre-launched) PP2 1F1B -> single: two SIGTERM stops, a resume after each, the whole
+    trajectory equal to the uninterrupted run, no completed step lost."""
     pytest.importorskip("torch")
     from tests.real_runner.distributed_cases import reference_losses
 
-    first = make_spec(tmp_path, DP2, target_step=500, checkpoint_every_steps=4)
-    (tmp_path / "a.json").write_text(first.to_json())
+    specs = {"a": make_spec(tmp_path, DP2, target_step=500, checkpoint_every_steps=4),
+             "b": make_spec(tmp_path, PP2_1F1B, target_step=500, require_checkpoint=True)}
+    for name, spec in specs.items():
+        (tmp_path / f"{name}.json").write_text(spec.to_json())
     cores = sorted(os.sched_getaffinity(0))
-    job = launch_local(tmp_path / "a.json", 2, env=os.environ, log_dir=tmp_path / "logs-a", cwd=REPO,
-                       pin_cores=cores[:2] if len(cores) >= 2 else None)
-    tail, deadline = ProgressTail(first.progress_path), time.monotonic() + 120
+    tail, seen = ProgressTail(specs["a"].progress_path), []
+    job_a = launch_local(tmp_path / "a.json", 2, env=os.environ, log_dir=tmp_path / "logs-a", cwd=REPO,
+                         pin_cores=cores[:2] if len(cores) >= 2 else None)
+    job_b = None
     try:
-        while not any(r.event == "step" and r.step >= 6 for r in tail.poll()):
-            assert all(c is None for c in job.poll()), job.log_tail(0)
-            assert time.monotonic() < deadline, "no progress within 120 s"
+        _wait_until(job_a, tail, seen, lambda r: r.event == "step" and r.step >= 6, "6 steps of DP2")
+        # the next generation imports torch while DP2 trains, and waits for its release
+        job_b = launch_local(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO,
+                             hold=True)
+        deadline = time.monotonic() + 240
+        while not job_b.held_ready():
+            assert all(c is None for c in job_b.poll()), job_b.log_tail(0)
+            assert time.monotonic() < deadline, "pre-launched ranks not ready within 240 s"
             time.sleep(0.05)
-        assert job.stop(grace_s=60) == [0, 0], job.log_tail(0)
+        assert job_a.stop(grace_s=60) == [0, 0], job_a.log_tail(0)
+        seen += tail.poll()
+        k = max(r.step for r in seen if r.event == "step")
+        assert (seen[-1].event, seen[-1].step, seen[-1].ckpt_step) == ("stopped", k, k)  # no step lost
+        assert any(r.event == "checkpoint" and r.ckpt_step == k for r in seen)
+        job_b.release()  # reads the checkpoint of step k only now
+        _wait_until(job_b, tail, seen, lambda r: r.event == "step" and r.step >= k + 4, "4 steps of PP2")
+        assert job_b.stop(grace_s=60) == [0, 0], job_b.log_tail(0)
     finally:
-        job.kill()
-    records = read_progress(first.progress_path)
-    stopped = records[-1]
-    last_step = max(r.step for r in records if r.event == "step")
-    assert stopped.event == "stopped" and stopped.step == last_step == stopped.ckpt_step  # no completed step lost
-    assert 6 <= last_step < 500
-    assert any(r.event == "checkpoint" and r.ckpt_step == last_step for r in records)
+        job_a.kill()
+        if job_b is not None:
+            job_b.kill()
+    seen += tail.poll()
+    starts = [r for r in seen if r.event == "start"]
+    assert [r.info["resumed_from"] for r in starts] == [None, k]
+    assert starts[1].step == k and starts[1].info["plan"]["plan"]["schedule"] == "1f1b"
+    assert starts[1].info["timings"]["hold_s"] > 0
+    m = seen[-1].step
+    assert seen[-1].event == "stopped" and seen[-1].ckpt_step == m >= k + 4
 
-    second = make_spec(tmp_path, PP2_1F1B, target_step=last_step + 5, require_checkpoint=True)
-    (tmp_path / "b.json").write_text(second.to_json())
-    job = launch_local(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO)
+    final = make_spec(tmp_path, Plan((StagePlan(0, 6, 1, 1),), 2), target_step=m + 3, require_checkpoint=True)
+    (tmp_path / "c.json").write_text(final.to_json())
+    proc = subprocess.run([sys.executable, "-m", "real_runner.worker", "--spec", str(tmp_path / "c.json")],
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    seen += tail.poll()
+    assert seen[-1].event == "done" and seen[-1].step == seen[-1].ckpt_step == m + 3
+    start = [r for r in seen if r.event == "start"][-1]
+    assert start.step == m and set(start.info["timings"]) >= {"import_s", "rendezvous_s", "build_s", "load_s"}
+    losses = {r.step: r.loss for r in seen if r.event == "step"}
+    assert sorted(losses) == list(range(1, m + 4))
+    reference = reference_losses(m + 3)
+    assert max(abs(losses[s] - reference[s - 1]) for s in losses) <= 1e-5
+
+
+@pytest.mark.timeout(120)
+def test_a_held_job_stopped_before_its_release_exits_0_and_writes_nothing(tmp_path):
+    pytest.importorskip("torch")
+    spec = make_spec(tmp_path, Plan((StagePlan(0, 6, 1, 1),), 1))
+    (tmp_path / "s.json").write_text(spec.to_json())
+    job = launch_local(tmp_path / "s.json", 1, env=os.environ, log_dir=tmp_path / "logs", cwd=REPO, hold=True)
     try:
-        assert job.wait(timeout=180) == [0, 0], job.log_tail(0)
+        deadline = time.monotonic() + 100
+        while not job.held_ready():
+            assert job.poll() == [None] and time.monotonic() < deadline, job.log_tail(0)
+            time.sleep(0.05)
+        assert job.stop(grace_s=30) == [0]
     finally:
         job.kill()
-    resumed = read_progress(second.progress_path)[len(records):]
-    start, done = resumed[0], resumed[-1]
-    assert start.event == "start" and start.step == last_step and start.info["resumed_from"] == last_step
-    assert start.info["plan"]["plan"]["schedule"] == "1f1b" and start.info["world_size"] == 2
-    assert set(start.info["timings"]) >= {"import_s", "rendezvous_s", "build_s", "load_s", "launch_to_ready_s"}
-    assert (done.event, done.step, done.ckpt_step) == ("done", last_step + 5, last_step + 5)
-    losses = {r.step: r.loss for r in records + resumed if r.event == "step"}
-    assert sorted(losses) == list(range(1, last_step + 6))
-    reference = reference_losses(last_step + 5)
-    assert max(abs(losses[s] - reference[s - 1]) for s in losses) <= 1e-5
+    assert not Path(spec.progress_path).exists() and not Path(spec.checkpoint_dir).exists()
