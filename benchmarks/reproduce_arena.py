@@ -52,7 +52,8 @@ def main() -> None:
         results, board = compare(CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
                                  REPO / "results" / "reproduction" / f"{name}{'-event' if args.event_driven else ''}",
                                  progress=False)
-        board.to_csv(OUT / f"{name}{'-event' if args.event_driven else ''}.csv", index=False)
+        portable = board.assign(trace=board["trace"].str.replace(str(DATA), "../shared/data", regex=False))
+        portable.to_csv(OUT / f"{name}{'-event' if args.event_driven else ''}.csv", index=False)
         row = {r.policy: r for r in board.itertuples()}
         a = row["arena"]
         print(f"\n== {name}: {cluster}, horizon {horizon:g} s, {'event-driven' if args.event_driven else '300 s rounds'}, "
