@@ -111,8 +111,9 @@ def _run_all(tasks: list[tuple[RunConfig, tuple[JobSpec, ...]]], workers: int, p
     return results
 
 
-def compare(config: CompareConfig, out_dir: Path, progress: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
-    """Run every config, write per-run directories, plots per trace and the leaderboard.
+def compare(config: CompareConfig, out_dir: Path, progress: bool = True,
+            plots: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+    """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
 
     ``out_dir`` is written complete or not at all (built under a temporary name, then renamed).
     """
@@ -130,12 +131,12 @@ def compare(config: CompareConfig, out_dir: Path, progress: bool = True) -> tupl
         for r in results:
             write_run(staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}", r,
                       plots=False)
-        for trace in config.traces:
+        for trace in config.traces if plots else ():
             for seed in config.seeds:
                 group = [r.record for r in results if r.config.trace == trace and r.config.seed == seed]
-                plots = staging / trace_dirs[trace] / ("" if len(config.seeds) == 1 else f"seed{seed}")
-                plots.mkdir(parents=True, exist_ok=True)
-                plot_all(group, plots)
+                plot_dir = staging / trace_dirs[trace] / ("" if len(config.seeds) == 1 else f"seed{seed}")
+                plot_dir.mkdir(parents=True, exist_ok=True)
+                plot_all(group, plot_dir)
         board = leaderboard(results, config.pad_reference)
         write_csv(staging / "leaderboard.csv", board)
         (staging / "leaderboard.md").write_text(to_markdown(board))

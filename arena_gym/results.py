@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import subprocess
@@ -27,8 +28,11 @@ LEADERBOARD_COLUMNS = (
 )
 
 
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """Package version plus the git commit (``+dirty`` when the tree has changes), if available."""
+    """Package version plus the git commit (``+dirty`` when the tree has changes), if available.
+
+    Asked once per process (a comparison writes one results directory per run)."""
     try:
         version = metadata.version("arena-gym")
     except metadata.PackageNotFoundError:

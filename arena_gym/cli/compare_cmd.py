@@ -59,6 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel processes")
     parser.add_argument("--pad-jct", metavar="POLICY", default="max",
                         help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--wandb", action="store_true", help="log the leaderboard and plots to wandb")
     parser.add_argument("--out", type=out_dir, default=Path("results/compare"),
                         help="results directory (written complete or not at all)")
@@ -72,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
     traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
     base = run_config(args, args.policies[0], args.seeds[0])
     config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict)
-    results, board = compare(config, args.out)
+    results, board = compare(config, args.out, plots=not args.no_plots)
     print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
     print(f"results: {args.out}")
     if args.wandb:
