@@ -104,3 +104,30 @@ def test_load_scaling_that_creates_a_tie_keeps_the_id_order():
 @pytest.mark.parametrize("text", ["٣", "１２", "1٣"])
 def test_digits_of_other_scripts_are_not_numbers(text):
     assert integer_value(text) is None and parse_number(text) != parse_number(text)
+
+
+def test_line_numbers_count_quoted_newlines_and_blank_lines(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON + '"a\nb",0,gpt__1.3B,128,10,a40,2,\n\nc,1,gpt__1.3B,128,0,a40,2,\n')
+    with pytest.raises(ValueError, match=re.escape(f"{path}:5: column 'iterations': 0 is below 1")):
+        load_trace(path)
+
+
+def test_duplicate_header_columns_are_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(CANON.strip() + ",iterations\na,0,gpt__1.3B,128,10,a40,2,,5\n")
+    with pytest.raises(ValueError, match=r"column\(s\) iterations appear twice in the header"):
+        load_trace(path)
+
+
+def test_short_rows_are_padded_long_rows_refused_bom_ignored(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("\ufeff" + CANON + "a,0,gpt__1.3B,128,10\n", encoding="utf-8")
+    job = load_trace(path).jobs[0]
+    assert job.requested_gpu_type is None and job.deadline is None
+    path.write_text(CANON + "a,0,gpt__1.3B,128,10,a40,2,,x\n")
+    with pytest.raises(ValueError, match=r":2: expected 8 fields, saw 9$"):
+        load_trace(path)
+    path.write_bytes(CANON.encode() + b"a,0,gpt__1.3B,128,10,a40,2,\x00\n")
+    with pytest.raises(ValueError, match=r":2: column 'deadline_s': '\\x00' is not a finite time$"):
+        load_trace(path)
