@@ -9,6 +9,7 @@ import numpy as np
 from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, Decision, Snapshot
 
+from envs.advisor import Advisor
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
 from envs.codec import ActionCodec
@@ -31,7 +32,9 @@ class ObservationPolicy:
     valid, "done" is masked in what ``predict`` sees (an idle cluster with a startable job only
     lengthens every JCT). The env masks "done" likewise once nothing is left to arrive; a
     deployed policy cannot know future arrivals, so it applies the rule always. A ``predict``
-    that ignores the mask and answers "done" anyway is still obeyed.
+    that ignores the mask and answers "done" anyway is still obeyed. With ``config.advisor``
+    the advising heuristic decides at each decision point, as in the env, and its advice is
+    part of every observation.
     """
 
     def __init__(self, name: str, predict: Predict, config: EnvConfig, ap_search: str = "pruned") -> None:
@@ -39,23 +42,31 @@ class ObservationPolicy:
         self.predict = predict
         self.config = config
         self.ap_search = ap_search
-        self.clairvoyant = config.oracle_remaining  # sees true remaining work only in the ablation
+        self.advisor = Advisor(config.advisor, config.seed) if config.advisor is not None else None
+        # sees true remaining work only in the ablation (or through a clairvoyant advisor)
+        self.clairvoyant = config.oracle_remaining or (self.advisor is not None and self.advisor.clairvoyant)
         self._cluster: ClusterSpec | None = None
         self._parts: tuple[ActionCodec, CapacityIndex, ObservationEncoder] | None = None
         self._table: GridTable | None = None
 
     def reset(self) -> None:
-        """Nothing per episode: the cached grid tables stay valid for the same models."""
+        """Reset the advisor, if any (the cached grid tables stay valid for the same models)."""
+        if self.advisor is not None:
+            self.advisor.reset()
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """Query ``predict`` sub-action by sub-action and return the resulting Decision."""
         codec, capacity, encoder = self._for_cluster(snapshot.cluster)
-        builder = DecisionBuilder(snapshot, codec, self.config, self._for_perf(codec, snapshot.perf), capacity)
+        table = self._for_perf(codec, snapshot.perf)
+        builder = DecisionBuilder(snapshot, codec, self.config, table, capacity)
+        advice: tuple[int, ...] = ()
+        if self.advisor is not None and builder.has_choice():
+            advice = self.advisor.advise(snapshot, codec, self.config, table, capacity)
         while builder.has_choice() and builder.substeps < self.config.max_substeps:
             mask = builder.mask()
             if builder.running_after() == 0:
                 mask[-1] = False  # idle guard (has_choice() holds, so another action is valid)
-            action = int(self.predict(encoder.encode(snapshot, builder), mask))
+            action = int(self.predict(encoder.encode(snapshot, builder, advice), mask))
             if action == codec.done_action:
                 break
             builder.apply(action)  # an invalid action changes nothing but counts as a sub-step

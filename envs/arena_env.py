@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec, JobSpec, Snapshot
 
+from envs.advisor import Advisor
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
 from envs.clusters import check_same_grid, resolve_cluster
@@ -138,16 +140,20 @@ class ArenaSchedEnv(gym.Env):
     (0 = infeasible); ``mask (S, C + 1)`` the builder's mask without "done" (the two stall
     rules apply to ``action_masks()`` only); ``cluster (T, 4)`` per GPU type free share, whole
     free nodes, fragmentation and queued demand, after the sub-actions so far; ``clock``
-    time, horizon progress, sub-step, queue length, running count, and the attained service
-    and age quartiles of the jobs in the system.
+    time, horizon progress, sub-step, queue length and running count; with ``advisor`` set,
+    ``advice (S, C + 1)`` marks the advising heuristic's still-valid sub-actions.
 
     ## Rewards
 
     ``reward`` names an option of :func:`envs.rewards.reward_registry`, accrued over simulated
-    time on the step that advances it, times ``reward_scale`` (default 1/3600: job-hours):
-    ``jct`` (default) ``-(jobs in system) x elapsed``, summing to minus the total JCT;
-    ``slowdown`` the same weighted by 1 / each job's ideal run time (minus the total slowdown);
-    ``throughput`` samples trained. Invalid actions add ``-invalid_action_penalty``.
+    time on the step that advances it: ``jct`` (default) ``-(jobs in system) x elapsed``,
+    summing to minus the total JCT; ``slowdown`` the same weighted by 1 / each job's ideal run
+    time (minus the total slowdown); ``throughput`` samples trained. Each episode's reward is
+    divided by a normaliser (``reward_norm``: ``jobs`` (default) = job count x 1 h, so the
+    ``jct`` return is minus the average JCT in hours; ``ideal`` = the jobs' total ideal run
+    time; ``none`` = 1 s) and multiplied by ``reward_scale`` (default 1). A constant per
+    episode, so the return still orders an episode's schedules exactly as its total JCT does.
+    Invalid actions add ``-invalid_action_penalty``.
 
     ## Episode End
 
@@ -192,6 +198,8 @@ class ArenaSchedEnv(gym.Env):
         check_same_grid(clusters, {name: p.codec.cells for name, p in self._parts.items()})
         self._use(self._parts[clusters[0].name])
         self.workload = WorkloadSampler(cfg, self.cluster, self.truth)
+        self.advisor = Advisor(cfg.advisor, cfg.seed) if cfg.advisor is not None else None
+        self.advice: tuple[int, ...] = ()
         self.reward_fn: RateReward = reward_registry().make(cfg.reward)
         self.action_space = spaces.Discrete(self.codec.n_actions)
         self.observation_space = self.encoder.space
@@ -207,6 +215,7 @@ class ArenaSchedEnv(gym.Env):
         self._ended = (False, False)
         self._mask: np.ndarray | None = None
         self._started = False
+        self._reward_factor = self.config.reward_scale
 
     @property
     def cluster_names(self) -> tuple[str, ...]:
@@ -235,10 +244,14 @@ class ArenaSchedEnv(gym.Env):
         self._ended = (False, False)
         self.last_record = None
         self.decision_index = 0
+        self.advice = ()
+        if self.advisor is not None:
+            self.advisor.reset()
         snapshot = self.backend.reset(jobs)
         if snapshot is None:
             raise ValueError(f"reset: no decision point before the horizon ({self.config.horizon_s:g} s)")
         self.reward_fn.reset(jobs, self.backend.now(), lambda s: self.truth_table.best_time(s.model, s.global_batch))
+        self._reward_factor = self.config.reward_scale / self._normaliser(jobs)
         self._carry = self._accrue()
         self._carry += self._enter(snapshot)
         return self._observe(), self._info(False)
@@ -336,6 +349,8 @@ class ArenaSchedEnv(gym.Env):
             self.builder = DecisionBuilder(snapshot, self.codec, self.config, self.table, self.capacity)
             self._mask = None
             if self._has_choice():
+                if self.advisor is not None:
+                    self.advice = self.advisor.advise(snapshot, self.codec, self.config, self.table, self.capacity)
                 return reward
             self.decision_index += 1  # an empty decision, as a policy would return
             snapshot = self.backend.advance()
@@ -362,7 +377,18 @@ class ArenaSchedEnv(gym.Env):
         events = self.backend.events
         new = events[self._events_seen :]
         self._events_seen = len(events)
-        return self.config.reward_scale * self.reward_fn.accrue(new, self.backend.now())
+        return self._reward_factor * self.reward_fn.accrue(new, self.backend.now())
+
+    def _normaliser(self, jobs: tuple[JobSpec, ...]) -> float:
+        """The episode's reward normaliser (``EnvConfig.reward_norm``), in seconds."""
+        norm = self.config.reward_norm
+        if norm == "jobs":
+            return len(jobs) * 3600.0
+        if norm == "ideal":
+            ideal = [j.iterations * self.truth_table.best_time(j.model, j.global_batch) for j in jobs]
+            total = sum(t for t in ideal if math.isfinite(t))
+            return total if total > 0 else 1.0
+        return 1.0
 
     def _finish(self) -> None:
         record = self.backend.record("env", self.decision_index, 0.0)
@@ -399,7 +425,7 @@ class ArenaSchedEnv(gym.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         if self.builder is None or self.snapshot is None:
             return self.encoder.blank()
-        return self.encoder.encode(self.snapshot, self.builder)
+        return self.encoder.encode(self.snapshot, self.builder, self.advice)
 
     def _info(self, invalid: bool) -> dict[str, Any]:
         return {

@@ -19,6 +19,9 @@ SPLITS: tuple[str, ...] = ("all", "train", "validation", "test")
 LOAD_BASES: tuple[str, ...] = ("factor", "offered")
 #: Order of the K pending slots: first come first served, or least attained service first.
 PENDING_ORDERS: tuple[str, ...] = ("fifo", "las")
+#: Per-episode reward normalisers: none (seconds), jobs (job count x 1 h: the return is minus the
+#: average JCT in hours), ideal (the jobs' total ideal run time: minus total JCT / total ideal time).
+REWARD_NORMS: tuple[str, ...] = ("none", "jobs", "ideal")
 
 
 def _is_int(value: Any) -> bool:
@@ -58,8 +61,10 @@ _TYPES: dict[str, tuple[Any, str]] = {
     "pending_order": (_is_spec, "a string"),
     "fold_stages": (lambda v: isinstance(v, bool), "a bool"),
     "oracle_remaining": (lambda v: isinstance(v, bool), "a bool"),
+    "advisor": (lambda v: v is None or (isinstance(v, str) and bool(v.strip())), "None or a policy name"),
     "reward": (_is_spec, "a string"),
     "reward_scale": (_is_real, "a number"),
+    "reward_norm": (_is_spec, "a string"),
     "invalid_action_penalty": (_is_real, "a number"),
     "max_substeps": (_is_int, "an integer"),
     "round_s": (lambda v: v is None or _is_real(v), "None or a number"),
@@ -100,8 +105,11 @@ class EnvConfig:
     attained service first (``las``). ``fold_stages`` makes a grid cell GPU type x count
     (stages from the proxy plan) instead of type x count x stages. ``oracle_remaining`` adds
     each job's true progress and remaining work to the observation: a clairvoyant ablation,
-    off by default. ``reward`` names an entry of :data:`envs.rewards.REWARDS`, scaled by
-    ``reward_scale``. ``max_substeps`` sub-actions (valid or not) force "done".
+    off by default. ``advisor`` names a registered heuristic whose decision at each decision
+    point is offered in the observation (``advice``; see :mod:`envs.advisor`). ``reward`` names an entry of :func:`envs.rewards.reward_registry`; each
+    episode's reward is divided by ``reward_norm``'s normaliser (:data:`REWARD_NORMS`; by
+    default the job count x 1 h, so the ``jct`` return is minus the average JCT in hours) and
+    multiplied by ``reward_scale``. ``max_substeps`` sub-actions (valid or not) force "done".
     """
 
     cluster: str | ClusterSpec = "tiny"
@@ -121,8 +129,10 @@ class EnvConfig:
     pending_order: str = "fifo"
     fold_stages: bool = True
     oracle_remaining: bool = False
+    advisor: str | None = None
     reward: str = "jct"
-    reward_scale: float = 1.0 / 3600.0
+    reward_scale: float = 1.0
+    reward_norm: str = "jobs"
     invalid_action_penalty: float = 0.1
     max_substeps: int = 32
     round_s: float | None = None
@@ -144,7 +154,8 @@ class EnvConfig:
 
     def _problems(self) -> list[str]:
         problems = []
-        choices = {"split": SPLITS, "load_basis": LOAD_BASES, "pending_order": PENDING_ORDERS, "ap_search": AP_SEARCH_CLASSES}
+        choices = {"split": SPLITS, "load_basis": LOAD_BASES, "pending_order": PENDING_ORDERS,
+                   "reward_norm": REWARD_NORMS, "ap_search": AP_SEARCH_CLASSES}
         for name, valid in choices.items():
             if getattr(self, name) not in valid:
                 problems.append(f"{name} must be one of {', '.join(valid)}, got {getattr(self, name)!r}")

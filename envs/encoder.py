@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from arena_gym.types import ClusterSpec, JobSpec, JobStatus, JobView, Snapshot
 
+from envs.advisor import advice_matrix
 from envs.builder import DecisionBuilder
 from envs.codec import ActionCodec
 from envs.config import EnvConfig
@@ -108,7 +109,8 @@ class ObservationEncoder:
     ``mask`` ``(S, C + 1)`` the builder's action mask without "done" (last column = preempt); ``cluster``
     ``(T, 4)`` per GPU type after the sub-actions so far (:data:`CLUSTER_FEATURES`;
     fragmentation = share of free GPUs on partly used nodes; pending demand = requested GPUs of
-    all queued jobs, squashed by the type's size); ``clock`` ``(5,)`` (:data:`CLOCK_FEATURES`).
+    all queued jobs, squashed by the type's size); ``clock`` ``(5,)`` (:data:`CLOCK_FEATURES`);
+    with ``config.advisor`` also ``advice`` ``(S, C + 1)``: 1 on the advisor's still-valid sub-actions.
     """
 
     def __init__(self, cluster: ClusterSpec, codec: ActionCodec, config: EnvConfig) -> None:
@@ -129,6 +131,8 @@ class ObservationEncoder:
             "cluster": (n_types, len(CLUSTER_FEATURES)),
             "clock": (len(CLOCK_FEATURES),),
         }
+        if config.advisor is not None:
+            shapes["advice"] = (codec.n_slots, codec.width)
         self.space = spaces.Dict({k: spaces.Box(0.0, 1.0, shape=s, dtype=np.float32) for k, s in shapes.items()})
         self._capacity = np.array([g.gpus_per_node for g in cluster.groups], dtype=np.float64)
         self._nodes = np.array([g.nodes for g in cluster.groups], dtype=np.float64)
@@ -139,8 +143,8 @@ class ObservationEncoder:
         self._static: tuple[np.ndarray, ...] | None = None
         self._spec_rows: dict[tuple, list[float]] = {}
 
-    def encode(self, snapshot: Snapshot, builder: DecisionBuilder) -> dict[str, np.ndarray]:
-        """The observation of ``builder``'s current scratch state at ``snapshot``."""
+    def encode(self, snapshot: Snapshot, builder: DecisionBuilder, advice: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+        """The observation of ``builder``'s current scratch state at ``snapshot`` (``advice``: the advisor's sub-actions)."""
         if self._static_for is not builder:
             self._static = self._static_parts(snapshot, builder)
             self._static_for = builder
@@ -158,7 +162,10 @@ class ObservationEncoder:
         cluster[:, 3] = demand
         clock = clock_static.copy()
         clock[_SUBSTEPS] = min(1.0, builder.substeps / self.config.max_substeps)
-        return {"jobs": jobs, "grid": grid.copy(), "mask": mask, "cluster": cluster, "clock": clock}
+        obs = {"jobs": jobs, "grid": grid.copy(), "mask": mask, "cluster": cluster, "clock": clock}
+        if self.config.advisor is not None:
+            obs["advice"] = advice_matrix(advice, builder)
+        return obs
 
     def blank(self) -> dict[str, np.ndarray]:
         """An all-zero observation (used after the episode has ended)."""

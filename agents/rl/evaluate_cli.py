@@ -52,8 +52,9 @@ def handle(args: argparse.Namespace) -> int:
 
     mode = args.wandb_mode or ("offline" if args.wandb else "disabled")
     set_wandb_env(mode)
-    if not getattr(args, "verbose", False):
-        logging.getLogger("envs.workload").setLevel(logging.WARNING)
+    if not getattr(args, "verbose", False):  # loading each trace file is logged once; keep that out of the output
+        for quiet in ("traces", "envs.workload"):
+            logging.getLogger(quiet).setLevel(logging.WARNING)
     from agents.rl.protocol import EvalConfig, evaluate
 
     config = EvalConfig(policies=args.policies, suite=args.suite, out_dir=str(args.out), data_dir=args.data_dir,

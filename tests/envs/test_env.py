@@ -101,7 +101,7 @@ def test_observations_lie_in_the_space(perf):
 
 def test_jct_reward_sums_to_minus_total_jct(perf):
     scale = 1 / 1000
-    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward_scale=scale)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward_scale=scale, reward_norm="none")
     _, rewards, info = rollout(env, seed=3)
     assert "episode_record" not in info
     record = env.unwrapped.last_record
@@ -110,8 +110,22 @@ def test_jct_reward_sums_to_minus_total_jct(perf):
     assert math.isclose(sum(rewards), -scale * sum(jcts), rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("norm", ["jobs", "ideal"])
+def test_normalised_jct_return_is_the_average_jct_or_the_jct_over_ideal_time(perf, norm):
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward_norm=norm, reward_scale=2.0)
+    _, rewards, _ = rollout(env, seed=3)
+    base = env.unwrapped
+    jcts = [o.jct for o in job_outcomes(base.last_record)]
+    if norm == "jobs":
+        expected = -2.0 * float(np.mean(jcts)) / 3600.0  # minus the average JCT in hours (x scale)
+    else:
+        ideal = sum(s.iterations * base.truth_table.best_time(s.model, s.global_batch) for s in base.jobs)
+        expected = -2.0 * sum(jcts) / ideal
+    assert math.isclose(sum(rewards), expected, rel_tol=1e-9)
+
+
 def test_slowdown_reward_sums_to_minus_total_slowdown(perf):
-    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="slowdown", reward_scale=1.0)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="slowdown", reward_scale=1.0, reward_norm="none")
     _, rewards, _ = rollout(env, seed=4)
     base = env.unwrapped
     specs = {s.job_id: s for s in base.jobs}
@@ -122,7 +136,7 @@ def test_slowdown_reward_sums_to_minus_total_slowdown(perf):
 
 
 def test_throughput_reward_sums_to_samples_trained(perf):
-    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6, reward_norm="none")
     _, rewards, info = rollout(env, seed=5)
     assert info["metrics"]["jobs_finished"] == len(env.unwrapped.jobs)
     samples = sum(s.iterations * s.global_batch for s in env.unwrapped.jobs)
@@ -130,7 +144,7 @@ def test_throughput_reward_sums_to_samples_trained(perf):
 
 
 def test_horizon_truncates_and_charges_time_up_to_it(perf):
-    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, horizon_s=4000.0, reward_scale=1.0)
+    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, horizon_s=4000.0, reward_scale=1.0, reward_norm="none")
     _, rewards, info = rollout(env, seed=3)
     record = env.unwrapped.last_record
     assert record.end_time == 4000.0 and info["metrics"]["end_time_s"] == 4000.0
