@@ -12,7 +12,7 @@ import string
 import tempfile
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from arena_gym.types import GpuType, JobId, JobSpec, ModelRef
@@ -132,7 +132,7 @@ def expected_jobs(values: list[dict[str, object]], divisor: int = 1) -> tuple[tu
     return tuple(sorted(jobs, key=lambda j: (j.submit_time, j.job_id))), offset
 
 
-@fuzz(400)
+@fuzz(650)
 @given(data=TRACES["canonical"], columns=st.permutations(CANONICAL_COLUMNS))
 def test_canonical_files_load_exactly_and_round_trip(data, columns):
     rows, values = data
@@ -145,7 +145,7 @@ def test_canonical_files_load_exactly_and_round_trip(data, columns):
         assert again.jobs == trace.jobs and again.time_offset_s == 0.0
 
 
-@fuzz(300)
+@fuzz(650)
 @given(data=TRACES["arena"], divisor=st.integers(1, 10))
 def test_arena_files_load_exactly(data, divisor):
     rows, values = data
@@ -155,7 +155,7 @@ def test_arena_files_load_exactly(data, divisor):
         assert trace.jobs == jobs and trace.time_offset_s == offset
 
 
-@fuzz(200)
+@fuzz(650)
 @given(data=TRACES["itp"], seed=st.integers(0, 2**32 - 1), step=st.sampled_from([0.5, 2.0, 7.25]))
 def test_itp_files_keep_ids_times_and_durations(data, seed, step):
     rows, values = data
@@ -217,10 +217,11 @@ def one_bad_cell(draw):
     return fmt, rows, row, column, bad, reported
 
 
-@fuzz(700)
+@fuzz(1200)
 @given(case=one_bad_cell())
 def test_one_bad_cell_is_reported_with_file_line_and_column(case):
     fmt, rows, row, column, bad, reported = case
+    event(f"{fmt} file")
     rows = [dict(r) for r in rows]
     rows[row][column] = bad
     path = write(_scratch() / "bad.csv", fmt, rows)
