@@ -1,7 +1,8 @@
 """Hardware catalogue: GPU datasheet figures, intra-node links and inter-node network presets.
 
-Every figure is a vendor datasheet number (dense, i.e. without structured sparsity); the
-``source`` field of each entry names the document. Bandwidths are GB/s (1e9 bytes/s) per
+Every GPU figure is a vendor datasheet number (dense, i.e. without structured sparsity); the
+``source`` field of each entry names the document. The ``cpu`` entry (one CPU core standing in for
+a device, for live testbeds on CPU machines) is nominal: a measured profile replaces it. Bandwidths are GB/s (1e9 bytes/s) per
 direction, rates TFLOPS (1e12 FLOP/s).
 
 Trace names resolve through :data:`ALIASES`: ``a100`` is the 40 GB part and ``v100`` the
@@ -69,6 +70,10 @@ class GpuSpec:
         return peak * DUAL_ISSUE_FP32_FACTOR if fp32_path and self.dual_issue_fp32 else peak
 
 
+#: Source of the nominal ``cpu`` figures: not a datasheet, a starting point until a profile exists.
+_CPU_NOMINAL = ("nominal: one x86-64 core as a device (AVX2/AVX-512 FMA, ~100 GFLOP/s fp32 peak, ~10 GB/s), "
+                "gloo over loopback; replace with a measured profile (arena-gym estimate profile)")
+
 #: Intra-node links. NVLink figures are the datasheets' total bidirectional bandwidth halved.
 LINKS: dict[str, LinkSpec] = {
     "pcie3": LinkSpec("pcie3", 15.75, 10.0, "PCI-SIG PCIe 3.0 x16: 15.75 GB/s per direction"),
@@ -81,6 +86,7 @@ LINKS: dict[str, LinkSpec] = {
     "nvlink-h800": LinkSpec("nvlink-h800", 200.0, 5.0, "NVIDIA H800 SXM product brief: NVLink 400 GB/s bidirectional"),
     "nvlink-bridge": LinkSpec("nvlink-bridge", 56.25, 5.0,
                               "NVIDIA A40 / RTX 3090 datasheets: 2-way NVLink bridge 112.5 GB/s bidirectional"),
+    "loopback": LinkSpec("loopback", 2.0, 250.0, _CPU_NOMINAL),
 }
 
 #: Inter-node networks: aggregate NIC bandwidth per node (GB/s per direction).
@@ -94,6 +100,7 @@ NETWORKS: dict[str, LinkSpec] = {
     "ib-hdr-x8": LinkSpec("ib-hdr-x8", 200.0, 5.0, "NVIDIA DGX A100 datasheet: 8x 200 Gb/s HDR InfiniBand"),
     "ib-ndr-x8": LinkSpec("ib-ndr-x8", 400.0, 5.0, "NVIDIA DGX H100 datasheet: 8x 400 Gb/s NDR InfiniBand"),
     "ib-edr-x4": LinkSpec("ib-edr-x4", 50.0, 5.0, "NVIDIA DGX-1 datasheet: 4x 100 Gb/s EDR InfiniBand"),
+    "loopback": LinkSpec("loopback", 2.0, 250.0, _CPU_NOMINAL),
 }
 
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM4; 2021)"
@@ -123,6 +130,7 @@ GPUS: dict[str, GpuSpec] = {
                 "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 (2021)", True),
         GpuSpec("t4", 16, 320, 65, 0, 0, 8.1, "pcie3", 4, "eth-25g", "NVIDIA T4 Tensor Core GPU datasheet (2019)"),
         GpuSpec("p100", 16, 732, 21.2, 0, 0, 10.6, "nvlink1", 8, "ib-edr-x4", "NVIDIA Tesla P100 datasheet (SXM2 16 GB; 2016)"),
+        GpuSpec("cpu", 4, 10, 0, 0, 0, 0.1, "loopback", 2, "loopback", _CPU_NOMINAL),
     )
 }
 

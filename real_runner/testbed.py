@@ -1,0 +1,178 @@
+"""Testbed descriptions: the machines a live deployment runs on (no torch here).
+
+A testbed is ``nodes`` x ``devices_per_node`` devices of one type from the hardware catalogue
+(``a100``, ``h100``, ... or ``cpu``), a launcher (``local`` or ``ray``) and a checkpoint root that
+every node can read. To a policy it is a one-type :class:`~arena_gym.types.ClusterSpec`.
+
+Devices are addressed per node: CUDA device indices (``CUDA_VISIBLE_DEVICES``) on GPU machines,
+CPU core ids on CPU testbeds, where each device is a single-threaded gloo process slot pinned to
+its core. The built-in presets ``cpu-1``, ``cpu-2`` and ``cpu-4`` emulate 1, 1 and 2 nodes of one
+to two CPU devices on this machine. A file (JSON or TOML) describes real machines::
+
+    {"name": "lab", "device_type": "a100", "launcher": "ray", "checkpoint_root": "/shared/ckpt",
+     "nodes": [{"host": "10.0.0.1", "devices": [0, 1, 2, 3]},
+               {"host": "10.0.0.2", "devices": [0, 1, 2, 3]}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
+from estimator.hardware import canonical_gpu_name
+
+#: Launchers a testbed may name.
+LAUNCHERS = ("local", "ray")
+
+_TOP_KEYS = {"name", "device_type", "launcher", "checkpoint_root", "nodes"}
+_NODE_KEYS = {"host", "devices"}
+_MAX_FILE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class TestbedNode:
+    """One machine (or, on a CPU testbed, one emulated node): its host and device ids."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    host: str
+    devices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Testbed:
+    """A live testbed: nodes of one device type, a launcher and a checkpoint root."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    name: str
+    device_type: str
+    nodes: tuple[TestbedNode, ...]
+    launcher: str = "local"
+    checkpoint_root: str = ""  # empty: a folder inside the deployment's output directory
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ValueError(f"testbed {self.name!r}: needs at least one node")
+        counts = {len(n.devices) for n in self.nodes}
+        if len(counts) != 1:
+            raise ValueError(f"testbed {self.name!r}: every node needs the same device count, got {sorted(counts)}")
+        if not is_power_of_two(self.devices_per_node):
+            raise ValueError(f"testbed {self.name!r}: devices per node must be a power of two, got {self.devices_per_node}")
+        for node in self.nodes:
+            if len(set(node.devices)) != len(node.devices) or any(d < 0 for d in node.devices):
+                raise ValueError(f"testbed {self.name!r}: node {node.host!r} lists a device twice or a negative id")
+        if self.launcher not in LAUNCHERS:
+            raise ValueError(f"testbed {self.name!r}: unknown launcher {self.launcher!r}; valid: {', '.join(LAUNCHERS)}")
+
+    @property
+    def devices_per_node(self) -> int:
+        """Devices on every node."""
+        return len(self.nodes[0].devices)
+
+    @property
+    def total_devices(self) -> int:
+        """Devices in total."""
+        return len(self.nodes) * self.devices_per_node
+
+    @property
+    def is_cpu(self) -> bool:
+        """True when every device is a CPU core (gloo), not a GPU (nccl)."""
+        return self.device_type == "cpu"
+
+    def cluster(self) -> ClusterSpec:
+        """The testbed as the one-type cluster a policy schedules on."""
+        return ClusterSpec(self.name, (NodeGroup(GpuType(self.device_type), len(self.nodes), self.devices_per_node),))
+
+    def oversubscription(self, cores: int) -> float:
+        """Devices per available core on a CPU testbed (> 1: jobs slow each other down); 1.0 for GPUs."""
+        if not self.is_cpu:
+            return 1.0
+        return self.total_devices / max(1, cores)
+
+
+def _cpu_preset(name: str, nodes: int, per_node: int) -> Testbed:
+    cores = iter(range(nodes * per_node))
+    return Testbed(name, "cpu", tuple(TestbedNode("localhost", tuple(next(cores) for _ in range(per_node)))
+                                      for _ in range(nodes)))
+
+
+#: Built-in testbeds for this kind of machine: CPU cores as devices, all on localhost.
+PRESETS: dict[str, Testbed] = {
+    "cpu-1": _cpu_preset("cpu-1", 1, 1),
+    "cpu-2": _cpu_preset("cpu-2", 1, 2),
+    "cpu-4": _cpu_preset("cpu-4", 2, 2),
+}
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
+    """Build a testbed from its serialised form (see the module docstring); ValueError naming the problem."""
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_TOP_KEYS))}")
+    device_type = data.get("device_type")
+    if not isinstance(device_type, str) or not device_type:
+        raise ValueError(f"{name}: 'device_type' must name a type of the hardware catalogue (e.g. a100, cpu)")
+    canonical_gpu_name(device_type)  # validates; the testbed keeps the user's spelling (a100, not a100-40gb)
+    device_type = device_type.strip().lower()
+    nodes_data = data.get("nodes")
+    if not isinstance(nodes_data, list) or not nodes_data:
+        raise ValueError(f"{name}: 'nodes' must be a non-empty list of {{host, devices}}")
+    nodes = []
+    for i, node in enumerate(nodes_data):
+        if not isinstance(node, dict):
+            raise ValueError(f"{name}: nodes[{i}] must be an object with 'host' and 'devices'")
+        extra = sorted(set(map(str, node)) - _NODE_KEYS)
+        if extra:
+            raise ValueError(f"{name}: nodes[{i}]: unknown key(s) {', '.join(extra)}; valid: host, devices")
+        host, devices = node.get("host", "localhost"), node.get("devices")
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"{name}: nodes[{i}].host must be a non-empty string")
+        if (not isinstance(devices, list) or not devices
+                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 4096 for d in devices)):
+            raise ValueError(f"{name}: nodes[{i}].devices must be a non-empty list of device ids 0..4095")
+        nodes.append(TestbedNode(host, tuple(devices)))
+    fields = {}
+    for key in ("launcher", "checkpoint_root"):
+        if key in data:
+            if not isinstance(data[key], str):
+                raise ValueError(f"{name}: {key!r} must be a string")
+            fields[key] = data[key]
+    label = data.get("name", name)
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"{name}: 'name' must be a non-empty string")
+    return Testbed(label, device_type, tuple(nodes), **fields)
+
+
+def load_testbed(spec: str) -> Testbed:
+    """A preset name (``cpu-1``, ``cpu-2``, ``cpu-4``) or a JSON/TOML testbed file."""
+    if spec in PRESETS:
+        return PRESETS[spec]
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"unknown testbed {spec!r}: not a file; presets are {', '.join(PRESETS)}")
+    if path.stat().st_size > _MAX_FILE_BYTES:
+        raise ValueError(f"{path}: testbed file larger than {_MAX_FILE_BYTES} bytes")
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot parse testbed file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a testbed file must hold an object/table")
+    return testbed_from_dict(data, path.stem)
