@@ -98,7 +98,8 @@ def bench_iterations(model: str, batch: int, steps: int, warmup: int, work: Path
             "exit_codes": codes,
         })
         print(f"  {model:10s} {name:14s} ranks={plan.num_gpus}  {rows[-1]['iter_ms_median']:8.1f} ms/iter  "
-              f"{rows[-1]['samples_per_s']:7.1f} samples/s  job {rows[-1]['job_wall_s']:5.1f} s", flush=True)
+              f"{rows[-1]['samples_per_s']:7.1f} samples/s  job {rows[-1]['job_wall_s']:5.1f} s  "
+              f"final loss {rows[-1]['final_loss']:.4f}", flush=True)
     return rows
 
 
