@@ -55,6 +55,24 @@ ALGOS: Mapping[str, AlgoSpec] = MappingProxyType({
 })
 
 
+#: Policy architecture name -> its class for MaskablePPO (``module:Class``; None: the algorithm's own
+#: ``MultiInputPolicy``, one MLP over the flattened observation). ``slots`` scores every job slot
+#: with one shared network (:mod:`agents.rl.networks`).
+POLICIES: Mapping[str, str | None] = MappingProxyType({"mlp": None, "slots": "agents.rl.networks:SlotPolicy"})
+
+
+def policy_class(algo: str, policy: str) -> Any:
+    """The policy class of an architecture for an algorithm; ValueError for unknown or unsupported pairs."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy architecture {policy!r}; valid: {', '.join(POLICIES)}")
+    target = POLICIES[policy]
+    if target is None:
+        return algo_spec(algo).cls().policy_aliases["MultiInputPolicy"]
+    if algo != "maskable_ppo":
+        raise ValueError(f"policy architecture {policy!r} works with maskable_ppo only, not {algo}")
+    return resolve(target)
+
+
 #: Algorithm name -> score family ("actor_critic" or "q").
 ALGO_FAMILIES: Mapping[str, str] = MappingProxyType({name: spec.family for name, spec in ALGOS.items()})
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agents.rl.algos import algo_name, algo_spec
+from agents.rl.algos import POLICIES, algo_name, algo_spec, policy_class
 from agents.rl.safe_load import recorded_policy_class, safe_custom_objects
 from envs import ActionCodec, EnvConfig, ObservationEncoder
 from envs.clusters import resolve_cluster
@@ -36,6 +36,7 @@ class ModelInfo:
     env_id: str
     env_config: EnvConfig
     code_version: str
+    policy: str = "mlp"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (ValueError if the env config holds objects instead of specs)."""
@@ -43,7 +44,7 @@ class ModelInfo:
         for key in ("cluster", "perf", "belief"):
             if fields[key] is not None and not isinstance(fields[key], str):
                 raise ValueError(f"cannot save a model whose EnvConfig.{key} is an object; use a spec string")
-        return {"algo": self.algo, "env_id": self.env_id, "env_config": fields,
+        return {"algo": self.algo, "env_id": self.env_id, "env_config": fields, "policy": self.policy,
                 "code_version": self.code_version}
 
 
@@ -114,7 +115,9 @@ def read_model_info(path: str | Path) -> ModelInfo:
         raw = _raw_metadata(path)
         info = ModelInfo(algo=str(raw["algo"]), env_id=str(raw["env_id"]),
                          env_config=env_config_from_json(raw["env_config"]),
-                         code_version=str(raw.get("code_version", "unknown")))
+                         code_version=str(raw.get("code_version", "unknown")), policy=str(raw.get("policy", "mlp")))
+        if info.policy not in POLICIES:
+            raise ValueError(f"unknown policy architecture {info.policy!r} (valid: {', '.join(POLICIES)})")
     except KeyError as exc:
         raise ValueError(f"model file {path}: metadata lacks {exc}") from None
     except (TypeError, ValueError) as exc:
@@ -139,13 +142,13 @@ def load_model(path: str | Path) -> tuple[Any, ModelInfo]:
     """
     info = read_model_info(path)
     cls = algo_spec(info.algo).cls()
-    expected = cls.policy_aliases["MultiInputPolicy"]
+    expected = policy_class(info.algo, info.policy)
     recorded = recorded_policy_class(path)
     if recorded is not None and recorded != (expected.__module__, expected.__name__):
-        raise ValueError(f"model file {path}: its metadata names {info.algo} but it holds a {recorded[1]} policy "
-                         "(another algorithm)")
+        raise ValueError(f"model file {path}: its metadata names {info.algo} ({info.policy} policy) but it holds a "
+                         f"{recorded[1]} policy (another algorithm or architecture)")
     try:
-        custom = safe_custom_objects(path, cls, *env_spaces(info.env_config))
+        custom = safe_custom_objects(path, expected, *env_spaces(info.env_config))
         model = cls.load(str(path), device="cpu", custom_objects=custom)
     except pickle.UnpicklingError:
         raise ValueError(f"model file {path}: a tensor member holds pickled objects, refused (only plain tensors "

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.rl.algos import ALGO_FAMILIES
+from agents.rl.algos import ALGO_FAMILIES, POLICIES
 
 WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
 VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
@@ -50,6 +50,9 @@ class TrainConfig:
     vec: str = field(default="dummy", metadata=_opt("VecEnv kind: dummy (measured faster here) or subproc"))
     seed: int = field(default=0, metadata=_opt("seed of the model and the training workloads"))
     learning_rate: float = field(default=3e-4, metadata=_opt("learning rate", "--lr"))
+    policy: str = field(default="mlp", metadata=_opt(
+        "network: mlp (one MLP over the flattened observation) or slots (one network shared by all job slots; "
+        "maskable_ppo only)"))
     n_steps: int = field(default=512, metadata=_opt("PPO rollout length per env"))
     batch_size: int = field(default=128, metadata=_opt("minibatch size"))
     n_epochs: int = field(default=10, metadata=_opt("PPO epochs per rollout"))
@@ -104,7 +107,8 @@ class TrainConfig:
 
     def _problems(self) -> list[str]:
         problems = []
-        for name, valid in (("algo", tuple(ALGO_FAMILIES)), ("vec", VEC_KINDS), ("wandb_mode", WANDB_MODES)):
+        for name, valid in (("algo", tuple(ALGO_FAMILIES)), ("vec", VEC_KINDS), ("wandb_mode", WANDB_MODES),
+                            ("policy", tuple(POLICIES))):
             if getattr(self, name) not in valid:
                 problems.append(f"unknown {name} {getattr(self, name)!r} (valid: {', '.join(sorted(valid))})")
         for name in ("steps", "n_envs", "n_steps", "n_epochs", "bc_epochs"):
@@ -132,6 +136,8 @@ class TrainConfig:
         if "split" in self.env_overrides:
             problems.append("env_overrides may not set split: training uses the train split, validation the "
                             "validation split, and the test the test split")
+        if self.policy != "mlp" and self.algo != "maskable_ppo":
+            problems.append(f"policy {self.policy!r} works with maskable_ppo only, not {self.algo}")
         if self.bc_warm_start_steps and self.algo in ALGO_FAMILIES and ALGO_FAMILIES[self.algo] != "actor_critic":
             problems.append(f"behaviour cloning needs an actor-critic algorithm, not {self.algo}")
         return problems

@@ -35,11 +35,11 @@ def _default(_cls: Any, _obs: gym.Space, _act: gym.Space) -> None:
     return None  # SB3's _setup_model picks its default class when None
 
 
-#: Pickled entry -> how to build a safe replacement from (algorithm class, observation space, action space).
+#: Pickled entry -> how to build a safe replacement from (policy class, observation space, action space).
 REPLACEMENTS: Mapping[str, Callable[[Any, gym.Space, gym.Space], Any]] = MappingProxyType({
     "observation_space": lambda _c, obs, _a: obs,
     "action_space": lambda _c, _o, act: act,
-    "policy_class": lambda cls, _o, _a: cls.policy_aliases["MultiInputPolicy"],
+    "policy_class": lambda policy, _o, _a: policy,
     "lr_schedule": _training_only,
     "clip_range": _training_only,
     "clip_range_vf": _training_only,
@@ -82,13 +82,13 @@ def recorded_policy_class(path: str | Path) -> tuple[str, str] | None:
     return (names[0], names[1]) if len(names) >= 2 else None
 
 
-def safe_custom_objects(path: str | Path, algo_cls: Any, observation_space: gym.Space,
+def safe_custom_objects(path: str | Path, policy_cls: Any, observation_space: gym.Space,
                         action_space: gym.Space) -> dict[str, Any]:
-    """``custom_objects`` for ``algo_cls.load`` that replace every pickled entry of the zip."""
+    """``custom_objects`` for the algorithm's ``load`` that replace every pickled entry of the zip."""
     objects = {}
     for key in pickled_entries(path):
         build = REPLACEMENTS.get(key)
         if build is None:
             raise ValueError(f"model file {path}: entry {key!r} is a pickle with no safe replacement; refusing to load it")
-        objects[key] = build(algo_cls, observation_space, action_space)
+        objects[key] = build(policy_cls, observation_space, action_space)
     return objects

@@ -26,7 +26,7 @@ import pandas as pd
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
 
-from agents.rl.algos import algo_spec
+from agents.rl.algos import algo_spec, policy_class
 from agents.rl.artifact import ModelInfo, load_model, save_model, write_sidecar
 from agents.rl.bc import BCConfig, BCResult, warm_start
 from agents.rl.callbacks import (ArenaEvalCallback, LearningCurveCallback, ProgressBarCallback, WandbScalarCallback,
@@ -61,11 +61,11 @@ class TrainResult:
 
 
 def build_model(config: TrainConfig, env: Any) -> Any:
-    """The SB3 model of ``config.algo`` on ``env`` (MultiInputPolicy, CPU, seeded)."""
+    """The SB3 model of ``config.algo`` with the ``config.policy`` network on ``env`` (CPU, seeded)."""
     spec = algo_spec(config.algo)
     kwargs = {**spec.defaults, **{p: getattr(config, p) for p in spec.params}, **dict(config.algo_kwargs)}
     try:
-        return spec.cls()("MultiInputPolicy", env, seed=config.seed, device="cpu", verbose=0,
+        return spec.cls()(policy_class(config.algo, config.policy), env, seed=config.seed, device="cpu", verbose=0,
                           policy_kwargs={"net_arch": list(config.net_arch)}, **kwargs)
     except (TypeError, AssertionError) as exc:
         raise ValueError(f"bad hyperparameters for {config.algo}: {str(exc).splitlines()[0]}") from None
@@ -148,7 +148,7 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
         (out / "best_model.zip").unlink(missing_ok=True)  # a previous run's best must not pass for this one's
         for name in ("eval_history.csv", "learning_curve.csv"):
             (out / name).unlink(missing_ok=True)
-    info = ModelInfo(config.algo, config.env_id, env_cfg, code_version())
+    info = ModelInfo(config.algo, config.env_id, env_cfg, code_version(), config.policy)
     write_json(out / "config.json", {"train": config.to_json(), "env_config": info.to_json()["env_config"],
                                      "seed": config.seed, "code_version": info.code_version,
                                      "resumed_from_steps": start_steps})

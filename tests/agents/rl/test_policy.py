@@ -181,5 +181,5 @@ def test_metadata_naming_another_algorithm_is_a_one_line_error(tmp_path: Path, s
         meta = json.loads(archive.read(METADATA_MEMBER))
     meta["algo"] = algo
     other = _rewrite(saved[0], tmp_path / f"{algo}.zip", METADATA_MEMBER, json.dumps(meta).encode())
-    with pytest.raises(ValueError, match=f"metadata names {algo} but it holds a MaskableMultiInputActorCriticPolicy"):
+    with pytest.raises(ValueError, match=f"metadata names {algo} \\(mlp policy\\) but it holds a MaskableMultiInputActorCriticPolicy"):
         make_policy(f"sb3:{other}")
