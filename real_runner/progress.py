@@ -7,7 +7,7 @@ Each line is one :class:`ProgressRecord` (fields left out when empty)::
 
 Events: ``start`` (``info``: executed plan, world size, resumed checkpoint step, start-up timings),
 ``step``, ``checkpoint`` (``ckpt_step``, ``info.save_s``), ``done`` and ``stopped`` (``ckpt_step``:
-the checkpoint that holds the final state), ``error`` (``info.message``). A record is written with
+the checkpoint that holds the final state), ``error`` (``info.message``; step -1). A record is written with
 one ``write`` call and flushed, so a reader sees whole lines or an unterminated tail, which
 :class:`ProgressTail` leaves for its next poll.
 """
