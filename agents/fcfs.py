@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -42,25 +43,31 @@ class FCFS:
         """FCFS keeps no state."""
 
     def decide(self, snapshot: Snapshot) -> Decision:
-        """Start pending jobs in submission order until every GPU type is blocked."""
-        free = {t: np.array(f) for t, f in snapshot.free.items()}
-        blocked: set[str] = set()
-        chosen: list[tuple[JobId, Allocation]] = []
-        for view in snapshot.pending:
-            if len(blocked) == len(free):
-                break
-            spec = view.spec
-            gpu_type, n = requested(spec, snapshot)
-            if gpu_type in blocked or not fits_ever(snapshot, gpu_type, n):
-                continue
+        """Start pending jobs in submission order until every GPU type is blocked.
+
+        GPU types do not compete, so each type's queue is served on its own (the snapshot's
+        per-type index): a decision reads only the jobs it starts, the one that blocks each
+        type, and the never-runnable jobs ahead of it, however long the queue.
+        """
+        first = snapshot.cluster.gpu_types[0]
+        chosen: list[tuple[float, JobId, Allocation]] = []
+        for gpu_type in snapshot.cluster.gpu_types:
+            free = np.array(snapshot.free[gpu_type])
             cap = node_capacity(snapshot, gpu_type)
-            if not math.isfinite(snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))):
-                continue
-            placement = place(free[gpu_type], cap, gpu_type, n, self.relax)
-            if placement is None:
-                blocked.add(gpu_type)
-                continue
-            for node in placement.nodes:
-                free[gpu_type][node] -= placement.gpus_per_node
-            chosen.append((spec.job_id, allocation(snapshot.perf, spec, placement)))
-        return Decision(allocations=tuple(chosen))
+            queue = snapshot.pending.requesting(gpu_type)
+            if gpu_type == first:  # jobs without a requested type run on the cluster's first type
+                queue = heapq.merge(queue, snapshot.pending.requesting(None), key=lambda v: (v.spec.submit_time, v.job_id))
+            for view in queue:
+                spec = view.spec
+                n = spec.requested_gpus or 1
+                if not fits_ever(snapshot, gpu_type, n) or not math.isfinite(
+                        snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))):
+                    continue  # can never run: blocks nobody
+                placement = place(free, cap, gpu_type, n, self.relax)
+                if placement is None:
+                    break  # head-of-line blocking of this type
+                for node in placement.nodes:
+                    free[node] -= placement.gpus_per_node
+                chosen.append((spec.submit_time, spec.job_id, allocation(snapshot.perf, spec, placement)))
+        chosen.sort(key=lambda c: c[:2])  # submission order, as the queue is
+        return Decision(allocations=tuple((job_id, alloc) for _, job_id, alloc in chosen))

@@ -46,7 +46,8 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
     ax.set_ylabel("fraction of finished jobs")
     ax.set_xscale("log")
     ax.grid(alpha=0.3)
-    ax.legend()
+    if ax.lines:
+        ax.legend()
     return _save(fig, path)
 
 
@@ -65,7 +66,8 @@ def plot_series(records: Sequence[EpisodeRecord], path: Path, series: str, ylabe
     ax.set_xlabel("time (h)")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    ax.legend()
+    if ax.lines:
+        ax.legend()
     return _save(fig, path)
 
 

@@ -421,11 +421,12 @@ class JobViews(Sequence[JobView]):
     after that every access raises ``RuntimeError``. Copy with ``tuple(...)`` to keep them.
     """
 
-    __slots__ = ("_views", "_by_id")
+    __slots__ = ("_views", "_by_id", "_by_type")
 
     def __init__(self, views: Iterable[JobView] = ()) -> None:
         self._views = tuple(views)
         self._by_id: dict[JobId, JobView] | None = None
+        self._by_type: dict[GpuType | None, tuple[JobView, ...]] | None = None
 
     def __len__(self) -> int:
         return len(self._views)
@@ -447,6 +448,30 @@ class JobViews(Sequence[JobView]):
         if self._by_id is None:
             self._by_id = {v.job_id: v for v in self._views}
         return self._by_id.get(JobId(job_id))
+
+    def requesting(self, gpu_type: str | None) -> Sequence[JobView]:
+        """The views of jobs that requested ``gpu_type`` (None: no type requested), in this order.
+
+        Backends answer it from an index, so a policy that serves one GPU type at a time
+        reads only the jobs of that type.
+        """
+        if self._by_type is None:
+            groups: dict[GpuType | None, list[JobView]] = {}
+            for v in self:
+                groups.setdefault(v.spec.requested_gpu_type, []).append(v)
+            self._by_type = {t: tuple(vs) for t, vs in groups.items()}
+        return self._by_type.get(GpuType(gpu_type) if gpu_type is not None else None, ())
+
+    def by_config(self) -> Mapping[tuple[ModelRef, int], Sequence[JobView]]:
+        """The views grouped by job configuration (model, global batch), each group in this order.
+
+        Backends answer it from an index, so a policy that gives up on a configuration can
+        pass over all its jobs at once.
+        """
+        groups: dict[tuple[ModelRef, int], list[JobView]] = {}
+        for v in self:
+            groups.setdefault((v.spec.model, v.spec.global_batch), []).append(v)
+        return {config: tuple(vs) for config, vs in groups.items()}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} jobs)"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
 from agents.arena.round import DecisionRound
-from arena_gym.types import Decision, JobId, Snapshot
+from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +26,10 @@ class ArenaPolicy:
 
     Keyword switches are the artifact's ablations (see :class:`ArenaConfig`); pass ``config``
     instead to set the search constants too. Per-episode state: the ids of opportunism jobs
-    (reconciled against every snapshot), of jobs already seen, and of jobs that can or can
-    never start (no feasible configuration; such jobs block nobody).
+    (reconciled against every snapshot), of jobs that can or can never start (no feasible
+    configuration; such jobs block nobody), and the time up to which every submitted job was
+    seen (new jobs are the pending ones submitted after it, plus the snapshot's arrivals, so a
+    decision reads the queue only as far as the round's steps need it).
     """
 
     def __init__(self, name: str = "arena", dp_only: bool = False, no_scaling: bool = False,
@@ -42,25 +45,21 @@ class ArenaPolicy:
         self.clairvoyant = self.config.deadline_aware  # only its deadline checks use the true remaining iterations
         self._oracle = ThroughputOracle(self.config)
         self._opportunism: tuple[JobId, ...] = ()
-        self._seen: set[JobId] = set()
         self._runnable: dict[JobId, bool] = {}
+        self._seen_until = -math.inf
 
     def reset(self) -> None:
-        """Forget the opportunism tags, the jobs seen and the memoised throughputs."""
+        """Forget the opportunism tags, the time seen up to and the memoised throughputs."""
         self._opportunism = ()
-        self._seen = set()
         self._runnable = {}
+        self._seen_until = -math.inf
         self._oracle.reset()
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """One scheduling round on ``snapshot``."""
         self._oracle.bind(snapshot)
-        running = {v.job_id for v in snapshot.running}
-        arrived = set(snapshot.arrivals)
-        new = [v for v in snapshot.pending if v.job_id in arrived or v.job_id not in self._seen]
-        self._seen.update(v.job_id for v in snapshot.pending)
-        self._seen.update(running)
-        opportunism = [j for j in self._opportunism if j in running]
+        new = self._new_jobs(snapshot)
+        opportunism = [j for j in self._opportunism if snapshot.running.get(j) is not None]
         if not new and not snapshot.departures:
             self._opportunism = tuple(opportunism)
             return Decision()
@@ -74,3 +73,18 @@ class ArenaPolicy:
         log.debug("t=%.0f: %d allocation(s), %d preemption(s)", snapshot.now, len(decision.allocations),
                   len(decision.preemptions))
         return decision
+
+    def _new_jobs(self, snapshot: Snapshot) -> list[JobView]:
+        """Pending jobs this policy has not seen: the arrivals, and any submitted after the last snapshot it saw.
+
+        Every job submitted by the time of a snapshot is in it (pending, running or done), so
+        only the queue's tail, submitted after that time, can hold jobs not seen before.
+        """
+        pending = snapshot.pending
+        new = {v.job_id: v for v in map(pending.get, snapshot.arrivals) if v is not None}
+        for view in reversed(pending):
+            if view.spec.submit_time <= self._seen_until:
+                break
+            new.setdefault(view.job_id, view)
+        self._seen_until = max(self._seen_until, snapshot.now)
+        return list(new.values())

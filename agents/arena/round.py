@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
@@ -14,6 +15,63 @@ from arena_gym.placement import allocation
 from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
+
+
+def order_key(view: JobView) -> tuple[float, str]:
+    """Submission order (the snapshot's queue order): submit time, then job id."""
+    return view.spec.submit_time, view.job_id
+
+
+class SnapshotViews(Mapping[JobId, JobView]):
+    """The snapshot's pending and running views by job id, looked up on demand (no full scan)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._cache: dict[JobId, JobView] = {}
+
+    def __getitem__(self, job: JobId) -> JobView:
+        view = self._cache.get(job)
+        if view is None:
+            view = self._snapshot.job(job)
+            if view is None:
+                raise KeyError(job)
+            self._cache[job] = view
+        return view
+
+    def __iter__(self) -> Iterator[JobId]:
+        for view in (*self._snapshot.pending, *self._snapshot.running):
+            yield view.job_id
+
+    def __len__(self) -> int:
+        return len(self._snapshot.pending) + len(self._snapshot.running)
+
+
+class FifoMerge:
+    """Several queues of views walked as one, in submission order; a dropped queue is not read again."""
+
+    def __init__(self, queues: Mapping[Hashable, Iterable[JobView]]) -> None:
+        self._heap: list[tuple[tuple[float, str], int, Hashable, JobView, Iterator[JobView]]] = []
+        self._dropped: set[Hashable] = set()
+        for seq, (name, views) in enumerate(queues.items()):
+            it = iter(views)
+            first = next(it, None)
+            if first is not None:
+                self._heap.append((order_key(first), seq, name, first, it))
+        heapq.heapify(self._heap)
+
+    def drop(self, name: Hashable) -> None:
+        """Stop reading queue ``name`` (the view just returned from it was its last)."""
+        self._dropped.add(name)
+
+    def __iter__(self) -> Iterator[JobView]:
+        heap = self._heap
+        while heap:
+            _, seq, name, view, it = heapq.heappop(heap)
+            yield view
+            if name not in self._dropped:
+                nxt = next(it, None)
+                if nxt is not None:
+                    heapq.heappush(heap, (order_key(nxt), seq, name, nxt, it))
 
 
 class DecisionRound:
@@ -29,12 +87,14 @@ class DecisionRound:
         self.config = config
         self.snapshot = snapshot
         self.ws = Workspace(snapshot)
-        self.views: dict[JobId, JobView] = {v.job_id: v for v in (*snapshot.pending, *snapshot.running)}
+        self.views = SnapshotViews(snapshot)
         self.search = ArenaSearch(config, self.ws, oracle, self.views)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}
-        self._order: Mapping[JobId, tuple[float, str]] = {j: (v.spec.submit_time, j) for j, v in self.views.items()}
         self._runnable = runnable
+
+    def _order(self, job: JobId) -> tuple[float, str]:
+        return order_key(self.views[job])
 
     def runnable(self, job: JobId) -> bool:
         """Whether the job could ever start (memoised; with deadlines only "never" is kept across calls)."""
@@ -56,7 +116,7 @@ class DecisionRound:
 
     def admit(self, arrivals: Iterable[JobView]) -> None:
         """``fit_new_jobs``: fit each new job in submission order, tag backfills, then the upgrade trial."""
-        for view in sorted(arrivals, key=lambda v: self._order[v.job_id]):
+        for view in sorted(arrivals, key=order_key):
             gpu_type, n = requested(view.spec, self.snapshot)
             if not self.runnable(view.job_id) or (self.config.no_opportunism and self._waits_before(view.job_id, gpu_type)):
                 continue
@@ -77,8 +137,14 @@ class DecisionRound:
         blocked_types: set[str] = set()
         waiting_ahead = False
         trials = 0
-        queue = sorted({v.job_id for v in self.snapshot.pending} - exclude | set(self.opportunism), key=self._order.get)
-        for job in queue:
+        pending = self.snapshot.pending
+        extra = sorted((self.views[o] for o in self.opportunism if o in exclude or pending.get(o) is None), key=order_key)
+        if self.config.no_opportunism:  # every job passed over blocks its type: walk them all
+            queue = FifoMerge({None: (v for v in pending if v.job_id not in exclude), "extra": extra})
+        else:  # a failed configuration's jobs would only be passed over: the walk drops them at once
+            groups = {config: (v for v in views if v.job_id not in exclude) for config, views in pending.by_config().items()}
+            queue = FifoMerge({**groups, "extra": extra})
+        for job in (v.job_id for v in queue):
             if trials >= self.config.max_restart_trials:
                 break
             view = self.views[job]
@@ -97,14 +163,15 @@ class DecisionRound:
                     self.opportunism[job] = None
             else:
                 failed.add(config)
+                queue.drop((view.spec.model, view.spec.global_batch))
                 blocked_types.add(gpu_type)
                 waiting_ahead = True
 
     def _fit_over_opportunists(self, view: JobView, gpu_type: str, n: int) -> bool:
         """Fit a blocker counting the GPUs of opportunism jobs behind it as free; preempt those it takes."""
         ws = self.ws
-        me = self._order[view.job_id]
-        behind = sorted((o for o in self.opportunism if self._order[o] > me and o in ws.placement), key=self._order.get)
+        me = order_key(view)
+        behind = sorted((o for o in self.opportunism if self._order(o) > me and o in ws.placement), key=self._order)
         if not behind:
             return False
         mark = ws.checkpoint()
@@ -125,30 +192,49 @@ class DecisionRound:
     # ------------------------------------------------------------ queue helpers
     def _waits_before(self, job: JobId, gpu_type: str | None = None) -> bool:
         """Whether a runnable job submitted before ``job`` still waits (requesting ``gpu_type``, if given)."""
-        me = self._order[job]
-        for other in self._waiting():
-            if self._order[other] < me and (gpu_type is None or requested(self.views[other].spec, self.snapshot)[0] == gpu_type):
-                return True
-        return False
+        me = self._order(job)
+        candidates = self.preempted if gpu_type is None else (
+            j for j in self.preempted if requested(self.views[j].spec, self.snapshot)[0] == gpu_type)
+        if any(self._order(j) < me and self.runnable(j) for j in candidates):
+            return True
+        first = self._first_waiting(self._queued(gpu_type), before=me)
+        return first is not None
 
-    def _waiting(self) -> list[JobId]:
+    def _queued(self, gpu_type: str | None) -> Iterable[JobView]:
+        """Pending jobs in queue order (those whose request resolves to ``gpu_type``, if given)."""
+        pending = self.snapshot.pending
+        if gpu_type is None:
+            return pending
+        if gpu_type != self.snapshot.cluster.gpu_types[0]:
+            return pending.requesting(gpu_type)
+        # a job without a requested type counts as requesting the cluster's first type
+        return heapq.merge(pending.requesting(gpu_type), pending.requesting(None), key=order_key)
+
+    def _first_waiting(self, queue: Iterable[JobView], before: tuple[float, str] | None = None) -> tuple[float, str] | None:
+        """Queue order of the first runnable job of ``queue`` not placed in this round (before ``before``)."""
         placed = self.ws.placement
-        waiting = [v.job_id for v in self.snapshot.pending if v.job_id not in placed] + list(self.preempted)
-        return [j for j in waiting if self.runnable(j)]
+        for view in queue:
+            key = order_key(view)
+            if before is not None and key >= before:
+                return None
+            if view.job_id not in placed and self.runnable(view.job_id):
+                return key
+        return None
 
     # ------------------------------------------------------------ decision
     def decision(self) -> Decision:
         """The Decision for the snapshot: changed allocations (complete) and preemptions."""
         self._keep_placements()
-        waiting = [self._order[j] for j in self._waiting()]
-        first_waiting = min(waiting) if waiting else None
+        waiting: Sequence[tuple[float, str]] = [self._order(j) for j in self.preempted if self.runnable(j)]
+        first_queued = self._first_waiting(self.snapshot.pending)
+        first_waiting = min([*waiting, first_queued] if first_queued is not None else waiting, default=None)
         self.opportunism = {o: None for o in self.opportunism
-                            if o in self.ws.placement and first_waiting is not None and self._order[o] > first_waiting}
+                            if o in self.ws.placement and first_waiting is not None and self._order(o) > first_waiting}
         held = {v.job_id: v.allocation.placement for v in self.snapshot.running if v.allocation is not None}
         perf = self.snapshot.perf
         allocations = [(j, allocation(perf, self.views[j].spec, p))
-                       for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order[kv[0]]) if held.get(j) != p]
-        preemptions = sorted((j for j in held if j not in self.ws.placement), key=self._order.get)
+                       for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order(kv[0])) if held.get(j) != p]
+        preemptions = sorted((j for j in held if j not in self.ws.placement), key=self._order)
         return Decision(allocations=tuple(allocations), preemptions=tuple(preemptions))
 
     def _keep_placements(self) -> None:

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from arena_gym.core.job import JobState
+from arena_gym.core.queue import JobQueue
 from arena_gym.core.views import ActiveViews, QueueViews
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord, Event, EventKind
@@ -82,7 +82,7 @@ class ClusterState:
         self._free = {g.gpu_type: np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.cluster.groups}
         self._free_ro: dict[str, np.ndarray] = {}
         self._jobs: dict[JobId, JobState] = {spec.job_id: JobState(spec) for spec in jobs}
-        self._queue = SortedList()  # (submit time, job id) of jobs waiting: FIFO order
+        self._queue = JobQueue()  # waiting jobs: FIFO order, indexed by requested type and configuration
         self._active: dict[JobId, JobState] = {}  # holding GPUs (reconfiguring or running)
         self._events: list[Event] = []
         self._unsubmitted = len(self._jobs)
@@ -231,7 +231,7 @@ class ClusterState:
         job.mark = t
         job.view = None
         self._unsubmitted -= 1
-        self._queue.add((job.spec.submit_time, job_id))
+        self._queue.add(job.spec)
         self._log(t, EventKind.SUBMIT, job)
 
     def preempt(self, job_id: JobId, t: float) -> None:
@@ -336,7 +336,7 @@ class ClusterState:
             now=now,
             cluster=self.cluster,
             free={t: self._free_view(t) for t in self._free},
-            pending=QueueViews(epoch, self._queue, self._jobs),
+            pending=QueueViews(epoch, self._queue.keys, self._jobs, self._queue),
             running=ActiveViews(epoch, self._active),
             perf=self.belief,
             arrivals=tuple(arrivals),
@@ -378,8 +378,9 @@ class ClusterState:
             free, u = self._free[g.gpu_type], used[g.gpu_type]
             assert (free >= 0).all(), f"negative free GPUs on {g.gpu_type}"
             assert (free + u == g.gpus_per_node).all(), f"allocated + free != total on {g.gpu_type}"
-        queued = {k[1] for k in self._queue}
+        queued = {k[1] for k in self._queue.keys}
         assert len(queued) == len(self._queue), "a job is queued twice"
+        self._queue.check()
         for job_id, job in self._jobs.items():
             assert 0.0 <= job.done <= job.spec.iterations + 1e-6
             assert (job_id in queued) == job.queued_now, f"job {job_id}: queue membership disagrees with its status"
@@ -411,12 +412,12 @@ class ClusterState:
         job.run_start = None
         job.version += 1
         job.preempts += 1
-        self._queue.add((job.spec.submit_time, job.spec.job_id))
+        self._queue.add(job.spec)
 
     def _allocate(self, job: JobState, alloc: Allocation, t: float, iter_time: float, overhead_s: float) -> None:
         job.settle(t)
         if job.alloc is None:
-            self._queue.remove((job.spec.submit_time, job.spec.job_id))
+            self._queue.remove(job.spec)
         else:
             self._release(job)
         if job.first_start is None:

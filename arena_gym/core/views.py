@@ -6,12 +6,13 @@ raises ``RuntimeError`` rather than showing a policy a mix of two moments.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
 from sortedcontainers import SortedList
 
 from arena_gym.core.job import JobState
+from arena_gym.core.queue import Config, JobQueue
 from arena_gym.types import JobId, JobView, JobViews
 
 
@@ -37,14 +38,20 @@ class _LiveViews(JobViews):
 
 
 class QueueViews(_LiveViews):
-    """Pending jobs in submission order (ties by job id), over the state's sorted queue."""
+    """Waiting jobs in submission order (ties by job id), over sorted ``(submit time, job id)`` keys.
 
-    __slots__ = ("_keys", "_jobs")
+    With the whole :class:`JobQueue` as ``index``, :meth:`requesting` and :meth:`by_config`
+    answer from its per-type and per-configuration orders.
+    """
 
-    def __init__(self, epoch_of: Callable[[], int], keys: SortedList, jobs: Mapping[JobId, JobState]) -> None:
+    __slots__ = ("_keys", "_jobs", "_index")
+
+    def __init__(self, epoch_of: Callable[[], int], keys: SortedList, jobs: Mapping[JobId, JobState],
+                 index: JobQueue | None = None) -> None:
         super().__init__(epoch_of)
         self._keys = keys
         self._jobs = jobs
+        self._index = index
 
     def __len__(self) -> int:
         self._check()
@@ -72,11 +79,36 @@ class QueueViews(_LiveViews):
             self._check()
             yield jobs[key[1]].frozen()
 
+    def __reversed__(self) -> Iterator[JobView]:
+        self._check()
+        jobs = self._jobs
+        for key in reversed(self._keys):
+            self._check()
+            yield jobs[key[1]].frozen()
+
     def get(self, job_id: str) -> JobView | None:
-        """The view of ``job_id`` if it waits in the queue, else None."""
+        """The view of ``job_id`` if it is in this queue, else None."""
         self._check()
         job = self._jobs.get(JobId(job_id))
-        return job.frozen() if job is not None and job.queued_now else None
+        if job is None or not job.queued_now or (job.spec.submit_time, job.spec.job_id) not in self._keys:
+            return None
+        return job.frozen()
+
+    def requesting(self, gpu_type: str | None) -> Sequence[JobView]:
+        """The queued jobs that requested ``gpu_type`` (None: no type), in queue order, read lazily."""
+        self._check()
+        if self._index is None:
+            return super().requesting(gpu_type)
+        keys = self._index.by_type.get(gpu_type)
+        return QueueViews(self._epoch_of, keys if keys is not None else SortedList(), self._jobs)
+
+    def by_config(self) -> Mapping[Config, Sequence[JobView]]:
+        """The queued jobs grouped by (model, global batch), each group in queue order, read lazily."""
+        self._check()
+        if self._index is None:
+            return super().by_config()
+        return {config: QueueViews(self._epoch_of, keys, self._jobs)
+                for config, keys in self._index.by_config.items() if keys}
 
 
 class ActiveViews(_LiveViews):
