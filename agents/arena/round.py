@@ -23,11 +23,11 @@ def order_key(view: JobView) -> tuple[float, str]:
 
 
 class SnapshotViews(Mapping[JobId, JobView]):
-    """The snapshot's pending and running views by job id, looked up on demand (no full scan)."""
+    """The snapshot's running views by job id, and its pending ones looked up on demand (no queue scan)."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
-        self._cache: dict[JobId, JobView] = {}
+        self._cache: dict[JobId, JobView] = {v.job_id: v for v in snapshot.running}  # the searches read them all
 
     def __getitem__(self, job: JobId) -> JobView:
         view = self._cache.get(job)

@@ -331,6 +331,8 @@ class ArenaSearch:
         """Hardware-type change: move the job of the target's type (or the target) that gains most to a type with idle GPUs."""
         ws, oracle = self.ws, self.oracle
         home, n = branch.gpu_type, branch.num_gpus
+        if all(free < 1 for t, free in ws.total_free.items() if t != home):
+            return  # no other type has an idle GPU: no move exists
         cap = ws.capacity.get(home)
         target_old = oracle.current(job.spec, shape_key(best_locality(home, n, cap))) if cap else 0.0
         movers = [(job.job_id, n, target_old)]
