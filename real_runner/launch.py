@@ -106,13 +106,15 @@ class LocalJob:
 
 def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, str], log_dir: str | Path,
                  pin_cores: Sequence[int] | None = None, python: str = sys.executable,
-                 cwd: str | Path | None = None, hold: bool = False) -> LocalJob:
+                 cwd: str | Path | None = None, hold: bool = False, new_session: bool = False) -> LocalJob:
     """Start ``world_size`` worker ranks of the job in ``spec_path``.
 
     ``env`` is the base environment of the ranks (e.g. the caller's ``os.environ``); rank variables
     and ``OMP_NUM_THREADS=1`` are added. ``pin_cores[r]`` pins rank ``r`` to that core. With
     ``hold=True`` the ranks import torch and then wait for :meth:`LocalJob.release` (pre-launch: start
-    the next generation while the previous one saves, release it once that one has exited).
+    the next generation while the previous one saves, release it once that one has exited). With
+    ``new_session=True`` each rank runs in its own session, so a Ctrl-C in the caller's terminal does
+    not reach it (a controller stops its ranks itself) and it outlives a crashed controller.
     """
     if world_size < 1:
         raise ValueError(f"world size must be >= 1, got {world_size}")
@@ -138,7 +140,8 @@ def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, st
             cmd += ["--hold-until", str(release_file)]
         path = log_dir / f"rank{rank}.log"
         with open(path, "ab") as fh:
-            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd))
+            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd,
+                                          start_new_session=new_session))
         logs.append(path)
     log.info("launched %d ranks of %s on port %d: pids %s", world_size, spec_path, port, [p.pid for p in procs])
     return LocalJob(procs, logs, port, launched_at, release_file)

@@ -1,0 +1,157 @@
+"""The controller's durable journal: a SQLite database (WAL) next to the deployment's results.
+
+It holds everything a new controller needs after a crash:
+
+* ``meta``: the deployment's settings and workload, the wall-clock origin, the status;
+* ``ops``: every operation applied to the cluster core (submit, commit of a decision, run,
+  progress, fail, finish), in order with its time; replaying them into a fresh
+  :class:`~arena_gym.core.ClusterState` rebuilds its state and event log exactly;
+* ``generations``: every launch of every job (allocation, device slots, worker spec, launcher
+  facts such as pids, phase: planned, held, released, stopping, exited);
+* ``checkpoints``: the checkpoints the jobs reported;
+* ``offsets``: how far each job's progress channel has been read.
+
+Writes that belong together (the ops of one poll, with the offsets they consumed) go in one
+transaction; a transaction is on disk before the controller acts on it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ops (seq INTEGER PRIMARY KEY AUTOINCREMENT, t REAL NOT NULL, op TEXT NOT NULL,
+                                job_id TEXT NOT NULL, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS generations (job_id TEXT NOT NULL, gen INTEGER NOT NULL, phase TEXT NOT NULL,
+                                        data TEXT NOT NULL, PRIMARY KEY (job_id, gen));
+CREATE TABLE IF NOT EXISTS checkpoints (job_id TEXT NOT NULL, step INTEGER NOT NULL, t REAL NOT NULL,
+                                        PRIMARY KEY (job_id, step));
+CREATE TABLE IF NOT EXISTS offsets (job_id TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+"""
+
+#: Generation phases, in order.
+PHASES = ("planned", "held", "released", "stopping", "exited")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One journaled operation on the cluster core."""
+
+    seq: int
+    t: float
+    op: str
+    job_id: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class GenerationRow:
+    """One journaled generation: its phase and its facts (allocation, slots, spec, launcher handle)."""
+
+    job_id: str
+    gen: int
+    phase: str
+    data: Mapping[str, Any]
+
+
+class Journal:
+    """A deployment's SQLite journal (WAL mode)."""
+
+    FILENAME = "journal.sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes: all or none reach the disk (nested blocks join the outer one)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self._db.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self._db.execute("COMMIT")
+
+    # -- meta ------------------------------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store a JSON value under ``key``."""
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        """The JSON value under ``key`` (``default`` when absent)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    # -- ops -------------------------------------------------------------------------------------
+    def add_op(self, t: float, op: str, job_id: str = "", data: Mapping[str, Any] | None = None) -> None:
+        """Append one operation."""
+        self._db.execute("INSERT INTO ops (t, op, job_id, data) VALUES (?, ?, ?, ?)",
+                         (t, op, job_id, json.dumps(dict(data or {}))))
+
+    def ops(self) -> list[Op]:
+        """Every operation, in order."""
+        rows = self._db.execute("SELECT seq, t, op, job_id, data FROM ops ORDER BY seq").fetchall()
+        return [Op(seq, t, op, job_id, json.loads(data)) for seq, t, op, job_id, data in rows]
+
+    # -- generations -----------------------------------------------------------------------------
+    def put_generation(self, job_id: str, gen: int, phase: str, data: Mapping[str, Any]) -> None:
+        """Insert or update a generation."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown generation phase {phase!r}; valid: {', '.join(PHASES)}")
+        self._db.execute("INSERT OR REPLACE INTO generations (job_id, gen, phase, data) VALUES (?, ?, ?, ?)",
+                         (job_id, gen, phase, json.dumps(dict(data))))
+
+    def generations(self) -> list[GenerationRow]:
+        """Every generation, by job and number."""
+        rows = self._db.execute("SELECT job_id, gen, phase, data FROM generations ORDER BY job_id, gen").fetchall()
+        return [GenerationRow(j, g, p, json.loads(d)) for j, g, p, d in rows]
+
+    # -- checkpoints and offsets -----------------------------------------------------------------
+    def add_checkpoint(self, job_id: str, step: int, t: float) -> None:
+        """Record a checkpoint a job reported."""
+        self._db.execute("INSERT OR REPLACE INTO checkpoints (job_id, step, t) VALUES (?, ?, ?)", (job_id, step, t))
+
+    def checkpoints(self, job_id: str) -> list[tuple[int, float]]:
+        """(step, time) of a job's reported checkpoints, oldest first."""
+        return [(int(s), float(t)) for s, t in self._db.execute(
+            "SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,)).fetchall()]
+
+    def set_offset(self, job_id: str, offset: int) -> None:
+        """How far a job's progress channel has been applied."""
+        self._db.execute("INSERT OR REPLACE INTO offsets (job_id, offset) VALUES (?, ?)", (job_id, offset))
+
+    def offsets(self) -> dict[str, int]:
+        """Progress-channel offsets by job."""
+        return {j: int(o) for j, o in self._db.execute("SELECT job_id, offset FROM offsets").fetchall()}
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+
+def exists(directory: str | Path) -> bool:
+    """Whether ``directory`` holds a deployment journal."""
+    return (Path(directory) / Journal.FILENAME).is_file()

@@ -1,0 +1,59 @@
+"""The loss-trajectory check: resumes from real checkpoints, no gaps, repeated steps equal, no restart from scratch."""
+
+from __future__ import annotations
+
+from real_runner.live.trajectory import check_progress_file, check_trajectory
+from real_runner.progress import ProgressRecord, ProgressWriter
+
+
+def rec(event: str, step: int, loss: float | None = None, ckpt: int | None = None, resumed: int | None = None,
+        set_resumed: bool = False) -> ProgressRecord:
+    info = {"resumed_from": resumed} if event == "start" else {}
+    return ProgressRecord(0.0, event, "j", step, loss=loss, iter_s=0.1 if event == "step" else None,
+                          ckpt_step=ckpt, info=info)
+
+
+def loss(step: int) -> float:
+    return 7.0 - 0.5 * step
+
+
+def good() -> list[ProgressRecord]:
+    """Fresh start, checkpoint at 3, killed at 4, relaunched from 3 (step 4 again), stopped at 5, resumed, done at 6."""
+    return [rec("start", 0), *(rec("step", s, loss(s)) for s in (1, 2, 3)), rec("checkpoint", 3, ckpt=3),
+            rec("step", 4, loss(4)),
+            rec("start", 3, ckpt=3, resumed=3), rec("step", 4, loss(4)), rec("step", 5, loss(5)),
+            rec("stopped", 5, ckpt=5),
+            rec("start", 5, ckpt=5, resumed=5), rec("step", 6, loss(6)), rec("done", 6, ckpt=6)]
+
+
+def test_a_continued_trajectory_passes_and_is_counted(tmp_path) -> None:
+    report = check_trajectory(good(), target=6)
+    assert report.ok, report.problems
+    assert (report.generations, report.resumes, report.repeated_steps, report.final_step) == (3, 2, 1, 6)
+    assert report.max_repeat_diff == 0.0 and report.max_resume_jump == 0.5
+    writer = ProgressWriter(tmp_path / "p.jsonl")
+    for r in good():
+        writer.write(r)
+    writer.close()
+    assert check_progress_file(tmp_path / "p.jsonl", 6).ok
+
+
+def test_each_kind_of_broken_trajectory_is_named() -> None:
+    records = good()
+    records[7] = rec("step", 4, loss(4) + 0.01)  # the re-run step differs
+    assert any("run again with loss" in p for p in check_trajectory(records, 6).problems)
+    records = good()
+    records[11] = rec("step", 6, loss(1))  # back at the start of training after the resume
+    assert any("closer to a fresh start" in p for p in check_trajectory(records, 6).problems)
+    records = good()
+    records[10] = rec("start", 0)  # relaunched from scratch although checkpoints existed
+    assert any("from scratch" in p for p in check_trajectory(records, 6).problems)
+    records = good()
+    records[6] = rec("start", 2, resumed=2)  # no checkpoint at 2 was ever reported
+    assert any("not a reported checkpoint" in p for p in check_trajectory(records, 6).problems)
+    records = good()
+    del records[7]  # step 4 missing after the resume
+    assert any("step 5 follows step 3" in p for p in check_trajectory(records, 6).problems)
+    assert "no done record" in check_trajectory(good()[:-1], 6).problems
+    over = [*good()[:-1], rec("step", 7, loss(7)), rec("done", 7, ckpt=7)]
+    assert any("beyond the target" in p for p in check_trajectory(over, 6).problems)
