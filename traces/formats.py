@@ -42,7 +42,7 @@ FORMATS: dict[str, TraceFormat] = {
 }
 
 #: Built-in generators usable as a trace spec ``name[:key=value,...]``.
-GENERATORS: dict[str, str] = {"synthetic": "traces.synthetic:synthetic_from_options"}
+GENERATORS: dict[str, str] = {"synthetic": "traces.synthetic:synthetic_from_options", "live": "traces.live:live_from_options"}
 
 
 def resolve(target: str) -> Callable[..., Any]:
