@@ -121,6 +121,15 @@ class ClusterState:
         """The event log so far."""
         return tuple(self._events)
 
+    def events_since(self, index: int) -> tuple[Event, ...]:
+        """The events logged after the first ``index`` ones (O(new events), for incremental readers)."""
+        return tuple(self._events[index:])
+
+    @property
+    def n_events(self) -> int:
+        """How many events the log holds."""
+        return len(self._events)
+
     @property
     def jobs(self) -> tuple[JobSpec, ...]:
         """The loaded workload, in load order."""

@@ -45,6 +45,7 @@ def test_lifecycle_with_measured_progress_and_a_failure(state):
     state.update_progress(A, 214.0, iterations_done=100, iter_time=2.0)
     state.finish(A, 214.0)
     state.check_invariants()
+    assert state.n_events == 8 and state.events_since(6) == state.events[6:]
     kinds = [e.kind for e in state.events]
     assert kinds == [EventKind.SUBMIT, EventKind.ALLOCATE, EventKind.RUN, EventKind.PROGRESS, EventKind.FAIL,
                      EventKind.RUN, EventKind.PROGRESS, EventKind.FINISH]
