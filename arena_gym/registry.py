@@ -106,9 +106,11 @@ def policy_registry() -> Registry:
 
 
 def perf_registry() -> Registry:
-    """Performance models: the calibrated estimator (default) or a measured table (``measured:CSV``)."""
+    """Performance models: the calibrated estimator (default), a measured table (``measured:CSV``) or a
+    measured device profile (``profiled:PROFILE.json``)."""
     return Registry(
         "performance model",
         {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
-        prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model"},
+        prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model",
+                  "profiled": "estimator.profiled:profiled_perf_model"},
     )

@@ -117,9 +117,13 @@ class EstimatorPerfModel:
         key = (model, global_batch, gpu_type)
         table = self._tables.get(key)
         if table is None:
-            table = build_tables([self._request(model, global_batch, gpu_type)], self.params, self.config, self.cache_dir)[0]
+            table = self._build_tables([self._request(model, global_batch, gpu_type)])[0]
             self._tables[key] = table
         return table
+
+    def _build_tables(self, requests: list[TableRequest]) -> list[TypeTable]:
+        """Build (or load from the disk cache) one table per request (subclasses hook in here)."""
+        return build_tables(requests, self.params, self.config, self.cache_dir)
 
     def prebuild(self, configs: Iterable[tuple[ModelRef, int]], gpu_types: Iterable[str] | None = None) -> int:
         """Plan many (model, batch) configurations on many types in one vectorised pass; returns tables built."""
@@ -127,7 +131,7 @@ class EstimatorPerfModel:
         wanted = [(m, b, t) for m, b in configs for t in types if (m, b, t) not in self._tables]
         if not wanted:
             return 0
-        tables = build_tables([self._request(m, b, t) for m, b, t in wanted], self.params, self.config, self.cache_dir)
+        tables = self._build_tables([self._request(m, b, t) for m, b, t in wanted])
         for key, table in zip(wanted, tables):
             self._tables[key] = table
         return len(tables)
@@ -144,8 +148,7 @@ class EstimatorPerfModel:
         key = (model, batch, shape)
         single = self._single.get(key)
         if single is None:
-            single = build_tables([self._request(model, batch, shape.gpu_type, (shape,))], self.params, self.config,
-                                  self.cache_dir)[0]
+            single = self._build_tables([self._request(model, batch, shape.gpu_type, (shape,))])[0]
             self._single[key] = single
         return single, 0
 

@@ -1,0 +1,502 @@
+"""A measured device profile (``PROFILE.json``): schema, loading, validation and interpolation.
+
+The disaggregated profiler (``real_runner.profiler``, torch) measures, on one testbed, what the
+runner's plans are made of; this module (numpy only) reads its output. A profile holds
+
+* ``device``: the device type it replaces in the hardware catalogue, the backend, the testbed
+  shape and how it was measured (threads per device, whether the neighbouring devices were busy);
+* ``models``: per profiled model its shapes and, per layer kind (``embed``, ``block``,
+  ``head``), the parameter tensors and elements, and how many of them tensor parallelism shards;
+* ``compute``: forward and backward seconds of one layer of each kind on one device, plain torch
+  at the per-device shapes (``samples`` per micro-batch, ``tp`` local heads), several sample counts;
+* ``overhead``: extra seconds per micro-batch that a wrapper adds to a layer, measured on one device
+  (``tp``: DTensor tensor parallelism, ``fsdp``: FSDP2, both on a one-rank mesh; ``pipeline``: a
+  pipeline schedule step over the whole model, per micro-batch, against the plain loop);
+* ``optimizer``: seconds of an AdamW step (with ``zero_grad``) as ``per_tensor_s * tensors +
+  per_element_s * elements``, plus the extra seconds per DTensor parameter of the two wrappers;
+* ``data``: seconds to build a global batch of each size;
+* ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
+  ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
+  inside a loop that computes between collectives, as training does.
+
+Interpolation rules (stated once, used everywhere):
+
+* compute curves: linear in the sample count between profiled counts; beyond the largest, linear
+  extrapolation along the last segment (never below zero); below the smallest, the smallest
+  point scaled by ``samples / smallest``;
+* overhead curves (per call, not per sample): linear between profiled counts, the nearest end's
+  value outside them; a negative measured overhead (noise) counts as zero;
+* collective tables: linear in bytes between profiled sizes; below the smallest size, the
+  smallest size's time (latency floor); above the largest ``S``, Arena's rule
+  ``t(x) = k * t(S) + t(x - k * S)`` with ``k = floor(x / S)``;
+* a group size that was not profiled takes the nearest profiled group with the same node count
+  (else the nearest node count), scaled by the ring volume factor ``((p - 1) / p) / ((p0 - 1) / p0)``;
+  a group of one rank costs nothing.
+
+Sizes of collectives: ``all_reduce`` and ``send_recv`` the buffer, ``all_gather`` the gathered
+output, ``reduce_scatter`` the full input, ``all_to_all`` the buffer each rank sends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PROFILE_FORMAT = "arena-gym-profile"
+PROFILE_VERSION = 1
+LAYER_KINDS = ("embed", "block", "head")
+WRAPPERS = ("tp", "fsdp", "pipeline")
+COMM_OPS = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
+NEIGHBOURS = ("busy", "idle")
+_MAX_FILE_BYTES = 64 << 20
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used (the message names the file and the problem)."""
+
+
+def _num(value: Any, where: str, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
+        raise ProfileError(f"{where} must be a finite number >= {minimum:g}, got {value!r:.40}")
+    return float(value)
+
+
+def _int(value: Any, where: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ProfileError(f"{where} must be an integer >= {minimum}, got {value!r:.40}")
+    return value
+
+
+def _str(value: Any, where: str, choices: Sequence[str] | None = None) -> str:
+    if not isinstance(value, str) or not value:
+        raise ProfileError(f"{where} must be a non-empty string, got {value!r:.40}")
+    if choices is not None and value not in choices:
+        raise ProfileError(f"{where} is {value!r}; valid: {', '.join(choices)}")
+    return value
+
+
+def _obj(value: Any, where: str, keys: Sequence[str], optional: Sequence[str] = ()) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ProfileError(f"{where} must be an object")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ProfileError(f"{where} lacks {', '.join(missing)}")
+    unknown = sorted(set(value) - set(keys) - set(optional))
+    if unknown:
+        raise ProfileError(f"{where} has unknown key(s) {', '.join(map(str, unknown))}")
+    return value
+
+
+def _list(value: Any, where: str, minimum: int = 0) -> list[Any]:
+    if not isinstance(value, list) or len(value) < minimum:
+        raise ProfileError(f"{where} must be a list of at least {minimum} item(s)")
+    return value
+
+
+def _series(xs: Any, ys: Any, where: str, xname: str, yname: str, ints: bool = True,
+            y_min: float = 0.0) -> tuple[tuple, tuple[float, ...]]:
+    xs_l, ys_l = _list(xs, f"{where}.{xname}", 1), _list(ys, f"{where}.{yname}", 1)
+    if len(xs_l) != len(ys_l):
+        raise ProfileError(f"{where}: {xname} and {yname} differ in length ({len(xs_l)} vs {len(ys_l)})")
+    xv = tuple(_int(x, f"{where}.{xname}[{i}]") if ints else _num(x, f"{where}.{xname}[{i}]") for i, x in enumerate(xs_l))
+    if any(b <= a for a, b in zip(xv, xv[1:])):
+        raise ProfileError(f"{where}.{xname} must be strictly increasing")
+    return xv, tuple(_num(y, f"{where}.{yname}[{i}]", y_min) for i, y in enumerate(ys_l))
+
+
+# ----------------------------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What was profiled: the catalogue device type it describes, backend, testbed and conditions."""
+
+    device_type: str  # a hardware-catalogue type (cpu, a100, ...): the type this profile replaces
+    backend: str  # gloo or nccl
+    testbed: str
+    nodes: int
+    devices_per_node: int
+    host: str  # CPU model or GPU name
+    torch: str
+    threads_per_device: int = 1
+    neighbours: str = "busy"  # whether the other devices of the node were computing during compute profiling
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dict(self.__dict__)
+
+    @staticmethod
+    def from_dict(data: Any, where: str = "device") -> "DeviceInfo":
+        """Validated inverse of :meth:`to_dict`."""
+        d = _obj(data, where, ("device_type", "backend", "testbed", "nodes", "devices_per_node", "host", "torch"),
+                 ("threads_per_device", "neighbours"))
+        return DeviceInfo(_str(d["device_type"], f"{where}.device_type").lower(),
+                          _str(d["backend"], f"{where}.backend", ("gloo", "nccl")), _str(d["testbed"], f"{where}.testbed"),
+                          _int(d["nodes"], f"{where}.nodes"), _int(d["devices_per_node"], f"{where}.devices_per_node"),
+                          _str(d["host"], f"{where}.host"), _str(d["torch"], f"{where}.torch"),
+                          _int(d.get("threads_per_device", 1), f"{where}.threads_per_device"),
+                          _str(d.get("neighbours", "busy"), f"{where}.neighbours", NEIGHBOURS))
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameters of one layer kind: tensors and elements, and the part tensor parallelism shards."""
+
+    tensors: int
+    elements: int
+    tp_tensors: int = 0
+    tp_elements: int = 0
+
+    def local(self, tp: int = 1, shard: int = 1) -> tuple[int, float]:
+        """(tensors, elements) one device holds under ``tp`` and a further ``shard``-way split (FSDP)."""
+        elements = (self.elements - self.tp_elements) + self.tp_elements / tp
+        return self.tensors, elements / shard
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Shapes of a profiled model and the parameters of its layer kinds."""
+
+    name: str
+    blocks: int
+    hidden: int
+    heads: int
+    seq_len: int
+    vocab: int
+    element_bytes: int
+    layers: Mapping[str, LayerParams]
+
+    @property
+    def n_layers(self) -> int:
+        """Length of the layer table: embedding, blocks, head."""
+        return self.blocks + 2
+
+    def kind(self, index: int) -> str:
+        """Layer kind of layer-table index ``index``."""
+        return "embed" if index == 0 else "head" if index == self.blocks + 1 else "block"
+
+    def activation_bytes(self, samples: float) -> float:
+        """Bytes of the hidden state of ``samples`` sequences (pipeline messages, TP all-reduces)."""
+        return samples * self.seq_len * self.hidden * self.element_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without the name, which is the key)."""
+        return {"blocks": self.blocks, "hidden": self.hidden, "heads": self.heads, "seq_len": self.seq_len,
+                "vocab": self.vocab, "element_bytes": self.element_bytes,
+                "layers": {k: dict(v.__dict__) for k, v in self.layers.items()}}
+
+    @staticmethod
+    def from_dict(name: str, data: Any) -> "ModelInfo":
+        """Validated inverse of :meth:`to_dict`."""
+        where = f"models.{name}"
+        d = _obj(data, where, ("blocks", "hidden", "heads", "seq_len", "vocab", "element_bytes", "layers"))
+        layers_d = _obj(d["layers"], f"{where}.layers", LAYER_KINDS)
+        layers = {}
+        for kind in LAYER_KINDS:
+            w = f"{where}.layers.{kind}"
+            ld = _obj(layers_d[kind], w, ("tensors", "elements"), ("tp_tensors", "tp_elements"))
+            lp = LayerParams(_int(ld["tensors"], f"{w}.tensors"), _int(ld["elements"], f"{w}.elements"),
+                             _int(ld.get("tp_tensors", 0), f"{w}.tp_tensors", 0), _int(ld.get("tp_elements", 0), f"{w}.tp_elements", 0))
+            if lp.tp_tensors > lp.tensors or lp.tp_elements > lp.elements:
+                raise ProfileError(f"{w}: tensor-parallel part exceeds the layer's parameters")
+            layers[kind] = lp
+        return ModelInfo(name, _int(d["blocks"], f"{where}.blocks"), _int(d["hidden"], f"{where}.hidden"),
+                         _int(d["heads"], f"{where}.heads"), _int(d["seq_len"], f"{where}.seq_len"),
+                         _int(d["vocab"], f"{where}.vocab"), _int(d["element_bytes"], f"{where}.element_bytes"), layers)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Forward and backward seconds over sample counts (one layer kind, one variant)."""
+
+    model: str
+    layer: str  # embed, block, head (or "model" for the pipeline overhead)
+    variant: str  # "compute" or a wrapper name
+    tp: int
+    samples: tuple[int, ...]
+    fw_s: tuple[float, ...]
+    bw_s: tuple[float, ...]
+
+    def at(self, samples: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(forward, backward) seconds at ``samples`` (array-like), by the curve rules of the module docstring."""
+        if self.variant == "compute":
+            return (interp_curve(self.samples, self.fw_s, samples, True),
+                    interp_curve(self.samples, self.bw_s, samples, True))
+        x = np.asarray(samples, dtype=float)
+        return (np.maximum(np.interp(x, self.samples, self.fw_s), 0.0), np.maximum(np.interp(x, self.samples, self.bw_s), 0.0))
+
+
+@dataclass(frozen=True)
+class OptimizerFit:
+    """AdamW step (with zero_grad) seconds: ``per_tensor_s * tensors + per_element_s * elements``,
+    plus ``wrapper_per_tensor_s[w]`` per parameter tensor that wrapper ``w`` turns into a DTensor."""
+
+    per_tensor_s: float
+    per_element_s: float
+    wrapper_per_tensor_s: Mapping[str, float] = field(default_factory=dict)
+
+    def step_s(self, tensors: Any, elements: Any, wrapped_tensors: Mapping[str, Any] | None = None) -> Any:
+        """Step seconds of ``tensors`` tensors with ``elements`` elements in total."""
+        t = self.per_tensor_s * np.asarray(tensors, dtype=float) + self.per_element_s * np.asarray(elements, dtype=float)
+        for w, n in (wrapped_tensors or {}).items():
+            t = t + max(0.0, self.wrapper_per_tensor_s.get(w, 0.0)) * np.asarray(n, dtype=float)
+        return t
+
+
+@dataclass(frozen=True)
+class CommTable:
+    """One collective on one group shape: seconds per message size (bytes)."""
+
+    op: str
+    ranks: int
+    nodes: int
+    sizes: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+    def at(self, nbytes: Any) -> np.ndarray:
+        """Seconds for ``nbytes`` (array-like), by the table rules of the module docstring."""
+        return interp_table(self.sizes, self.seconds, nbytes)
+
+
+def interp_curve(xs: Sequence[float], ys: Sequence[float], x: Any, proportional_below: bool) -> np.ndarray:
+    """Piecewise-linear curve through ``(xs, ys)``: linear extrapolation along the last segment above
+    (clipped at 0); below ``xs[0]`` proportional to ``x`` (``proportional_below``) or constant."""
+    xa, ya = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    x = np.asarray(x, dtype=float)
+    out = np.interp(x, xa, ya)
+    if len(xa) >= 2:
+        slope = (ya[-1] - ya[-2]) / (xa[-1] - xa[-2])
+        above = np.maximum(ya[-1] + slope * (x - xa[-1]), 0.0)
+    else:
+        above = ya[-1] * x / xa[-1] if proportional_below else np.full_like(x, ya[-1])
+    out = np.where(x > xa[-1], above, out)
+    below = ya[0] * x / xa[0] if proportional_below else np.full_like(x, ya[0])
+    return np.where(x < xa[0], below, out)
+
+
+def interp_table(sizes: Sequence[float], seconds: Sequence[float], nbytes: Any) -> np.ndarray:
+    """Collective time at ``nbytes``: linear between sizes, the smallest size's time below,
+    ``k * t(max) + t(rest)`` above the largest size."""
+    xa, ya = np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float)
+    x = np.maximum(np.asarray(nbytes, dtype=float), 0.0)
+    top = xa[-1]
+    k = np.floor(x / top)
+    rest = x - k * top
+    inside = np.interp(rest, xa, ya)  # below xs[0] np.interp holds ys[0]: the latency floor
+    beyond = k * ya[-1] + np.where(rest > 0, inside, 0.0)
+    return np.where(x > top, beyond, np.interp(x, xa, ya))
+
+
+# ----------------------------------------------------------------------------------------------
+# the profile
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A whole ``PROFILE.json`` (see the module docstring)."""
+
+    device: DeviceInfo
+    models: Mapping[str, ModelInfo]
+    compute: tuple[Curve, ...]
+    overhead: tuple[Curve, ...]
+    optimizer: OptimizerFit
+    data: Mapping[str, tuple[tuple[int, ...], tuple[float, ...]]]  # model -> (global batches, seconds)
+    comm: tuple[CommTable, ...]
+    cost: Mapping[str, float] = field(default_factory=dict)  # device-seconds and wall seconds per phase
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    created: str = ""
+    code_version: str = ""
+    version: int = PROFILE_VERSION
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def model(self, name: str) -> ModelInfo:
+        """The profiled model ``name``; ProfileError listing the profiled ones otherwise."""
+        info = self.models.get(name)
+        if info is None:
+            raise ProfileError(f"model {name!r} is not in the profile; profiled: {', '.join(sorted(self.models)) or 'none'}")
+        return info
+
+    def covers(self, model: str, device_type: str) -> bool:
+        """True when this profile describes ``model`` on ``device_type``."""
+        return model in self.models and device_type.lower() == self.device.device_type
+
+    def compute_curve(self, model: str, layer: str, tp: int) -> Curve:
+        """The plain compute curve of a layer kind at tensor-parallel degree ``tp`` (1 for embed/head)."""
+        key = (model, layer, "compute", tp if layer == "block" else 1)
+        curve = self._index().get(key)
+        if curve is None:
+            have = sorted(c.tp for c in self.compute if c.model == model and c.layer == layer)
+            raise ProfileError(f"profile has no compute curve for {model} {layer} at tp={key[3]} (profiled tp: {have or 'none'}); "
+                               "profile the testbed again with that tensor-parallel degree")
+        return curve
+
+    def overhead_curve(self, model: str, layer: str, wrapper: str) -> Curve | None:
+        """The overhead curve of ``wrapper`` on a layer kind (``layer="model"`` for ``pipeline``), or None."""
+        return self._index().get((model, layer, wrapper, 1))
+
+    def _index(self) -> dict[tuple[str, str, str, int], Curve]:
+        cache = self.__dict__.get("_curve_index")
+        if cache is None:
+            cache = {(c.model, c.layer, c.variant, c.tp): c for c in (*self.compute, *self.overhead)}
+            object.__setattr__(self, "_curve_index", cache)
+        return cache
+
+    def data_s(self, model: str, batch: float) -> float:
+        """Seconds to build a global batch of ``batch`` sequences (linear in the batch)."""
+        entry = self.data.get(model)
+        if entry is None:
+            return 0.0
+        return float(interp_curve(entry[0], entry[1], batch, proportional_below=True))
+
+    def comm_table(self, op: str, ranks: int, nodes: int) -> tuple[CommTable, float]:
+        """The table for a group of ``ranks`` over ``nodes`` nodes, and the scale factor of the group-size rule."""
+        tables = [t for t in self.comm if t.op == op]
+        if not tables:
+            raise ProfileError(f"profile has no {op} table; profiled collectives: {', '.join(sorted({t.op for t in self.comm})) or 'none'}")
+        exact = [t for t in tables if t.ranks == ranks and t.nodes == nodes]
+        if exact:
+            return exact[0], 1.0
+        best = min(tables, key=lambda t: (abs(t.nodes - nodes), abs(t.ranks - ranks), t.ranks))
+        p0, p = best.ranks, ranks
+        return best, ((p - 1) / p) / ((p0 - 1) / p0)
+
+    def comm_s(self, op: str, nbytes: Any, ranks: int, nodes: int = 1) -> np.ndarray:
+        """Seconds of collective ``op`` of ``nbytes`` on a group of ``ranks`` spanning ``nodes`` nodes."""
+        if ranks <= 1:
+            return np.zeros_like(np.asarray(nbytes, dtype=float))
+        table, scale = self.comm_table(op, ranks, nodes)
+        return table.at(nbytes) * scale
+
+    # -- serialisation -----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the file format)."""
+        def curve(c: Curve) -> dict[str, Any]:
+            d = {"model": c.model, "layer": c.layer, "samples": list(c.samples), "fw_s": list(c.fw_s), "bw_s": list(c.bw_s)}
+            if c.variant == "compute":
+                d["tp"] = c.tp
+            else:
+                d["wrapper"] = c.variant
+            return d
+
+        return {
+            "format": PROFILE_FORMAT, "version": self.version, "created": self.created, "code_version": self.code_version,
+            "device": self.device.to_dict(),
+            "models": {k: v.to_dict() for k, v in self.models.items()},
+            "compute": [curve(c) for c in self.compute],
+            "overhead": [curve(c) for c in self.overhead],
+            "optimizer": {"per_tensor_s": self.optimizer.per_tensor_s, "per_element_s": self.optimizer.per_element_s,
+                          "wrapper_per_tensor_s": dict(self.optimizer.wrapper_per_tensor_s)},
+            "data": [{"model": m, "batch": list(b), "seconds": list(s)} for m, (b, s) in self.data.items()],
+            "comm": [{"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
+                     for t in self.comm],
+            "cost": dict(self.cost), "settings": dict(self.settings),
+        }
+
+    def to_json(self) -> str:
+        """The file text."""
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    @staticmethod
+    def from_dict(data: Any, source: str = "profile") -> "Profile":
+        """Validated inverse of :meth:`to_dict`; ProfileError naming the problem."""
+        try:
+            return _parse(data)
+        except ProfileError as exc:
+            raise ProfileError(f"{source}: {exc}") from None
+
+
+def _parse(data: Any) -> Profile:
+    top = _obj(data, "profile", ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm"),
+               ("created", "code_version", "cost", "settings"))
+    if top["format"] != PROFILE_FORMAT:
+        raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
+    if top["version"] != PROFILE_VERSION:
+        raise ProfileError(f"profile version {top['version']!r} is not supported (this code reads version {PROFILE_VERSION}); "
+                           "profile the testbed again")
+    device = DeviceInfo.from_dict(top["device"])
+    models_d = top["models"]
+    if not isinstance(models_d, Mapping) or not models_d:
+        raise ProfileError("models must be a non-empty object")
+    models = {str(k): ModelInfo.from_dict(str(k), v) for k, v in models_d.items()}
+
+    def curves(key: str) -> tuple[Curve, ...]:
+        out = []
+        for i, item in enumerate(_list(top[key], key)):
+            w = f"{key}[{i}]"
+            extra = ("tp",) if key == "compute" else ("wrapper",)
+            d = _obj(item, w, ("model", "layer", "samples", "fw_s", "bw_s", *extra))
+            model = _str(d["model"], f"{w}.model")
+            if model not in models:
+                raise ProfileError(f"{w}.model {model!r} is not in models")
+            y_min = 0.0 if key == "compute" else -math.inf  # a measured overhead may come out below zero
+            samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s", y_min=y_min)
+            _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s", y_min=y_min)
+            if key == "compute":
+                layer = _str(d["layer"], f"{w}.layer", LAYER_KINDS)
+                out.append(Curve(model, layer, "compute", _int(d["tp"], f"{w}.tp"), samples, fw, bw))
+            else:
+                wrapper = _str(d["wrapper"], f"{w}.wrapper", WRAPPERS)
+                layer = _str(d["layer"], f"{w}.layer", ("model",) if wrapper == "pipeline" else LAYER_KINDS)
+                out.append(Curve(model, layer, wrapper, 1, samples, fw, bw))
+        keys = [(c.model, c.layer, c.variant, c.tp) for c in out]
+        if len(set(keys)) != len(keys):
+            raise ProfileError(f"{key} lists a curve twice")
+        return tuple(out)
+
+    compute, overhead = curves("compute"), curves("overhead")
+    for name in models:
+        for kind in LAYER_KINDS:
+            if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
+                raise ProfileError(f"compute has no {kind} curve at tp=1 for {name}")
+    od = _obj(top["optimizer"], "optimizer", ("per_tensor_s", "per_element_s"), ("wrapper_per_tensor_s",))
+    wpt = od.get("wrapper_per_tensor_s", {})
+    if not isinstance(wpt, Mapping):
+        raise ProfileError("optimizer.wrapper_per_tensor_s must be an object")
+    optimizer = OptimizerFit(_num(od["per_tensor_s"], "optimizer.per_tensor_s"), _num(od["per_element_s"], "optimizer.per_element_s"),
+                             {_str(k, "optimizer.wrapper_per_tensor_s key", WRAPPERS): _num(v, f"optimizer.wrapper_per_tensor_s.{k}", -math.inf)
+                              for k, v in wpt.items()})
+    data = {}
+    for i, item in enumerate(_list(top["data"], "data")):
+        d = _obj(item, f"data[{i}]", ("model", "batch", "seconds"))
+        data[_str(d["model"], f"data[{i}].model")] = _series(d["batch"], d["seconds"], f"data[{i}]", "batch", "seconds")
+    comm = []
+    for i, item in enumerate(_list(top["comm"], "comm")):
+        w = f"comm[{i}]"
+        d = _obj(item, w, ("op", "ranks", "nodes", "bytes", "seconds"))
+        sizes, secs = _series(d["bytes"], d["seconds"], w, "bytes", "seconds")
+        comm.append(CommTable(_str(d["op"], f"{w}.op", COMM_OPS), _int(d["ranks"], f"{w}.ranks", 2), _int(d["nodes"], f"{w}.nodes"),
+                              sizes, secs))
+    if len({(t.op, t.ranks, t.nodes) for t in comm}) != len(comm):
+        raise ProfileError("comm lists a table twice")
+    cost = top.get("cost", {})
+    if not isinstance(cost, Mapping):
+        raise ProfileError("cost must be an object")
+    settings = top.get("settings", {})
+    if not isinstance(settings, Mapping):
+        raise ProfileError("settings must be an object")
+    return Profile(device, models, compute, overhead, optimizer, data, tuple(comm),
+                   {str(k): _num(v, f"cost.{k}") for k, v in cost.items()}, dict(settings),
+                   str(top.get("created", "")), str(top.get("code_version", "")), PROFILE_VERSION)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a ``PROFILE.json``; ProfileError (one line, naming the file) when unusable."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProfileError(f"{path}: no such profile file")
+    if path.stat().st_size > _MAX_FILE_BYTES:
+        raise ProfileError(f"{path}: larger than {_MAX_FILE_BYTES >> 20} MiB, not a profile")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProfileError(f"{path}: not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return Profile.from_dict(data, str(path))

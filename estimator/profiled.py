@@ -1,0 +1,489 @@
+"""Composition of a measured :class:`~estimator.profile.Profile` into plan iteration times, and the
+``profiled:PROFILE.json`` performance model.
+
+A plan's iteration is composed the way the runner (``real_runner.executor``) executes it. Per
+stage ``j`` (layers ``[a, b)`` on a ``(dp, tp)`` mesh) and micro-batch (``n = batch / B / dp``
+samples per device):
+
+* forward ``F_j`` = the profiled forward seconds of its layers at ``n`` samples (blocks at ``tp``
+  local heads; embedding and head are replicated) + the wrappers' overheads (DTensor TP on
+  blocks, FSDP2 on every layer, the pipeline schedule's per-micro-batch cost when ``S > 1``)
+  + DTensor TP's two all-reduces of the hidden state per block + (one stage) FSDP2's all-gather
+  of every unit: each block, and the root's parameters (embedding, head);
+* backward ``B_j`` likewise, with four all-reduces per block (the input gradients of q, k, v and
+  fc1) and (one stage) a second all-gather of every unit (FSDP2 resharded them after forward);
+* per step: FSDP2's reduce-scatter of every unit (and, for pipelines, its one all-gather per unit),
+  the AdamW step of the stage's local parameters, the global batch's construction, the loss
+  all-reduce over all ranks and the control all-reduce the job loop makes before every step.
+
+Stages are composed by the event simulation of the schedule's op order
+(:mod:`estimator.pipeline`), with the pipeline's point-to-point times on the boundaries; the
+iteration ends when the slowest stage has finished its optimizer step. The split reported:
+``compute`` and ``intra`` of the bottleneck stage (computation; intra-stage collectives),
+``inter`` (what the point-to-point transfers add) and ``bubble`` (the rest: fill, drain, waits).
+
+Memory per device and feasibility come from the cost model (:func:`estimator.costmodel.stage_costs`).
+
+The performance model searches the plans the runner executes as they are: every stage on the same
+``(dp, tp)`` mesh (``tp`` divides the heads and stays in a node unless allowed, ``dp`` divides
+the batch), power-of-two micro-batch counts that divide the per-replica batch, both schedules
+(1F1B only with at least as many micro-batches as stages), and every contiguous layer partition
+(the most balanced ones by profiled time when there are many).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from arena_gym.types import ClusterSpec, Grid, ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
+from estimator.costmodel import GIB, Infeasible, PlanEstimate, check_plan, model_consts, rates_for, stage_aggregates, stage_costs
+from estimator.hardware import canonical_gpu_name, get_gpu, node_links
+from estimator.perfmodel import EstimatorPerfModel, GridPlans
+from estimator.pipeline import simulate
+from estimator.planner import PlannerConfig, all_partitions, pipeline_units
+from estimator.profile import ModelInfo, Profile, load_profile
+from estimator.table import MAX_STAGES, TableRequest, TypeTable
+from estimator.zoo import ModelArch
+
+log = logging.getLogger(__name__)
+
+#: Largest micro-batch count the profiled planner tries.
+MAX_MICRO_BATCHES = 64
+#: Partitions evaluated per (stage count, mesh, micro-batches) before falling back to the most balanced ones.
+MAX_PARTITIONS = 256
+#: Bytes of the loss scalar and of the job loop's control flags, all-reduced every step.
+LOSS_BYTES, CONTROL_BYTES = 4, 8
+#: DTensor TP's all-reduces of the hidden state per block and micro-batch: the outputs of ``wo`` and
+#: ``fc2`` forward; the input gradients of ``wq``, ``wk``, ``wv`` and ``fc1`` backward.
+TP_ALL_REDUCES_FW, TP_ALL_REDUCES_BW = 2, 4
+
+
+class Composed(NamedTuple):
+    """Composed iteration times (arrays over candidates)."""
+
+    total: np.ndarray
+    compute: np.ndarray
+    intra: np.ndarray
+    inter: np.ndarray
+    bubble: np.ndarray
+
+
+@dataclass(frozen=True)
+class _LayerCosts:
+    """Per layer-table entry, at one (samples, dp, tp, pipelined) setting: arrays over layers."""
+
+    fw: np.ndarray  # compute + wrapper overheads
+    bw: np.ndarray
+    opt: np.ndarray  # AdamW step (per step)
+    block: np.ndarray  # 1.0 for blocks
+    root_bytes: np.ndarray  # parameter bytes of non-block layers (FSDP's root unit)
+
+
+def _nodes(size: int, stride: int, gpn: int) -> int:
+    """Nodes spanned by a group of ``size`` ranks ``stride`` apart, aligned on power-of-two boundaries."""
+    return max(1, min(size, size * stride // gpn))
+
+
+def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int) -> _LayerCosts:
+    kinds = [info.kind(i) for i in range(info.n_layers)]
+    per_kind: dict[str, tuple[float, float, float, float]] = {}
+    for kind in set(kinds):
+        fw, bw = profile.compute_curve(info.name, kind, tp).at(n)
+        fw, bw = float(fw), float(bw)
+        wrapped: dict[str, int] = {}
+        params = info.layers[kind]
+        if tp > 1 and kind == "block":
+            ofw, obw = _overhead(profile, info.name, kind, "tp", n)
+            fw, bw = fw + ofw, bw + obw
+            wrapped["tp"] = params.tp_tensors
+        if dp > 1:
+            ofw, obw = _overhead(profile, info.name, kind, "fsdp", n)
+            fw, bw = fw + ofw, bw + obw
+            wrapped["fsdp"] = params.tensors
+        tensors, elements = params.local(tp if kind == "block" else 1, dp)
+        opt = float(profile.optimizer.step_s(tensors, elements, wrapped))
+        root = 0.0 if kind == "block" else params.local(1, 1)[1] * info.element_bytes
+        per_kind[kind] = (fw, bw, opt, root)
+    arr = np.array([per_kind[k] for k in kinds])
+    return _LayerCosts(arr[:, 0], arr[:, 1], arr[:, 2], np.array([k == "block" for k in kinds], dtype=float), arr[:, 3])
+
+
+def _overhead(profile: Profile, model: str, layer: str, wrapper: str, n: float) -> tuple[float, float]:
+    curve = profile.overhead_curve(model, layer, wrapper)
+    if curve is None:
+        return 0.0, 0.0
+    fw, bw = curve.at(n)
+    return max(0.0, float(fw)), max(0.0, float(bw))
+
+
+def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.ndarray, dp: int, tp: int,
+            micro_batches: int, schedule: PipeSchedule, gpus_per_node: int, include_control: bool = True) -> Composed:
+    """Iteration times of candidates sharing one uniform mesh, micro-batch count and schedule.
+
+    ``bounds``: layer boundaries ``[C, S+1]`` (``C`` candidate partitions of ``S`` stages).
+    """
+    bounds = np.atleast_2d(np.asarray(bounds, dtype=np.int64))
+    S = bounds.shape[1] - 1
+    B = micro_batches
+    n = global_batch / B / dp
+    g = dp * tp
+    world = S * g
+    lc = _layer_costs(profile, info, n, dp, tp)
+
+    def stage_sum(x: np.ndarray) -> np.ndarray:
+        cum = np.concatenate([[0.0], np.cumsum(x)])
+        return cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
+
+    comp_f, comp_b, opt, nblk, rootb = (stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes))
+    act = info.activation_bytes(n)
+    nodes_tp, nodes_dp = _nodes(tp, 1, gpus_per_node), _nodes(dp, tp, gpus_per_node)
+    ar = float(profile.comm_s("all_reduce", act, tp, nodes_tp)) if tp > 1 else 0.0
+    blk_bytes = info.layers["block"].local(tp, 1)[1] * info.element_bytes
+    ag_blk = float(profile.comm_s("all_gather", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
+    rs_blk = float(profile.comm_s("reduce_scatter", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
+    ag_root = np.where(rootb > 0, profile.comm_s("all_gather", rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
+    rs_root = np.where(rootb > 0, profile.comm_s("reduce_scatter", rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
+    pipe_f, pipe_b = _overhead(profile, info.name, "model", "pipeline", n) if S > 1 else (0.0, 0.0)
+
+    if S == 1:  # FSDP2 reshards after forward: every unit is gathered in each micro-batch's forward and backward
+        comm_f = nblk * (TP_ALL_REDUCES_FW * ar + ag_blk) + ag_root
+        comm_b = nblk * (TP_ALL_REDUCES_BW * ar + ag_blk) + ag_root
+        sync = nblk * rs_blk + rs_root
+    else:  # parameters stay gathered across the pipeline's micro-batches: one all-gather per unit and step
+        comm_f, comm_b = nblk * TP_ALL_REDUCES_FW * ar, nblk * TP_ALL_REDUCES_BW * ar
+        sync = nblk * (rs_blk + ag_blk) + rs_root + ag_root
+    F = comp_f + pipe_f + comm_f
+    Bk = comp_b + pipe_b + comm_b
+    post = sync + opt
+
+    p2p = np.zeros(S)
+    for j in range(S - 1):
+        off, nxt = j * g, (j + 1) * g
+        same = off // gpus_per_node == (nxt + g - 1) // gpus_per_node
+        p2p[j] = float(profile.comm_s("send_recv", act, 2, 1 if same else 2))
+    nodes_world = max(1, world // gpus_per_node)
+    glob = profile.data_s(info.name, global_batch)
+    if world > 1:
+        glob += float(profile.comm_s("all_reduce", LOSS_BYTES, world, nodes_world))
+        if include_control:
+            glob += float(profile.comm_s("all_reduce", CONTROL_BYTES, world, nodes_world))
+
+    end = simulate(F, Bk, p2p[None, :], B, schedule)
+    total = (end + post).max(axis=-1) + glob
+    end0 = simulate(F, Bk, np.zeros((1, S)), B, schedule)
+    total0 = (end0 + post).max(axis=-1) + glob
+    busy = B * (F + Bk) + post
+    jstar = np.argmax(busy, axis=-1)[:, None]
+    pick = lambda x: np.take_along_axis(np.broadcast_to(x, busy.shape), jstar, axis=-1)[:, 0]  # noqa: E731
+    compute = B * (pick(comp_f + comp_b) + pipe_f + pipe_b) + pick(opt) + profile.data_s(info.name, global_batch)
+    intra = B * pick(comm_f + comm_b) + pick(sync) + (glob - profile.data_s(info.name, global_batch))
+    inter = total - total0
+    bubble = np.maximum(total0 - compute - intra, 0.0)
+    return Composed(total, compute, intra, inter, bubble)
+
+
+def step_collectives(info: ModelInfo, plan: Plan) -> dict[str, int]:
+    """Collective calls one rank of the first stage makes in a training step, by kind, as :func:`compose`
+    counts them (the loss all-reduce included, the job loop's control all-reduce not)."""
+    dp, tp = _uniform(plan)
+    st = plan.stages[0]
+    blocks = sum(1 for i in range(st.layer_start, st.layer_end) if info.kind(i) == "block")
+    root = any(info.kind(i) != "block" for i in range(st.layer_start, st.layer_end))
+    B = plan.micro_batches
+    out = {"all_reduce": 1 + (blocks * B * (TP_ALL_REDUCES_FW + TP_ALL_REDUCES_BW) if tp > 1 else 0),
+           "all_gather": 0, "reduce_scatter": 0}
+    if dp > 1:
+        units = blocks + int(root)
+        out["all_gather"] = 2 * units * B if plan.n_stages == 1 else units
+        out["reduce_scatter"] = units
+    return out
+
+
+def _uniform(plan: Plan) -> tuple[int, int]:
+    dp, tp = plan.stages[0].dp, plan.stages[0].tp
+    if any((s.dp, s.tp) != (dp, tp) for s in plan.stages):
+        raise ValueError(f"plan {plan.describe()}: the profiled model composes uniform meshes only (every stage on one "
+                         "(dp, tp)), as the runner executes them")
+    return dp, tp
+
+
+def _memory(arch: ModelArch, rates, bounds: np.ndarray, dp: int, tp: int, B: int, m: float, gpn: int,
+            schedule: PipeSchedule, allow_cross_node_tp: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(memory in bytes per stage ``[C, S]``, largest stage's, Infeasible code) per candidate, from the cost model."""
+    S = bounds.shape[1] - 1
+    agg = stage_aggregates(arch, bounds)
+    g = dp * tp
+    off = np.arange(S) * g
+    sc = stage_costs(agg, float(dp), float(tp), off, g, np.arange(S), S, B, m, gpn, rates, model_consts(arch), schedule,
+                     allow_cross_node_tp)
+    reason = np.where(sc.reason > 0, sc.reason, 99).min(axis=-1)
+    return sc.mem, sc.mem.max(axis=-1), np.where(reason == 99, 0, reason)
+
+
+def estimate_profiled_plan(profile: Profile, arch: ModelArch, global_batch: int, shape: ResourceShape, plan: Plan,
+                           rates, allow_cross_node_tp: bool = True, include_control: bool = True) -> PlanEstimate:
+    """Estimate one concrete plan from the profile (uniform meshes; the runner's execution)."""
+    check_plan(arch, shape, plan)
+    info = profile.model(arch.name)
+    dp, tp = _uniform(plan)
+    bounds = np.array([[s.layer_start for s in plan.stages] + [plan.stages[-1].layer_end]])
+    schedule = plan.schedule if plan.n_stages > 1 else PipeSchedule.GPIPE
+    c = compose(profile, info, global_batch, bounds, dp, tp, plan.micro_batches, schedule, shape.gpus_per_node,
+                include_control)
+    per_stage, mem, reason = _memory(arch, rates, bounds, dp, tp, plan.micro_batches, global_batch / plan.micro_batches,
+                                     shape.gpus_per_node, schedule, allow_cross_node_tp)
+    code = Infeasible(int(reason[0]))
+    return PlanEstimate(plan, float(c.total[0]), float(c.compute[0]), float(c.intra[0]), float(c.inter[0]),
+                        float(c.bubble[0]), float(mem[0]) / GIB, tuple(float(x) / GIB for x in per_stage[0]),
+                        code is Infeasible.OK, code.describe())
+
+
+# ----------------------------------------------------------------------------------------------
+# plan search over what the runner executes
+
+
+class _Best(NamedTuple):
+    time: float
+    parts: tuple[float, float, float, float]
+    mem: float
+    reason: int
+    bounds: tuple[int, ...]
+    dp: int
+    tp: int
+    micro: int
+    schedule: PipeSchedule
+
+
+def _micro_options(per_replica: int) -> list[int]:
+    out, b = [], 1
+    while b <= min(per_replica, MAX_MICRO_BATCHES):
+        if per_replica % b == 0:
+            out.append(b)
+        b *= 2
+    return out
+
+
+@lru_cache(maxsize=256)
+def _partitions(arch: ModelArch, n_stages: int, n_units: int) -> np.ndarray:
+    units = pipeline_units(arch, n_units)
+    parts = all_partitions(len(units) - 1, n_stages)
+    return units[parts] if len(parts) else np.zeros((0, n_stages + 1), dtype=np.int64)
+
+
+def _balanced(bounds: np.ndarray, load: np.ndarray, k: int) -> np.ndarray:
+    if len(bounds) <= k:
+        return bounds
+    cum = np.concatenate([[0.0], np.cumsum(load)])
+    loads = cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
+    order = np.lexsort(((loads**2).sum(axis=1), loads.max(axis=1)))[:k]
+    return bounds[order]
+
+
+def grid_options(heads: int, batch: int, shape: ResourceShape, n_stages: int, cfg: PlannerConfig,
+                 dp_only: bool = False) -> list[tuple[int, int, int, PipeSchedule]]:
+    """(dp, tp, micro-batches, schedule) of every executable uniform mesh of a grid (partitions aside)."""
+    N, gpn = shape.num_gpus, shape.gpus_per_node
+    if N % n_stages:
+        return []
+    g = N // n_stages
+    out = []
+    for tp in ([1] if dp_only else [t for t in (1 << i for i in range(g.bit_length())) if g % t == 0]):
+        dp = g // tp
+        if heads % tp or batch % dp or (tp > gpn and not cfg.allow_cross_node_tp):
+            continue
+        for B in _micro_options(batch // dp):
+            schedules = [PipeSchedule.GPIPE] if n_stages == 1 or B < n_stages else [PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B]
+            out.extend((dp, tp, B, sch) for sch in schedules)
+    return out
+
+
+def executable_plans(arch: ModelArch, batch: int, shape: ResourceShape, cfg: PlannerConfig) -> list[Plan]:
+    """Every plan the profiled planner considers on ``shape`` (every stage count, partition, mesh, micro-batch count, schedule)."""
+    out = []
+    heads = int(arch.config.get("heads", 1))
+    for S in cfg.stage_counts:
+        if S > len(arch.layers):
+            continue
+        bounds = _partitions(arch, S, max(cfg.n_units, S))
+        for dp, tp, B, schedule in grid_options(heads, batch, shape, S, cfg):
+            for b in bounds:
+                out.append(Plan(tuple(StagePlan(int(b[j]), int(b[j + 1]), dp, tp) for j in range(S)), B, schedule))
+    return out
+
+
+def search_grid(profile: Profile, arch: ModelArch, batch: int, shape: ResourceShape, n_stages: int, rates,
+                cfg: PlannerConfig, dp_only: bool = False) -> _Best | None:
+    """The fastest feasible executable plan of a grid (None when the grid has no candidate; ``time = inf``
+    and the most advanced failure code when no candidate is feasible)."""
+    info = profile.model(arch.name)
+    if n_stages > info.n_layers:
+        return None
+    options = grid_options(info.heads, batch, shape, n_stages, cfg, dp_only)
+    all_bounds = _partitions(arch, n_stages, max(cfg.n_units, n_stages))
+    if not options or len(all_bounds) == 0:
+        return None
+    best: _Best | None = None
+    worst_reason = 0
+    for dp, tp, B, schedule in options:
+        bounds = all_bounds
+        if len(bounds) > MAX_PARTITIONS:
+            lc = _layer_costs(profile, info, batch / B / dp, dp, tp)
+            bounds = _balanced(bounds, lc.fw + lc.bw, max(cfg.partitions, 1) * 4)
+        _, mem, reason = _memory(arch, rates, bounds, dp, tp, B, batch / B, shape.gpus_per_node, schedule,
+                                 cfg.allow_cross_node_tp)
+        c = compose(profile, info, batch, bounds, dp, tp, B, schedule, shape.gpus_per_node)
+        t = np.where(reason == 0, c.total, np.inf)
+        i = int(np.argmin(t))
+        worst_reason = max(worst_reason, int(reason.max()))
+        if math.isfinite(t[i]) and (best is None or t[i] < best.time):
+            best = _Best(float(t[i]), (float(c.compute[i]), float(c.intra[i]), float(c.inter[i]), float(c.bubble[i])),
+                         float(mem[i]), 0, tuple(int(x) for x in bounds[i]), dp, tp, B, schedule)
+    if best is None:
+        return _Best(math.inf, (0.0, 0.0, 0.0, 0.0), 0.0, worst_reason or int(Infeasible.OUT_OF_MEMORY), (), 0, 0, 0,
+                     PipeSchedule.GPIPE)
+    return best
+
+
+def build_profiled_table(profile: Profile, req: TableRequest, rates, cfg: PlannerConfig) -> TypeTable:
+    """The performance table of one request from the profile (same layout as :mod:`estimator.table`)."""
+    R, C = len(req.shapes), len(cfg.stage_counts)
+    time = np.full((R, C), np.inf)
+    reason = np.zeros((R, C), dtype=np.int8)
+    parts = {k: np.zeros((R, C)) for k in ("compute", "intra", "inter", "bubble", "mem_gb")}
+    micro = np.zeros((R, C), dtype=np.int32)
+    bounds = np.full((R, C, MAX_STAGES + 1), -1, dtype=np.int32)
+    dp = np.zeros((R, C, MAX_STAGES), dtype=np.int32)
+    tp = np.zeros((R, C, MAX_STAGES), dtype=np.int32)
+    dp_time = np.full(R, np.inf)
+    dp_mem = np.zeros(R)
+    schedules: dict[tuple[int, int], PipeSchedule] = {}
+    for r, shape in enumerate(req.shapes):
+        for c, S in enumerate(cfg.stage_counts):
+            best = search_grid(profile, req.arch, req.batch, shape, S, rates, cfg)
+            if best is None:
+                continue
+            reason[r, c] = best.reason
+            if not math.isfinite(best.time):
+                continue
+            time[r, c] = best.time
+            for k, v in zip(("compute", "intra", "inter", "bubble"), best.parts):
+                parts[k][r, c] = v
+            parts["mem_gb"][r, c] = best.mem / GIB
+            micro[r, c] = best.micro
+            bounds[r, c, :S + 1] = best.bounds
+            dp[r, c, :S], tp[r, c, :S] = best.dp, best.tp
+            schedules[(r, c)] = best.schedule
+        dp_best = search_grid(profile, req.arch, req.batch, shape, 1, rates, cfg, dp_only=True)
+        if dp_best is not None and math.isfinite(dp_best.time):
+            dp_time[r], dp_mem[r] = dp_best.time, dp_best.mem / GIB
+    table = TypeTable(req.arch.name, req.batch, req.gpu_type, req.shapes, cfg.stage_counts, time, reason,
+                      parts["compute"], parts["intra"], parts["inter"], parts["bubble"], parts["mem_gb"], micro,
+                      bounds, dp, tp, dp_time, dp_mem)
+    return _ScheduledTable.wrap(table, schedules)
+
+
+class _ScheduledTable(TypeTable):
+    """A :class:`TypeTable` whose plans carry the schedule chosen per grid (the profiled search picks it)."""
+
+    schedules: Mapping[tuple[int, int], PipeSchedule]
+
+    @staticmethod
+    def wrap(table: TypeTable, schedules: Mapping[tuple[int, int], PipeSchedule]) -> "_ScheduledTable":
+        out = _ScheduledTable(**{f: getattr(table, f) for f in (
+            "model", "batch", "gpu_type", "shapes", "stage_counts", "time", "reason", "compute", "intra", "inter", "bubble",
+            "mem_gb", "micro_batches", "bounds", "dp", "tp", "dp_time", "dp_mem_gb")})
+        object.__setattr__(out, "schedules", dict(schedules))
+        return out
+
+    def plan(self, row: int, col: int, cfg: PlannerConfig) -> Plan | None:
+        """The plan of one grid with its chosen schedule (None when infeasible)."""
+        if not math.isfinite(self.time[row, col]):
+            return None
+        S = self.stage_counts[col]
+        b = self.bounds[row, col]
+        stages = tuple(StagePlan(int(b[j]), int(b[j + 1]), int(self.dp[row, col, j]), int(self.tp[row, col, j]))
+                       for j in range(S))
+        return Plan(stages, int(self.micro_batches[row, col]), self.schedules.get((row, col), PipeSchedule.GPIPE))
+
+
+# ----------------------------------------------------------------------------------------------
+# the performance model
+
+
+class ProfiledPerfModel(EstimatorPerfModel):
+    """The estimator with a measured profile in place of the roofline and alpha-beta models.
+
+    (model, device type) pairs that the profile covers are planned and estimated from the profile
+    over the plans the runner executes; everything else falls back to the calibrated estimator.
+    """
+
+    name = "profiled"
+
+    def __init__(self, profile: Profile, cluster: ClusterSpec | None = None, config: PlannerConfig | None = None,
+                 source: str = "") -> None:
+        super().__init__(cluster, config=config)
+        self.profile = profile
+        self.source = source
+        get_gpu(profile.device.device_type)  # the profile must describe a catalogue type
+
+    def _covers(self, model: ModelRef | str, gpu_type: str) -> bool:
+        name = model.name if isinstance(model, ModelRef) else str(model)
+        return self.profile.covers(name, canonical_gpu_name(gpu_type))
+
+    def _build_tables(self, requests: list[TableRequest]) -> list[TypeTable]:
+        out: list[TypeTable | None] = [None] * len(requests)
+        rest = [i for i, r in enumerate(requests) if not self._covers(r.arch.name, r.gpu_type)]
+        for i, r in enumerate(requests):
+            if i not in rest:
+                out[i] = build_profiled_table(self.profile, r, rates_for(r.arch, r.gpu, r.links, self.params), self.config)
+        if rest:
+            for i, t in zip(rest, super()._build_tables([requests[i] for i in rest])):
+                out[i] = t
+        return [t for t in out if t is not None]
+
+    def estimate(self, model: ModelRef, global_batch: int, shape: ResourceShape, plan: Plan) -> PlanEstimate:
+        """Cost breakdown of a concrete plan (from the profile when it covers the model and type)."""
+        if not self._covers(model, shape.gpu_type):
+            return super().estimate(model, global_batch, shape, plan)
+        self._check(model, global_batch, shape)
+        arch = self.arch(model)
+        gpu, group = self._gpu(shape.gpu_type)
+        return estimate_profiled_plan(self.profile, arch, global_batch, shape, plan,
+                                      rates_for(arch, gpu, node_links(gpu, group), self.params))
+
+    def dp_estimate(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> PlanEstimate:
+        """The data-parallel-only plan's estimate (profiled: the best micro-batch count)."""
+        if not self._covers(model, shape.gpu_type):
+            return super().dp_estimate(model, global_batch, shape)
+        self._check(model, global_batch, shape)
+        arch = self.arch(model)
+        best = search_grid(self.profile, arch, global_batch, shape, 1, self._rates(arch, shape), self.config, dp_only=True)
+        micro = best.micro if best is not None and math.isfinite(best.time) else 1
+        plan = Plan((StagePlan(0, len(arch.layers), shape.num_gpus, 1),), micro, PipeSchedule.GPIPE)
+        return self.estimate(model, global_batch, shape, plan)
+
+    def plan_grid(self, model: ModelRef, global_batch: int, grid: Grid) -> GridPlans:
+        """Best plan of a grid; the Pareto set is that plan alone for profiled pairs."""
+        if not self._covers(model, grid.shape.gpu_type):
+            return super().plan_grid(model, global_batch, grid)
+        plan = self.grid_plan(model, global_batch, grid)
+        est = self.estimate(model, global_batch, grid.shape, plan) if plan is not None else None
+        return GridPlans(grid, est, (est,) if est is not None else ())
+
+    def _rates(self, arch: ModelArch, shape: ResourceShape):
+        gpu, group = self._gpu(shape.gpu_type)
+        return rates_for(arch, gpu, node_links(gpu, group), self.params)
+
+
+def profiled_perf_model(path: str, cluster: ClusterSpec | None = None) -> ProfiledPerfModel:
+    """The ``profiled:PROFILE.json`` performance model (the perf registry's factory)."""
+    return ProfiledPerfModel(load_profile(path), cluster, source=str(Path(path)))
+

@@ -1,0 +1,167 @@
+"""PROFILE.json: schema, version, device description, round trip, and the interpolation rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from estimator.profile import (
+    PROFILE_VERSION, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
+    interp_curve, interp_table, load_profile,
+)
+
+SIZES = tuple(2**k for k in range(10, 21, 2))  # 1 KiB .. 1 MiB
+#: (latency s, bandwidth B/s) of each synthetic collective: t = latency + bytes / bandwidth (exactly linear)
+LINKS = {"all_reduce": (1e-4, 1e9), "all_gather": (2e-4, 5e8), "reduce_scatter": (3e-4, 5e8),
+         "send_recv": (5e-5, 2e9), "all_to_all": (1e-4, 1e9)}
+
+
+def linear(per_sample_s: float, samples=(1, 8, 16)) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    return tuple(samples), tuple(per_sample_s * n for n in samples)
+
+
+def synthetic_profile() -> Profile:
+    """A profile of gpt__tiny on cpu-2 with round numbers (seconds linear in samples and bytes)."""
+    info = ModelInfo("gpt__tiny", 4, 64, 4, 64, 1024, 4, {
+        "embed": LayerParams(2, 69632), "block": LayerParams(16, 49984, 12, 49600), "head": LayerParams(3, 65664)})
+
+    def curve(layer, variant, tp, fw, bw, constant=False):
+        samples = (1, 8, 16)
+        f = tuple(fw if constant else fw * n for n in samples)
+        b = tuple(bw if constant else bw * n for n in samples)
+        return Curve("gpt__tiny", layer, variant, tp, samples, f, b)
+
+    compute = (curve("embed", "compute", 1, 1e-4, 2e-4), curve("block", "compute", 1, 1e-3, 2e-3),
+               curve("block", "compute", 2, 6e-4, 1.2e-3), curve("head", "compute", 1, 2e-3, 3e-3))
+    overhead = (curve("block", "tp", 1, 5e-4, 1e-3, True), curve("embed", "fsdp", 1, 2e-4, 3e-4, True),
+                curve("block", "fsdp", 1, 2e-4, 3e-4, True), curve("head", "fsdp", 1, 2e-4, 3e-4, True),
+                curve("model", "pipeline", 1, 1e-4, 1e-4, True))
+    comm = tuple(CommTable(op, 2, 1, SIZES, tuple(lat + s / bw for s in SIZES)) for op, (lat, bw) in LINKS.items())
+    return Profile(DeviceInfo("cpu", "gloo", "cpu-2", 1, 2, "test CPU", "2.13.0+cpu", 1, "busy"), {"gpt__tiny": info},
+                   compute, overhead, OptimizerFit(1e-5, 1e-9, {"tp": 2e-5, "fsdp": 3e-5}),
+                   {"gpt__tiny": ((1, 16), (1e-4, 1.6e-3))}, comm, {"device_s": 10.0, "wall_s": 5.0, "devices": 2.0},
+                   {"rounds": 3}, "2026-01-01T00:00:00+00:00", "test")
+
+
+@pytest.fixture
+def profile_file(tmp_path):
+    path = tmp_path / "PROFILE.json"
+    path.write_text(synthetic_profile().to_json())
+    return path
+
+
+def test_round_trip_keeps_everything(profile_file):
+    loaded = load_profile(profile_file)
+    original = synthetic_profile()
+    assert loaded.to_dict() == original.to_dict()
+    assert loaded.version == PROFILE_VERSION
+    assert loaded.device == original.device
+    assert loaded.device.device_type == "cpu" and loaded.device.backend == "gloo" and loaded.device.neighbours == "busy"
+    assert loaded.models["gpt__tiny"].layers["block"].local(tp=2) == (16, 49984 - 49600 / 2)
+    assert loaded.covers("gpt__tiny", "cpu") and not loaded.covers("gpt__tiny", "a100-40gb")
+    assert not loaded.covers("gpt__mini", "cpu")
+
+
+def test_the_file_format_is_plain_json(profile_file):
+    data = json.loads(profile_file.read_text())
+    assert data["format"] == "arena-gym-profile" and data["version"] == PROFILE_VERSION
+    assert set(data) >= {"device", "models", "compute", "overhead", "optimizer", "data", "comm", "cost", "settings"}
+    assert data["comm"][0]["bytes"] == list(SIZES)
+
+
+def _broken(mutate) -> dict:
+    data = synthetic_profile().to_dict()
+    mutate(data)
+    return data
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(version=PROFILE_VERSION + 1), "version"),
+    (lambda d: d.update(format="something"), "not a profile"),
+    (lambda d: d.pop("comm"), "lacks comm"),
+    (lambda d: d.update(extra=1), "unknown key"),
+    (lambda d: d["device"].update(backend="mpi"), "device.backend"),
+    (lambda d: d["device"].pop("device_type"), "device lacks device_type"),
+    (lambda d: d["compute"][0].update(samples=[8, 1, 16]), "strictly increasing"),
+    (lambda d: d["compute"][0].update(fw_s=[1.0, -1.0, 2.0]), "compute[0].fw_s[1]"),
+    (lambda d: d["compute"][0].update(fw_s=[1.0, 2.0]), "differ in length"),
+    (lambda d: d["compute"][0].update(model="gpt__mini"), "not in models"),
+    (lambda d: d["comm"][0].update(ranks=1), "comm[0].ranks"),
+    (lambda d: d["comm"].append(copy.deepcopy(d["comm"][0])), "twice"),
+    (lambda d: d["overhead"][0].update(wrapper="ddp"), "wrapper"),
+    (lambda d: d.update(compute=[c for c in d["compute"] if c["layer"] != "head"]), "no head curve"),
+    (lambda d: d["models"]["gpt__tiny"]["layers"]["block"].update(tp_elements=10**9), "tensor-parallel part"),
+])
+def test_bad_profiles_fail_with_one_line_naming_the_problem(tmp_path, mutate, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(_broken(mutate)))
+    with pytest.raises(ProfileError) as err:
+        load_profile(path)
+    text = str(err.value)
+    assert message in text and str(path) in text and "\n" not in text
+
+
+def test_unreadable_files_fail_with_one_line(tmp_path):
+    with pytest.raises(ProfileError, match="no such profile"):
+        load_profile(tmp_path / "missing.json")
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(ProfileError, match="not valid JSON"):
+        load_profile(tmp_path / "x.json")
+
+
+# ----------------------------------------------------------------------------------------------
+# interpolation rules
+
+
+def test_curves_interpolate_linearly_and_extrapolate_along_the_last_segment():
+    xs, ys = (1, 2, 4), (1.0, 3.0, 4.0)
+    assert interp_curve(xs, ys, 3, True) == pytest.approx(3.5)
+    assert interp_curve(xs, ys, 8, True) == pytest.approx(4.0 + 0.5 * 4)  # slope of the last segment: 0.5 per sample
+    assert interp_curve(xs, (4.0, 3.0, 1.0), 100, True) == 0.0  # never below zero
+    assert interp_curve(xs, ys, 0.5, True) == pytest.approx(0.5)  # below: proportional (compute)
+    assert interp_curve(xs, ys, 0.5, False) == pytest.approx(1.0)  # below: constant (overheads)
+    assert interp_curve((4,), (2.0,), 8, True) == pytest.approx(4.0)  # one point: proportional
+
+
+def test_curve_rules_depend_on_the_variant():
+    compute = Curve("m", "block", "compute", 1, (2, 4), (2.0, 4.0), (4.0, 8.0))
+    overhead = Curve("m", "block", "tp", 1, (2, 4), (2.0, 4.0), (-1.0, 8.0))
+    assert compute.at(1)[0] == pytest.approx(1.0) and overhead.at(1)[0] == pytest.approx(2.0)
+    np.testing.assert_allclose(compute.at([3, 6])[1], [6.0, 12.0])
+    np.testing.assert_allclose(overhead.at([3, 6])[0], [3.0, 4.0])  # overheads: the nearest end outside
+    assert overhead.at(2)[1] == 0.0  # a negative measured overhead counts as zero
+
+
+def test_tables_interpolate_in_bytes_hold_the_latency_floor_and_use_arenas_rule_above():
+    sizes, secs = (1024, 2048, 4096), (1.0, 2.0, 6.0)
+    assert interp_table(sizes, secs, 3072) == pytest.approx(4.0)
+    assert interp_table(sizes, secs, 8) == pytest.approx(1.0)  # below the smallest: its time
+    # above the largest S = 4096: k * t(S) + t(rest): 2 * 6 + t(1536) = 12 + 1.5
+    assert interp_table(sizes, secs, 2 * 4096 + 1536) == pytest.approx(13.5)
+    assert interp_table(sizes, secs, 3 * 4096) == pytest.approx(18.0)
+    np.testing.assert_allclose(interp_table(sizes, secs, [1024, 4096]), [1.0, 6.0])
+
+
+def test_group_size_rule_scales_the_nearest_profiled_group_by_the_ring_volume():
+    p = synthetic_profile()
+    two = float(p.comm_s("all_reduce", 2**20, 2))
+    assert two == pytest.approx(1e-4 + 2**20 / 1e9)
+    assert float(p.comm_s("all_reduce", 2**20, 4)) == pytest.approx(two * (3 / 4) / (1 / 2))
+    assert float(p.comm_s("all_reduce", 2**20, 2, nodes=2)) == pytest.approx(two)  # nearest node count
+    assert float(p.comm_s("all_reduce", 2**20, 1)) == 0.0
+    with pytest.raises(ProfileError, match="no gather table"):
+        p.comm_s("gather", 10, 2)
+
+
+def test_lookups_name_what_is_missing():
+    p = synthetic_profile()
+    with pytest.raises(ProfileError, match="tp=4"):
+        p.compute_curve("gpt__tiny", "block", 4)
+    assert p.compute_curve("gpt__tiny", "head", 4).tp == 1  # the head is replicated under TP
+    with pytest.raises(ProfileError, match="profiled: gpt__tiny"):
+        p.model("gpt__mini")
+    assert p.data_s("gpt__tiny", 8) == pytest.approx(8e-4)
+    assert p.optimizer.step_s(10, 1000, {"tp": 4}) == pytest.approx(10e-5 + 1e-6 + 8e-5)
