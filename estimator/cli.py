@@ -1,4 +1,4 @@
-"""``arena-gym estimate query | validate | calibrate``: the estimator's command line.
+"""``arena-gym estimate query | validate | calibrate | profile``: the estimator's command line.
 
 This is CLI code: it prints. Handlers raise ValueError for bad input; ``arena-gym`` turns it
 into one line on stderr and exit code 2, like every other command. Output files are checked
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from arena_gym.outputs import atomic_write, check_out_file
+from arena_gym.registry import resolve
 from arena_gym.types import ClusterSpec, Grid, ModelRef, ResourceShape
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,12 @@ def _out_file(text: str) -> str:
     return text
 
 
+#: ``estimate profile`` lives with the profiler (torch, the runner's launcher): resolved when the parser is built.
+PROFILE_COMMAND = "real_runner.profiler.cli:configure"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the ``query``, ``validate`` and ``calibrate`` sub-subcommands to the ``estimate`` parser."""
+    """Add the ``query``, ``validate``, ``calibrate`` and ``profile`` sub-subcommands to the ``estimate`` parser."""
     sub = parser.add_subparsers(dest="estimate_command", metavar="ACTION")
     parser.set_defaults(handler=_missing_action)
 
@@ -99,9 +104,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--max-evals", type=_max_evals, default=30, help="solver iterations (default 30)")
     c.set_defaults(handler=_calibrate)
 
+    p = sub.add_parser("profile", help="profile a testbed (layers on one device, collective tables) into PROFILE.json "
+                                       "for --perf profiled:PROFILE.json")
+    try:
+        resolve(PROFILE_COMMAND)(p)
+    except ImportError as exc:  # the runner's extra is not installed
+        p.set_defaults(handler=lambda _args, _e=exc: _profile_unavailable(_e))
+
 
 def _missing_action(args: argparse.Namespace) -> int:
-    raise ValueError("choose an action: query, validate or calibrate")
+    raise ValueError("choose an action: query, validate, calibrate or profile")
+
+
+def _profile_unavailable(exc: Exception) -> int:
+    raise ValueError(f"estimate profile needs the runner (pip install -e '.[runner]'): {exc}")
 
 
 def _params(path: str | None):

@@ -1,0 +1,147 @@
+"""The computation phase of a profiling rank: every layer item, wrapper, optimizer and data item of the job's models.
+
+Returns plain JSON-ready records (seconds summarise the rounds by the settings' statistic; wrapper overheads are paired
+differences); :mod:`real_runner.profiler.run` turns the records of all ranks into a profile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from real_runner.model import build_layer
+from real_runner.plans import model_spec
+from real_runner.profiler.layers import (
+    KIND_INDEX, data_item, flat_shard, layer_item, one_rank_mesh, optimizer_item, parameter_counts, pipeline_items, wrap,
+)
+from real_runner.profiler.settings import ProfileJob, tp_degrees
+from real_runner.profiler.timing import Stopwatch, interleaved, paired_difference, summarise
+
+log = logging.getLogger(__name__)
+
+KINDS = ("embed", "block", "head")
+Progress = Callable[[str, int, int], None]
+
+
+def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
+            progress: Progress) -> list[dict[str, Any]]:
+    """Plain curves and wrapper overheads of every layer kind."""
+    s = job.settings
+    mesh = one_rank_mesh(group, device)
+    items: list = []
+    plain: dict[int, dict[str, Any]] = {}  # item index -> record key of a plain layer
+    pairs: list[tuple[int, int, dict[str, Any]]] = []  # (wrapped item, plain item, record key)
+    for name in job.models:
+        spec = model_spec(name)
+        tps = tp_degrees(s, spec.heads, job.devices_per_node)
+        wrappers = {kind: (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
+                    for kind in KINDS}
+        for kind in KINDS:
+            index = KIND_INDEX[kind](spec)
+            for tp in (tps if kind == "block" else [1]):
+                for n in s.samples:
+                    plain[len(items)] = {"model": name, "layer": kind, "variant": "compute", "tp": tp, "samples": n}
+                    items.append(layer_item(build_layer(spec, index, tp).to(device), spec, kind, n, device))
+                    if tp != 1 or n not in s.overhead_samples:
+                        continue
+                    reference = len(items) - 1
+                    for w in wrappers[kind]:
+                        pairs.append((len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n}))
+                        items.append(layer_item(wrap(build_layer(spec, index).to(device), w, mesh), spec, kind, n, device))
+    laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("layers", r, t))
+    out = []
+    for i, key in plain.items():
+        fw, bw = summarise(laps[i], s.statistic)
+        out.append({**key, "fw_s": fw, "bw_s": bw})
+    for wrapped, reference, key in pairs:
+        fw, bw = paired_difference(laps[wrapped], laps[reference], s.statistic)
+        out.append({**key, "fw_s": fw, "bw_s": bw})
+    return out
+
+
+def _pipeline(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
+              progress: Progress) -> list[dict[str, Any]]:
+    """Per micro-batch overhead of a one-stage pipeline schedule over the plain micro-batch loop (half to forward, half to backward)."""
+    s = job.settings
+    items, keys = [], []
+    for name in job.models:
+        spec = model_spec(name)
+        for n in s.pipeline_samples:
+            items.extend(pipeline_items(spec, n, s.pipeline_micro_batches, group, device))
+            keys.append({"model": name, "layer": "model", "variant": "pipeline", "tp": 1, "samples": n})
+    laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("pipeline", r, t))
+    out = []
+    for i, key in enumerate(keys):
+        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i], s.statistic)
+        per_mb = extra / s.pipeline_micro_batches
+        out.append({**key, "fw_s": per_mb / 2, "bw_s": per_mb / 2})
+    return out
+
+
+def _optimizer(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
+               progress: Progress) -> list[dict[str, Any]]:
+    """AdamW steps over plain parameter sets (layers, tensor-parallel shapes, FSDP-sized shards) and the wrappers' extra."""
+    mesh = one_rank_mesh(group, device)
+    items: list = []
+    records: list[dict[str, Any] | None] = []  # None for the wrapped items (reported as pairs)
+    pairs: list[tuple[int, int, dict[str, Any]]] = []
+    shards = [d for d in (2 ** k for k in range(1, job.world_size.bit_length())) if d <= job.world_size]
+    for name in job.models:
+        spec = model_spec(name)
+        tps = tp_degrees(job.settings, spec.heads, job.devices_per_node)
+        for kind in KINDS:
+            index = KIND_INDEX[kind](spec)
+            for tp in (tps if kind == "block" else [1]):
+                module = build_layer(spec, index, tp).to(device)
+                params = list(module.parameters())
+                items.append(optimizer_item(params))
+                records.append({"wrapper": "none", "tensors": len(params), "elements": sum(p.numel() for p in params)})
+                if tp != 1:
+                    continue
+                plain = len(items) - 1
+                for d in shards:
+                    flat = flat_shard(module, d, device)
+                    items.append(optimizer_item(flat))
+                    records.append({"wrapper": "none", "tensors": len(flat), "elements": sum(p.numel() for p in flat)})
+                wrappers = (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
+                for w in wrappers:
+                    wrapped = wrap(build_layer(spec, index).to(device), w, mesh)
+                    dtensors = parameter_counts(spec, kind)["tp_tensors"] if w == "tp" else len(params)
+                    items.append(optimizer_item(list(wrapped.parameters())))
+                    records.append(None)
+                    pairs.append((len(items) - 1, plain, {"wrapper": w, "tensors": dtensors}))
+    s = job.settings
+    rounds = s.optimizer_rounds
+    laps = interleaved(items, watch, rounds, min(2, job.settings.warmup_rounds + 1), lambda r, t: progress("optimizer", r, t))
+    out = [{**rec, "step_s": summarise(item_laps, s.statistic)[0]} for rec, item_laps in zip(records, laps) if rec is not None]
+    for wrapped, plain, rec in pairs:
+        (extra,) = paired_difference(laps[wrapped], laps[plain], s.statistic)
+        out.append({**rec, "extra_s": extra})
+    return out
+
+
+def _data(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Progress) -> list[dict[str, Any]]:
+    s = job.settings
+    items, keys = [], []
+    for name in job.models:
+        spec = model_spec(name)
+        for b in job.settings.batches:
+            items.append(data_item(spec, b, device))
+            keys.append({"model": name, "batch": b})
+    laps = interleaved(items, watch, job.settings.rounds, job.settings.warmup_rounds, lambda r, t: progress("data", r, t))
+    return [{**k, "seconds": summarise(item_laps, s.statistic)[0]} for k, item_laps in zip(keys, laps)]
+
+
+def profile_compute(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, progress: Progress) -> dict[str, Any]:
+    """Everything this rank measures on its own device; ``group`` is a one-rank group of this rank."""
+    watch = Stopwatch(device)
+    out: dict[str, Any] = {"params": {m: {k: parameter_counts(model_spec(m), k) for k in KINDS} for m in job.models}}
+    out["curves"] = _layers(job, group, device, watch, progress)
+    out["curves"] += _pipeline(job, group, device, watch, progress) if job.world_size > 1 else []
+    out["optimizer"] = _optimizer(job, group, device, watch, progress)
+    out["data"] = _data(job, device, watch, progress)
+    return out

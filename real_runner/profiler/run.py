@@ -1,0 +1,249 @@
+"""Profile a testbed: launch one profiling rank per device, wait, and merge their records into a
+:class:`~estimator.profile.Profile` (no torch in this process).
+
+The ranks are started the way the runner's local launcher starts training ranks (the same rank
+variables and ``env://`` rendezvous, one process per device, CPU ranks pinned to their core) and
+are tracked with its :class:`~real_runner.launch.LocalJob`. Merging: compute times are the mean
+over the ranks that measured them; a collective's time per size is the mean over the group's
+ranks of each round, then the mean over rounds without the lowest and highest tenth; the AdamW
+fit is non-negative least squares over the plain parameter sets.
+
+Profiling cost is device-seconds: the wall time from launch to the last rank's exit times the
+devices held.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena_gym.outputs import atomic_write
+from arena_gym.results import code_version
+from estimator.hardware import canonical_gpu_name
+from estimator.profile import (
+    CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
+)
+from estimator.zoo import get_model
+from real_runner.launch import LocalJob, free_port
+from real_runner.plans import model_spec
+from real_runner.profiler.comm import trimmed_mean
+from real_runner.profiler.settings import ProfileJob, ProfilerSettings
+from real_runner.testbed import Testbed
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+
+
+def check_models(models: Sequence[str]) -> tuple[str, ...]:
+    """Canonical names of the models to profile; ValueError naming one the runner cannot train."""
+    out = []
+    for m in models:
+        arch = get_model(m)
+        if arch.kind != "transformer" or arch.experts:
+            raise ValueError(f"model {arch.name}: the profiler profiles the runner's dense transformers only")
+        out.append(arch.name)
+    if not out:
+        raise ValueError("name at least one model to profile")
+    return tuple(dict.fromkeys(out))
+
+
+def _pin_cores(testbed: Testbed) -> list[int] | None:
+    if not testbed.is_cpu:
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    wanted = [d for node in testbed.nodes for d in node.devices]
+    if all(c in cores for c in wanted):
+        return wanted
+    log.warning("testbed %s names cores %s, this process may use %s: ranks share cores round-robin", testbed.name,
+                wanted, cores)
+    return [cores[i % len(cores)] for i in range(len(wanted))]
+
+
+def launch_ranks(job_path: Path, world: int, *, env: Mapping[str, str], log_dir: Path, pin_cores: Sequence[int] | None,
+                 python: str = sys.executable, cwd: str | Path | None = None) -> LocalJob:
+    """Start ``world`` profiling ranks on this machine (the runner launcher's conventions)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    launched_at = time.time()
+    procs, logs = [], []
+    for rank in range(world):
+        rank_env = {**env, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                    "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                    "OMP_NUM_THREADS": "1"}
+        cmd = [python, "-m", "real_runner.profiler.worker", "--spec", str(job_path), "--launched-at", repr(launched_at)]
+        if pin_cores is not None:
+            cmd += ["--pin-core", str(pin_cores[rank])]
+        path = log_dir / f"rank{rank}.log"
+        with open(path, "ab") as fh:
+            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd))
+        logs.append(path)
+    log.info("profiling: launched %d ranks on port %d: pids %s", world, port, [p.pid for p in procs])
+    return LocalJob(procs, logs, port, launched_at)
+
+
+def _tail_progress(path: Path, offset: int, on_progress: Progress | None) -> int:
+    if not path.exists():
+        return offset
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        data = fh.read()
+    end = data.rfind(b"\n") + 1
+    for line in data[:end].splitlines():
+        rec = json.loads(line)
+        if on_progress is not None:
+            on_progress(rec["phase"], int(rec["done"]), int(rec["total"]))
+    return offset + end
+
+
+def profile_testbed(testbed: Testbed, models: Sequence[str], settings: ProfilerSettings, work_dir: str | Path, *,
+                    env: Mapping[str, str], python: str = sys.executable, cwd: str | Path | None = None,
+                    device: str = "auto", timeout_s: float = 4 * 3600.0, on_progress: Progress | None = None) -> Profile:
+    """Profile ``models`` on every device of ``testbed`` (this machine); the merged profile.
+
+    ``env`` is the ranks' base environment, ``work_dir`` receives the job file, the rank records
+    and logs. RuntimeError (naming the rank and the cause) when a rank fails or the run exceeds
+    ``timeout_s``.
+    """
+    names = check_models(models)
+    if testbed.launcher != "local" or any(n.host not in ("localhost", "127.0.0.1") for n in testbed.nodes):
+        raise ValueError(f"testbed {testbed.name}: the profiler runs every rank on this machine (a local launcher on "
+                         "localhost); profile one node of a multi-machine testbed with a one-node testbed file")
+    work = Path(work_dir)
+    out = work / "ranks"
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*"):
+        stale.unlink()
+    device_ids = tuple(testbed.nodes[0].devices)
+    job = ProfileJob(names, settings, testbed.name, len(testbed.nodes), testbed.devices_per_node, device_ids,
+                     str(out.resolve()), "cpu" if testbed.is_cpu else device)
+    job_path = job.save(work / "profile-job.json")
+    ranks = launch_ranks(job_path, job.world_size, env=env, log_dir=work / "logs", pin_cores=_pin_cores(testbed),
+                         python=python, cwd=cwd)
+    offset, deadline = 0, time.monotonic() + timeout_s
+    try:
+        while True:
+            offset = _tail_progress(out / "progress.jsonl", offset, on_progress)
+            codes = ranks.poll()
+            failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                ranks.kill()
+                raise RuntimeError(f"profiling rank {failed[0]} exited with code {codes[failed[0]]}: "
+                                   f"{ranks.log_tail(failed[0], 1200).strip().splitlines()[-1:]}")
+            if all(c == 0 for c in codes):
+                break
+            if time.monotonic() > deadline:
+                ranks.kill()
+                raise RuntimeError(f"profiling did not finish within {timeout_s:.0f} s")
+            time.sleep(0.1)
+    except BaseException:
+        ranks.kill()
+        raise
+    wall = time.time() - ranks.launched_at
+    records = [json.loads((out / f"rank{r}.json").read_text()) for r in range(job.world_size)]
+    return merge(job, testbed, records, wall)
+
+
+# ----------------------------------------------------------------------------------------------
+# merging
+
+
+def _curves(records: list[dict[str, Any]]) -> tuple[tuple[Curve, ...], tuple[Curve, ...]]:
+    points: dict[tuple, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for rec in records:
+        for c in rec["curves"]:
+            points[(c["model"], c["layer"], c["variant"], c["tp"])][c["samples"]].append((c["fw_s"], c["bw_s"]))
+    compute, overhead = [], []
+    for (model, layer, variant, tp), by_n in sorted(points.items()):
+        ns = sorted(by_n)
+        fw = tuple(float(np.mean([v[0] for v in by_n[n]])) for n in ns)
+        bw = tuple(float(np.mean([v[1] for v in by_n[n]])) for n in ns)
+        (compute if variant == "compute" else overhead).append(Curve(model, layer, variant, tp, tuple(ns), fw, bw))
+    return tuple(compute), tuple(overhead)
+
+
+def fit_optimizer(records: list[dict[str, Any]]) -> OptimizerFit:
+    """AdamW step model from the optimizer records (non-negative least squares; wrappers: extra per DTensor)."""
+    from scipy.optimize import nnls  # noqa: PLC0415
+
+    rows = [(o["tensors"], o["elements"], o["step_s"]) for rec in records for o in rec["optimizer"] if o["wrapper"] == "none"]
+    if not rows:
+        raise ValueError("no optimizer measurements to fit")
+    a = np.array([[r[0], r[1]] for r in rows], dtype=float)
+    y = np.array([r[2] for r in rows])
+    scale = a.max(axis=0)
+    coef, _ = nnls(a / scale, y)
+    coef = coef / scale
+    extra: dict[str, float] = {}
+    for w in ("tp", "fsdp"):
+        pairs = [(o["extra_s"], o["tensors"]) for rec in records for o in rec["optimizer"] if o["wrapper"] == w]
+        if pairs and sum(p[1] for p in pairs) > 0:
+            extra[w] = float(sum(p[0] for p in pairs) / sum(p[1] for p in pairs))
+    return OptimizerFit(float(coef[0]), float(coef[1]), extra)
+
+
+def _comm(records: list[dict[str, Any]]) -> tuple[CommTable, ...]:
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        for c in rec["comm"]:
+            groups[(c["op"], len(c["ranks"]), c["nodes"])].append(c)
+    tables = []
+    for (op, p, nodes), entries in sorted(groups.items()):
+        sizes = entries[0]["bytes"]
+        seconds = []
+        for i in range(len(sizes)):
+            rounds = np.array([e["seconds"][i] for e in entries], dtype=float)  # [ranks, rounds]
+            seconds.append(trimmed_mean(list(rounds.mean(axis=0))))
+        tables.append(CommTable(op, p, nodes, tuple(sizes), tuple(seconds)))
+    return tuple(tables)
+
+
+def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall_s: float) -> Profile:
+    """One profile from the records of every rank."""
+    measured = [r["compute"] for r in records if r.get("compute")]
+    if not measured:
+        raise ProfileError("no rank measured the computation phase")
+    compute, overhead = _curves(measured)
+    models = {}
+    for name in job.models:
+        spec = model_spec(name)
+        counts = measured[0]["params"][name]
+        models[name] = ModelInfo(name, spec.layers, spec.hidden, spec.heads, spec.seq_len, spec.vocab, 4,
+                                 {k: LayerParams(**v) for k, v in counts.items()})
+    data: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+    for name in job.models:
+        by_b: dict[int, list[float]] = defaultdict(list)
+        for rec in measured:
+            for d in rec["data"]:
+                if d["model"] == name:
+                    by_b[d["batch"]].append(d["seconds"])
+        bs = sorted(by_b)
+        data[name] = (tuple(bs), tuple(float(np.mean(by_b[b])) for b in bs))
+    first = records[0]
+    device = DeviceInfo(canonical_gpu_name(testbed.device_type), first["backend"], testbed.name, len(testbed.nodes),
+                        testbed.devices_per_node, first["host"], first["torch"], int(first["threads"]),
+                        job.settings.neighbours)
+    t = first["timings"]
+    world = job.world_size
+    cost = {"wall_s": wall_s, "devices": float(world), "device_s": wall_s * world,
+            "startup_s": float(t.get("launch_to_ready_s", 0.0)), "compute_s": float(t.get("compute_s", 0.0)),
+            "comm_s": float(t.get("comm_s", 0.0))}
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return Profile(device, models, compute, overhead, fit_optimizer(measured), data, _comm(records), cost,
+                   job.settings.to_dict(), created, code_version())
+
+
+def write_profile(profile: Profile, path: str | Path) -> Path:
+    """Write ``profile`` to ``path`` atomically."""
+    return atomic_write(path, lambda tmp: tmp.write_text(profile.to_json(), encoding="utf-8"))

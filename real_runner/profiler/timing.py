@@ -1,0 +1,71 @@
+"""Timing on one device: a stopwatch (CUDA events on GPUs, ``perf_counter`` on CPU) and interleaved rounds."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+
+class Stopwatch:
+    """Marks points in time on one device; :meth:`laps` returns the seconds between consecutive marks.
+
+    On CUDA the marks are events on the current stream (read after one synchronisation), on CPU
+    ``time.perf_counter`` readings.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self._marks: list = []
+
+    def mark(self) -> None:
+        """Record the current point."""
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self._marks.append(event)
+        else:
+            self._marks.append(time.perf_counter())
+
+    def laps(self) -> list[float]:
+        """Seconds between consecutive marks since the last call (then forgets them)."""
+        marks, self._marks = self._marks, []
+        if self.cuda:
+            marks[-1].synchronize()
+            return [a.elapsed_time(b) / 1e3 for a, b in zip(marks, marks[1:])]
+        return [b - a for a, b in zip(marks, marks[1:])]
+
+
+def interleaved(items: Sequence[Callable[[Stopwatch], list[float]]], watch: Stopwatch, rounds: int, warmup: int,
+                on_round: Callable[[int, int], None] | None = None) -> list[list[list[float]]]:
+    """Run every item once per round, ``warmup + rounds`` rounds; per item the laps of each timed round.
+
+    Interleaving spreads slow periods of a shared machine over all items instead of a few.
+    """
+    out: list[list[list[float]]] = [[] for _ in items]
+    total = warmup + rounds
+    for r in range(total):
+        for i, item in enumerate(items):
+            laps = item(watch)
+            if r >= warmup:
+                out[i].append(laps)
+        if on_round is not None:
+            on_round(r + 1, total)
+    return out
+
+
+#: How a list of timed rounds is summarised: the mean keeps the share of time a busy machine takes
+#: from every item (a step of training loses it too); the median drops it for short items.
+STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {"mean": statistics.fmean, "median": statistics.median}
+
+
+def summarise(rounds: list[list[float]], statistic: str = "mean") -> list[float]:
+    """Per lap position, the ``statistic`` over rounds."""
+    return [STATISTICS[statistic](col) for col in zip(*rounds)]
+
+
+def paired_difference(wrapped: list[list[float]], plain: list[list[float]], statistic: str = "mean") -> list[float]:
+    """Per lap position, the ``statistic`` over rounds of ``wrapped - plain`` (both timed in the same rounds)."""
+    return [STATISTICS[statistic]([a - b for a, b in zip(cw, cp)]) for cw, cp in zip(zip(*wrapped), zip(*plain))]

@@ -1,0 +1,158 @@
+"""One profiling rank: ``python -m real_runner.profiler.worker --spec JOB.json [--pin-core N] [--launched-at T]``.
+
+Started by :func:`real_runner.profiler.run.profile_testbed` with the runner's rank variables
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). Each rank pins
+itself (CPU: one core, one thread), joins the group (nccl with CUDA, gloo on CPU), runs the
+computation phase on its own device (all ranks at once when the job's neighbours are ``busy``,
+rank 0 alone when ``idle``), then the collective tables with every rank, and writes
+``OUT/rank{R}.json``. Rank 0 appends progress lines ``{"phase", "done", "total"}`` to
+``OUT/progress.jsonl``. Exit codes: 0 done, 2 bad input (one line on stderr), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+log = logging.getLogger("real_runner.profiler.worker")
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The rank's command line."""
+    p = _Parser(prog="python -m real_runner.profiler.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p.add_argument("--spec", required=True, help="profiler job JSON (written by real_runner.profiler.run)")
+    p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
+    p.add_argument("--launched-at", type=float, default=None, help="wall time the launcher started this process")
+    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return p
+
+
+def host_description(cuda: bool) -> str:
+    """The device's model name: the GPU's, or the CPU's from /proc/cpuinfo."""
+    if cuda:
+        import torch  # noqa: PLC0415
+
+        return torch.cuda.get_device_name()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class _Progress:
+    """Rank 0's progress lines (other ranks write nothing)."""
+
+    def __init__(self, path: Path, active: bool) -> None:
+        self.fh = open(path, "a", encoding="utf-8") if active else None  # noqa: SIM115 - closed in close()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.fh is not None:
+            self.fh.write(json.dumps({"t": time.time(), "phase": phase, "done": done, "total": total}) + "\n")
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one profiling rank; return the exit code."""
+    main_at = time.time()
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s")
+    try:
+        from real_runner.profiler.settings import ProfileJob  # noqa: PLC0415
+
+        rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        job = ProfileJob.load(args.spec)
+        if world != job.world_size or not 0 <= rank < world:
+            raise ValueError(f"rank {rank} of {world} does not match the job's {job.world_size} devices")
+        if args.pin_core is not None:
+            os.sched_setaffinity(0, {args.pin_core})
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return _run(job, rank, world, local_rank, main_at, args.launched_at)
+    except Exception as exc:  # noqa: BLE001 - any failure: cause on stderr, non-zero exit
+        traceback.print_exc(file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_at: float | None) -> int:
+    import torch  # noqa: PLC0415 - after the argument checks
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from real_runner.profiler.comm import profile_comm  # noqa: PLC0415
+    from real_runner.profiler.compute import profile_compute  # noqa: PLC0415
+
+    cuda = job.device == "cuda" or (job.device == "auto" and torch.cuda.is_available())
+    if cuda:
+        index = job.device_ids[local_rank] if local_rank < len(job.device_ids) else local_rank
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+    else:
+        device = torch.device("cpu")
+        torch.set_num_threads(1)
+    out = Path(job.out_dir)
+    progress = _Progress(out / "progress.jsonl", rank == 0)
+    t_ready = time.time()
+    dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=job.group_timeout_s))
+    try:
+        own, _ = dist.new_subgroups(group_size=1)
+        timings = {"launch_to_ready_s": t_ready - launched_at if launched_at else 0.0, "start_s": t_ready - main_at}
+        t0 = time.time()
+        compute = None
+        if job.settings.neighbours == "busy" or rank == 0:
+            compute = profile_compute(job, own, device, progress)
+        timings["compute_s"] = time.time() - t0
+        (out / f"compute.done{rank}").touch()
+        while not all((out / f"compute.done{r}").exists() for r in range(world)):  # no group timeout applies here
+            time.sleep(0.05)
+        dist.barrier()
+        t1 = time.time()
+        comm = profile_comm(job, rank, device, progress)
+        timings["comm_s"] = time.time() - t1
+        record = {"rank": rank, "world_size": world, "device": str(device), "backend": "nccl" if cuda else "gloo",
+                  "host": host_description(cuda), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                  "compute": compute, "comm": comm, "timings": timings}
+        tmp = out / f".rank{rank}.json.tmp"
+        tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        tmp.replace(out / f"rank{rank}.json")
+        dist.barrier()
+    finally:
+        progress.close()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)  # skip the interpreter's slow teardown of torch's threads

@@ -1,0 +1,78 @@
+"""The composition counts the collectives the executor really issues (DTensor TP, FSDP2), on 2 gloo ranks."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from arena_gym.types import Plan, StagePlan  # noqa: E402
+from estimator.profiled import step_collectives  # noqa: E402
+from tests.estimator.test_profile import synthetic_profile  # noqa: E402
+from tests.real_runner.distributed_cases import spawn  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+PLANS = {"tp2 x2": Plan((StagePlan(0, 6, 1, 2),), 2), "dp2 x2": Plan((StagePlan(0, 6, 2, 1),), 2)}
+
+
+def _kind(op: object) -> str | None:
+    name = str(op)
+    if "c10d" not in name:
+        return None
+    for key, kind in (("allgather", "all_gather"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
+                      ("all_reduce", "all_reduce"), ("allreduce", "all_reduce")):
+        if key in name:
+            return kind
+    return None
+
+
+def _count(rank: int, work: str) -> None:
+    import torch.distributed as dist
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        """Counts the collective ops dispatched while active."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: dict[str, int] = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kind = _kind(func)
+            if kind is not None:
+                self.counts[kind] = self.counts.get(kind, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    from real_runner.executor import Trainer
+    from real_runner.plans import model_spec, resolve_plan
+
+    torch.set_num_threads(1)
+    store = dist.FileStore(f"{work}/store", 2)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120))
+    spec = model_spec("gpt__tiny")
+    out = {}
+    for name, plan in PLANS.items():
+        trainer = Trainer(spec, resolve_plan(spec, plan, 8, 2), rank=rank, global_batch=8, lr=1e-3, seed=0,
+                          device=torch.device("cpu"))
+        trainer.train_step(0)
+        recorder = Recorder()
+        with recorder:
+            trainer.train_step(1)
+        out[name] = recorder.counts
+    if rank == 0:
+        with open(f"{work}/counts.json", "w") as fh:
+            json.dump(out, fh)
+    dist.destroy_process_group()
+
+
+def test_composition_counts_the_executors_collectives(tmp_path):
+    spawn(_count, 2, (str(tmp_path),), timeout_s=240)
+    measured = json.loads((tmp_path / "counts.json").read_text())
+    info = synthetic_profile().model("gpt__tiny")
+    for name, plan in PLANS.items():
+        expected = {k: v for k, v in step_collectives(info, plan).items() if v}
+        assert measured[name] == expected, name
