@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("estimator.cli:configure", "query, validate or calibrate the performance estimator"),
     "train": ("agents.rl.cli:configure", "train a learned scheduling agent (stable-baselines3)"),
     "evaluate": ("agents.rl.evaluate_cli:configure", "score policies on a workload suite with paired statistics vs Arena"),
+    "deploy": ("real_runner.deploy_cli:configure", "run a policy on a live testbed with real training jobs; sim vs live"),
 }
 #: Exit codes: bad input, and interrupted by Ctrl-C (128 + SIGINT).
 EXIT_BAD_INPUT = 2

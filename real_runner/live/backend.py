@@ -346,6 +346,10 @@ class LiveBackend:
         with self.journal.transaction():
             self.journal.set_meta("status", "interrupted")
 
+    def progress_path(self, job_id: str) -> Path:
+        """Where a job's progress channel is (all its generations)."""
+        return self.run_dir / "jobs" / _dirname(job_id) / "progress.jsonl"
+
     def generation(self, job_id: str) -> GenerationHandle | None:
         """The process handle of a job's current generation (None when it has none)."""
         job = self._jobs.get(JobId(job_id))
@@ -460,7 +464,9 @@ class LiveBackend:
             else:
                 when = self._record_time(rec)
                 last_t, last_step = job.win
-                if when - last_t >= self.config.progress_every_s and rec.step > last_step:
+                if math.isnan(last_t):  # reattached after a controller restart: measure from here
+                    job.win = (when, rec.step)
+                elif when - last_t >= self.config.progress_every_s and rec.step > last_step:
                     self._progress(job, when, rec.step, (when - last_t) / (rec.step - last_step))
             return False
         if rec.event == "done":
@@ -484,11 +490,11 @@ class LiveBackend:
         codes = gen.handle.poll()
         bad = [c for c in codes if c not in (None, 0)]
         if any(c is None for c in codes):
-            if bad:
+            if bad:  # the others would wait in a collective until the group timeout
                 if gen.failing is None:
                     gen.failing = f"rank exit code(s) {bad}"
-                    log.warning("job %s generation %d: a rank exited with %s; killing the others", gen.job_id,
-                                gen.number, bad)
+                    (log.warning if gen is job.current else log.debug)(
+                        "job %s generation %d: a rank exited with %s; killing the others", gen.job_id, gen.number, bad)
                 gen.handle.kill()
             return False
         self._read(job)  # everything it wrote before it exited
@@ -692,8 +698,9 @@ class LiveBackend:
         job_id = job.spec.job_id
         view = self.state.view(job_id)
         job.number = max((r.gen for r in rows), default=0)
-        current = rows[-1] if rows and view.allocation is not None else None
-        if view.allocation is not None and (current is None or alloc_from_dict(current.data["alloc"]) != view.allocation):
+        holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)  # a finished job's view keeps its allocation
+        current = rows[-1] if rows and holds else None
+        if holds and (current is None or alloc_from_dict(current.data["alloc"]) != view.allocation):
             raise LiveError(f"journal {self.journal.path}: job {job_id} holds devices but its generation is not journaled")
         for row in rows:
             if row.phase == "exited" and row is not current:
