@@ -19,9 +19,9 @@ $(VENV)/.core-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-# Everything: torch==2.13.0 (CPU build), stable-baselines3, sb3-contrib, wandb, pytest, hypothesis.
+# Everything: torch==2.13.0 (CPU build), stable-baselines3, sb3-contrib, wandb, pytest, hypothesis, ray.
 $(VENV)/.all-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[all]"
+	$(BIN)/pip install -q -e ".[all,ray]"
 	touch $@ $(VENV)/.core-installed
 
 run: $(VENV)/.core-installed
