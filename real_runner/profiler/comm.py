@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 ELEMENT_BYTES = 4  # fp32 buffers
 #: Edge of the square matrices multiplied in the gap between two collectives.
 GAP_MATRIX = 128
+#: Untimed all-reduces on every new group before its table is measured.
+GROUP_WARMUP = 5
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,10 @@ def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Cal
     for i, spec in enumerate(specs):
         group = dist.new_group(list(spec.ranks))
         member = rank in spec.ranks
+        if member:  # a new group connects lazily: its first collectives are slow
+            ping = torch.zeros(1, device=device)
+            for _ in range(GROUP_WARMUP):
+                dist.all_reduce(ping, group=group)
         times: list[list[float]] = []
         for nbytes in sizes:
             call = None

@@ -58,7 +58,7 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
         fw, bw = summarise(laps[i], s.statistic)
         out.append({**key, "fw_s": fw, "bw_s": bw})
     for wrapped, reference, key in pairs:
-        fw, bw = paired_difference(laps[wrapped], laps[reference], s.statistic)
+        fw, bw = paired_difference(laps[wrapped], laps[reference])
         out.append({**key, "fw_s": fw, "bw_s": bw})
     return out
 
@@ -76,7 +76,7 @@ def _pipeline(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, w
     laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("pipeline", r, t))
     out = []
     for i, key in enumerate(keys):
-        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i], s.statistic)
+        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i])
         per_mb = extra / s.pipeline_micro_batches
         out.append({**key, "fw_s": per_mb / 2, "bw_s": per_mb / 2})
     return out
@@ -119,7 +119,7 @@ def _optimizer(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, 
     laps = interleaved(items, watch, rounds, min(2, job.settings.warmup_rounds + 1), lambda r, t: progress("optimizer", r, t))
     out = [{**rec, "step_s": summarise(item_laps, s.statistic)[0]} for rec, item_laps in zip(records, laps) if rec is not None]
     for wrapped, plain, rec in pairs:
-        (extra,) = paired_difference(laps[wrapped], laps[plain], s.statistic)
+        (extra,) = paired_difference(laps[wrapped], laps[plain])
         out.append({**rec, "extra_s": extra})
     return out
 

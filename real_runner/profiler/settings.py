@@ -32,7 +32,8 @@ class ProfilerSettings:
     collectives (collectives are timed inside a loop that computes, as training does);
     ``comm_ops``: the collectives tabulated; ``optimizer_rounds``: timed AdamW steps per item;
     ``statistic``: how the rounds of an item are summarised (``mean`` keeps the time a shared
-    machine takes away, as it does from training steps; ``median`` drops it).
+    machine takes away, as it does from training steps; ``median`` drops it). Wrapper overheads
+    are always the median of the paired differences.
     """
 
     samples: tuple[int, ...] = (1, 2, 4, 8, 16)

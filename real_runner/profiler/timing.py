@@ -66,6 +66,7 @@ def summarise(rounds: list[list[float]], statistic: str = "mean") -> list[float]
     return [STATISTICS[statistic](col) for col in zip(*rounds)]
 
 
-def paired_difference(wrapped: list[list[float]], plain: list[list[float]], statistic: str = "mean") -> list[float]:
-    """Per lap position, the ``statistic`` over rounds of ``wrapped - plain`` (both timed in the same rounds)."""
-    return [STATISTICS[statistic]([a - b for a, b in zip(cw, cp)]) for cw, cp in zip(zip(*wrapped), zip(*plain))]
+def paired_difference(wrapped: list[list[float]], plain: list[list[float]]) -> list[float]:
+    """Per lap position, the median over rounds of ``wrapped - plain`` (both timed in the same round, so a slow
+    period of the machine cancels; the median ignores a pause that hit only one of the two)."""
+    return [statistics.median([a - b for a, b in zip(cw, cp)]) for cw, cp in zip(zip(*wrapped), zip(*plain))]

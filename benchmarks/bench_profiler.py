@@ -1,0 +1,259 @@
+"""Disaggregated profiler vs direct measurement: profiled-and-composed iteration times against the runner's.
+
+For each model (``gpt__tiny``, ``gpt__mini``) on a CPU testbed (``cpu-2``: one core per device) this
+
+1. profiles the testbed once (``real_runner.profiler``: layers on one device, collective tables);
+2. runs every benchmarked plan (DP with FSDP2, TP with DTensor, PP with GPipe and 1F1B, several
+   micro-batch counts and splits) in fresh worker processes, ``--passes`` times in interleaved
+   passes; a plan's measured iteration time is the median over passes of the median seconds
+   between consecutive step records after ``--warmup`` steps (what a job's progress sees);
+3. composes each plan from the profile (``profiled:PROFILE.json``, :mod:`estimator.profiled`);
+
+and prints per plan the measured and predicted times and the error, the MAPE (overall and per
+model), the worst plan, whether each model's plans are ranked as measured wherever their measured
+times differ by more than ``--rank-margin``, and the profiling cost against measuring the plans
+directly (device-seconds). Results go to a JSON file with the config, code version and machine.
+
+Usage: ``python benchmarks/bench_profiler.py [--quick] [--profile FILE] [--measured FILE] [--out FILE]``.
+``--profile`` reuses a profile, ``--measured`` a previous result's measurements (re-composes only).
+Acceptance: MAPE <= 10 %, every plan <= 20 %, ranking kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from arena_gym.results import code_version, write_json
+from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
+from estimator.profile import load_profile
+from estimator.planner import PlannerConfig
+from estimator.profiled import ProfiledPerfModel, executable_plans
+from estimator.table import shapes_for
+from estimator.zoo import get_model
+from real_runner.launch import launch_local
+from real_runner.plans import model_spec, plan_to_dict, resolve_plan
+from real_runner.profiler.run import profile_testbed, write_profile
+from real_runner.profiler.settings import ProfilerSettings
+from real_runner.progress import ProgressTail
+from real_runner.spec import WorkerSpec
+from real_runner.testbed import load_testbed
+
+REPO = Path(__file__).resolve().parents[1]
+MAPE_GOAL, MAX_GOAL = 10.0, 20.0
+
+
+def plans(n_layers: int, quick: bool) -> dict[str, Plan]:
+    """The benchmarked plans for a model with ``n_layers`` entries in its layer table (2 ranks each)."""
+    half = n_layers // 2
+    even = (StagePlan(0, half, 1, 1), StagePlan(half, n_layers, 1, 1))
+    late = (StagePlan(0, half + 1, 1, 1), StagePlan(half + 1, n_layers, 1, 1))
+    table = {
+        "dp2 x1": Plan((StagePlan(0, n_layers, 2, 1),), 1),
+        "dp2 x4": Plan((StagePlan(0, n_layers, 2, 1),), 4),
+        "tp2 x1": Plan((StagePlan(0, n_layers, 1, 2),), 1),
+        "tp2 x2": Plan((StagePlan(0, n_layers, 1, 2),), 2),
+        "pp2 gpipe x2": Plan(even, 2, PipeSchedule.GPIPE),
+        "pp2 gpipe x8": Plan(even, 8, PipeSchedule.GPIPE),
+        "pp2 1f1b x4": Plan(even, 4, PipeSchedule.ONE_F_ONE_B),
+        "pp2 1f1b x4 late split": Plan(late, 4, PipeSchedule.ONE_F_ONE_B),
+        "pp2 1f1b x16": Plan(even, 16, PipeSchedule.ONE_F_ONE_B),
+    }
+    if quick:
+        return {k: table[k] for k in ("dp2 x1", "tp2 x1", "pp2 gpipe x2", "pp2 1f1b x4")}
+    return table
+
+
+def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: int, work: Path) -> dict:
+    """One fresh job of ``steps`` steps; per-step periods and iteration times after warm-up, device-seconds."""
+    tag = f"{model}-{name.replace(' ', '_')}-{time.monotonic_ns()}"
+    spec = WorkerSpec(tag, model, batch, plan, steps, str(work / tag / "ckpt"), str(work / tag / "progress.jsonl"))
+    path = work / f"{tag}.json"
+    path.write_text(spec.to_json())
+    ranks = plan.num_gpus
+    cores = sorted(os.sched_getaffinity(0))
+    job = launch_local(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}",
+                       pin_cores=cores[:ranks] if len(cores) >= ranks else None, cwd=REPO)
+    try:
+        codes = job.wait(1800)
+    except BaseException:  # Ctrl-C or a timeout: leave no ranks behind
+        job.kill()
+        raise
+    end = time.time()
+    if codes != [0] * ranks:
+        raise RuntimeError(f"{model} {name}: exit codes {codes}: {job.log_tail(0)}")
+    records = [r for r in ProgressTail(spec.progress_path).poll() if r.event == "step"]
+    times = {r.step: r.t for r in records}
+    periods = [times[s] - times[s - 1] for s in sorted(times) if s > warmup + 1 and s - 1 in times]
+    iters = [r.iter_s for r in records if r.step > warmup]
+    return {"period_s": statistics.median(periods), "iter_s": statistics.median(iters),
+            "device_s": (end - job.launched_at) * ranks, "steps_timed": len(periods)}
+
+
+def measure_all(models: list[str], args, work: Path) -> list[dict]:
+    """Every plan of every model, ``args.passes`` interleaved passes."""
+    rows = {(m, n): {"model": m, "plan": n, "passes": []} for m in models
+            for n in plans(len(get_model(m).layers), args.quick)}
+    for p in range(args.passes):
+        for m in models:
+            for name, plan in plans(len(get_model(m).layers), args.quick).items():
+                r = measure(m, name, plan, args.batch, args.steps, args.warmup, work)
+                rows[(m, name)]["passes"].append(r)
+                print(f"  pass {p + 1}: {m:10s} {name:24s} {1e3 * r['period_s']:9.1f} ms/step "
+                      f"(iter {1e3 * r['iter_s']:8.1f} ms)", flush=True)
+    return list(rows.values())
+
+
+def compose_rows(rows: list[dict], profile_path: Path, batch: int) -> None:
+    """Add the profile's prediction to every measured row."""
+    perf = ProfiledPerfModel(load_profile(profile_path))
+    for row in rows:
+        model = row["model"]
+        plan = plans(len(get_model(model).layers), False)[row["plan"]]
+        executed = resolve_plan(model_spec(model), plan, batch, plan.num_gpus).plan
+        shape = ResourceShape("cpu", 1, plan.num_gpus)
+        est = perf.estimate(ModelRef.parse(model), batch, shape, executed)
+        row["executed"] = plan_to_dict(executed)
+        row["measured_s"] = statistics.median(p["period_s"] for p in row["passes"])
+        row["pass_spread"] = (max(p["period_s"] for p in row["passes"]) / min(p["period_s"] for p in row["passes"]) - 1
+                              if row["passes"] else 0.0)
+        row["predicted_s"] = est.total_s
+        row["breakdown_s"] = {"compute": est.compute_s, "intra": est.intra_stage_comm_s,
+                              "inter": est.inter_stage_comm_s, "bubble": est.bubble_s}
+        row["error_pct"] = 100.0 * (est.total_s - row["measured_s"]) / row["measured_s"]
+
+
+def every_plan_cost(rows: list[dict], models: list[str], testbed, batch: int) -> dict:
+    """Device-seconds to measure every executable plan of every shape of the testbed once, from each model's
+    mean measured device-seconds per plan run and rank."""
+    cfg = PlannerConfig()
+    total, count = 0.0, 0
+    for m in models:
+        runs = [p["device_s"] / 2 for r in rows if r["model"] == m for p in r["passes"]]  # benchmarked plans hold 2 ranks
+        per_rank = statistics.fmean(runs) if runs else 0.0
+        for shape in shapes_for(testbed.device_type, testbed.devices_per_node, testbed.total_devices, (1, 2, 4, 8, 16)):
+            plans_here = executable_plans(get_model(m), batch, shape, cfg)
+            count += len(plans_here)
+            total += sum(per_rank * p.num_gpus for p in plans_here)
+    return {"plans": count, "device_s": total}
+
+
+def ranking(rows: list[dict], margin: float) -> dict:
+    """Per model: pairs of plans whose measured times differ by more than ``margin``, and how many the profile orders alike."""
+    out = {}
+    for model in sorted({r["model"] for r in rows}):
+        mine = [r for r in rows if r["model"] == model]
+        pairs = agree = 0
+        wrong = []
+        for a, b in itertools.combinations(mine, 2):
+            lo, hi = sorted((a, b), key=lambda r: r["measured_s"])
+            if hi["measured_s"] <= lo["measured_s"] * (1 + margin):
+                continue
+            pairs += 1
+            if lo["predicted_s"] < hi["predicted_s"]:
+                agree += 1
+            else:
+                wrong.append(f"{lo['plan']} < {hi['plan']}")
+        out[model] = {"pairs": pairs, "agree": agree, "misordered": wrong}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="gpt__tiny,gpt__mini")
+    parser.add_argument("--testbed", default="cpu-2")
+    parser.add_argument("--batch", type=int, default=16, help="global batch")
+    parser.add_argument("--steps", type=int, default=14, help="steps per measured job")
+    parser.add_argument("--warmup", type=int, default=4, help="steps left out of the measurement")
+    parser.add_argument("--passes", type=int, default=3, help="measurement passes (median over passes)")
+    parser.add_argument("--rank-margin", type=float, default=0.10)
+    parser.add_argument("--quick", action="store_true", help="4 plans per model, quick profile, 3 passes of 10 steps")
+    parser.add_argument("--profile", default=None, help="reuse this PROFILE.json instead of profiling")
+    parser.add_argument("--measured", default=None, help="reuse the measurements of this result JSON")
+    parser.add_argument("--out", default="results/bench_profiler.json")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps = min(args.steps, 10)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    testbed = load_testbed(args.testbed)
+    load_before = os.getloadavg()
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory(prefix="bench-profiler-") as tmp:
+        work = Path(tmp)
+        profile_path = Path(args.profile) if args.profile else out.with_name(out.stem + "-profile.json")
+        if args.profile is None:
+            settings = ProfilerSettings.quick() if args.quick else ProfilerSettings()
+            print(f"profiling {testbed.name} for {', '.join(models)} ({'quick' if args.quick else 'full'} settings)")
+            last: dict[str, int] = {}
+
+            def show(phase: str, done: int, total: int) -> None:
+                if last.get(phase) != done and (done == total or done % max(1, total // 4) == 0):
+                    print(f"  {phase}: {done}/{total}", flush=True)
+                last[phase] = done
+
+            profile = profile_testbed(testbed, models, settings, work / "profile", env=os.environ, cwd=REPO, on_progress=show)
+            write_profile(profile, profile_path)
+        profile = load_profile(profile_path)
+        print(f"profile {profile_path}: {profile.cost.get('device_s', 0):.0f} device-s "
+              f"({profile.cost.get('wall_s', 0):.0f} s on {profile.cost.get('devices', 0):.0f} devices)")
+        if args.measured:
+            rows = [{k: r[k] for k in ("model", "plan", "passes")} for r in json.loads(Path(args.measured).read_text())["plans"]]
+        else:
+            print(f"measuring every plan directly ({args.passes} passes, {args.steps} steps, {args.warmup} warm-up)")
+            rows = measure_all(models, args, work)
+    compose_rows(rows, profile_path, args.batch)
+    print()
+    print(f"{'model':10s} {'plan':24s} {'measured ms':>12s} {'spread':>7s} {'predicted ms':>13s} {'error':>7s}   "
+          "compute / intra / inter / bubble (ms)")
+    for r in rows:
+        b = r["breakdown_s"]
+        print(f"{r['model']:10s} {r['plan']:24s} {1e3 * r['measured_s']:12.1f} {100 * r['pass_spread']:6.1f}% "
+              f"{1e3 * r['predicted_s']:13.1f} {r['error_pct']:+6.1f}%   {1e3 * b['compute']:.1f} / {1e3 * b['intra']:.1f} / "
+              f"{1e3 * b['inter']:.1f} / {1e3 * b['bubble']:.1f}")
+    errors = [abs(r["error_pct"]) for r in rows]
+    mape = statistics.fmean(errors)
+    per_model = {m: statistics.fmean(abs(r["error_pct"]) for r in rows if r["model"] == m) for m in models}
+    worst = max(rows, key=lambda r: abs(r["error_pct"]))
+    ranks = ranking(rows, args.rank_margin)
+    direct = sum(p["device_s"] for r in rows for p in r["passes"])
+    one_pass = direct / max(1, args.passes)
+    prof_cost = profile.cost.get("device_s", 0.0)
+    every = every_plan_cost(rows, models, testbed, args.batch)
+    print()
+    print(f"MAPE {mape:.1f}% over {len(rows)} plans (goal <= {MAPE_GOAL:.0f}%): "
+          + ", ".join(f"{m} {v:.1f}%" for m, v in per_model.items()))
+    print(f"worst plan: {worst['model']} {worst['plan']} {worst['error_pct']:+.1f}% (goal: every plan within {MAX_GOAL:.0f}%)")
+    for m, rk in ranks.items():
+        print(f"ranking {m}: {rk['agree']}/{rk['pairs']} pairs differing by > {100 * args.rank_margin:.0f}% ordered as "
+              f"measured" + (f"; misordered: {', '.join(rk['misordered'])}" if rk["misordered"] else ""))
+    print(f"cost: profiling {prof_cost:.0f} device-s vs measuring these {len(rows)} plans once {one_pass:.0f} device-s "
+          f"({one_pass / max(prof_cost, 1e-9):.1f}x), {args.passes} passes {direct:.0f} device-s "
+          f"({direct / max(prof_cost, 1e-9):.1f}x)")
+    print(f"      measuring all {every['plans']} executable plans of {', '.join(models)} on {testbed.name} once: about "
+          f"{every['device_s']:.0f} device-s ({every['device_s'] / max(prof_cost, 1e-9):.1f}x the profile; "
+          "each model's mean measured device-s per plan and rank)")
+    ok = mape <= MAPE_GOAL and abs(worst["error_pct"]) <= MAX_GOAL and all(not r["misordered"] for r in ranks.values())
+    print(f"acceptance: {'met' if ok else 'missed'} (measured under load average "
+          f"{load_before[0]:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    path = write_json(out, {
+        "config": vars(args), "code_version": code_version(), "profile": str(profile_path),
+        "profile_cost": dict(profile.cost), "profile_device": profile.device.to_dict(),
+        "machine": {"cpus": os.cpu_count(), "affinity": sorted(os.sched_getaffinity(0)), "python": sys.version.split()[0],
+                    "platform": platform.platform(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
+        "plans": rows, "mape_pct": mape, "mape_pct_by_model": per_model,
+        "worst": {"model": worst["model"], "plan": worst["plan"], "error_pct": worst["error_pct"]},
+        "ranking": ranks, "direct_device_s": direct, "every_plan": every, "direct_one_pass_device_s": one_pass, "acceptance_met": ok,
+    })
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
