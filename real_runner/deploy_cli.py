@@ -69,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status-every", dest="status_every_s", type=finite_positive_float, default=None,
                         help=f"seconds between status lines (default {d.status_every_s:g})")
     parser.add_argument("--profile-cache", dest="profile_cache", default=None, help="where --perf profile keeps profiles")
-    parser.add_argument("--out", type=out_dir, default=Path("results/deploy"),
+    parser.add_argument("--out", type=deploy_dir, default=Path("results/deploy"),
                         help="results directory (holds the journal while the deployment runs)")
     parser.add_argument("--resume", type=Path, default=None, metavar="DIR",
                         help="continue the interrupted deployment in DIR (its settings come from its journal)")
@@ -77,6 +77,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sim", dest="sim", action="store_false", help="skip the sim-vs-live comparison")
     parser.add_argument("--no-plots", dest="plots", action="store_false", help="skip the PNG plots")
     parser.set_defaults(handler=handle)
+
+
+def deploy_dir(text: str) -> Path:
+    """argparse type: a results directory for a new deployment (never one that holds an unfinished deployment)."""
+    try:
+        check_deploy_dir(text, create=False)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--out ").removeprefix(f"{text}: ")) from None
+    return out_dir(text)
 
 
 def _config(args: argparse.Namespace) -> DeployConfig:

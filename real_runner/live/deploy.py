@@ -36,6 +36,7 @@ from arena_gym.registry import resolve
 from arena_gym.results import code_version, jobs_frame, timeline_frame, write_csv, write_json
 from arena_gym.types import ClusterSpec, JobSpec, PerfModel
 from real_runner.launchers import make_launcher
+from real_runner.launchers.local import check_local_hosts
 from real_runner.live.backend import LiveBackend, LiveStatus
 from real_runner.live.codec import job_from_dict
 from real_runner.live.compare import SimVsLive, compare, median_overhead, simulate_same
@@ -132,6 +133,8 @@ def prepare(config: DeployConfig, env: Mapping[str, str], testbed: Testbed | Non
     testbed = testbed if testbed is not None else load_testbed(config.testbed)
     if config.launcher is not None:
         testbed = dataclasses.replace(testbed, launcher=config.launcher)
+    if testbed.launcher == "local":
+        check_local_hosts([n.host for n in testbed.nodes])
     cluster = testbed.cluster()
     if jobs is None:
         probe = make_perf("estimator" if config.perf == PROFILE_SPEC else config.perf, cluster, config.seed)
@@ -150,9 +153,12 @@ def prepare(config: DeployConfig, env: Mapping[str, str], testbed: Testbed | Non
     return Deployment(config, testbed, cluster, perf, perf_spec, policy, jobs, unplaceable)
 
 
-def check_deploy_dir(out: str | Path) -> Path:
-    """A directory a new deployment may use: new, empty, or an earlier finished one (cleared); ValueError otherwise."""
-    path = check_out_dir(out)
+def check_deploy_dir(out: str | Path, create: bool = True) -> Path:
+    """A directory a new deployment may use: new, empty, or an earlier finished one; ValueError otherwise.
+
+    With ``create`` an earlier one is cleared and the directory made.
+    """
+    path = Path(out).absolute()
     if exists(path):
         journal = Journal(path / Journal.FILENAME)
         status = journal.meta("status")
@@ -160,6 +166,9 @@ def check_deploy_dir(out: str | Path) -> Path:
         if status != "finished":
             raise ValueError(f"--out {out}: holds an unfinished deployment ({status}); resume it with --resume {out} "
                              "or name another directory")
+    path = check_out_dir(out)
+    if not create:
+        return path
     if path.is_dir() and any(path.iterdir()):
         if not (is_results_dir(path) or exists(path)):
             raise ValueError(f"--out {out}: a non-empty directory that is not a deployment; name a new or empty one")
