@@ -73,7 +73,7 @@ class _Gap:
     def __init__(self, gap_s: float, device: torch.device) -> None:
         self.a = torch.randn(GAP_MATRIX, GAP_MATRIX, device=device)
         self.b = torch.randn(GAP_MATRIX, GAP_MATRIX, device=device)
-        watch = Stopwatch(device)
+        watch = Stopwatch(device, "cpu")
         for _ in range(3):
             self.a @ self.b
         watch.mark()

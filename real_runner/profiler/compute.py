@@ -138,7 +138,7 @@ def _data(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pro
 
 def profile_compute(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, progress: Progress) -> dict[str, Any]:
     """Everything this rank measures on its own device; ``group`` is a one-rank group of this rank."""
-    watch = Stopwatch(device)
+    watch = Stopwatch(device, job.settings.clock)
     out: dict[str, Any] = {"params": {m: {k: parameter_counts(model_spec(m), k) for k in KINDS} for m in job.models}}
     out["curves"] = _layers(job, group, device, watch, progress)
     out["curves"] += _pipeline(job, group, device, watch, progress) if job.world_size > 1 else []

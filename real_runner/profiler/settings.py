@@ -33,7 +33,9 @@ class ProfilerSettings:
     ``comm_ops``: the collectives tabulated; ``optimizer_rounds``: timed AdamW steps per item;
     ``statistic``: how the rounds of an item are summarised (``mean`` keeps the time a shared
     machine takes away, as it does from training steps; ``median`` drops it). Wrapper overheads
-    are always the median of the paired differences.
+    are always the median of the paired differences. ``clock``: how CPU devices time computation:
+    ``cpu`` (the thread's CPU time: the cost on a dedicated core, reproducible on a shared
+    machine) or ``wall``; GPUs always use CUDA events, and collectives are always wall time.
     """
 
     samples: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -54,6 +56,7 @@ class ProfilerSettings:
     comm_ops: tuple[str, ...] = COMM_OPS
     optimizer_rounds: int = 9
     statistic: str = "mean"
+    clock: str = "cpu"
 
     def __post_init__(self) -> None:
         for name in ("samples", "overhead_samples", "pipeline_samples", "batches"):
@@ -75,6 +78,8 @@ class ProfilerSettings:
             raise ValueError("profiler message sizes need 0 <= comm_min_exp <= comm_max_exp <= 31 and comm_step_exp >= 1")
         if not 0 <= self.gap_s <= 1:
             raise ValueError(f"profiler setting gap_s must be in 0..1 s, got {self.gap_s}")
+        if self.clock not in ("cpu", "wall"):
+            raise ValueError(f"profiler setting clock is {self.clock!r}; valid: cpu, wall")
         if self.statistic not in ("mean", "median"):
             raise ValueError(f"profiler setting statistic is {self.statistic!r}; valid: mean, median")
         unknown = [op for op in self.comm_ops if op not in COMM_OPS]

@@ -27,6 +27,7 @@ def test_settings_round_trip_and_sizes():
     ({"comm_min_exp": 20, "comm_max_exp": 10}, "comm_min_exp"),
     ({"comm_ops": ("broadcast",)}, "broadcast"),
     ({"statistic": "max"}, "statistic"),
+    ({"clock": "sundial"}, "clock"),
     ({"gap_s": 5.0}, "gap_s"),
 ])
 def test_bad_settings_name_the_setting(change, message):
