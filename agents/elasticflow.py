@@ -6,17 +6,11 @@ Clean-room reimplementation from the published description and reference/arena.m
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.baselines_common import (
-    Estimates,
-    ShapeOk,
-    Workspace,
-    dp_feasible,
-    remaining_seconds,
-)
-from agents.fcfs import requested
-from arena_gym.types import Decision, JobId, JobSpec, JobStatus, JobView, Snapshot, best_locality
+from agents.common import DpBelief, Workspace, remaining_seconds, requested
+from arena_gym.types import Decision, JobId, JobStatus, JobView, Snapshot, best_locality
 
 
 @dataclass(frozen=True)
@@ -64,96 +58,92 @@ class ElasticFlowLS:
                  min_remaining_s: float = ElasticFlowConfig.min_remaining_s, relax: bool = ElasticFlowConfig.relax) -> None:
         self.name = name
         self.config = ElasticFlowConfig(deadline_slack_s, min_remaining_s, relax)
-        self._dp = Estimates(dp=True)
-        self._ap = Estimates(dp=False)
+        self.belief = DpBelief()
 
     def reset(self) -> None:
         """Forget cached estimates."""
-        self._dp.clear()
-        self._ap.clear()
+        self.belief.clear()
 
     # ------------------------------------------------------------------ estimates
     def min_share(self, snapshot: Snapshot, view: JobView, gpu_type: str) -> int | None:
         """The minimum satisfactory share: smallest DP-feasible count meeting the deadline (None: never feasible)."""
-        counts = self._dp.counts(snapshot.cluster, view.spec, gpu_type)
+        counts = self.belief.dp.counts(snapshot.cluster, view.spec, gpu_type)
         if not counts:
             return None
         cap = snapshot.cluster.group(gpu_type).gpus_per_node
         left = view.spec.submit_time + self.config.deadline_slack_s - snapshot.now
-        times = {n: self._dp.best(view.spec, gpu_type, n, cap) for n in counts}
+        times = {n: self.belief.dp.best(view.spec, gpu_type, n, cap) for n in counts}
         for n in counts:
             if remaining_seconds(view, snapshot.now, times[n]) <= left:
                 return n
         return min(counts, key=lambda n: (times[n], n))
 
-    def _ok(self, spec: JobSpec) -> ShapeOk:
-        return dp_feasible(self._dp, self._ap, spec)
-
     # ------------------------------------------------------------------ decide
     def decide(self, snapshot: Snapshot) -> Decision:
         """Admission control per type in deadline order, then progressive filling of idle GPUs."""
-        self._dp.bind(snapshot.perf)
-        self._ap.bind(snapshot.perf)
+        self.belief.bind(snapshot.perf)
         ws = Workspace(snapshot)
         views = ws.views
         floors: dict[JobId, int] = {}  # minimum shares, filled as needed
         blocked: set[str] = set()
         # every deadline is submission + the same slack: deadline order is the snapshot's submission order
         for view in snapshot.pending:
-            if len(blocked) == len(ws.free):
+            if len(blocked) == len(ws.types):
                 break
             gpu_type = requested(view.spec, snapshot)[0]
-            if gpu_type in blocked or gpu_type not in ws.free or not self._dp.counts(snapshot.cluster, view.spec, gpu_type):
+            if (gpu_type in blocked or gpu_type not in ws.free
+                    or not self.belief.dp.counts(snapshot.cluster, view.spec, gpu_type)):
                 continue  # DP-infeasible at every count on its type: ElasticFlow cannot admit it
             share = self.min_share(snapshot, view, gpu_type)
             if share is not None and self._admit(ws, snapshot, view, gpu_type, share, floors, views):
                 floors[view.job_id] = share
             else:
                 blocked.add(gpu_type)
-        for gpu_type in ws.free:
+        for gpu_type in ws.types:
             if gpu_type not in blocked:
                 self._fill(ws, snapshot, gpu_type, views)
         return ws.decision(snapshot.perf)
 
     def _admit(self, ws: Workspace, snapshot: Snapshot, view: JobView, gpu_type: str, share: int,
-               floors: dict[JobId, int], views: dict[JobId, JobView]) -> bool:
-        ok = self._ok(view.spec)
+               floors: dict[JobId, int], views: Mapping[JobId, JobView]) -> bool:
+        ok = self.belief.ok(view.spec)
         placement = ws.find(gpu_type, share, self.config.relax, ok)
         if placement is None:
-            state = ws.checkpoint()
+            mark = ws.checkpoint()
             while placement is None:
                 if not self._shrink_one(ws, snapshot, gpu_type, floors, views):
-                    ws.restore(state)
+                    ws.rollback(mark)
                     return False
                 placement = ws.find(gpu_type, share, self.config.relax, ok)
         ws.hold(view.job_id, placement)
         return True
 
     def _shrink_one(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, floors: dict[JobId, int],
-                    views: dict[JobId, JobView]) -> bool:
+                    views: Mapping[JobId, JobView]) -> bool:
         """Shrink the job of ``gpu_type`` above its floor that loses least throughput per freed GPU."""
         cap = ws.capacity[gpu_type]
         options = []
-        for job_id, p in ws.held.items():
+        for job_id, p in ws.placement.items():
             if p.gpu_type != gpu_type:
                 continue
             if job_id not in floors:
                 share = self.min_share(snapshot, views[job_id], gpu_type)
                 floors[job_id] = share if share is not None else p.num_gpus
             spec = views[job_id].spec
-            smaller = [n for n in self._dp.counts(snapshot.cluster, spec, gpu_type) if floors[job_id] <= n < p.num_gpus]
+            counts = self.belief.dp.counts(snapshot.cluster, spec, gpu_type)
+            smaller = [n for n in counts if floors[job_id] <= n < p.num_gpus]
             if not smaller:
                 continue
             n = smaller[-1]
-            smaller_thr = self._dp.throughput(spec, best_locality(gpu_type, n, cap))
-            loss = (self._dp.throughput(spec, p.shape) - smaller_thr) / (p.num_gpus - n)
+            smaller_thr = self.belief.dp.throughput(spec, best_locality(gpu_type, n, cap))
+            loss = (self.belief.dp.throughput(spec, p.shape) - smaller_thr) / (p.num_gpus - n)
             options.append((loss, spec.submit_time, job_id, n))
         for loss, _, job_id, n in sorted(options):
-            if ws.move(job_id, gpu_type, n, self.config.relax, self._ok(views[job_id].spec)) is not None:
+            if ws.move(job_id, gpu_type, n, self.config.relax, self.belief.ok(views[job_id].spec)) is not None:
                 return True
         return False
 
-    def _fill(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, views: dict[JobId, JobView]) -> None:
+    def _fill(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, views: Mapping[JobId, JobView]) -> None:
         """Progressive filling: give idle GPUs of ``gpu_type`` to the best marginal gains per GPU."""
         if ws.free_gpus(gpu_type) == 0:
             return
@@ -161,29 +151,30 @@ class ElasticFlowLS:
         heap: list[tuple[float, float, JobId, int]] = []
 
         def push(job_id: JobId) -> None:
-            view, p = views[job_id], ws.held[job_id]
-            bigger = [n for n in self._dp.counts(snapshot.cluster, view.spec, gpu_type) if n > p.num_gpus]
+            view, p = views[job_id], ws.placement[job_id]
+            bigger = [n for n in self.belief.dp.counts(snapshot.cluster, view.spec, gpu_type) if n > p.num_gpus]
             if not bigger or bigger[0] - p.num_gpus > ws.free_gpus(gpu_type):
                 return
             n = bigger[0]
-            bigger_thr = self._dp.throughput(view.spec, best_locality(gpu_type, n, cap))
-            gain = (bigger_thr - self._dp.throughput(view.spec, p.shape)) / (n - p.num_gpus)
+            bigger_thr = self.belief.dp.throughput(view.spec, best_locality(gpu_type, n, cap))
+            gain = (bigger_thr - self.belief.dp.throughput(view.spec, p.shape)) / (n - p.num_gpus)
             if gain > 0:
                 heapq.heappush(heap, (-gain, view.spec.submit_time, job_id, n))
 
-        for job_id, p in list(ws.held.items()):
+        for job_id, p in list(ws.placement.items()):
             view = views[job_id]
             if p.gpu_type != gpu_type:
                 continue
             if view.allocation is not None:  # running: only settled jobs with enough work left
                 if view.status is not JobStatus.RUNNING or ws.changed(job_id):
                     continue
-                if remaining_seconds(view, snapshot.now, self._dp.time(view.spec, p.shape)) < self.config.min_remaining_s:
+                left = remaining_seconds(view, snapshot.now, self.belief.dp.time(view.spec, p.shape))
+                if left < self.config.min_remaining_s:
                     continue
             push(job_id)
         while heap and ws.free_gpus(gpu_type) > 0:
             _, _, job_id, n = heapq.heappop(heap)
-            if n - ws.held[job_id].num_gpus > ws.free_gpus(gpu_type):
+            if n - ws.placement[job_id].num_gpus > ws.free_gpus(gpu_type):
                 continue
-            if ws.move(job_id, gpu_type, n, self.config.relax, self._ok(views[job_id].spec)) is not None:
+            if ws.move(job_id, gpu_type, n, self.config.relax, self.belief.ok(views[job_id].spec)) is not None:
                 push(job_id)

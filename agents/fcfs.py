@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 
-import numpy as np
-
-from arena_gym.placement import allocation, node_capacity, place
-from arena_gym.types import Allocation, Decision, JobId, JobSpec, Snapshot, best_locality
-
-
-def requested(spec: JobSpec, snapshot: Snapshot) -> tuple[str, int]:
-    """The job's requested (GPU type, count); a missing type means the cluster's first type, a missing count 1."""
-    return spec.requested_gpu_type or snapshot.cluster.gpu_types[0], spec.requested_gpus or 1
+from agents.common import FreeGpus, fits_ever, order_key
+from arena_gym.placement import allocation
+from arena_gym.types import Allocation, Decision, JobId, Snapshot, best_locality
 
 
-def fits_ever(snapshot: Snapshot, gpu_type: str, num_gpus: int) -> bool:
-    """Whether the cluster could ever hold ``num_gpus`` of ``gpu_type``."""
-    return gpu_type in snapshot.free and num_gpus <= snapshot.free[gpu_type].size * node_capacity(snapshot, gpu_type)
+@dataclass(frozen=True)
+class FCFSConfig:
+    """Settings of :class:`FCFS`: ``relax`` allows spreading a job over more nodes than its best locality."""
+
+    relax: bool = False
 
 
 class FCFS:
@@ -36,8 +33,8 @@ class FCFS:
     clairvoyant = False  # knows only what was requested and when
 
     def __init__(self, relax: bool = False, name: str = "fcfs") -> None:
-        self.relax = relax
         self.name = name
+        self.config = FCFSConfig(relax)
 
     def reset(self) -> None:
         """FCFS keeps no state."""
@@ -50,24 +47,23 @@ class FCFS:
         type, and the never-runnable jobs ahead of it, however long the queue.
         """
         first = snapshot.cluster.gpu_types[0]
+        gpus = FreeGpus(snapshot)
         chosen: list[tuple[float, JobId, Allocation]] = []
         for gpu_type in snapshot.cluster.gpu_types:
-            free = np.array(snapshot.free[gpu_type])
-            cap = node_capacity(snapshot, gpu_type)
+            cap = gpus.capacity[gpu_type]
             queue = snapshot.pending.requesting(gpu_type)
             if gpu_type == first:  # jobs without a requested type run on the cluster's first type
-                queue = heapq.merge(queue, snapshot.pending.requesting(None), key=lambda v: (v.spec.submit_time, v.job_id))
+                queue = heapq.merge(queue, snapshot.pending.requesting(None), key=order_key)
             for view in queue:
                 spec = view.spec
                 n = spec.requested_gpus or 1
                 if not fits_ever(snapshot, gpu_type, n) or not math.isfinite(
                         snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))):
                     continue  # can never run: blocks nobody
-                placement = place(free, cap, gpu_type, n, self.relax)
+                placement = gpus.find(gpu_type, n, self.config.relax)
                 if placement is None:
                     break  # head-of-line blocking of this type
-                for node in placement.nodes:
-                    free[node] -= placement.gpus_per_node
+                gpus.take(placement)
                 chosen.append((spec.submit_time, spec.job_id, allocation(snapshot.perf, spec, placement)))
         chosen.sort(key=lambda c: c[:2])  # submission order, as the queue is
         return Decision(allocations=tuple((job_id, alloc) for _, job_id, alloc in chosen))

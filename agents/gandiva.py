@@ -9,16 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.baselines_common import (
+from agents.common import (
     Estimates,
     ShapeOk,
     Workspace,
-    ap_feasible,
     ordered,
     remaining_seconds,
+    requested,
     runnable_at_request,
 )
-from agents.fcfs import requested
 from arena_gym.types import GPU_COUNTS, Decision, JobStatus, JobView, Placement, ResourceShape, Snapshot, best_locality
 
 
@@ -88,8 +87,8 @@ class Gandiva:
         """Admit (shrinking or migrating if needed), then grow into idle GPUs, type by type."""
         self._ap.bind(snapshot.perf)
         ws = Workspace(snapshot)
-        waiting: dict[str, list[JobView]] = {t: [] for t in ws.free}
-        for view in ordered(snapshot.pending):
+        waiting: dict[str, list[JobView]] = {t: [] for t in ws.types}
+        for view in snapshot.pending:  # the queue is in submission order
             shape = runnable_at_request(snapshot, self._ap, view.spec)
             if shape is not None:
                 waiting[shape[0]].append(view)
@@ -107,7 +106,7 @@ class Gandiva:
     # ------------------------------------------------------------------ admission
     def _admit(self, ws: Workspace, snapshot: Snapshot, view: JobView, running: list[JobView]) -> bool:
         gpu_type, n = requested(view.spec, snapshot)
-        ok = ap_feasible(self._ap, view.spec)
+        ok = self._ap.feasible(view.spec)
         placement = ws.find(gpu_type, n, ok=ok)
         if placement is None:
             placement = self._shrink_for(ws, snapshot, gpu_type, n, ok, running)
@@ -123,20 +122,20 @@ class Gandiva:
     def _shrink_for(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, n: int, ok: ShapeOk,
                     running: list[JobView]) -> Placement | None:
         """Shrink grown jobs of ``gpu_type`` back to their request, most grown first, until ``n`` GPUs fit."""
-        grown = [(ws.held[v.job_id].num_gpus / requested(v.spec, snapshot)[1], v) for v in running
-                 if v.job_id in ws.held and ws.held[v.job_id].gpu_type == gpu_type
-                 and ws.held[v.job_id].num_gpus > requested(v.spec, snapshot)[1]]
+        grown = [(ws.placement[v.job_id].num_gpus / requested(v.spec, snapshot)[1], v) for v in running
+                 if v.job_id in ws.placement and ws.placement[v.job_id].gpu_type == gpu_type
+                 and ws.placement[v.job_id].num_gpus > requested(v.spec, snapshot)[1]]
         if not grown:
             return None
-        state = ws.checkpoint()
+        mark = ws.checkpoint()
         for _, view in sorted(grown, key=lambda g: (-g[0], g[1].spec.submit_time, g[1].job_id)):
             back = requested(view.spec, snapshot)[1]
-            if ws.move(view.job_id, gpu_type, back, ok=ap_feasible(self._ap, view.spec)) is None:
+            if ws.move(view.job_id, gpu_type, back, ok=self._ap.feasible(view.spec)) is None:
                 continue
             placement = ws.find(gpu_type, n, ok=ok)
             if placement is not None:
                 return placement
-        ws.restore(state)
+        ws.rollback(mark)
         return None
 
     def _defragment(self, ws: Workspace, gpu_type: str, shape: ResourceShape, running: list[JobView]) -> Placement | None:
@@ -145,28 +144,27 @@ class Gandiva:
             return None
         free = ws.free[gpu_type]
         specs = {v.job_id: v.spec for v in running}
-        holders = ws.holders(gpu_type)
         options = []  # (number of jobs to move, those jobs, node)
         for node in range(len(free)):
             need = shape.gpus_per_node - int(free[node])
             if need <= 0:
                 options.append((0, (), node))
                 continue
-            movable = sorted((j for j in holders.get(node, []) if len(ws.held[j].nodes) == 1 and j in specs),
-                             key=lambda j: (-ws.held[j].gpus_per_node, j))
+            movable = sorted((j for j in ws.occupants(gpu_type, node) if len(ws.placement[j].nodes) == 1 and j in specs),
+                             key=lambda j: (-ws.placement[j].gpus_per_node, j))
             chosen, freed = [], 0
             for j in movable:
                 if freed >= need:
                     break
                 chosen.append(j)
-                freed += ws.held[j].gpus_per_node
+                freed += ws.placement[j].gpus_per_node
             if freed >= need:
                 options.append((len(chosen), tuple(chosen), node))
         options.sort()
         picked = options[: shape.n_nodes]
         if len(picked) < shape.n_nodes or sum(len(o[1]) for o in picked) > self.config.max_migrations:
             return None
-        state = ws.checkpoint()
+        mark = ws.checkpoint()
         targets = [node for _, _, node in picked]
         evicted = [j for _, jobs, _ in picked for j in jobs]
         placements = {j: ws.release(j) for j in evicted}
@@ -174,30 +172,30 @@ class Gandiva:
         elsewhere[targets] = 0
         for j in sorted(evicted, key=lambda j: (-placements[j].num_gpus, j)):
             old = placements[j]
-            new = ws.find(gpu_type, old.num_gpus, ok=ap_feasible(self._ap, specs[j]), free=elsewhere)
+            new = ws.find(gpu_type, old.num_gpus, ok=self._ap.feasible(specs[j]), free=elsewhere)
             if new is None or new.shape != old.shape:
-                ws.restore(state)
+                ws.rollback(mark)
                 return None
             ws.hold(j, new)
             elsewhere[list(new.nodes)] -= new.gpus_per_node
         placement = ws.find(gpu_type, shape.num_gpus, free=_only(ws.free[gpu_type], targets))
         if placement is None:
-            ws.restore(state)
+            ws.rollback(mark)
         return placement
 
     # ------------------------------------------------------------------ growth
     def _grow(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, running: list[JobView]) -> None:
         cap = ws.capacity[gpu_type]
-        candidates = [v for v in running if v.status is JobStatus.RUNNING and v.job_id in ws.held
-                      and not ws.changed(v.job_id) and ws.held[v.job_id].gpu_type == gpu_type]
+        candidates = [v for v in running if v.status is JobStatus.RUNNING and v.job_id in ws.placement
+                      and not ws.changed(v.job_id) and ws.placement[v.job_id].gpu_type == gpu_type]
         while candidates:
             options = []
             for view in candidates:
-                n = ws.held[view.job_id].num_gpus
+                n = ws.placement[view.job_id].num_gpus
                 limit = min(GPU_COUNTS[-1], self.config.max_grow_factor * requested(view.spec, snapshot)[1])
                 if 2 * n > limit or n > ws.free_gpus(gpu_type):
                     continue
-                now_t = self._ap.time(view.spec, ws.held[view.job_id].shape)
+                now_t = self._ap.time(view.spec, ws.placement[view.job_id].shape)
                 if remaining_seconds(view, snapshot.now, now_t) < self.config.min_remaining_s:
                     continue
                 speedup = now_t / self._ap.best(view.spec, gpu_type, 2 * n, cap)
@@ -206,8 +204,8 @@ class Gandiva:
             if not options:
                 return
             *_, best = min(options, key=lambda o: o[:3])
-            doubled = 2 * ws.held[best.job_id].num_gpus
-            if ws.move(best.job_id, gpu_type, doubled, ok=ap_feasible(self._ap, best.spec)) is None:
+            doubled = 2 * ws.placement[best.job_id].num_gpus
+            if ws.move(best.job_id, gpu_type, doubled, ok=self._ap.feasible(best.spec)) is None:
                 candidates.remove(best)
 
 

@@ -6,24 +6,12 @@ solved with HiGHS through :mod:`agents.milp`.
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field
 
-from agents.baselines_common import (
-    AssignmentJob,
-    Estimates,
-    ShapeOk,
-    Workspace,
-    assign,
-    dp_feasible,
-    ordered,
-)
-from agents.fcfs import requested
-from agents.milp import MilpConfig, MilpError
-from arena_gym.types import Decision, JobSpec, JobStatus, JobView, Snapshot
-
-log = logging.getLogger(__name__)
+from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, holding, requested, room_with
+from agents.milp import MilpConfig
+from arena_gym.types import JobSpec, JobStatus, JobView, Snapshot
 
 
 @dataclass(frozen=True)
@@ -55,7 +43,7 @@ class GavelConfig:
             raise ValueError("min_move_gain must be >= 0 and fifo_bonus in [0, 0.01)")
 
 
-class Gavel:
+class Gavel(AssignmentPolicy):
     """Heterogeneity-aware max-sum-throughput: a MILP assigning jobs to GPU types at their requested counts.
 
     Decides with: data-parallel-only estimates (``perf.dp_iter_time``; ``inf`` = ruled out by
@@ -64,8 +52,8 @@ class Gavel:
 
     At every decision point (arrivals and departures), over the pending jobs that could fit
     (``max_pending``) and the running jobs with room on another type (``max_movable``), it
-    solves (:func:`agents.baselines_common.assign`; HiGHS unless the capacity-free optimum
-    already fits)::
+    solves (:func:`agents.common.assign`, through the outline of
+    :class:`agents.common.AssignmentPolicy`; HiGHS unless the capacity-free optimum already fits)::
 
         max  sum_j sum_t  w[j,t] x[j,t]
         s.t. sum_t x[j,t] <= 1            pending job j (admitted to at most one type)
@@ -82,75 +70,40 @@ class Gavel:
     first); a job that cannot be placed waits, a move that cannot be placed is dropped.
     """
 
-    ap_search = "full"
     clairvoyant = False  # throughput only
 
     def __init__(self, name: str = "gavel", max_migrations: int = GavelConfig.max_migrations,
                  min_move_gain: float = GavelConfig.min_move_gain, max_pending: int = GavelConfig.max_pending,
                  max_movable: int = GavelConfig.max_movable, fifo_bonus: float = GavelConfig.fifo_bonus,
                  relax: bool = GavelConfig.relax, milp: MilpConfig | None = None) -> None:
-        self.name = name
+        super().__init__(name)
         self.config = GavelConfig(max_migrations, min_move_gain, max_pending, max_movable, fifo_bonus, relax,
                                   milp if milp is not None else MilpConfig())
-        self._dp = Estimates(dp=True)
-        self._ap = Estimates(dp=False)
         self._norm: dict[tuple[object, int, int], dict[str, float]] = {}
-        self.solves = 0
 
-    def reset(self) -> None:
-        """Forget cached estimates and the MILP solve count."""
-        self._dp.clear()
-        self._ap.clear()
+    def _forget(self) -> None:
+        """Forget the normalised throughputs."""
         self._norm.clear()
-        self.solves = 0
 
     def normalised_throughput(self, snapshot: Snapshot, spec: JobSpec, num_gpus: int) -> dict[str, float]:
         """DP throughput of ``spec`` at ``num_gpus`` per feasible type, divided by its best (types with none omitted)."""
         key = (spec.model, spec.global_batch, num_gpus)
         norm = self._norm.get(key)
         if norm is None:
-            dp_table = self._dp.configs(snapshot.cluster, spec)
-            ap_table = self._ap.configs(snapshot.cluster, spec)
-            times = {t: dp_table[(t, n)] for t, n in dp_table if n == num_gpus and (t, n) in ap_table}
+            times = {t: v for (t, n), v in self.belief.configs(snapshot.cluster, spec).items() if n == num_gpus}
             fastest = min(times.values(), default=math.inf)
             norm = self._norm[key] = {t: fastest / v for t, v in times.items()}
         return norm
 
-    def _ok(self, spec: JobSpec) -> ShapeOk:
-        return dp_feasible(self._dp, self._ap, spec)
-
-    def decide(self, snapshot: Snapshot) -> Decision:
-        """Solve the max-sum-throughput MILP over the jobs that can change, then place its answer."""
-        if self._dp.bind(snapshot.perf) | self._ap.bind(snapshot.perf):
-            self._norm.clear()
-        ws = Workspace(snapshot)
-        free = {t: ws.free_gpus(t) for t in ws.free}
+    def _problem(self, snapshot: Snapshot, free: dict[str, int]) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
+        """The pending jobs that fit the room and the running jobs offered a type change, valued per type."""
         movers = self._movable(snapshot, free)
-        room = dict(free)
-        for view, _ in movers:
-            room[view.allocation.shape.gpu_type] += view.allocation.num_gpus
+        room = room_with(free, (holding(view) for view, _ in movers))
         waiting = self._pending(snapshot, room)
         if not waiting and not any(gain > 0 for _, gain in movers):
-            return Decision()
+            return None
         jobs = self._jobs([(v, None) for v in waiting] + [(v, v.allocation.shape.gpu_type) for v, _ in movers], snapshot)
-        try:
-            result = assign(jobs, room, self.config.max_migrations, self.config.milp)
-        except MilpError as exc:
-            log.warning("%s keeps the current allocation: %s", self.name, exc)
-            return Decision()
-        self.solves += result.by_milp
-        views = ws.views
-        for view, _ in movers:
-            target = result.choice[view.job_id]
-            if target[0] != view.allocation.shape.gpu_type:
-                ws.move(view.job_id, target[0], target[1], self.config.relax, self._ok(view.spec))
-        admitted = sorted(((c, views[j]) for j, c in result.choice.items() if views[j].allocation is None),
-                          key=lambda cv: (-cv[0][1], cv[1].spec.submit_time, cv[1].job_id))
-        for (gpu_type, n), view in admitted:
-            placement = ws.find(gpu_type, n, self.config.relax, self._ok(view.spec))
-            if placement is not None:
-                ws.hold(view.job_id, placement)
-        return ws.decision(snapshot.perf)
+        return jobs[: len(waiting)], jobs[len(waiting):]
 
     def _movable(self, snapshot: Snapshot, free: dict[str, int]) -> list[tuple[JobView, float]]:
         """Running jobs offered a type change, with their best net gain: settled, room on another feasible type."""
@@ -172,7 +125,7 @@ class Gavel:
     def _pending(self, snapshot: Snapshot, room: dict[str, int]) -> list[JobView]:
         """The first ``max_pending`` pending jobs (submission order) that fit the room of some feasible type."""
         out = []
-        for view in ordered(snapshot.pending):
+        for view in snapshot.pending:  # the queue is in submission order
             n = requested(view.spec, snapshot)[1]
             if any(room[t] >= n for t in self.normalised_throughput(snapshot, view.spec, n)):
                 out.append(view)
@@ -190,7 +143,7 @@ class Gavel:
         jobs = []
         for i, (view, current) in enumerate(candidates):
             n = view.allocation.num_gpus if current is not None else requested(view.spec, snapshot)[1]
-            values = {(t, n): n * (v - (cfg.min_move_gain if current not in (None, t) else 0.0) + bonus[i])
+            values = {TypeCount(t, n): n * (v - (cfg.min_move_gain if current not in (None, t) else 0.0) + bonus[i])
                       for t, v in self.normalised_throughput(snapshot, view.spec, n).items()}
-            jobs.append(AssignmentJob(view.job_id, values, (current, n) if current is not None else None))
+            jobs.append(AssignmentJob(view.job_id, values, TypeCount(current, n) if current is not None else None))
         return jobs

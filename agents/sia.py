@@ -6,15 +6,12 @@ solved with HiGHS through :mod:`agents.milp`.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agents.baselines_common import AssignmentJob, Config, Estimates, ShapeOk, Workspace, assign, dp_feasible, ordered
-from agents.milp import MilpConfig, MilpError
-from arena_gym.types import GPU_COUNTS, Allocation, Decision, JobId, JobSpec, JobStatus, JobView, Snapshot
-
-log = logging.getLogger(__name__)
+from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, holding, room_with
+from agents.milp import MilpConfig
+from arena_gym.types import GPU_COUNTS, Allocation, JobId, JobStatus, JobView, Snapshot
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ class BootstrapThroughput:
     """
 
     def __init__(self) -> None:
-        self._seen: dict[JobId, set[Config]] = {}
+        self._seen: dict[JobId, set[TypeCount]] = {}
         self._last: dict[JobId, Allocation] = {}  # allocation last recorded per job
 
     def reset(self) -> None:
@@ -80,13 +77,13 @@ class BootstrapThroughput:
         alloc = view.allocation
         if view.status is JobStatus.RUNNING and alloc is not None and self._last.get(view.job_id) is not alloc:
             self._last[view.job_id] = alloc
-            self._seen.setdefault(view.job_id, set()).add((alloc.shape.gpu_type, alloc.num_gpus))
+            self._seen.setdefault(view.job_id, set()).add(TypeCount(alloc.shape.gpu_type, alloc.num_gpus))
 
     def version(self, job_id: JobId) -> int:
         """How many configurations of the job have been observed (changes when the model learns)."""
         return len(self._seen.get(job_id, ()))
 
-    def throughput(self, view: JobView, config: Config, table: Mapping[Config, float]) -> float:
+    def throughput(self, view: JobView, config: TypeCount, table: Mapping[TypeCount, float]) -> float:
         """Estimated samples/s of ``view`` on ``config``; ``table``: its DP times per feasible configuration."""
         gpu_type, n = config
         counts = [k for t, k in table if t == gpu_type and k <= n]
@@ -98,12 +95,12 @@ class BootstrapThroughput:
 class _Valuation:
     """A job's utilities under one state of the throughput model, with its one-step moves memoised."""
 
-    def __init__(self, version: int, utilities: dict[Config, float]) -> None:
+    def __init__(self, version: int, utilities: dict[TypeCount, float]) -> None:
         self.version = version
         self.utilities = utilities
-        self._steps: dict[Config, list[tuple[Config, float]]] = {}
+        self._steps: dict[TypeCount, list[tuple[TypeCount, float]]] = {}
 
-    def steps(self, current: Config) -> list[tuple[Config, float]]:
+    def steps(self, current: TypeCount) -> list[tuple[TypeCount, float]]:
         """Configurations one step from ``current`` (see :func:`_step`), highest utility first."""
         out = self._steps.get(current)
         if out is None:
@@ -112,7 +109,7 @@ class _Valuation:
         return out
 
 
-class Sia:
+class Sia(AssignmentPolicy):
     """Goodput-optimised, heterogeneity-aware allocation of GPU type and count by MILP, non-preemptive.
 
     Decides with: data-parallel-only estimates (``perf.dp_iter_time``, through Sia's
@@ -124,15 +121,14 @@ class Sia:
     efficiency 1, the batch is fixed); normalised goodput ``N_min * G / min G`` over the job's
     feasible configurations (``N_min``: its smallest feasible count); value
     ``(normalised goodput) ** p``; for a running job any other configuration is scaled by its
-    re-allocation factor; a pending job left out costs ``unallocated_penalty``.
-    :func:`agents.baselines_common.assign` picks the configurations (MILP, HiGHS): running
-    jobs keep one (non-preemptive) and at most ``max_migrations`` of them change, each by one
-    step (count halved or doubled, or a type change at half, the same or double the count);
-    pending jobs take any configuration that fits. The answer is placed by packing; a
+    re-allocation factor; a pending job left out costs ``unallocated_penalty``. The assignment
+    outline (:class:`agents.common.AssignmentPolicy`) picks the configurations (MILP, HiGHS):
+    running jobs keep one (non-preemptive) and at most ``max_migrations`` of them change, each
+    by one step (count halved or doubled, or a type change at half, the same or double the
+    count); pending jobs take any configuration that fits. The answer is placed by packing; a
     change that cannot be placed is dropped, a job that cannot be placed waits.
     """
 
-    ap_search = "full"
     clairvoyant = False  # goodput only
 
     def __init__(self, name: str = "sia", fairness_p: float = SiaConfig.fairness_p,
@@ -141,25 +137,23 @@ class Sia:
                  max_migrations: int = SiaConfig.max_migrations, max_gpus: int = SiaConfig.max_gpus,
                  max_pending: int = SiaConfig.max_pending, max_movable: int = SiaConfig.max_movable,
                  relax: bool = SiaConfig.relax, milp: MilpConfig | None = None) -> None:
-        self.name = name
+        super().__init__(name)
         self.config = SiaConfig(fairness_p, restart_penalty_s, age_clip_s, unallocated_penalty, max_migrations,
                                 max_gpus, max_pending, max_movable, relax, milp if milp is not None else MilpConfig())
-        self._dp = Estimates(dp=True)
-        self._ap = Estimates(dp=False)
         self.model = BootstrapThroughput()
         self._valuations: dict[JobId, _Valuation] = {}
-        self.solves = 0
 
     def reset(self) -> None:
         """Forget estimates, observations and the solve count."""
-        self._dp.clear()
-        self._ap.clear()
+        super().reset()
         self.model.reset()
+
+    def _forget(self) -> None:
+        """Forget the jobs' valuations."""
         self._valuations.clear()
-        self.solves = 0
 
     # ------------------------------------------------------------------ valuation
-    def utilities(self, snapshot: Snapshot, view: JobView) -> dict[Config, float]:
+    def utilities(self, snapshot: Snapshot, view: JobView) -> dict[TypeCount, float]:
         """``(N_min * G / min G) ** p`` for every feasible configuration of the job (empty if none)."""
         return self._valuation(snapshot, view).utilities
 
@@ -168,10 +162,9 @@ class Sia:
         cached = self._valuations.get(view.job_id)
         if cached is not None and cached.version == version:
             return cached
-        dp_table = self._dp.configs(snapshot.cluster, view.spec)
-        ap_table = self._ap.configs(snapshot.cluster, view.spec)
-        goodput = {c: self.model.throughput(view, c, dp_table) for c in dp_table
-                   if c in ap_table and c[1] <= self.config.max_gpus}
+        dp_table = self.belief.dp.configs(snapshot.cluster, view.spec)
+        goodput = {c: self.model.throughput(view, c, dp_table) for c in self.belief.configs(snapshot.cluster, view.spec)
+                   if c[1] <= self.config.max_gpus}
         utilities = {}
         if goodput:
             n_min = min(n for _, n in goodput)
@@ -186,47 +179,22 @@ class Sia:
         age = min(now - (view.first_start if view.first_start is not None else now), cfg.age_clip_s)
         return max(0.0, (age - view.reconfigurations * cfg.restart_penalty_s) / (age + cfg.restart_penalty_s))
 
-    def _ok(self, spec: JobSpec) -> ShapeOk:
-        return dp_feasible(self._dp, self._ap, spec)
-
     # ------------------------------------------------------------------ decide
-    def decide(self, snapshot: Snapshot) -> Decision:
-        """Solve Sia's MILP over the jobs that can change, then place its answer."""
-        if self._dp.bind(snapshot.perf) | self._ap.bind(snapshot.perf):
-            self._valuations.clear()
+    def _problem(self, snapshot: Snapshot, free: dict[str, int]) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
+        """The pending jobs with a configuration that fits and the running jobs offered a one-step change."""
         for view in snapshot.running:
             self.model.observe(view)
-        ws = Workspace(snapshot)
-        free = {t: ws.free_gpus(t) for t in ws.free}
         movers = self._movable(snapshot, free)
-        room = dict(free)
-        for job in movers:
-            room[job.current[0]] += job.current[1]
-        waiting = self._pending(snapshot, room)
+        waiting = self._pending(snapshot, room_with(free, (job.current for job in movers)))
         if not waiting:  # moves that gain nothing only ever make room for waiting jobs
             movers = [j for j in movers if max(j.values.values()) > j.values[j.current]]
-            room = dict(free)
-            for job in movers:
-                room[job.current[0]] += job.current[1]
             if not movers:
-                return Decision()
-        try:
-            result = assign(waiting + movers, room, self.config.max_migrations, self.config.milp)
-        except MilpError as exc:
-            log.warning("%s keeps the current allocation: %s", self.name, exc)
-            return Decision()
-        self.solves += result.by_milp
-        assignment = result.choice
-        views = ws.views
-        changes = [(job, assignment[job.job_id]) for job in movers if assignment[job.job_id] != job.current]
-        for job, (gpu_type, n) in sorted(changes, key=lambda jc: (jc[1][1] - jc[0].current[1], jc[0].job_id)):
-            ws.move(job.job_id, gpu_type, n, self.config.relax, self._ok(views[job.job_id].spec))
-        admitted = [(assignment[job.job_id], job.job_id) for job in waiting if job.job_id in assignment]
-        for (gpu_type, n), job_id in sorted(admitted, key=lambda a: (-a[0][1], views[a[1]].spec.submit_time, a[1])):
-            placement = ws.find(gpu_type, n, self.config.relax, self._ok(views[job_id].spec))
-            if placement is not None:
-                ws.hold(job_id, placement)
-        return ws.decision(snapshot.perf)
+                return None
+        return waiting, movers
+
+    def _move_order(self, changes: list[tuple[AssignmentJob, TypeCount]]) -> Iterable[tuple[AssignmentJob, TypeCount]]:
+        """Shrinks first, then type changes, then grows (by the change of GPU count), ties by job id."""
+        return sorted(changes, key=lambda jc: (jc[1][1] - jc[0].current[1], jc[0].job_id))
 
     def _movable(self, snapshot: Snapshot, free: dict[str, int]) -> list[AssignmentJob]:
         """Running jobs offered a one-step change that fits the free GPUs (factor > 0); largest gain first."""
@@ -239,7 +207,7 @@ class Sia:
             factor = self.reallocation_factor(view, snapshot.now)
             if factor <= 0:
                 continue
-            current = (view.allocation.shape.gpu_type, view.allocation.num_gpus)
+            current = holding(view)
             valuation = self._valuation(snapshot, view)
             u_now = valuation.utilities.get(current)
             if u_now is None:
@@ -258,7 +226,7 @@ class Sia:
     def _pending(self, snapshot: Snapshot, room: dict[str, int]) -> list[AssignmentJob]:
         """The first ``max_pending`` pending jobs (submission order) with a configuration that fits the room."""
         out = []
-        for view in ordered(snapshot.pending):
+        for view in snapshot.pending:  # the queue is in submission order
             values = {c: u + self.config.unallocated_penalty for c, u in self.utilities(snapshot, view).items()
                       if c[1] <= room[c[0]]}
             if values:
@@ -268,13 +236,13 @@ class Sia:
         return out
 
 
-def _fits(config: Config, current: Config, free: Mapping[str, int]) -> bool:
+def _fits(config: TypeCount, current: TypeCount, free: Mapping[str, int]) -> bool:
     """Whether a running job on ``current`` could switch to ``config`` with the free GPUs (its own count back)."""
     extra = config[1] - current[1] if config[0] == current[0] else config[1]
     return extra <= free[config[0]]
 
 
-def _step(config: Config, current: Config) -> bool:
+def _step(config: TypeCount, current: TypeCount) -> bool:
     """One step from ``current``: halve or double the count on its type, or change type at half, the same or double."""
     ratio = config[1] / current[1]
     return ratio in (0.5, 2.0) or (config[0] != current[0] and ratio == 1.0)

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from agents.baselines_common import Estimates, Workspace, ap_feasible, priority_fill, runnable_at_request
+from agents.common import Estimates, Workspace, fixed_shape, priority_fill
 from arena_gym.types import Decision, JobView, Snapshot
+
+
+@dataclass(frozen=True)
+class SRTFConfig:
+    """Settings of :class:`SRTF`: ``relax`` allows spreading a job over more nodes than its best locality."""
+
+    relax: bool = False
 
 
 class SRTF:
@@ -14,9 +22,9 @@ class SRTF:
     Decides with: the AP proxy estimate of the job's shape (its current allocation, or the
     request at best locality) times its remaining iterations. Executes with: the simulator's
     ground truth. At every decision point jobs are ranked by remaining time and GPUs of each
-    type go to the shortest jobs that fit (``agents.baselines_common.priority_fill``): a
-    running job is preempted only when a shorter pending job of its type cannot otherwise be
-    placed, longest remaining first, and never for nothing. It never changes a job's type or count.
+    type go to the shortest jobs that fit (:func:`agents.common.priority_fill`): a running job
+    is preempted only when a shorter pending job of its type cannot otherwise be placed,
+    longest remaining first, and never for nothing. It never changes a job's type or count.
     """
 
     ap_search = "full"
@@ -24,22 +32,18 @@ class SRTF:
 
     def __init__(self, name: str = "srtf") -> None:
         self.name = name
+        self.config = SRTFConfig()
         self._ap = Estimates(dp=False)
 
     def reset(self) -> None:
         """Forget memoised estimates."""
         self._ap.clear()
 
-    def _shape_of(self, view: JobView, snapshot: Snapshot) -> tuple[str, int] | None:
-        if view.allocation is not None:
-            return view.allocation.shape.gpu_type, view.allocation.num_gpus
-        return runnable_at_request(snapshot, self._ap, view.spec)
-
     def _remaining_s(self, view: JobView, snapshot: Snapshot) -> float:
         if view.allocation is not None:
             per_iter = self._ap.time(view.spec, view.allocation.shape)
         else:
-            shape = self._shape_of(view, snapshot)
+            shape = fixed_shape(snapshot, self._ap, view)
             if shape is None:
                 return math.inf
             per_iter = self._ap.best(view.spec, shape[0], shape[1], snapshot.cluster.group(shape[0]).gpus_per_node)
@@ -51,5 +55,6 @@ class SRTF:
         ranked = sorted((*snapshot.pending, *snapshot.running),
                         key=lambda v: (self._remaining_s(v, snapshot), v.spec.submit_time, v.job_id))
         ws = Workspace(snapshot)
-        priority_fill(ws, ranked, lambda v: self._shape_of(v, snapshot), lambda v: ap_feasible(self._ap, v.spec))
+        priority_fill(ws, ranked, lambda v: fixed_shape(snapshot, self._ap, v), lambda v: self._ap.feasible(v.spec),
+                      self.config.relax)
         return ws.decision(snapshot.perf)

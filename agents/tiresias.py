@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from agents.baselines_common import Estimates, Workspace, ap_feasible, priority_fill, runnable_at_request
+from agents.common import Estimates, Workspace, fixed_shape, priority_fill
 from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 #: One GPU-hour in GPU-seconds.
@@ -34,6 +34,7 @@ class TiresiasConfig:
     relax: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "thresholds_gpu_s", tuple(self.thresholds_gpu_s))
         t = self.thresholds_gpu_s
         if any(x <= 0 for x in t) or list(t) != sorted(set(t)):
             raise ValueError(f"Tiresias thresholds must be positive and strictly increasing, got {t}")
@@ -98,13 +99,8 @@ class Tiresias:
         ranked = sorted((*snapshot.pending, *snapshot.running),
                         key=lambda v: (self.queue(v, now), v.allocation is None, v.spec.submit_time, v.job_id))
         ws = Workspace(snapshot)
-
-        def shape_of(view: JobView) -> tuple[str, int] | None:
-            if view.allocation is not None:
-                return view.allocation.shape.gpu_type, view.allocation.num_gpus
-            return runnable_at_request(snapshot, self._ap, view.spec)
-
-        priority_fill(ws, ranked, shape_of, lambda v: ap_feasible(self._ap, v.spec), self.config.relax)
+        priority_fill(ws, ranked, lambda v: fixed_shape(snapshot, self._ap, v), lambda v: self._ap.feasible(v.spec),
+                      self.config.relax)
         decision = ws.decision(snapshot.perf)
         for job_id in decision.preemptions:
             self._preempted_at[job_id] = now

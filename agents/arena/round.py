@@ -9,41 +9,11 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
 from agents.arena.search import ArenaSearch
-from agents.arena.workspace import Workspace
-from agents.fcfs import requested
+from agents.common import Workspace, order_key, requested
 from arena_gym.placement import allocation
 from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
-
-
-def order_key(view: JobView) -> tuple[float, str]:
-    """Submission order (the snapshot's queue order): submit time, then job id."""
-    return view.spec.submit_time, view.job_id
-
-
-class SnapshotViews(Mapping[JobId, JobView]):
-    """The snapshot's running views by job id, and its pending ones looked up on demand (no queue scan)."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self._snapshot = snapshot
-        self._cache: dict[JobId, JobView] = {v.job_id: v for v in snapshot.running}  # the searches read them all
-
-    def __getitem__(self, job: JobId) -> JobView:
-        view = self._cache.get(job)
-        if view is None:
-            view = self._snapshot.job(job)
-            if view is None:
-                raise KeyError(job)
-            self._cache[job] = view
-        return view
-
-    def __iter__(self) -> Iterator[JobId]:
-        for view in (*self._snapshot.pending, *self._snapshot.running):
-            yield view.job_id
-
-    def __len__(self) -> int:
-        return len(self._snapshot.pending) + len(self._snapshot.running)
 
 
 class FifoMerge:
@@ -87,7 +57,7 @@ class DecisionRound:
         self.config = config
         self.snapshot = snapshot
         self.ws = Workspace(snapshot)
-        self.views = SnapshotViews(snapshot)
+        self.views = self.ws.views
         self.search = ArenaSearch(config, self.ws, oracle, self.views)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}
@@ -230,7 +200,7 @@ class DecisionRound:
         first_waiting = min([*waiting, first_queued] if first_queued is not None else waiting, default=None)
         self.opportunism = {o: None for o in self.opportunism
                             if o in self.ws.placement and first_waiting is not None and self._order(o) > first_waiting}
-        held = {v.job_id: v.allocation.placement for v in self.snapshot.running if v.allocation is not None}
+        held = self.ws.original
         perf = self.snapshot.perf
         allocations = [(j, allocation(perf, self.views[j].spec, p))
                        for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order(kv[0])) if held.get(j) != p]

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from agents.arena.config import ArenaConfig
-from agents.arena.oracle import ShapeKey, ThroughputOracle
-from agents.arena.workspace import Change, Workspace
+from agents.arena.oracle import ThroughputOracle
+from agents.common import Change, ShapeKey, Workspace, key_of, shape_key
 from arena_gym.placement import place_shape
 from arena_gym.types import JobId, JobView, Placement, ResourceShape, best_locality, localities
 
@@ -27,8 +27,8 @@ GAIN_EPS = 1e-9
 
 
 @dataclass(frozen=True)
-class Plan:
-    """A candidate outcome: the workspace edits it makes and its structured marginal gain."""
+class Candidate:
+    """A candidate outcome of a search: the workspace edits it makes and its structured marginal gain."""
 
     gain: float
     changes: tuple[Change, ...]
@@ -54,16 +54,6 @@ class _Branch:
     gain: float
     gpu_type: str
     num_gpus: int
-
-
-def key_of(p: Placement) -> ShapeKey:
-    """The (type, nodes, GPUs per node) key of a placement."""
-    return (p.gpu_type, len(p.nodes), p.gpus_per_node)
-
-
-def shape_key(s: ResourceShape) -> ShapeKey:
-    """The (type, nodes, GPUs per node) key of a shape."""
-    return (s.gpu_type, s.n_nodes, s.gpus_per_node)
 
 
 def halved(p: Placement) -> Placement:
@@ -209,26 +199,26 @@ class ArenaSearch:
 
     # ------------------------------------------------------------ fit_one_job
     def fit(self, job: JobView, gpu_type: str, num_gpus: int) -> bool:
-        """``fit_one_job``: start ``job`` on its request, or on the best downgrade plan; True if started.
+        """``fit_one_job``: start ``job`` on its request, or on the best downgrade candidate; True if started.
 
-        The edits of the chosen plan stay in the workspace; nothing changes on failure. A
-        downgrade plan (or a relaxed placement) is taken only with a positive total gain.
+        The edits of the chosen candidate stay in the workspace; nothing changes on failure. A
+        downgrade candidate (or a relaxed placement) is taken only with a positive total gain.
         """
         ws = self.ws
         base = ws.checkpoint()
         placement, relaxed = self.place(job, gpu_type, num_gpus)
         if placement is not None and not relaxed:
             return True
-        plans: list[Plan] = []
+        candidates: list[Candidate] = []
         if placement is not None:
-            plans.append(Plan(self._rate(job, placement), ws.changes_since(base)))
+            candidates.append(Candidate(self._rate(job, placement), ws.changes_since(base)))
             ws.rollback(base)
         if not (self.config.no_scaling and self.config.no_type_change):
-            plans.extend(self._downgrade(job, gpu_type, num_gpus, base))
+            candidates.extend(self._downgrade(job, gpu_type, num_gpus, base))
         best = None
-        for plan in plans:
-            if best is None or plan.gain > best.gain:
-                best = plan
+        for candidate in candidates:
+            if best is None or candidate.gain > best.gain:
+                best = candidate
         if best is None or best.gain <= GAIN_EPS:
             return False
         ws.replay(best.changes)
@@ -239,10 +229,10 @@ class ArenaSearch:
         assert rate is not None, "place() returned an infeasible placement"
         return rate
 
-    def _downgrade(self, job: JobView, gpu_type: str, num_gpus: int, base: int) -> list[Plan]:
+    def _downgrade(self, job: JobView, gpu_type: str, num_gpus: int, base: int) -> list[Candidate]:
         """BFS over single-job modifications (shrink by halving; hardware-type change)."""
         ws = self.ws
-        plans: list[Plan] = []
+        candidates: list[Candidate] = []
         frontier = [_Branch((), 0.0, gpu_type, num_gpus)]
         seen: set[tuple] = set()
         for _ in range(self.config.depth(len(ws.placement))):
@@ -252,9 +242,9 @@ class ArenaSearch:
                 ws.replay(branch.changes)
                 if not self.config.no_scaling:
                     for t in ws.types:
-                        self._shrink(job, branch, t, base, plans, children)
+                        self._shrink(job, branch, t, base, candidates, children)
                 if not self.config.no_type_change:
-                    self._retype(job, branch, base, plans, children)
+                    self._retype(job, branch, base, candidates, children)
             frontier = []
             for child in children:
                 signature = (_net(child.changes), child.gpu_type, child.num_gpus)
@@ -262,23 +252,23 @@ class ArenaSearch:
                     seen.add(signature)
                     frontier.append(child)
         ws.rollback(base)
-        return plans
+        return candidates
 
-    def _settle(self, job: JobView, child: _Branch, base: int, plans: list[Plan], children: list[_Branch],
+    def _settle(self, job: JobView, child: _Branch, base: int, candidates: list[Candidate], children: list[_Branch],
                 try_place: bool) -> None:
-        """Record a plan if the target now fits; keep searching from ``child`` unless it fit at best locality."""
+        """Record a candidate if the target now fits; keep searching from ``child`` unless it fit at best locality."""
         if try_place:
             ws = self.ws
             mark = ws.checkpoint()
             placement, relaxed = self.place(job, child.gpu_type, child.num_gpus)
             if placement is not None:
-                plans.append(Plan(child.gain + self._rate(job, placement), ws.changes_since(base)))
+                candidates.append(Candidate(child.gain + self._rate(job, placement), ws.changes_since(base)))
                 ws.rollback(mark)
                 if not relaxed:
                     return
         children.append(child)
 
-    def _shrink(self, job: JobView, branch: _Branch, gpu_type: str, base: int, plans: list[Plan],
+    def _shrink(self, job: JobView, branch: _Branch, gpu_type: str, base: int, candidates: list[Candidate],
                 children: list[_Branch]) -> None:
         """Halve the big job of ``gpu_type`` that loses least (the target's own request counts)."""
         choice = self._shrink_choice(job, branch, gpu_type)
@@ -292,7 +282,7 @@ class ArenaSearch:
         else:
             ws.set(victim, halved(ws.placement[victim]))
             child = _Branch(ws.changes_since(base), branch.gain + delta, branch.gpu_type, branch.num_gpus)
-        self._settle(job, child, base, plans, children, try_place=gpu_type == child.gpu_type)
+        self._settle(job, child, base, candidates, children, try_place=gpu_type == child.gpu_type)
         ws.rollback(mark)
 
     def _shrink_choice(self, job: JobView, branch: _Branch, gpu_type: str) -> tuple[float, JobId | None] | None:
@@ -327,7 +317,7 @@ class ArenaSearch:
                     best = (delta, j)
         return best
 
-    def _retype(self, job: JobView, branch: _Branch, base: int, plans: list[Plan], children: list[_Branch]) -> None:
+    def _retype(self, job: JobView, branch: _Branch, base: int, candidates: list[Candidate], children: list[_Branch]) -> None:
         """Hardware-type change: move the job of the target's type (or the target) that gains most to a type with idle GPUs."""
         ws, oracle = self.ws, self.oracle
         home, n = branch.gpu_type, branch.num_gpus
@@ -344,11 +334,11 @@ class ArenaSearch:
         mark = ws.checkpoint()
         ws.replay(move.changes)
         if move.job == job.job_id:
-            plans.append(Plan(branch.gain + self._rate(job, move.placement), ws.changes_since(base)))
+            candidates.append(Candidate(branch.gain + self._rate(job, move.placement), ws.changes_since(base)))
             if move.relaxed:
                 children.append(_Branch(branch.changes, branch.gain, move.gpu_type, move.num_gpus))
         else:
-            self._settle(job, _Branch(ws.changes_since(base), branch.gain + move.gain, home, n), base, plans, children,
+            self._settle(job, _Branch(ws.changes_since(base), branch.gain + move.gain, home, n), base, candidates, children,
                          try_place=True)
         ws.rollback(mark)
 

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from agents.baselines_common import AssignmentJob, assign
+from agents.common import AssignmentJob, assign
 from agents.sia import BootstrapThroughput, Sia
 from arena_gym.records import EventKind
 from arena_gym.sim import SimBackend

@@ -1,0 +1,247 @@
+"""Scratch occupancy for building one decision: free GPUs per node, who holds what, and an undo log.
+
+:class:`FreeGpus` is a private copy of a snapshot's free GPUs with placement search (what a
+policy that only starts jobs needs, e.g. FCFS); :class:`Workspace` adds the jobs' holdings, an
+undo log (try an edit, read what changed, roll back without copying the cluster) and the
+:class:`Decision` that turns the snapshot into the workspace. The snapshot is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from agents.common.estimates import ShapeOk
+from arena_gym.placement import allocation, place_shape
+from arena_gym.types import Decision, JobId, JobView, PerfModel, Placement, Snapshot, localities
+
+#: One workspace edit: (job, placement before, placement after); None means "holds no GPUs".
+Change = tuple[JobId, Placement | None, Placement | None]
+
+
+class FreeGpus:
+    """Free GPUs per node of every type, copied from a snapshot, and placements found in them."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        groups = snapshot.cluster.groups
+        self.types: tuple[str, ...] = tuple(g.gpu_type for g in groups)
+        self.capacity: dict[str, int] = {g.gpu_type: g.gpus_per_node for g in groups}
+        self.nodes: dict[str, int] = {g.gpu_type: g.nodes for g in groups}
+        self.free: dict[str, np.ndarray] = {t: np.array(snapshot.free[t], dtype=np.int64) for t in self.types}
+        self.total_free: dict[str, int] = {t: int(f.sum()) for t, f in self.free.items()}
+
+    def free_gpus(self, gpu_type: str) -> int:
+        """Free GPUs of a type."""
+        return self.total_free[gpu_type]
+
+    def total_gpus(self, gpu_type: str) -> int:
+        """All GPUs of a type."""
+        return self.nodes[gpu_type] * self.capacity[gpu_type]
+
+    def fits(self, placement: Placement) -> bool:
+        """Whether every node of ``placement`` has its GPUs free."""
+        free = self.free[placement.gpu_type]
+        return all(free[n] >= placement.gpus_per_node for n in placement.nodes)
+
+    def find(self, gpu_type: str, num_gpus: int, relax: bool = False, ok: ShapeOk | None = None,
+             free: np.ndarray | None = None) -> Placement | None:
+        """A placement of ``num_gpus`` GPUs of ``gpu_type``: best locality, then (``relax``) more spread ones.
+
+        Nodes are chosen best-fit (:func:`arena_gym.placement.place_shape`). Only shapes accepted
+        by ``ok`` are tried; ``free`` overrides the free-GPU array of the type.
+        """
+        cap = self.capacity.get(gpu_type)
+        if cap is None:  # a type the cluster lacks
+            return None
+        if free is None:
+            free = self.free[gpu_type]
+            available = self.total_free[gpu_type]
+        else:
+            available = int(free.sum())
+        if num_gpus > len(free) * cap or available < num_gpus:
+            return None
+        shapes = localities(gpu_type, num_gpus, cap)
+        for shape in shapes if relax else shapes[:1]:
+            if ok is not None and not ok(shape):
+                continue
+            placement = place_shape(free, shape)
+            if placement is not None:
+                return placement
+        return None
+
+    def take(self, placement: Placement) -> None:
+        """Mark the GPUs of ``placement`` as used (a :class:`Workspace` changes holdings with ``set``/``hold``)."""
+        self.free[placement.gpu_type][list(placement.nodes)] -= placement.gpus_per_node
+        self.total_free[placement.gpu_type] -= placement.num_gpus
+
+
+class Workspace(FreeGpus):
+    """Free GPUs per node, a node -> jobs occupancy map and job placements, with an undo log.
+
+    Built from a snapshot's free arrays (copied) and its running jobs. Every edit goes through
+    :meth:`set` and is logged, so a search can try a change, read :meth:`changes_since` a
+    :meth:`checkpoint`, and :meth:`rollback`. ``placement`` (job -> placement) lists jobs in the
+    order they last took their placement; :meth:`decision` lists changed jobs in that order, a
+    rollback restoring the order as it was at the checkpoint.
+    """
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(snapshot)
+        self.snapshot = snapshot
+        self.placement: dict[JobId, Placement] = {}
+        self.by_count: dict[str, dict[int, dict[JobId, None]]] = {t: {} for t in self.types}
+        self._occupants: dict[str, dict[int, dict[JobId, int]]] = {t: {} for t in self.types}
+        self._log: list[Change] = []
+        self._order: dict[JobId, int] = {}  # when each job last took its placement
+        self._order_log: list[int | None] = []  # per logged edit: the job's order before it
+        self._tick = 0
+        running: dict[JobId, JobView] = {}
+        for view in snapshot.running:
+            running[view.job_id] = view
+            if view.allocation is not None:
+                self._link(view.job_id, view.allocation.placement)
+        self.views = SnapshotViews(snapshot, running)
+        self.original: dict[JobId, Placement] = dict(self.placement)
+
+    # ------------------------------------------------------------------ edits
+    def set(self, job: JobId, new: Placement | None) -> None:
+        """Move ``job`` to ``new`` (None: take it off the cluster), logging the change; no-op if unchanged."""
+        old = self.placement.get(job)
+        if old == new:
+            return
+        self._order_log.append(self._order.get(job))
+        self._apply(job, old, new)
+        self._log.append((job, old, new))
+
+    def release(self, job: JobId) -> Placement | None:
+        """Give back the GPUs ``job`` holds (if any) and return its former placement."""
+        old = self.placement.get(job)
+        self.set(job, None)
+        return old
+
+    def hold(self, job: JobId, placement: Placement) -> None:
+        """Let ``job`` (re)take ``placement``; any previous holding is released first, and must leave it free."""
+        self.set(job, None)
+        if not self.fits(placement):
+            raise ValueError(f"job {job}: placement {placement} is not free in the workspace")
+        self.set(job, placement)
+
+    def move(self, job: JobId, gpu_type: str, num_gpus: int, relax: bool = False,
+             ok: ShapeOk | None = None) -> Placement | None:
+        """Re-place ``job`` on ``num_gpus`` GPUs of ``gpu_type`` (its own GPUs count as free).
+
+        Returns the new placement, or None (and the job takes its old one back) if nothing fits.
+        """
+        old = self.release(job)
+        placement = self.find(gpu_type, num_gpus, relax, ok)
+        if placement is None:
+            if old is not None:
+                self.hold(job, old)
+            return None
+        self.hold(job, placement)
+        return placement
+
+    def checkpoint(self) -> int:
+        """A mark to roll back to."""
+        return len(self._log)
+
+    def rollback(self, mark: int) -> None:
+        """Undo every edit made after ``mark``."""
+        log, order_log, order = self._log, self._order_log, self._order
+        while len(log) > mark:
+            job, old, new = log.pop()
+            before = order_log.pop()
+            self._apply(job, new, old)
+            if before is not None:
+                order[job] = before
+
+    def changes_since(self, mark: int) -> tuple[Change, ...]:
+        """The edits made after ``mark``, in order."""
+        return tuple(self._log[mark:])
+
+    def replay(self, changes: Iterable[Change]) -> None:
+        """Redo recorded edits (on the state they were recorded from)."""
+        for job, _, new in changes:
+            self.set(job, new)
+
+    # ------------------------------------------------------------------ queries
+    def occupants(self, gpu_type: str, node: int) -> dict[JobId, int]:
+        """Jobs on one node and the GPUs each holds there (read-only use)."""
+        return self._occupants[gpu_type].get(node, {})
+
+    def largest(self, gpu_type: str) -> int:
+        """The largest GPU count a job of ``gpu_type`` holds (0 if none)."""
+        return max((c for c, jobs in self.by_count[gpu_type].items() if jobs), default=0)
+
+    def changed(self, job: JobId) -> bool:
+        """Whether ``job``'s holding differs from the snapshot's."""
+        return self.placement.get(job) != self.original.get(job)
+
+    def decision(self, perf: PerfModel) -> Decision:
+        """The Decision that turns the snapshot into this workspace (proxy-plan grids from ``perf``).
+
+        Allocations: jobs whose placement changed, in placement order; preemptions: jobs that
+        held GPUs and hold none now, in the snapshot's order.
+        """
+        changed = sorted((j for j, p in self.placement.items() if self.original.get(j) != p), key=self._order.__getitem__)
+        allocations = tuple((j, allocation(perf, self.views[j].spec, self.placement[j])) for j in changed)
+        preemptions = tuple(j for j in self.original if j not in self.placement)
+        return Decision(allocations=allocations, preemptions=preemptions)
+
+    # ------------------------------------------------------------------ internals
+    def _apply(self, job: JobId, old: Placement | None, new: Placement | None) -> None:
+        if old is not None:
+            self._unlink(job, old)
+        if new is not None:
+            self._link(job, new, charge=True)
+
+    def _link(self, job: JobId, p: Placement, charge: bool = False) -> None:
+        t, per = p.gpu_type, p.gpus_per_node
+        occupants = self._occupants[t]
+        free = self.free[t]
+        for node in p.nodes:
+            occupants.setdefault(node, {})[job] = per
+            if charge:
+                free[node] -= per
+        if charge:
+            self.total_free[t] -= per * len(p.nodes)
+        self.placement[job] = p
+        self.by_count[t].setdefault(per * len(p.nodes), {})[job] = None
+        self._tick += 1
+        self._order[job] = self._tick
+
+    def _unlink(self, job: JobId, p: Placement) -> None:
+        t, per = p.gpu_type, p.gpus_per_node
+        occupants = self._occupants[t]
+        free = self.free[t]
+        for node in p.nodes:
+            del occupants[node][job]
+            free[node] += per
+        self.total_free[t] += per * len(p.nodes)
+        del self.placement[job]
+        del self.by_count[t][per * len(p.nodes)][job]
+
+
+class SnapshotViews(Mapping[JobId, JobView]):
+    """A snapshot's job views by id: the running ones given, pending ones looked up on demand (no queue scan)."""
+
+    def __init__(self, snapshot: Snapshot, running: dict[JobId, JobView]) -> None:
+        self._snapshot = snapshot
+        self._cache = running
+
+    def __getitem__(self, job: JobId) -> JobView:
+        view = self._cache.get(job)
+        if view is None:
+            view = self._snapshot.job(job)
+            if view is None:
+                raise KeyError(job)
+            self._cache[job] = view
+        return view
+
+    def __iter__(self) -> Iterator[JobId]:
+        for view in (*self._snapshot.pending, *self._snapshot.running):
+            yield view.job_id
+
+    def __len__(self) -> int:
+        return len(self._snapshot.pending) + len(self._snapshot.running)
