@@ -199,7 +199,7 @@ class LiveBackend:
         self._t = 0.0
         self._op_t = 0.0
         self._jobs: dict[JobId, _Job] = {}
-        self._arrival_queue: list[JobSpec] = []
+        self._arrival_queue: deque[JobSpec] = deque()
         self._submitted: set[JobId] = set()
         self._arrivals: list[JobId] = []
         self._departures: list[JobId] = []
@@ -218,7 +218,7 @@ class LiveBackend:
         jobs = tuple(jobs)
         self.state.load(jobs)
         self._jobs = {j.job_id: _Job(j, self.run_dir / "jobs" / _dirname(j.job_id), self._identity(j)) for j in jobs}
-        self._arrival_queue = sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
+        self._arrival_queue = deque(sorted(jobs, key=lambda j: (j.submit_time, j.job_id)))
         self._arrivals, self._departures = [], []
         journaled = self.journal.meta("workload")
         if journaled is None:
@@ -382,7 +382,7 @@ class LiveBackend:
         triggered = False
         with self.journal.transaction():
             while self._arrival_queue and self._arrival_queue[0].submit_time <= t:
-                spec = self._arrival_queue.pop(0)
+                spec = self._arrival_queue.popleft()
                 when = max(spec.submit_time, self._op_t)
                 self._op(when, "submit", spec.job_id)
                 self._submitted.add(spec.job_id)
@@ -676,7 +676,7 @@ class LiveBackend:
             apply_op(self.state, op.t, op.op, JobId(op.job_id), op.data)
         self._op_t = ops[-1].t if ops else 0.0
         self._submitted = {JobId(op.job_id) for op in ops if op.op == "submit"}
-        self._arrival_queue = [j for j in self._arrival_queue if j.job_id not in self._submitted]
+        self._arrival_queue = deque(j for j in self._arrival_queue if j.job_id not in self._submitted)
         self._prior_decisions = int(self.journal.meta("decisions", 0))
         self._prior_wall = float(self.journal.meta("decide_wall_s", 0.0))
         self._t = max(self._op_t, self._clock() - self._t0)
