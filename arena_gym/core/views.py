@@ -44,7 +44,7 @@ class QueueViews(_LiveViews):
     answer from its per-type and per-configuration orders.
     """
 
-    __slots__ = ("_keys", "_jobs", "_index")
+    __slots__ = ("_keys", "_jobs", "_index", "_of_type")
 
     def __init__(self, epoch_of: Callable[[], int], keys: SortedList, jobs: Mapping[JobId, JobState],
                  index: JobQueue | None = None) -> None:
@@ -52,6 +52,7 @@ class QueueViews(_LiveViews):
         self._keys = keys
         self._jobs = jobs
         self._index = index
+        self._of_type: dict[str | None, QueueViews] = {}
 
     def __len__(self) -> int:
         self._check()
@@ -99,8 +100,11 @@ class QueueViews(_LiveViews):
         self._check()
         if self._index is None:
             return super().requesting(gpu_type)
-        keys = self._index.by_type.get(gpu_type)
-        return QueueViews(self._epoch_of, keys if keys is not None else SortedList(), self._jobs)
+        views = self._of_type.get(gpu_type)
+        if views is None:
+            keys = self._index.by_type.get(gpu_type)
+            views = self._of_type[gpu_type] = QueueViews(self._epoch_of, keys if keys is not None else SortedList(), self._jobs)
+        return views
 
     def by_config(self) -> Mapping[Config, Sequence[JobView]]:
         """The queued jobs grouped by (model, global batch), each group in queue order, read lazily."""
