@@ -8,8 +8,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from agents.common import DpBelief, Workspace, remaining_seconds, requested
+from agents.common import DpBelief, Workspace, configure, remaining_seconds, requested
 from arena_gym.types import Decision, JobId, JobStatus, JobView, Snapshot, best_locality
 
 
@@ -54,10 +55,9 @@ class ElasticFlowLS:
     ap_search = "full"
     clairvoyant = True  # sizes jobs from their true remaining iterations
 
-    def __init__(self, name: str = "elasticflow-ls", deadline_slack_s: float = ElasticFlowConfig.deadline_slack_s,
-                 min_remaining_s: float = ElasticFlowConfig.min_remaining_s, relax: bool = ElasticFlowConfig.relax) -> None:
+    def __init__(self, name: str = "elasticflow-ls", config: ElasticFlowConfig | None = None, **overrides: Any) -> None:
         self.name = name
-        self.config = ElasticFlowConfig(deadline_slack_s, min_remaining_s, relax)
+        self.config = configure(type(self).__name__, ElasticFlowConfig, config, overrides)
         self.belief = DpBelief()
 
     def reset(self) -> None:

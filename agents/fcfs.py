@@ -5,8 +5,9 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from agents.common import FreeGpus, fits_ever, order_key
+from agents.common import FreeGpus, configure, fits_ever, order_key
 from arena_gym.placement import allocation
 from arena_gym.types import Allocation, Decision, JobId, Snapshot, best_locality
 
@@ -32,9 +33,9 @@ class FCFS:
     ap_search = "full"
     clairvoyant = False  # knows only what was requested and when
 
-    def __init__(self, relax: bool = False, name: str = "fcfs") -> None:
+    def __init__(self, name: str = "fcfs", config: FCFSConfig | None = None, **overrides: Any) -> None:
         self.name = name
-        self.config = FCFSConfig(relax)
+        self.config = configure(type(self).__name__, FCFSConfig, config, overrides)
 
     def reset(self) -> None:
         """FCFS keeps no state."""

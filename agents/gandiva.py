@@ -6,6 +6,7 @@ Clean-room reimplementation from the published description and reference/arena.m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from agents.common import (
     Estimates,
     ShapeOk,
     Workspace,
+    configure,
     ordered,
     remaining_seconds,
     requested,
@@ -71,12 +73,9 @@ class Gandiva:
     ap_search = "full"
     clairvoyant = True  # skips jobs whose true remaining time is short
 
-    def __init__(self, name: str = "gandiva", max_grow_factor: int = GandivaConfig.max_grow_factor,
-                 min_grow_speedup: float = GandivaConfig.min_grow_speedup,
-                 min_remaining_s: float = GandivaConfig.min_remaining_s,
-                 max_migrations: int = GandivaConfig.max_migrations, relax: bool = GandivaConfig.relax) -> None:
+    def __init__(self, name: str = "gandiva", config: GandivaConfig | None = None, **overrides: Any) -> None:
         self.name = name
-        self.config = GandivaConfig(max_grow_factor, min_grow_speedup, min_remaining_s, max_migrations, relax)
+        self.config = configure(type(self).__name__, GandivaConfig, config, overrides)
         self._ap = Estimates(dp=False)
 
     def reset(self) -> None:

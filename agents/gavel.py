@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
-from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, holding, requested, room_with
+from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, configure, holding, requested, room_with
 from agents.milp import MilpConfig
 from arena_gym.types import JobSpec, JobStatus, JobView, Snapshot
 
@@ -72,13 +73,9 @@ class Gavel(AssignmentPolicy):
 
     clairvoyant = False  # throughput only
 
-    def __init__(self, name: str = "gavel", max_migrations: int = GavelConfig.max_migrations,
-                 min_move_gain: float = GavelConfig.min_move_gain, max_pending: int = GavelConfig.max_pending,
-                 max_movable: int = GavelConfig.max_movable, fifo_bonus: float = GavelConfig.fifo_bonus,
-                 relax: bool = GavelConfig.relax, milp: MilpConfig | None = None) -> None:
+    def __init__(self, name: str = "gavel", config: GavelConfig | None = None, **overrides: Any) -> None:
         super().__init__(name)
-        self.config = GavelConfig(max_migrations, min_move_gain, max_pending, max_movable, fifo_bonus, relax,
-                                  milp if milp is not None else MilpConfig())
+        self.config = configure(type(self).__name__, GavelConfig, config, overrides)
         self._norm: dict[tuple[object, int, int], dict[str, float]] = {}
 
     def _forget(self) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, holding, room_with
+from agents.common import AssignmentJob, AssignmentPolicy, TypeCount, configure, holding, room_with
 from agents.milp import MilpConfig
 from arena_gym.types import GPU_COUNTS, Allocation, JobId, JobStatus, JobView, Snapshot
 
@@ -131,15 +132,9 @@ class Sia(AssignmentPolicy):
 
     clairvoyant = False  # goodput only
 
-    def __init__(self, name: str = "sia", fairness_p: float = SiaConfig.fairness_p,
-                 restart_penalty_s: float = SiaConfig.restart_penalty_s, age_clip_s: float = SiaConfig.age_clip_s,
-                 unallocated_penalty: float = SiaConfig.unallocated_penalty,
-                 max_migrations: int = SiaConfig.max_migrations, max_gpus: int = SiaConfig.max_gpus,
-                 max_pending: int = SiaConfig.max_pending, max_movable: int = SiaConfig.max_movable,
-                 relax: bool = SiaConfig.relax, milp: MilpConfig | None = None) -> None:
+    def __init__(self, name: str = "sia", config: SiaConfig | None = None, **overrides: Any) -> None:
         super().__init__(name)
-        self.config = SiaConfig(fairness_p, restart_penalty_s, age_clip_s, unallocated_penalty, max_migrations,
-                                max_gpus, max_pending, max_movable, relax, milp if milp is not None else MilpConfig())
+        self.config = configure(type(self).__name__, SiaConfig, config, overrides)
         self.model = BootstrapThroughput()
         self._valuations: dict[JobId, _Valuation] = {}
 

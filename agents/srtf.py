@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from agents.common import Estimates, Workspace, fixed_shape, priority_fill
+from agents.common import Estimates, Workspace, configure, fixed_shape, priority_fill
 from arena_gym.types import Decision, JobView, Snapshot
 
 
@@ -30,9 +31,9 @@ class SRTF:
     ap_search = "full"
     clairvoyant = True  # ranks jobs by their true remaining iterations
 
-    def __init__(self, name: str = "srtf") -> None:
+    def __init__(self, name: str = "srtf", config: SRTFConfig | None = None, **overrides: Any) -> None:
         self.name = name
-        self.config = SRTFConfig()
+        self.config = configure(type(self).__name__, SRTFConfig, config, overrides)
         self._ap = Estimates(dp=False)
 
     def reset(self) -> None:

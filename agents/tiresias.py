@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Any
 
-from agents.common import Estimates, Workspace, fixed_shape, priority_fill
+from agents.common import Estimates, Workspace, configure, fixed_shape, priority_fill
 from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 #: One GPU-hour in GPU-seconds.
@@ -59,11 +60,9 @@ class Tiresias:
     ap_search = "full"
     clairvoyant = False  # ranks jobs by attained service only
 
-    def __init__(self, name: str = "tiresias", thresholds_gpu_s: tuple[float, ...] = TiresiasConfig.thresholds_gpu_s,
-                 starvation_factor: float | None = TiresiasConfig.starvation_factor,
-                 relax: bool = TiresiasConfig.relax) -> None:
+    def __init__(self, name: str = "tiresias", config: TiresiasConfig | None = None, **overrides: Any) -> None:
         self.name = name
-        self.config = TiresiasConfig(tuple(thresholds_gpu_s), starvation_factor, relax)
+        self.config = configure(type(self).__name__, TiresiasConfig, config, overrides)
         self._ap = Estimates(dp=False)
         self._offset: dict[JobId, float] = {}  # attained service forgiven at a starvation promotion
         self._preempted_at: dict[JobId, float] = {}

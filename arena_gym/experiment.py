@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
-from arena_gym.registry import perf_registry, policy_registry
+from arena_gym.registry import perf_registry, policy_registry, trace_registry
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import ClusterSpec, JobSpec, ModelRef, OverheadModel, PerfModel, best_locality
 
@@ -52,12 +53,15 @@ class RunResult:
 
 
 def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None) -> PerfModel:
-    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``)."""
+    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...)."""
     return perf_registry().make(spec, cluster=cluster, seed=seed, base=truth)
 
 
 def make_policy(spec: str, seed: int = 0) -> Policy:
-    """Build a registered policy (or ``sb3:PATH``) with its own seeded generator."""
+    """Build a policy from its spec (a registered name, ``sb3:PATH``, an entry point or ``module:attr``).
+
+    Factories that take ``rng`` get their own generator, seeded from ``seed``.
+    """
     return policy_registry().make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1])))
 
 
@@ -78,11 +82,24 @@ def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bo
 
 
 def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> tuple[JobSpec, ...]:
-    """Resolve a trace spec into jobs, sampling missing fields feasibly on ``cluster``."""
-    from traces import resolve_trace
+    """Resolve a trace spec into jobs, sampling missing fields feasibly on ``cluster``.
+
+    Files and the built-in generators go to :func:`traces.resolve_trace`; other specs (a
+    registered name, an ``arena_gym.traces`` entry point, ``module:attr``) to the trace registry,
+    whose factory returns a ``Trace`` or a sequence of ``JobSpec``.
+    """
+    from traces import Trace, resolve_trace
+    from traces.formats import GENERATORS
 
     feasible, iter_time = trace_hooks(perf, cluster)
-    return resolve_trace(trace, seed=seed, feasible=feasible, iter_time=iter_time).jobs
+    registry = trace_registry()
+    if trace.partition(":")[0] in GENERATORS or os.path.exists(trace) or not registry.knows(trace):
+        return resolve_trace(trace, seed=seed, feasible=feasible, iter_time=iter_time).jobs
+    made = registry.make(trace, seed=seed, cluster=cluster, feasible=feasible, iter_time=iter_time)
+    jobs = made.jobs if isinstance(made, Trace) else made
+    if not isinstance(jobs, (list, tuple)) or not jobs or not all(isinstance(j, JobSpec) for j in jobs):
+        raise ValueError(f"trace {trace!r}: the factory returned no JobSpec sequence or Trace ({type(made).__name__})")
+    return tuple(jobs)
 
 
 def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | None = None) -> RunResult:

@@ -1,13 +1,31 @@
-"""Registries mapping names to ``"module:attr"`` targets, resolved lazily on use."""
+"""Registries of policies, performance models and traces: names resolved lazily to ``"module:attr"`` targets.
+
+A spec given to :meth:`Registry.make` is, in this order:
+
+1. a registered name (``arena``, ``estimator``; :meth:`Registry.register` adds one);
+2. a ``prefix:ARGUMENT`` handler (``sb3:PATH``, ``measured:CSV``);
+3. the name of an entry point in the registry's group, which installed packages declare in
+   their ``pyproject.toml`` (``[project.entry-points."arena_gym.policies"]``, ``"arena_gym.perf_models"``,
+   ``"arena_gym.traces"``);
+4. any importable ``module:attr`` (``mypkg.mymodule:MyPolicy``).
+
+The registries live at module level, so a ``register`` call is seen by every later ``make``.
+Nothing is imported until a name is used: the core never imports the packages above it.
+"""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any
+
+#: ``package.module:attr`` (dotted names on both sides).
+_MODULE_ATTR = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 def resolve(target: str) -> Any:
@@ -21,9 +39,14 @@ def resolve(target: str) -> Any:
     return obj
 
 
+def is_module_attr(spec: str) -> bool:
+    """Whether ``spec`` has the form ``package.module:attr``."""
+    return _MODULE_ATTR.fullmatch(spec) is not None
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One registered name: its target, default keyword arguments and a one-line description."""
+    """One registered name: its target (``module:attr``), default keyword arguments and a one-line description."""
 
     target: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -31,11 +54,19 @@ class Entry:
 
 
 class Registry:
-    """Name -> Entry, plus prefix handlers such as ``sb3:PATH``."""
+    """Names -> :class:`Entry`, plus prefix handlers, an entry-point group and ``module:attr`` specs.
 
-    def __init__(self, kind: str, entries: Mapping[str, Entry], prefixes: Mapping[str, str] | None = None) -> None:
+    ``group`` is the entry-point group searched for names that are not registered;
+    ``name_param`` is the keyword through which a factory receives the name it is built under
+    (policies take ``name``).
+    """
+
+    def __init__(self, kind: str, entries: Mapping[str, Entry] | None = None, prefixes: Mapping[str, str] | None = None,
+                 *, group: str | None = None, name_param: str | None = None) -> None:
         self.kind = kind
-        self._entries = dict(entries)
+        self.group = group
+        self.name_param = name_param
+        self._entries = dict(entries or {})
         self._prefixes = dict(prefixes or {})
 
     @property
@@ -44,73 +75,146 @@ class Registry:
         return MappingProxyType(self._entries)
 
     def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._entries)
+        """Registered names and the names of installed entry points, sorted."""
+        return sorted({*self._entries, *self._entry_points()})
 
-    def register(self, name: str, target: str, description: str = "", **kwargs: Any) -> None:
-        """Add (or replace) a name."""
-        self._entries[name] = Entry(target, dict(kwargs), description)
+    def register(self, name: str, target: str, kwargs: Mapping[str, Any] | None = None, description: str = "",
+                 *, replace: bool = False) -> None:
+        """Register ``name`` for ``target`` (``"module:attr"``), built with the default keyword arguments ``kwargs``.
 
-    def make(self, spec: str, **extra: Any) -> Any:
-        """Build the object a name (or ``prefix:argument``) stands for.
+        Registering the same entry again is a no-op; a different entry under a taken name
+        needs ``replace=True``. The target is imported only when the name is used.
+        """
+        if not name or name != name.strip() or ":" in name:
+            raise ValueError(f"{self.kind} name {name!r} must be non-empty, without ':' or surrounding spaces")
+        if not isinstance(target, str) or not is_module_attr(target):
+            raise ValueError(f"{self.kind} {name!r}: target {target!r} is not of the form 'module:attr'")
+        entry = Entry(target, dict(kwargs or {}), description)
+        old = self._entries.get(name)
+        if old is not None and old != entry and not replace:
+            raise ValueError(f"{self.kind} {name!r} is already registered ({old.target}); pass replace=True to change it")
+        self._entries[name] = entry
 
-        Keyword arguments in ``extra`` are passed only if the target's signature accepts them.
+    def knows(self, spec: str) -> bool:
+        """Whether :meth:`make` would resolve ``spec`` by a name, a prefix, an entry point or as ``module:attr``."""
+        prefix, sep, _ = spec.partition(":")
+        return (spec in self._entries or bool(sep and prefix in self._prefixes) or is_module_attr(spec)
+                or spec in self._entry_points())
+
+    def make(self, spec: str, **context: Any) -> Any:
+        """Build the object ``spec`` stands for.
+
+        ``context`` holds keyword arguments the caller offers (a seed, the cluster, ...): each is
+        passed only if the factory's signature names it. The default keyword arguments of a
+        registered entry are always passed, and one the factory does not accept is an error
+        naming the valid ones (a factory with ``**kwargs`` checks them itself).
         """
         if not isinstance(spec, str):
             raise TypeError(f"{self.kind} spec must be a string, got {spec!r:.60}")
+        if self.name_param is not None:
+            context = {self.name_param: spec, **context}
+        entry = self._entries.get(spec)
+        if entry is not None:
+            return _call(self.kind, spec, resolve(entry.target), entry.kwargs, context)
         prefix, sep, argument = spec.partition(":")
         if sep and prefix in self._prefixes:
             if not argument.strip():
                 raise ValueError(f"{self.kind} spec {spec!r} needs an argument after '{prefix}:'")
-            return _call(resolve(self._prefixes[prefix]), {"path": argument, **extra})
-        entry = self._entries.get(spec)
-        if entry is None:
-            valid = ", ".join(self.names() + [f"{p}:..." for p in self._prefixes])
-            raise ValueError(f"unknown {self.kind} {spec!r}; valid: {valid}")
-        return _call(resolve(entry.target), {**entry.kwargs, **extra})
+            return _call(self.kind, spec, resolve(self._prefixes[prefix]), {"path": argument}, context)
+        found = self._entry_points().get(spec)
+        if found is not None:
+            return _call(self.kind, spec, found.load(), {}, context)
+        if is_module_attr(spec):
+            return _call(self.kind, spec, _import(self.kind, spec), {}, context)
+        valid = ", ".join(self.names() + [f"{p}:..." for p in self._prefixes] + ["module:attr"])
+        raise ValueError(f"unknown {self.kind} {spec!r}; valid: {valid}")
+
+    def _entry_points(self) -> dict[str, Any]:
+        if self.group is None:
+            return {}
+        return {ep.name: ep for ep in entry_points(group=self.group)}
 
 
-def _call(factory: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    params = inspect.signature(factory).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in params}
+def _import(kind: str, spec: str) -> Any:
+    """Resolve a user's ``module:attr`` spec; a one-line ValueError if it cannot be imported."""
+    module, _, attr = spec.partition(":")
+    try:
+        return resolve(spec)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"{kind} {spec!r}: cannot import {module} ({exc})") from None
+    except AttributeError:
+        raise ValueError(f"{kind} {spec!r}: module {module} has no attribute {attr}") from None
+
+
+def _call(kind: str, spec: str, factory: Callable[..., Any], defaults: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
+    """``factory(**context it names, **defaults)``; defaults it cannot take are an error listing the valid ones."""
+    if not callable(factory):
+        raise ValueError(f"{kind} {spec!r} resolves to {factory!r:.60}, which is not callable")
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read (some builtins): pass only the defaults
+        return factory(**defaults)
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(defaults) - set(named))
+        if unknown:
+            raise ValueError(f"{kind} {spec!r}: unknown keyword argument(s) {', '.join(unknown)}; "
+                             f"valid: {', '.join(named) or 'none'}")
+    kwargs = {k: v for k, v in context.items() if k in named}
+    kwargs.update(defaults)
     return factory(**kwargs)
 
 
+#: The scheduling policies (``arena_gym.policies`` entry points; ``sb3:PATH`` loads a trained agent).
+POLICIES = Registry(
+    "policy",
+    {
+        "fcfs": Entry("agents.fcfs:FCFS", {}, "first come first served at the requested shape"),
+        "fcfs-r": Entry("agents.fcfs:FCFS", {"relax": True}, "FCFS with relaxed locality"),
+        "srtf": Entry("agents.srtf:SRTF", {}, "preemptive shortest remaining time first"),
+        "arena": Entry("agents.arena:ArenaPolicy", {}, "Arena heuristic (AP proxy estimates)"),
+        "arena-dp": Entry("agents.arena:ArenaPolicy", {"dp_only": True}, "Arena deciding with data-parallel-only estimates"),
+        "arena-ns": Entry("agents.arena:ArenaPolicy", {"no_scaling": True}, "Arena without GPU-count scaling"),
+        "arena-nh": Entry("agents.arena:ArenaPolicy", {"no_type_change": True}, "Arena without GPU-type change"),
+        "arena-no": Entry("agents.arena:ArenaPolicy", {"no_opportunism": True}, "Arena without opportunistic backfill"),
+        "arena-ddl": Entry("agents.arena:ArenaPolicy", {"deadline_aware": True}, "deadline-aware Arena"),
+        "arena-np": Entry("agents.arena:ArenaPolicy", {"pruned": False}, "Arena paying the unpruned AP-search overhead"),
+        "tiresias": Entry("agents.tiresias:Tiresias", {}, "2D-LAS (discretised least attained service)"),
+        "gandiva": Entry("agents.gandiva:Gandiva", {}, "migration and grow/shrink within one GPU type"),
+        "elasticflow-ls": Entry("agents.elasticflow:ElasticFlowLS", {}, "ElasticFlow with loose deadlines (throughput oriented)"),
+        "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
+        "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
+    },
+    prefixes={"sb3": "agents.rl.policy:load_sb3_policy"},
+    group="arena_gym.policies",
+    name_param="name",
+)
+
+#: Performance models: the calibrated estimator (default), a measured table (``measured:CSV``), a measured
+#: device profile (``profiled:PROFILE.json``) or a noisy belief (``noisy:SIGMA``); ``arena_gym.perf_models`` entry points.
+PERF_MODELS = Registry(
+    "performance model",
+    {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
+    prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model",
+              "profiled": "estimator.profiled:profiled_perf_model"},
+    group="arena_gym.perf_models",
+)
+
+#: Traces beyond the built-in files and generators (``traces.resolve_trace``): registered names,
+#: ``arena_gym.traces`` entry points and ``module:attr`` factories returning a ``traces.Trace`` or JobSpecs.
+TRACES = Registry("trace", group="arena_gym.traces")
+
+
 def policy_registry() -> Registry:
-    """A fresh registry of the built-in scheduling policies."""
-    return Registry(
-        "policy",
-        {
-            "fcfs": Entry("agents.fcfs:FCFS", {"name": "fcfs"}, "first come first served at the requested shape"),
-            "fcfs-r": Entry("agents.fcfs:FCFS", {"name": "fcfs-r", "relax": True}, "FCFS with relaxed locality"),
-            "srtf": Entry("agents.srtf:SRTF", {"name": "srtf"}, "preemptive shortest remaining time first"),
-            "arena": Entry("agents.arena:ArenaPolicy", {"name": "arena"}, "Arena heuristic (AP proxy estimates)"),
-            "arena-dp": Entry("agents.arena:ArenaPolicy", {"name": "arena-dp", "dp_only": True},
-                              "Arena deciding with data-parallel-only estimates"),
-            "arena-ns": Entry("agents.arena:ArenaPolicy", {"name": "arena-ns", "no_scaling": True}, "Arena without GPU-count scaling"),
-            "arena-nh": Entry("agents.arena:ArenaPolicy", {"name": "arena-nh", "no_type_change": True}, "Arena without GPU-type change"),
-            "arena-no": Entry("agents.arena:ArenaPolicy", {"name": "arena-no", "no_opportunism": True}, "Arena without opportunistic backfill"),
-            "arena-ddl": Entry("agents.arena:ArenaPolicy", {"name": "arena-ddl", "deadline_aware": True}, "deadline-aware Arena"),
-            "arena-np": Entry("agents.arena:ArenaPolicy", {"name": "arena-np", "pruned": False},
-                              "Arena paying the unpruned AP-search overhead"),
-            "tiresias": Entry("agents.tiresias:Tiresias", {"name": "tiresias"}, "2D-LAS (discretised least attained service)"),
-            "gandiva": Entry("agents.gandiva:Gandiva", {"name": "gandiva"}, "migration and grow/shrink within one GPU type"),
-            "elasticflow-ls": Entry("agents.elasticflow:ElasticFlowLS", {"name": "elasticflow-ls"},
-                                    "ElasticFlow with loose deadlines (throughput oriented)"),
-            "gavel": Entry("agents.gavel:Gavel", {"name": "gavel"}, "max-sum-throughput MILP over GPU types (HiGHS)"),
-            "sia": Entry("agents.sia:Sia", {"name": "sia"}, "goodput MILP over GPU type and count (HiGHS)"),
-        },
-        prefixes={"sb3": "agents.rl.policy:load_sb3_policy"},
-    )
+    """The registry of scheduling policies (module level: names registered here are seen everywhere)."""
+    return POLICIES
 
 
 def perf_registry() -> Registry:
-    """Performance models: the calibrated estimator (default), a measured table (``measured:CSV``) or a
-    measured device profile (``profiled:PROFILE.json``)."""
-    return Registry(
-        "performance model",
-        {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
-        prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model",
-                  "profiled": "estimator.profiled:profiled_perf_model"},
-    )
+    """The registry of performance models."""
+    return PERF_MODELS
+
+
+def trace_registry() -> Registry:
+    """The registry of user traces (the built-in formats and generators are resolved by ``traces``)."""
+    return TRACES

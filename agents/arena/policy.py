@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
 from agents.arena.round import DecisionRound
+from agents.common import configure
 from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
@@ -24,22 +26,17 @@ class ArenaPolicy:
     preempt opportunism jobs for their blockers), and the upgrade trial when nothing arrived.
     Periodic rounds without arrivals or departures change nothing (as in the artifact).
 
-    Keyword switches are the artifact's ablations (see :class:`ArenaConfig`); pass ``config``
-    instead to set the search constants too. Per-episode state: the ids of opportunism jobs
+    Settings are one :class:`ArenaConfig` (``config``) with keyword overrides applied on top
+    (``ArenaPolicy(no_scaling=True)`` is the artifact's ``crius-ns`` ablation; an unknown keyword
+    raises, naming the valid ones). Per-episode state: the ids of opportunism jobs
     (reconciled against every snapshot), of jobs that can or can never start (no feasible
     configuration; such jobs block nobody), and the time up to which every submitted job was
     seen (new jobs are the pending ones submitted after it, plus the snapshot's arrivals, so a
     decision reads the queue only as far as the round's steps need it).
     """
 
-    def __init__(self, name: str = "arena", dp_only: bool = False, no_scaling: bool = False,
-                 no_type_change: bool = False, no_opportunism: bool = False, deadline_aware: bool = False,
-                 pruned: bool = True, config: ArenaConfig | None = None) -> None:
-        switches = ArenaConfig(dp_only=dp_only, no_scaling=no_scaling, no_type_change=no_type_change,
-                               no_opportunism=no_opportunism, deadline_aware=deadline_aware, pruned=pruned)
-        if config is not None and switches != ArenaConfig():
-            raise ValueError("ArenaPolicy: pass either config or the switch keywords, not both")
-        self.config = config if config is not None else switches
+    def __init__(self, name: str = "arena", config: ArenaConfig | None = None, **overrides: Any) -> None:
+        self.config = configure(type(self).__name__, ArenaConfig, config, overrides)
         self.name = name
         self.ap_search = self.config.ap_search
         self.clairvoyant = self.config.deadline_aware  # only its deadline checks use the true remaining iterations

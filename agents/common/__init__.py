@@ -6,7 +6,8 @@
   :class:`Workspace` with holdings, an undo log and the resulting :class:`Decision`);
 * :mod:`agents.common.requests`: what a job asks for and whether it can run;
 * :mod:`agents.common.assignment`: preemptive priority fill, the Gavel/Sia assignment problem
-  and their shared decide outline.
+  and their shared decide outline;
+* :mod:`agents.common.settings`: ``__init__(name, config=None, **overrides)`` for every policy.
 """
 
 from agents.common.assignment import Assignment, AssignmentJob, AssignmentPolicy, assign, priority_fill, room_with
@@ -21,11 +22,12 @@ from agents.common.requests import (
     requested,
     runnable_at_request,
 )
-from agents.common.workspace import Change, FreeGpus, SnapshotViews, Workspace
+from agents.common.settings import configure
+from agents.common.workspace import Change, FreeGpus, Workspace
 
 __all__ = [
     "Assignment", "AssignmentJob", "AssignmentPolicy", "Change", "DpBelief", "Estimates", "FreeGpus", "ShapeKey",
-    "ShapeOk", "SnapshotViews", "TypeCount", "Workspace", "assign", "fits_ever", "fixed_shape", "holding",
+    "ShapeOk", "TypeCount", "Workspace", "assign", "configure", "fits_ever", "fixed_shape", "holding",
     "key_of", "order_key", "ordered", "priority_fill", "remaining_seconds", "requested", "room_with",
     "runnable_at_request", "shape_key",
 ]

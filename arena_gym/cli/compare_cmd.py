@@ -49,7 +49,8 @@ def trace_list(text: str) -> list[str]:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
-    parser.add_argument("--policies", type=_csv, default=_csv(DEFAULT_POLICIES), help="comma-separated policy names")
+    parser.add_argument("--policies", type=_csv, default=_csv(DEFAULT_POLICIES),
+                        help="comma-separated policy specs (names, sb3:PATH, module:attr)")
     add_run_arguments(parser)
     parser.set_defaults(trace=None)
     parser.add_argument("--traces", type=trace_list, action="extend", default=None,

@@ -16,7 +16,8 @@ from arena_gym.results import write_run
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the simulate arguments."""
-    parser.add_argument("--policy", default="fcfs", help="registered policy name or sb3:PATH")
+    parser.add_argument("--policy", default="fcfs",
+                        help="registered policy name, sb3:PATH, an installed entry point or module:attr")
     add_run_arguments(parser)
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
     parser.add_argument("--out", type=out_dir, default=Path("results/simulate"),

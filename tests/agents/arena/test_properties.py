@@ -100,9 +100,12 @@ def test_registered_variants_build_with_their_switches(name):
     assert policy.ap_search == ("full" if name == "arena-np" else "pruned")
 
 
-def test_config_and_switches_are_exclusive():
+def test_keyword_overrides_apply_on_top_of_the_config():
     assert ArenaPolicy(config=ArenaConfig(downgrade_depth=2)).config.downgrade_depth == 2
-    with pytest.raises(ValueError, match="either config or the switch"):
-        ArenaPolicy(no_scaling=True, config=ArenaConfig())
+    both = ArenaPolicy(no_scaling=True, config=ArenaConfig(downgrade_depth=2)).config
+    assert both == ArenaConfig(no_scaling=True, downgrade_depth=2)
+    assert ArenaPolicy(pruned=False).ap_search == "full" and ArenaPolicy(deadline_aware=True).clairvoyant
+    with pytest.raises(ValueError, match="ArenaPolicy: unknown setting\\(s\\) no_scalling; valid: dp_only, no_scaling"):
+        ArenaPolicy(no_scalling=True)
     with pytest.raises(ValueError, match="max_upgrade_steps"):
-        ArenaConfig(max_upgrade_steps=-1)
+        ArenaPolicy(max_upgrade_steps=-1)
