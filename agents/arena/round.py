@@ -56,7 +56,7 @@ class DecisionRound:
                  opportunism: Iterable[JobId], runnable: dict[JobId, bool]) -> None:
         self.config = config
         self.snapshot = snapshot
-        self.ws = Workspace(snapshot)
+        self.ws = Workspace(snapshot, index=True)  # the searches walk the indexes in order
         self.views = self.ws.views
         self.search = ArenaSearch(config, self.ws, oracle, self.views)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)

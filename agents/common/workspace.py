@@ -84,14 +84,19 @@ class Workspace(FreeGpus):
     :meth:`checkpoint`, and :meth:`rollback`. ``placement`` (job -> placement) lists jobs in the
     order they last took their placement; :meth:`decision` lists changed jobs in that order, a
     rollback restoring the order as it was at the checkpoint.
+
+    The per-node occupancy (:meth:`occupants`) and the jobs by type and GPU count
+    (:attr:`by_count`) are built on first use, or at once with ``index=True``, after which their
+    order (new entries last) follows every edit; a policy that iterates them in order builds
+    them at once.
     """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, index: bool = False) -> None:
         super().__init__(snapshot)
         self.snapshot = snapshot
         self.placement: dict[JobId, Placement] = {}
-        self.by_count: dict[str, dict[int, dict[JobId, None]]] = {t: {} for t in self.types}
-        self._occupants: dict[str, dict[int, dict[JobId, int]]] = {t: {} for t in self.types}
+        self._occupants: dict[str, dict[int, dict[JobId, int]]] | None = None
+        self._by_count: dict[str, dict[int, dict[JobId, None]]] | None = None
         self._log: list[Change] = []
         self._order: dict[JobId, int] = {}  # when each job last took its placement
         self._order_log: list[int | None] = []  # per logged edit: the job's order before it
@@ -103,6 +108,8 @@ class Workspace(FreeGpus):
                 self._link(view.job_id, view.allocation.placement)
         self.views = SnapshotViews(snapshot, running)
         self.original: dict[JobId, Placement] = dict(self.placement)
+        if index:
+            self._build_index()
 
     # ------------------------------------------------------------------ edits
     def set(self, job: JobId, new: Placement | None) -> None:
@@ -166,8 +173,19 @@ class Workspace(FreeGpus):
             self.set(job, new)
 
     # ------------------------------------------------------------------ queries
+    @property
+    def by_count(self) -> dict[str, dict[int, dict[JobId, None]]]:
+        """GPU type -> GPU count -> the jobs holding that many GPUs of the type (read-only use)."""
+        if self._by_count is None:
+            self._build_index()
+        assert self._by_count is not None
+        return self._by_count
+
     def occupants(self, gpu_type: str, node: int) -> dict[JobId, int]:
         """Jobs on one node and the GPUs each holds there (read-only use)."""
+        if self._occupants is None:
+            self._build_index()
+        assert self._occupants is not None
         return self._occupants[gpu_type].get(node, {})
 
     def largest(self, gpu_type: str) -> int:
@@ -198,29 +216,42 @@ class Workspace(FreeGpus):
 
     def _link(self, job: JobId, p: Placement, charge: bool = False) -> None:
         t, per = p.gpu_type, p.gpus_per_node
-        occupants = self._occupants[t]
-        free = self.free[t]
-        for node in p.nodes:
-            occupants.setdefault(node, {})[job] = per
-            if charge:
-                free[node] -= per
         if charge:
+            free = self.free[t]
+            for node in p.nodes:
+                free[node] -= per
             self.total_free[t] -= per * len(p.nodes)
         self.placement[job] = p
-        self.by_count[t].setdefault(per * len(p.nodes), {})[job] = None
         self._tick += 1
         self._order[job] = self._tick
+        if self._by_count is not None:
+            self._index(job, p)
 
     def _unlink(self, job: JobId, p: Placement) -> None:
         t, per = p.gpu_type, p.gpus_per_node
-        occupants = self._occupants[t]
         free = self.free[t]
         for node in p.nodes:
-            del occupants[node][job]
             free[node] += per
         self.total_free[t] += per * len(p.nodes)
         del self.placement[job]
-        del self.by_count[t][per * len(p.nodes)][job]
+        if self._by_count is not None and self._occupants is not None:
+            occupants = self._occupants[t]
+            for node in p.nodes:
+                del occupants[node][job]
+            del self._by_count[t][per * len(p.nodes)][job]
+
+    def _build_index(self) -> None:
+        self._occupants = {t: {} for t in self.types}
+        self._by_count = {t: {} for t in self.types}
+        for job, p in self.placement.items():
+            self._index(job, p)
+
+    def _index(self, job: JobId, p: Placement) -> None:
+        assert self._occupants is not None and self._by_count is not None
+        occupants, per = self._occupants[p.gpu_type], p.gpus_per_node
+        for node in p.nodes:
+            occupants.setdefault(node, {})[job] = per
+        self._by_count[p.gpu_type].setdefault(per * len(p.nodes), {})[job] = None
 
 
 class SnapshotViews(Mapping[JobId, JobView]):

@@ -57,6 +57,18 @@ def test_workspace_copies_the_snapshot_and_rolls_back_every_edit():
     assert all(np.array_equal(snapshot.free[t], before_free[t]) for t in snapshot.free)  # never touched
 
 
+def test_indexes_built_on_first_use_match_indexes_kept_from_the_start():
+    snapshot = running_snapshot()
+    eager, lazy = Workspace(snapshot, index=True), Workspace(snapshot)
+    for ws in (eager, lazy):
+        ws.release(JobId("B"))
+        ws.hold(JobId("D"), ws.find("a40", 2))
+        ws.move(JobId("C"), "a10", 1)
+    assert state(lazy) == state(eager)
+    assert {t: [list(jobs) for jobs in lazy.by_count[t].values()] for t in lazy.types} == {
+        t: [list(jobs) for jobs in eager.by_count[t].values() if jobs] for t in eager.types}
+
+
 def test_hold_refuses_busy_gpus_and_move_keeps_the_old_placement_when_nothing_fits():
     ws = Workspace(running_snapshot())
     with pytest.raises(ValueError, match="not free"):
