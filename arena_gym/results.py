@@ -17,7 +17,6 @@ import pandas as pd
 from arena_gym.experiment import RunResult
 from arena_gym.metrics import job_outcomes, timeline
 from arena_gym.outputs import atomic_write
-from arena_gym.plots import plot_all
 from arena_gym.records import EpisodeRecord
 
 #: Leaderboard columns, in order (metric keys of ``compute_metrics``).
@@ -107,6 +106,8 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
     write_csv(out_dir / "jobs.csv", jobs_frame(result.record))
     write_csv(out_dir / "timeline.csv", timeline_frame(result.record))
     if plots:
+        from arena_gym.plots import plot_all  # matplotlib only when plots are drawn
+
         plot_all([result.record], out_dir)
     return out_dir
 

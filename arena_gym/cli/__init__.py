@@ -42,12 +42,21 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only the subcommand named in ``argv`` is configured (imported).
+
+    Every subcommand is listed with its help text, but its module is imported only when
+    ``argv`` selects it, so ``arena-gym --help`` and each command load only what they need.
+    ``argv=None`` configures every subcommand (for documentation and tests).
+    """
+    chosen = _subcommand(argv) if argv is not None else None
     parser = OneLineParser(prog="arena-gym", description="Arena scheduling research gym")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (target, help_text) in SUBCOMMANDS.items():
+        if argv is not None and name != chosen:
+            sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+            continue
         try:
             configure = resolve(target)
         except ImportError as exc:  # an optional extra is not installed
@@ -56,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         configure(sub.add_parser(name, help=help_text, description=help_text))
     return parser
+
+
+def _subcommand(argv: Sequence[str]) -> str | None:
+    """The first argument that is not a top-level option: the subcommand's name, if any."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _unavailable(name: str, exc: Exception) -> int:
@@ -72,7 +89,8 @@ def _error_text(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the subcommand; bad input -> one line on stderr and exit code 2."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argument errors (exit 2, one line) and --help (exit 0)

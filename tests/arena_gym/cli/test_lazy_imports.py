@@ -1,0 +1,36 @@
+"""The command line imports only what the chosen command needs (fast start-up)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "scipy")
+
+
+def _imported_after(code: str) -> set[str]:
+    """Top-level heavy modules present in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return set(out.stdout.split())
+
+
+def test_top_level_parser_imports_no_command_module() -> None:
+    loaded = _imported_after("from arena_gym.cli import build_parser\nbuild_parser(['--help'])")
+    assert loaded == set()
+
+
+def test_simulate_without_plots_imports_no_torch_sb3_or_matplotlib(tmp_path) -> None:
+    code = ("from arena_gym.cli import main\n"
+            f"assert main(['simulate', '--policy', 'fcfs', '--trace', 'synthetic:n_jobs=20', '--cluster', 'tiny', "
+            f"'--no-plots', '--out', {str(tmp_path / 'run')!r}]) == 0")
+    loaded = _imported_after(code)
+    assert not loaded & {"torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb"}, loaded
+    assert (tmp_path / "run" / "metrics.json").is_file()
+
+
+def test_every_command_is_listed_without_being_imported() -> None:
+    from arena_gym.cli import SUBCOMMANDS, build_parser
+
+    help_text = build_parser(["--help"]).format_help()
+    assert all(name in help_text for name in SUBCOMMANDS)
