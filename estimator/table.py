@@ -13,6 +13,8 @@ import hashlib
 import json
 import logging
 import math
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
@@ -178,9 +180,15 @@ def _build(requests: Sequence[TableRequest], params: EstimatorParams, cfg: Plann
 def _save(path: Path, table: TypeTable, key: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez_compressed(tmp, key=np.array(key), **table.arrays())
-        tmp.replace(path)
+        # a unique temporary name, then an atomic rename: concurrent runs never see a partial file
+        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez_compressed(handle, key=np.array(key), **table.arrays())
+            Path(name).replace(path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
     except OSError as exc:
         log.warning("cannot write performance-table cache %s: %s", path, exc)
 
