@@ -12,7 +12,11 @@ For each model (``gpt__tiny``, ``gpt__mini``) on a CPU testbed (``cpu-2``: one c
 and prints per plan the measured and predicted times and the error, the MAPE (overall and per
 model), the worst plan, whether each model's plans are ranked as measured wherever their measured
 times differ by more than ``--rank-margin``, and the profiling cost against measuring the plans
-directly (device-seconds). Results go to a JSON file with the config, code version and machine.
+directly (device-seconds). A last check times the runner's single-device step in thread CPU time
+in this process against the profile (the computation path alone, which a busy machine does not
+distort; on a shared machine every blocking wait of a multi-rank step also costs a scheduling
+delay that no profile of a dedicated testbed contains). Results go to a JSON file with the
+config, code version and machine.
 
 Usage: ``python benchmarks/bench_profiler.py [--quick] [--profile FILE] [--measured FILE] [--out FILE]``.
 ``--profile`` reuses a profile, ``--measured`` a previous result's measurements (re-composes only).
@@ -131,6 +135,37 @@ def compose_rows(rows: list[dict], profile_path: Path, batch: int) -> None:
         row["error_pct"] = 100.0 * (est.total_s - row["measured_s"]) / row["measured_s"]
 
 
+def cpu_check(models: list[str], profile_path: Path, batch: int, steps: int, warmup: int) -> list[dict]:
+    """The computation path alone, on one device and in thread CPU time (which a busy machine does not inflate):
+    the runner's single-device step (forward, backward, AdamW, the batch) measured in this process against the
+    profile's composition of the same plan."""
+    import torch  # noqa: PLC0415 - only this check runs torch in the benchmark's own process
+
+    from real_runner.executor import Trainer  # noqa: PLC0415
+
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    torch.set_num_threads(1)
+    perf = ProfiledPerfModel(load_profile(profile_path))
+    rows = []
+    for model in models:
+        spec = model_spec(model)
+        for micro in (1, 4):
+            plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), micro)
+            trainer = Trainer(spec, resolve_plan(spec, plan, batch, 1), rank=0, global_batch=batch, lr=1e-3, seed=0,
+                              device=torch.device("cpu"))
+            times = []
+            for step in range(warmup + steps):
+                t0 = time.thread_time()
+                trainer.train_step(step)
+                if step >= warmup:
+                    times.append(time.thread_time() - t0)
+            est = perf.estimate(ModelRef.parse(model), batch, ResourceShape("cpu", 1, 1), plan)
+            measured = statistics.median(times)
+            rows.append({"model": model, "plan": f"single x{micro}", "cpu_s": measured, "predicted_s": est.total_s,
+                         "error_pct": 100 * (est.total_s - measured) / measured})
+    return rows
+
+
 def every_plan_cost(rows: list[dict], models: list[str], testbed, batch: int) -> dict:
     """Device-seconds to measure every executable plan of every shape of the testbed once, from each model's
     mean measured device-seconds per plan run and rank."""
@@ -178,6 +213,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4 plans per model, quick profile, 3 passes of 10 steps")
     parser.add_argument("--profile", default=None, help="reuse this PROFILE.json instead of profiling")
     parser.add_argument("--measured", default=None, help="reuse the measurements of this result JSON")
+    parser.add_argument("--no-cpu-check", action="store_true", help="skip the one-device CPU-time check of the compute path")
     parser.add_argument("--out", default="results/bench_profiler.json")
     args = parser.parse_args()
     if args.quick:
@@ -210,6 +246,7 @@ def main() -> None:
             print(f"measuring every plan directly ({args.passes} passes, {args.steps} steps, {args.warmup} warm-up)")
             rows = measure_all(models, args, work)
     compose_rows(rows, profile_path, args.batch)
+    checks = [] if args.no_cpu_check else cpu_check(models, profile_path, args.batch, 8, 3)
     print()
     print(f"{'model':10s} {'plan':24s} {'measured ms':>12s} {'spread':>7s} {'predicted ms':>13s} {'error':>7s}   "
           "compute / intra / inter / bubble (ms)")
@@ -218,6 +255,12 @@ def main() -> None:
         print(f"{r['model']:10s} {r['plan']:24s} {1e3 * r['measured_s']:12.1f} {100 * r['pass_spread']:6.1f}% "
               f"{1e3 * r['predicted_s']:13.1f} {r['error_pct']:+6.1f}%   {1e3 * b['compute']:.1f} / {1e3 * b['intra']:.1f} / "
               f"{1e3 * b['inter']:.1f} / {1e3 * b['bubble']:.1f}")
+    if checks:
+        print()
+        print("computation path on one device, thread CPU time (not inflated by a busy machine):")
+        for c in checks:
+            print(f"{c['model']:10s} {c['plan']:24s} {1e3 * c['cpu_s']:12.1f} {'':7s} {1e3 * c['predicted_s']:13.1f} "
+                  f"{c['error_pct']:+6.1f}%")
     errors = [abs(r["error_pct"]) for r in rows]
     mape = statistics.fmean(errors)
     per_model = {m: statistics.fmean(abs(r["error_pct"]) for r in rows if r["model"] == m) for m in models}
@@ -250,7 +293,7 @@ def main() -> None:
                     "platform": platform.platform(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
         "plans": rows, "mape_pct": mape, "mape_pct_by_model": per_model,
         "worst": {"model": worst["model"], "plan": worst["plan"], "error_pct": worst["error_pct"]},
-        "ranking": ranks, "direct_device_s": direct, "every_plan": every, "direct_one_pass_device_s": one_pass, "acceptance_met": ok,
+        "ranking": ranks, "direct_device_s": direct, "every_plan": every, "cpu_check": checks, "direct_one_pass_device_s": one_pass, "acceptance_met": ok,
     })
     print(f"wrote {path}")
 

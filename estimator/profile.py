@@ -15,6 +15,8 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
 * ``optimizer``: seconds of an AdamW step (with ``zero_grad``) as ``per_tensor_s * tensors +
   per_element_s * elements``, plus the extra seconds per DTensor parameter of the two wrappers;
 * ``data``: seconds to build a global batch of each size;
+* ``calls``: the fixed cost of one autograd backward call, which every layer's timed backward
+  contains once but a stage's backward pays once for all its layers;
 * ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
   ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
   inside a loop that computes between collectives, as training does.
@@ -49,7 +51,7 @@ from typing import Any
 import numpy as np
 
 PROFILE_FORMAT = "arena-gym-profile"
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2  # 2: the autograd backward call cost ("calls")
 LAYER_KINDS = ("embed", "block", "head")
 WRAPPERS = ("tp", "fsdp", "pipeline")
 COMM_OPS = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
@@ -309,6 +311,7 @@ class Profile:
     optimizer: OptimizerFit
     data: Mapping[str, tuple[tuple[int, ...], tuple[float, ...]]]  # model -> (global batches, seconds)
     comm: tuple[CommTable, ...]
+    backward_call_s: float = 0.0  # fixed cost of one autograd backward call (in every layer's bw_s)
     cost: Mapping[str, float] = field(default_factory=dict)  # device-seconds and wall seconds per phase
     settings: Mapping[str, Any] = field(default_factory=dict)
     created: str = ""
@@ -396,6 +399,7 @@ class Profile:
             "optimizer": {"per_tensor_s": self.optimizer.per_tensor_s, "per_element_s": self.optimizer.per_element_s,
                           "wrapper_per_tensor_s": dict(self.optimizer.wrapper_per_tensor_s)},
             "data": [{"model": m, "batch": list(b), "seconds": list(s)} for m, (b, s) in self.data.items()],
+            "calls": {"backward_s": self.backward_call_s},
             "comm": [{"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
                      for t in self.comm],
             "cost": dict(self.cost), "settings": dict(self.settings),
@@ -415,8 +419,8 @@ class Profile:
 
 
 def _parse(data: Any) -> Profile:
-    top = _obj(data, "profile", ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm"),
-               ("created", "code_version", "cost", "settings"))
+    top = _obj(data, "profile", ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm",
+                                 "calls"), ("created", "code_version", "cost", "settings"))
     if top["format"] != PROFILE_FORMAT:
         raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
     if top["version"] != PROFILE_VERSION:
@@ -477,13 +481,14 @@ def _parse(data: Any) -> Profile:
                               sizes, secs))
     if len({(t.op, t.ranks, t.nodes) for t in comm}) != len(comm):
         raise ProfileError("comm lists a table twice")
+    calls = _obj(top["calls"], "calls", ("backward_s",))
     cost = top.get("cost", {})
     if not isinstance(cost, Mapping):
         raise ProfileError("cost must be an object")
     settings = top.get("settings", {})
     if not isinstance(settings, Mapping):
         raise ProfileError("settings must be an object")
-    return Profile(device, models, compute, overhead, optimizer, data, tuple(comm),
+    return Profile(device, models, compute, overhead, optimizer, data, tuple(comm), _num(calls["backward_s"], "calls.backward_s"),
                    {str(k): _num(v, f"cost.{k}") for k, v in cost.items()}, dict(settings),
                    str(top.get("created", "")), str(top.get("code_version", "")), PROFILE_VERSION)
 

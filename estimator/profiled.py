@@ -10,8 +10,9 @@ samples per device):
   blocks, FSDP2 on every layer, the pipeline schedule's per-micro-batch cost when ``S > 1``)
   + DTensor TP's two all-reduces of the hidden state per block + (one stage) FSDP2's all-gather
   of every unit: each block, and the root's parameters (embedding, head);
-* backward ``B_j`` likewise, with four all-reduces per block (the input gradients of q, k, v and
-  fc1) and (one stage) a second all-gather of every unit (FSDP2 resharded them after forward);
+* backward ``B_j`` likewise (one autograd call per stage, not per layer), with four all-reduces
+  per block (the input gradients of q, k, v and fc1) and (one stage) a second all-gather of every
+  unit (FSDP2 resharded them after forward);
 * per step: FSDP2's reduce-scatter of every unit (and, for pipelines, its one all-gather per unit),
   the AdamW step of the stage's local parameters, the global batch's construction, the loss
   all-reduce over all ranks and the control all-reduce the job loop makes before every step.
@@ -143,6 +144,8 @@ def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.nda
         return cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
 
     comp_f, comp_b, opt, nblk, rootb = (stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes))
+    # every layer's profiled backward holds one autograd call; a stage makes one call for all its layers
+    comp_b = np.maximum(comp_b - (bounds[:, 1:] - bounds[:, :-1] - 1) * profile.backward_call_s, 0.0)
     act = info.activation_bytes(n)
     nodes_tp, nodes_dp = _nodes(tp, 1, gpus_per_node), _nodes(dp, tp, gpus_per_node)
     ar = float(profile.comm_s("all_reduce", act, tp, nodes_tp)) if tp > 1 else 0.0

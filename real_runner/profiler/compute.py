@@ -16,7 +16,8 @@ import torch.distributed as dist
 from real_runner.model import build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import (
-    KIND_INDEX, data_item, flat_shard, layer_item, one_rank_mesh, optimizer_item, parameter_counts, pipeline_items, wrap,
+    KIND_INDEX, backward_call_item, data_item, flat_shard, layer_item, one_rank_mesh, optimizer_item, parameter_counts,
+    pipeline_items, wrap,
 )
 from real_runner.profiler.settings import ProfileJob, tp_degrees
 from real_runner.profiler.timing import Stopwatch, interleaved, paired_difference, summarise
@@ -28,8 +29,8 @@ Progress = Callable[[str, int, int], None]
 
 
 def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
-            progress: Progress) -> list[dict[str, Any]]:
-    """Plain curves and wrapper overheads of every layer kind."""
+            progress: Progress) -> tuple[list[dict[str, Any]], float]:
+    """Plain curves and wrapper overheads of every layer kind, and the cost of one autograd backward call."""
     s = job.settings
     mesh = one_rank_mesh(group, device)
     items: list = []
@@ -52,6 +53,8 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
                     for w in wrappers[kind]:
                         pairs.append((len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n}))
                         items.append(layer_item(wrap(build_layer(spec, index).to(device), w, mesh), spec, kind, n, device))
+    call = len(items)
+    items.append(backward_call_item(device))
     laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("layers", r, t))
     out = []
     for i, key in plain.items():
@@ -60,7 +63,7 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
     for wrapped, reference, key in pairs:
         fw, bw = paired_difference(laps[wrapped], laps[reference])
         out.append({**key, "fw_s": fw, "bw_s": bw})
-    return out
+    return out, summarise(laps[call], s.statistic)[0]
 
 
 def _pipeline(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
@@ -140,7 +143,7 @@ def profile_compute(job: ProfileJob, group: dist.ProcessGroup, device: torch.dev
     """Everything this rank measures on its own device; ``group`` is a one-rank group of this rank."""
     watch = Stopwatch(device, job.settings.clock)
     out: dict[str, Any] = {"params": {m: {k: parameter_counts(model_spec(m), k) for k in KINDS} for m in job.models}}
-    out["curves"] = _layers(job, group, device, watch, progress)
+    out["curves"], out["backward_call_s"] = _layers(job, group, device, watch, progress)
     out["curves"] += _pipeline(job, group, device, watch, progress) if job.world_size > 1 else []
     out["optimizer"] = _optimizer(job, group, device, watch, progress)
     out["data"] = _data(job, device, watch, progress)

@@ -74,6 +74,21 @@ def layer_item(module: nn.Module, spec: TransformerSpec, kind: str, samples: int
     return run
 
 
+def backward_call_item(device: torch.device) -> Item:
+    """One autograd backward call over a one-element graph: the fixed cost every layer's timed backward contains."""
+    x = torch.zeros(1, device=device, requires_grad=True)
+
+    def run(watch: Stopwatch) -> list[float]:
+        x.grad = None
+        y = (x * 2.0).sum()
+        watch.mark()
+        y.backward()
+        watch.mark()
+        return watch.laps()
+
+    return run
+
+
 def one_rank_mesh(group: dist.ProcessGroup, device: torch.device) -> DeviceMesh:
     """A DeviceMesh over a one-rank process group (the wrappers run without collectives)."""
     return DeviceMesh.from_group(group, device.type)

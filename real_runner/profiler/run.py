@@ -240,7 +240,8 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
             "startup_s": float(t.get("launch_to_ready_s", 0.0)), "compute_s": float(t.get("compute_s", 0.0)),
             "comm_s": float(t.get("comm_s", 0.0))}
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return Profile(device, models, compute, overhead, fit_optimizer(measured), data, _comm(records), cost,
+    backward_call = float(np.mean([rec["backward_call_s"] for rec in measured]))
+    return Profile(device, models, compute, overhead, fit_optimizer(measured), data, _comm(records), backward_call, cost,
                    job.settings.to_dict(), created, code_version())
 
 

@@ -42,7 +42,7 @@ def synthetic_profile() -> Profile:
     comm = tuple(CommTable(op, 2, 1, SIZES, tuple(lat + s / bw for s in SIZES)) for op, (lat, bw) in LINKS.items())
     return Profile(DeviceInfo("cpu", "gloo", "cpu-2", 1, 2, "test CPU", "2.13.0+cpu", 1, "busy"), {"gpt__tiny": info},
                    compute, overhead, OptimizerFit(1e-5, 1e-9, {"tp": 2e-5, "fsdp": 3e-5}),
-                   {"gpt__tiny": ((1, 16), (1e-4, 1.6e-3))}, comm, {"device_s": 10.0, "wall_s": 5.0, "devices": 2.0},
+                   {"gpt__tiny": ((1, 16), (1e-4, 1.6e-3))}, comm, 1e-5, {"device_s": 10.0, "wall_s": 5.0, "devices": 2.0},
                    {"rounds": 3}, "2026-01-01T00:00:00+00:00", "test")
 
 
@@ -68,7 +68,7 @@ def test_round_trip_keeps_everything(profile_file):
 def test_the_file_format_is_plain_json(profile_file):
     data = json.loads(profile_file.read_text())
     assert data["format"] == "arena-gym-profile" and data["version"] == PROFILE_VERSION
-    assert set(data) >= {"device", "models", "compute", "overhead", "optimizer", "data", "comm", "cost", "settings"}
+    assert set(data) >= {"device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls", "cost", "settings"}
     assert data["comm"][0]["bytes"] == list(SIZES)
 
 
