@@ -156,7 +156,7 @@ def test_resolve_file_specs_and_transforms(shared_data):
         ("synthetic:head=0", r"head must be >= 1"),
         ("synthetic:load=-2", r"load must be > 0"),
         ("synthetic:start_s=1e12", r"no jobs left"),
-        ("nosuch.csv", r"^trace spec 'nosuch.csv': no such file; a TRACE is a file path \(canonical, arena, itp formats\) or a generator: synthetic\[:key=value,...\]$"),
+        ("nosuch.csv", r"^trace spec 'nosuch.csv': no such file; a TRACE is a file path \(canonical, arena, itp formats\) or a generator: synthetic\[:key=value,...\], live\[:key=value,...\]$"),
     ],
 )
 def test_resolve_bad_specs(spec, message):

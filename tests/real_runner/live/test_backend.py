@@ -153,7 +153,8 @@ def test_killed_and_stopped_ranks_are_relaunched_from_their_checkpoints(tmp_path
     assert (m["jobs_finished"], m["failures"]) == (2, 2)
     fails = [e for e in record.events if e.kind is EventKind.FAIL]
     assert sorted(e.job_id for e in fails) == ["a", "b"]
-    assert "progress stale" in caplog.text and "exited with" in caplog.text
+    # the killed rank's exit code is named whether its peer was still alive when it was seen or had exited too
+    assert "progress stale" in caplog.text and "-9]" in caplog.text
     for spec in jobs:
         report = check_progress_file(tmp_path / "run" / "jobs" / spec.job_id / "progress.jsonl", spec.iterations)
         assert report.ok, report.problems
