@@ -74,3 +74,23 @@ def test_train_with_subprocess_envs(tmp_path: Path, env_overrides: dict) -> None
     args[args.index("--steps") + 1] = "256"
     assert main(args) == 0
     assert {"agent", "fcfs"} <= set(pd.read_csv(tmp_path / "maskable_ppo" / "eval.csv")["policy"])
+
+
+def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    import importlib.util
+
+    from agents.rl.config import TrainConfig, config_from_args
+    from arena_gym.cli import build_parser
+
+    spec = importlib.util.spec_from_file_location("train_agent", Path(__file__).resolve().parents[3] / "scripts" /
+                                                  "train_agent.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr("sys.argv", ["train_agent.py"])
+    script_args = script.parse_args()
+    cli_args = build_parser().parse_args(["train"])
+    defaults = TrainConfig()
+    assert config_from_args(script_args) == config_from_args(cli_args) == defaults
+    for f in dataclasses.fields(TrainConfig):
+        assert hasattr(script_args, f.name) and hasattr(cli_args, f.name), f.name
