@@ -1,6 +1,6 @@
 """ElasticFlow-LS: ElasticFlow (ASPLOS'23) with loose deadlines, as adapted by the Arena artifact.
 
-Clean-room reimplementation from the published description and reference/arena.md §8.4, §5.7.
+Clean-room reimplementation from the published description and docs/arena.md §8.4, §5.7.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class ElasticFlowConfig:
     """Settings of :class:`ElasticFlowLS`.
 
     ``deadline_slack_s``: every job's deadline is its submission time plus this slack; the
-    "-LS" default 1e9 s (reference/arena.md §5.7) makes every deadline loose, so the minimum
+    "-LS" default 1e9 s (docs/arena.md §5.7) makes every deadline loose, so the minimum
     satisfactory share is the smallest DP-feasible GPU count and the policy turns throughput
     oriented. ``min_remaining_s``: only jobs with at least this many estimated seconds left
     get extra GPUs (a resize costs a restart). ``relax``: allow spread localities.

@@ -1,6 +1,6 @@
 """Gandiva (OSDI'18) as adapted by the Arena artifact: migration plus grow/shrink, one GPU type per job.
 
-Clean-room reimplementation from the published description and reference/arena.md §8.4.
+Clean-room reimplementation from the published description and docs/arena.md §8.4.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gavel (OSDI'20) max-sum-throughput, as adapted by the Arena artifact: a job x GPU-type MILP.
 
-Clean-room reimplementation from the published description and reference/arena.md §8.4,
+Clean-room reimplementation from the published description and docs/arena.md §8.4,
 solved with HiGHS through :mod:`agents.milp`.
 """
 

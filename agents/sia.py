@@ -1,6 +1,6 @@
 """Sia (SOSP'23), as adapted by the Arena artifact: a goodput MILP over GPU type and count per job.
 
-Clean-room reimplementation from the published description and reference/arena.md §8.4,
+Clean-room reimplementation from the published description and docs/arena.md §8.4,
 solved with HiGHS through :mod:`agents.milp`.
 """
 
@@ -17,7 +17,7 @@ from arena_gym.types import GPU_COUNTS, Allocation, JobId, JobStatus, JobView, S
 
 @dataclass(frozen=True)
 class SiaConfig:
-    """Settings of :class:`Sia` (defaults from the artifact's adaptation, reference/arena.md §8.4).
+    """Settings of :class:`Sia` (defaults from the artifact's adaptation, docs/arena.md §8.4).
 
     ``fairness_p``: utility = normalised goodput ** p. ``restart_penalty_s`` and ``age_clip_s``:
     a running job's re-allocation factor is ``(a - r * restart_penalty_s) / (a + restart_penalty_s)``

@@ -15,7 +15,7 @@ def _groups(spec: dict[str, tuple[int, int]]) -> tuple[NodeGroup, ...]:
     return tuple(NodeGroup(GpuType(t), nodes, per_node) for t, (nodes, per_node) in spec.items())
 
 
-#: Built-in clusters. ``arena-1280`` is the artifact's simulated cluster (reference/arena.md §8.1);
+#: Built-in clusters. ``arena-1280`` is the artifact's simulated cluster (docs/arena.md §8.1);
 #: ``testbed-64`` its real A40 + A10 testbed (32 two-GPU nodes, split evenly: the exact split is
 #: unknown); ``tiny`` is an 8-GPU, 2-type cluster for quick experiments and tests.
 PRESETS: dict[str, ClusterSpec] = {

@@ -4,7 +4,7 @@ For each policy and decision mode (``event``: on arrivals and completions; ``300
 plus periodic 300 s rounds; ``rounds``: only at 300 s round boundaries, as the artifact) it prints the wall time of the episode (decide + simulate, one core), decisions, ms per
 decision, jobs finished, average JCT and average / peak cluster throughput. The issue's target:
 Arena on the full trace (1,938 jobs, 600,000 s = 2,000 x 300 s horizon) in under 30 s on one
-core; the artifact needs about 15 min for 400 rounds (reference/arena.md §9.3).
+core; the artifact needs about 15 min for 400 rounds (docs/arena.md §9.3).
 
 Usage::
 

@@ -30,7 +30,7 @@ from estimator.planner import PlannerConfig, exhaustive_best, grid_candidates
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arena"
 
-#: The artifact's 46 job configurations (reference/arena.md §8.5): the 42 of the measured table
+#: The artifact's 46 job configurations (docs/arena.md §8.5): the 42 of the measured table
 #: plus GPT-15B at 128 and GPT-39B at 128/256/512.
 CONFIGS: list[tuple[str, int]] = [
     (f"gpt__{s}", b) for s in ("760M", "1.3B", "2.6B", "6.7B", "15B", "39B") for b in (128, 256, 512)

@@ -1,4 +1,4 @@
-"""Reproduce the artifact's large-scale comparison (reference/arena.md §8.7) and its siblings.
+"""Reproduce the artifact's large-scale comparison (docs/arena.md §8.7) and its siblings.
 
 For each scenario, runs Arena and the baselines on one simulator with the artifact's padding
 rule (each baseline's finished JCTs padded with the worst JCT seen, up to Arena's finished

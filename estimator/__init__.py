@@ -1,4 +1,4 @@
-"""AP-tailored performance estimator and grid planner (issue 3).
+"""AP-tailored performance estimator and grid planner.
 
 * :mod:`estimator.hardware`: GPU catalogue (``get_gpu``), links and node presets;
 * :mod:`estimator.zoo`: model zoo (``get_model``, ``known_models``) and user transformers;

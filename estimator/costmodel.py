@@ -20,7 +20,7 @@ Per stage ``j`` and micro-batch, on one GPU (``n = m / dp`` samples):
   activation to stage ``j + 1`` (intra-node link, or the network when stages sit on different
   nodes).
 
-Stages compose with the artifact's GPipe formula (reference/arena.md §4.1), no overlap::
+Stages compose with the artifact's GPipe formula (docs/arena.md §4.1), no overlap::
 
     T = (B-1) max_j F_j + sum_j F_j + (B-1) max_j Bk_j + sum_j Bk_j
         + 2 ((B-1) max_j r_j + sum_j r_j) + sum_j g_j + max_j u_j

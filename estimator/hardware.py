@@ -6,7 +6,7 @@ a device, for live testbeds on CPU machines) is nominal: a measured profile repl
 direction, rates TFLOPS (1e12 FLOP/s).
 
 Trace names resolve through :data:`ALIASES`: ``a100`` is the 40 GB part and ``v100`` the
-32 GB part (the artifact's simulated cluster, reference/arena.md §8.1).
+32 GB part (the artifact's simulated cluster, docs/arena.md §8.1).
 """
 
 from __future__ import annotations

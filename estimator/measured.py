@@ -33,7 +33,7 @@ LOCALITY_SCALE_FACTOR = 0.9
 MEASURED_COLUMNS = ("family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node", "iter_time_s", "oom")
 DP_MEMORY_COLUMNS = ("family", "size", "global_batch", "num_gpus", "mem_per_gpu_gb", "oom")
 
-#: GPU memory of the artifact's simulated cluster (reference/arena.md §12), for the DP memory rule.
+#: GPU memory of the artifact's simulated cluster (docs/arena.md §12), for the DP memory rule.
 ARTIFACT_GPU_MEMORY_GB: Mapping[str, float] = {"a100": 40.0, "v100": 32.0, "a40": 48.0, "a10": 24.0}
 
 ConfigKey = tuple[str, str, int]  # family, size, global batch

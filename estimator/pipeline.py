@@ -103,7 +103,7 @@ def simulate(fw: np.ndarray, bw: np.ndarray, p2p: np.ndarray, micro_batches: int
 
 
 def closed_form(fw: np.ndarray, bw: np.ndarray, p2p: np.ndarray, micro_batches: int) -> np.ndarray:
-    """The artifact's GPipe formula (reference/arena.md §4.1) for comparison: ``(B-1) max + sum`` per direction."""
+    """The artifact's GPipe formula (docs/arena.md §4.1) for comparison: ``(B-1) max + sum`` per direction."""
     fw, bw, p2p = (np.asarray(x, float) for x in (fw, bw, p2p))
     r = p2p[..., :-1]
     B = micro_batches

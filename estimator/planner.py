@@ -2,7 +2,7 @@
 an exhaustive search for reference.
 
 Search space of a grid (resource shape x stage count ``S``), following the artifact's planner
-(reference/arena.md §2, §6):
+(docs/arena.md §2, §6):
 
 * layers are first coarsened into at most ``n_units`` (16) contiguous pipeline units balanced by
   roofline load (the artifact's 16 pipeline layers);

@@ -1,6 +1,6 @@
 """Model zoo: the artifact's GPT, MoE and Wide-ResNet families, plus user-defined transformers.
 
-Architectures follow Alpa's benchmark suite as used by the Arena artifact (reference/arena.md
+Architectures follow Alpa's benchmark suite as used by the Arena artifact (docs/arena.md
 §8.2): GPT (seq 1024, vocab 51,200, fp16, tied embeddings), GShard-style MoE (seq 1024, vocab
 32,000, fp16, every second layer an MoE layer with 8x-wide experts, top-2 gating, expert group
 2,048 tokens) and Wide-ResNet (bottleneck blocks, image 224, 1,024 classes, fp32).

@@ -12,7 +12,7 @@ testbed trace (``testbed.csv``) undivided: load it with ``iteration_divisor=1`` 
 
 Times: rebased to the first submission (offset in ``Trace.time_offset_s``); deadlines are
 kept as in the file, rebased the same way, unless ``deadline_scale`` loosens them: the artifact's
-simulator sets ``deadline = submit + 5 x (deadline - submit)`` (reference/arena.md §5.7), i.e.
+simulator sets ``deadline = submit + 5 x (deadline - submit)`` (docs/arena.md §5.7), i.e.
 ``deadline_scale=5``. ``num_gpu`` / ``gpu_type`` become the job's
 requested GPU count / type.
 """

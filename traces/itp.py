@@ -2,7 +2,7 @@
 
 The files (``../shared/data/itp/*.csv``, from microsoft/elasticflow-traces) carry no model,
 batch or GPU type. This loader samples them, seeded, the way the Arena artifact built its
-traces (``reference/arena.md`` section 8.3; :mod:`traces.recipe`):
+traces (``docs/arena.md`` section 8.3; :mod:`traces.recipe`):
 
 1. model family, size, global batch, GPU count and GPU type are drawn from a mix (default
    ``philly``) and re-drawn until ``feasible(model, batch, gpu_type, num_gpus)`` holds

@@ -1,7 +1,7 @@
 """The Arena artifact's job-field sampling recipe, as reusable seeded code.
 
 The artifact (GitHub sjtu-epcc/arena, ``traces/regenerate_sim_trace.py`` and
-``traces/regenerate_rt_trace.py``; ``reference/arena.md`` section 8.3) gives each job of a raw
+``traces/regenerate_rt_trace.py``; ``docs/arena.md`` section 8.3) gives each job of a raw
 trace a model family, a size, a global batch, a GPU count and a GPU type, drawn from fixed
 weights, and re-draws *all* fields until the job is feasible.
 
@@ -143,7 +143,7 @@ NOMINAL_ITER_S: dict[tuple[str, str], float] = {
     ("wide_resnet", "500M"): 15.0, ("wide_resnet", "1B"): 32.0, ("wide_resnet", "2B"): 72.0,
     ("wide_resnet", "4B"): 140.0, ("wide_resnet", "6.8B"): 230.0, ("wide_resnet", "13B"): 420.0,
 }
-#: Speed relative to an A40 (reference/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
+#: Speed relative to an A40 (docs/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
 #: A10 is not in the measured data: 0.7x assumed from its lower clocks and bandwidth).
 TYPE_SPEED: dict[str, float] = {"a40": 1.0, "a100": 2.4, "v100": 1.23, "a10": 0.7}
 #: Speed-up from doubling the GPU count (section 8.5; A10 assumed like the A40; others 1.5).

@@ -1,4 +1,4 @@
-"""Arena's heuristic scheduler (reference/arena.md §5) as a Policy, with its ablation variants."""
+"""Arena's heuristic scheduler (docs/arena.md §5) as a Policy, with its ablation variants."""
 
 from agents.arena.config import ArenaConfig
 from agents.arena.policy import ArenaPolicy

@@ -9,7 +9,7 @@ from arena_gym.types import OverheadModel
 
 @dataclass(frozen=True)
 class ArenaConfig:
-    """Settings of :class:`agents.arena.ArenaPolicy` (reference/arena.md §5).
+    """Settings of :class:`agents.arena.ArenaPolicy` (docs/arena.md §5).
 
     Switches (the artifact's ablations, §5.5): ``dp_only`` decides with data-parallel-only
     estimates (``crius-dp``); ``no_scaling`` never changes a job's GPU count (``crius-ns``);

@@ -1,4 +1,4 @@
-"""ArenaPolicy: Arena's heuristic scheduler (reference/arena.md §5) as a Policy."""
+"""ArenaPolicy: Arena's heuristic scheduler (docs/arena.md §5) as a Policy."""
 
 from __future__ import annotations
 

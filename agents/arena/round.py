@@ -1,4 +1,4 @@
-"""DecisionRound: one call of Arena's scheduler, from a snapshot to a Decision (reference/arena.md §5.2, §5.5)."""
+"""DecisionRound: one call of Arena's scheduler, from a snapshot to a Decision (docs/arena.md §5.2, §5.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Arena's searches on a workspace (reference/arena.md §5.3-5.4).
+"""Arena's searches on a workspace (docs/arena.md §5.3-5.4).
 
 ``place`` is the migration search (best locality, RHD bubble migration, relaxed locality);
 ``fit`` is ``fit_one_job`` with its downgrade BFS (elastic shrink and hardware-type change);

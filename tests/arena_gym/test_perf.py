@@ -48,7 +48,7 @@ def test_measured_spec_with_dp_memory_table(shared_data):
     perf = make_perf(f"measured:{arena / 'measured_iter_time.csv'},{arena / 'dp_memory_gb.csv'}", PRESETS["arena-1280"])
     gpt67 = ModelRef("gpt", "6.7B")
     a100x8 = ResourceShape(GpuType("a100"), 2, 4)
-    # GPT-6.7B runs with AP on 8 A100s, but is DP-infeasible at every count (reference/arena.md §8.5)
+    # GPT-6.7B runs with AP on 8 A100s, but is DP-infeasible at every count (docs/arena.md §8.5)
     assert math.isfinite(perf.iter_time(gpt67, 128, a100x8)) and math.isinf(perf.dp_iter_time(gpt67, 128, a100x8))
     plain = make_perf(f"measured:{arena / 'measured_iter_time.csv'}", PRESETS["arena-1280"])
     assert math.isfinite(plain.dp_iter_time(gpt67, 128, a100x8))

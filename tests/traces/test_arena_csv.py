@@ -19,7 +19,7 @@ def test_philly_counts_and_mix(shared_data):
     assert Counter(j.model.family for j in trace) == {"moe": 1231, "gpt": 450, "wide_resnet": 257}
     assert Counter(j.requested_gpus for j in trace) == {4: 717, 8: 644, 2: 286, 16: 191, 1: 100}
     assert Counter(j.requested_gpu_type for j in trace) == {"a40": 784, "a10": 473, "a100": 352, "v100": 329}
-    assert sum(j.requested_gpus for j in trace.head(986)) == 5816  # reference/arena.md 8.3
+    assert sum(j.requested_gpus for j in trace.head(986)) == 5816  # docs/arena.md 8.3
     assert trace.span_s / 3600 == pytest.approx(476.3, abs=0.1)
 
 
