@@ -5,7 +5,13 @@ rule (each baseline's finished JCTs padded with the worst JCT seen, up to Arena'
 count) and prints, per baseline: the padded average-JCT reduction of Arena, the jobs-finished
 ratio and the average / peak throughput ratios, beside the artifact's figures where it has
 them. Decisions are taken every 300 s only (the artifact's rounds) unless ``--event-driven``.
-Writes ``benchmarks/results/reproduction/<scenario>[-event].csv`` (the leaderboards). Needs ../shared/data.
+``--measured`` uses the artifact's measured AP-optimal table and DP memory table as ground truth
+and belief instead of the built-in estimator.
+
+Writes ``benchmarks/results/reproduction/<scenario><suffix>.csv`` (one leaderboard per scenario,
+trace paths relative to the data folder, with the code version) and ``summary<suffix>.txt`` (what
+it prints), where the suffix is ``-measured`` and/or ``-event`` (``-rounds`` for the summary of
+the default run). Needs ../shared/data.
 """
 
 from __future__ import annotations
@@ -15,8 +21,11 @@ import math
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.experiment import RunConfig
+from arena_gym.results import code_version
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -24,6 +33,8 @@ OUT = REPO / "benchmarks" / "results" / "reproduction"
 BASELINES = ("fcfs", "elasticflow-ls", "gavel", "sia")
 #: The artifact README's figures for Philly on 1,280 GPUs, 2,000 rounds (reduction of avg JCT).
 ARTIFACT_PHILLY = {"fcfs": 0.813, "elasticflow-ls": 0.805, "gavel": 0.766, "sia": 0.752}
+#: The artifact's measured tables (paths relative to the data folder), for ``--measured``.
+MEASURED = ("arena/measured_iter_time.csv", "arena/dp_memory_gb.csv")
 
 SCENARIOS = {
     "philly": ("arena/traces/philly.csv?deadline_scale=5", "arena-1280", 600_000.0),
@@ -33,41 +44,68 @@ SCENARIOS = {
 }
 
 
+def portable(board: pd.DataFrame, data: Path, version: str) -> pd.DataFrame:
+    """The leaderboard with trace specs relative to ``data`` and a ``code_version`` column."""
+    prefix = str(data) + "/"
+    traces = board["trace"].map(lambda t: t[len(prefix):] if t.startswith(prefix) else t)
+    return board.assign(trace=traces, code_version=version)
+
+
+def summarise(name: str, cluster: str, horizon: float, mode: str, wall_s: float, board: pd.DataFrame) -> list[str]:
+    """The printed comparison of Arena with each baseline for one scenario."""
+    row = {r.policy: r for r in board.itertuples()}
+    a = row["arena"]
+    lines = [f"== {name}: {cluster}, horizon {horizon:g} s, {mode}, {wall_s:.0f} s; arena: "
+             f"{a.jobs_finished:.0f}/{a.jobs_submitted:.0f} finished, avg JCT {a.avg_jct_s / 3600:.2f} h, "
+             f"throughput avg {a.avg_throughput:,.0f} / peak {a.peak_throughput:,.0f}",
+             f"{'baseline':15s} {'JCT reduction':>14s} {'artifact':>9s} {'jobs x':>7s} {'avg thr x':>9s} "
+             f"{'peak thr x':>10s} {'finished':>8s}"]
+    for b in BASELINES:
+        r = row[b]
+        reduction = (r.padded_avg_jct_s - a.padded_avg_jct_s) / r.padded_avg_jct_s
+        paper = ARTIFACT_PHILLY.get(b) if name == "philly" else None
+        lines.append(f"{b:15s} {100 * reduction:13.1f}% {'' if paper is None else f'{100 * paper:.1f}%':>9s} "
+                     f"{a.jobs_finished / max(r.jobs_finished, 1):7.2f} "
+                     f"{a.avg_throughput / max(r.avg_throughput, 1e-9):9.2f} "
+                     f"{a.peak_throughput / max(r.peak_throughput, 1e-9):10.2f} {r.jobs_finished:8.0f}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
-    parser.add_argument("--perf", default="estimator")
+    parser.add_argument("--measured", action="store_true",
+                        help="ground truth and belief = the artifact's measured tables (default: the estimator)")
     parser.add_argument("--event-driven", action="store_true", help="decide on every event instead of 300 s rounds")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    names = args.scenarios.split(",")
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
     if not DATA.is_dir():
-        raise SystemExit(f"needs the shared data folder {DATA}")
+        raise SystemExit("needs the shared data folder ../shared/data beside the repository")
     OUT.mkdir(parents=True, exist_ok=True)
+    perf = "measured:" + ",".join(str(DATA / p) for p in MEASURED) if args.measured else "estimator"
+    suffix = ("-measured" if args.measured else "") + ("-event" if args.event_driven else "")
+    mode = "event-driven" if args.event_driven else "300 s rounds"
+    version = code_version()
     policies = ("arena", *BASELINES)
-    for name in args.scenarios.split(","):
+    summary = [f"perf: {'measured tables' if args.measured else 'estimator'}; code version {version}"]
+    for name in names:
         trace, cluster, horizon = SCENARIOS[name]
-        base = RunConfig(policy="arena", trace=str(DATA / trace), cluster=cluster, perf=args.perf, horizon_s=horizon,
+        base = RunConfig(policy="arena", trace=str(DATA / trace), cluster=cluster, perf=perf, horizon_s=horizon,
                          round_s=None if args.event_driven else 300.0, event_decisions=args.event_driven)
         t0 = time.perf_counter()
-        results, board = compare(CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
-                                 REPO / "results" / "reproduction" / f"{name}{'-event' if args.event_driven else ''}",
-                                 progress=False)
-        portable = board.assign(trace=board["trace"].str.replace(str(DATA), "../shared/data", regex=False))
-        portable.to_csv(OUT / f"{name}{'-event' if args.event_driven else ''}.csv", index=False)
-        row = {r.policy: r for r in board.itertuples()}
-        a = row["arena"]
-        print(f"\n== {name}: {cluster}, horizon {horizon:g} s, {'event-driven' if args.event_driven else '300 s rounds'}, "
-              f"{time.perf_counter() - t0:.0f} s; arena: {a.jobs_finished:.0f}/{a.jobs_submitted:.0f} finished, "
-              f"avg JCT {a.avg_jct_s / 3600:.2f} h, throughput avg {a.avg_throughput:,.0f} / peak {a.peak_throughput:,.0f}")
-        print(f"{'baseline':15s} {'JCT reduction':>14s} {'artifact':>9s} {'jobs x':>7s} {'avg thr x':>9s} {'peak thr x':>10s} {'finished':>8s}")
-        for b in BASELINES:
-            r = row[b]
-            reduction = (r.padded_avg_jct_s - a.padded_avg_jct_s) / r.padded_avg_jct_s
-            paper = ARTIFACT_PHILLY.get(b) if name == "philly" else None
-            print(f"{b:15s} {100 * reduction:13.1f}% {'' if paper is None else f'{100 * paper:.1f}%':>9s} "
-                  f"{a.jobs_finished / max(r.jobs_finished, 1):7.2f} {a.avg_throughput / max(r.avg_throughput, 1e-9):9.2f} "
-                  f"{a.peak_throughput / max(r.peak_throughput, 1e-9):10.2f} {r.jobs_finished:8.0f}")
-    print("\nartifact (philly): up to 1.45x jobs, 1.55x avg / 1.58x peak throughput")
+        _, board = compare(CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
+                           REPO / "results" / "reproduction" / f"{name}{suffix}", progress=False, plots=False)
+        portable(board, DATA, version).to_csv(OUT / f"{name}{suffix}.csv", index=False)
+        lines = summarise(name, cluster, horizon, mode, time.perf_counter() - t0, board)
+        print("\n" + "\n".join(lines), flush=True)
+        summary += ["", *lines]
+    summary += ["", "artifact (philly): up to 1.45x jobs, 1.55x avg / 1.58x peak throughput"]
+    print(summary[-1])
+    (OUT / f"summary{suffix or '-rounds'}.txt").write_text("\n".join(summary) + "\n")
 
 
 if __name__ == "__main__":
