@@ -22,6 +22,8 @@ PENDING_ORDERS: tuple[str, ...] = ("fifo", "las")
 #: Per-episode reward normalisers: none (seconds), jobs (job count x 1 h: the return is minus the
 #: average JCT in hours), ideal (the jobs' total ideal run time: minus total JCT / total ideal time).
 REWARD_NORMS: tuple[str, ...] = ("none", "jobs", "ideal")
+#: Upper bound of ``max_pending`` and of ``max_running``: the spaces and masks hold a row per slot.
+MAX_SLOTS = 1024
 
 
 def _is_int(value: Any) -> bool:
@@ -100,7 +102,7 @@ class EnvConfig:
     ``ap_search`` is the reconfiguration-overhead class the agent's (re)starts pay (``pruned``
     = Arena's). ``round_s`` adds periodic decision points.
 
-    *Agent interface.* ``max_pending`` (K) and ``max_running`` (R) are the job slots;
+    *Agent interface.* ``max_pending`` (K) and ``max_running`` (R) are the job slots (at most :data:`MAX_SLOTS` each);
     ``pending_order`` fills the K pending slots first come first served (``fifo``) or least
     attained service first (``las``). ``fold_stages`` makes a grid cell GPU type x count
     (stages from the proxy plan) instead of type x count x stages. ``oracle_remaining`` adds
@@ -168,8 +170,10 @@ class EnvConfig:
             problems.append(f"load_levels must be a non-empty tuple of finite numbers > 0, got {self.load_levels}")
         if not self.horizon_s > 0:
             problems.append(f"horizon_s must be > 0, got {self.horizon_s}")
-        if self.max_pending < 1 or self.max_running < 0:
-            problems.append(f"need max_pending >= 1 and max_running >= 0, got {self.max_pending}, {self.max_running}")
+        if not 1 <= self.max_pending <= MAX_SLOTS:
+            problems.append(f"max_pending must be in [1, {MAX_SLOTS}], got {self.max_pending}")
+        if not 0 <= self.max_running <= MAX_SLOTS:
+            problems.append(f"max_running must be in [0, {MAX_SLOTS}], got {self.max_running}")
         if self.max_substeps < 1:
             problems.append(f"max_substeps must be >= 1, got {self.max_substeps}")
         if not (math.isfinite(self.reward_scale) and self.reward_scale > 0):
@@ -178,6 +182,8 @@ class EnvConfig:
             problems.append(f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}")
         if self.round_s is not None and not (math.isfinite(self.round_s) and self.round_s >= 1):
             problems.append(f"round_s must be a finite number >= 1 (seconds) or None, got {self.round_s}")
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
         if any(not s.strip() for s in self.traces):
             problems.append("trace specs must not be empty")
         return problems

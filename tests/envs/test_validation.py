@@ -93,3 +93,22 @@ def test_badly_typed_or_valued_config_names_the_field(perf, field, value, error)
 def test_config_that_is_not_an_envconfig_is_refused():
     with pytest.raises(TypeError, match="config must be an EnvConfig"):
         envs.ArenaSchedEnv({"cluster": "tiny"})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"max_pending": 10**9}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 1000000000$"),
+    ({"max_pending": 0}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 0$"),
+    ({"max_running": 10**9}, r"^EnvConfig: max_running must be in \[0, 1024\], got 1000000000$"),
+    ({"max_running": -1}, r"^EnvConfig: max_running must be in \[0, 1024\], got -1$"),
+    ({"seed": -1}, r"^EnvConfig: seed must be >= 0, got -1$"),
+])
+def test_out_of_range_slots_and_seed_are_one_line_value_errors(overrides, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        EnvConfig(**overrides)
+    assert "\n" not in str(caught.value)
+
+
+def test_slot_bound_is_inclusive(perf):
+    config = EnvConfig(perf=perf, max_pending=envs.config.MAX_SLOTS, max_running=0)
+    env = envs.ArenaSchedEnv(config)
+    assert env.action_space.n > envs.config.MAX_SLOTS
