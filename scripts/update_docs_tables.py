@@ -1,0 +1,124 @@
+"""Regenerate the generated blocks of the documentation from benchmark and result files.
+
+A block is delimited by two HTML comments, which Markdown renders as nothing::
+
+    <!-- table:results/compare/leaderboard.csv columns=policy,avg_jct_s sort=avg_jct_s -->
+    ...generated Markdown table...
+    <!-- /table -->
+
+    <!-- text:benchmarks/results/reproduction/summary-rounds.txt -->
+    ...the file's text in a fenced block...
+    <!-- /text -->
+
+``table:CSV`` renders a CSV file as a Markdown table (optional ``columns=a,b,...`` to select and
+order columns, ``sort=COLUMN`` to sort ascending); ``text:FILE`` inserts a text file verbatim.
+Paths are relative to the repository root. Everything between the opening and closing comment
+is replaced; the rest of the file is left as it is.
+
+Usage::
+
+    python scripts/update_docs_tables.py            # README.md and docs/*.md, in place
+    python scripts/update_docs_tables.py --check    # exit 1 if any block is out of date
+    python scripts/update_docs_tables.py FILE...    # only these files
+
+A missing source file or an unknown option is a one-line error (exit code 2), and then no file
+is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from arena_gym.results import to_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"(<!-- (table|text):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)
+OPTIONS = {"table": ("columns", "sort"), "text": ()}
+
+
+class DocsError(ValueError):
+    """A block that cannot be generated (missing source, bad option)."""
+
+
+def _options(kind: str, raw: str, where: str) -> dict[str, str]:
+    options = dict(item.split("=", 1) for item in raw.split())
+    unknown = sorted(set(options) - set(OPTIONS[kind]))
+    if unknown:
+        valid = ", ".join(OPTIONS[kind]) or "none"
+        raise DocsError(f"{where}: unknown option(s) {', '.join(unknown)} for {kind}: (valid: {valid})")
+    return options
+
+
+def render_table(source: Path, options: dict[str, str], where: str) -> str:
+    """A CSV file as a Markdown table, with the selected columns in the given order."""
+    frame = pd.read_csv(source)
+    if "sort" in options:
+        if options["sort"] not in frame.columns:
+            raise DocsError(f"{where}: sort column {options['sort']!r} is not in {source.name}")
+        frame = frame.sort_values(options["sort"], kind="stable")
+    if "columns" in options:
+        columns = options["columns"].split(",")
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise DocsError(f"{where}: column(s) {', '.join(missing)} not in {source.name}; "
+                            f"it has {', '.join(frame.columns)}")
+        frame = frame[columns]
+    return to_markdown(frame)
+
+
+def render_text(source: Path) -> str:
+    """A text file in a fenced block."""
+    return "```text\n" + source.read_text().rstrip("\n") + "\n```\n"
+
+
+def update(text: str, name: str, root: Path = REPO) -> str:
+    """``text`` with every generated block regenerated from its source under ``root``."""
+    def replace(match: re.Match[str]) -> str:
+        opening, kind, path, raw, _, closing = match.groups()
+        line = text.count("\n", 0, match.start()) + 1
+        where = f"{name}:{line}"
+        options = _options(kind, raw, where)
+        source = root / path
+        if not source.is_file():
+            raise DocsError(f"{where}: {path} does not exist (run the command that writes it first)")
+        body = render_table(source, options, where) if kind == "table" else render_text(source)
+        return opening + body + closing
+
+    return BLOCK.sub(replace, text)
+
+
+def _name(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate (or with ``--check`` compare) the blocks of the given Markdown files."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, help="Markdown files (default: README.md and docs/*.md)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
+    args = parser.parse_args(argv)
+    files = args.files or [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    try:
+        updated = {f: update(f.read_text(), _name(f), REPO) for f in files}
+    except (DocsError, OSError) as err:
+        print(f"update_docs_tables: error: {err}", file=sys.stderr)
+        return 2
+    stale = [f for f, new in updated.items() if new != f.read_text()]
+    if args.check:
+        for f in stale:
+            print(f"out of date: {_name(f)}")
+        return 1 if stale else 0
+    for f in stale:
+        f.write_text(updated[f])
+        print(f"updated {_name(f)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

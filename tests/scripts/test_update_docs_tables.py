@@ -1,0 +1,69 @@
+"""scripts/update_docs_tables.py: generated blocks are rebuilt from their sources, nothing else changes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "update_docs_tables.py"
+spec = importlib.util.spec_from_file_location("update_docs_tables", SCRIPT)
+assert spec is not None and spec.loader is not None
+docs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(docs)
+
+CSV = "policy,avg_jct_s,jobs_finished\narena,1234.5,10\nfcfs,99.25,8\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "board.csv").write_text(CSV)
+    (tmp_path / "summary.txt").write_text("line one\nline two\n")
+    return tmp_path
+
+
+def test_table_block_selects_sorts_and_formats(root: Path) -> None:
+    text = ("intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\nstale\n<!-- /table -->\nend\n")
+    out = docs.update(text, "doc.md", root)
+    assert out == ("intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\n"
+                   "| policy | avg_jct_s |\n|---|---|\n| fcfs | 99.2 |\n| arena | 1,234 |\n<!-- /table -->\nend\n")
+    assert docs.update(out, "doc.md", root) == out  # idempotent
+
+
+def test_text_block_is_fenced_verbatim(root: Path) -> None:
+    out = docs.update("<!-- text:summary.txt -->\n<!-- /text -->\n", "doc.md", root)
+    assert out == "<!-- text:summary.txt -->\n```text\nline one\nline two\n```\n<!-- /text -->\n"
+
+
+@pytest.mark.parametrize("block, message", [
+    ("<!-- table:missing.csv -->\n<!-- /table -->", "doc.md:2: missing.csv does not exist"),
+    ("<!-- table:board.csv colums=policy -->\n<!-- /table -->", "unknown option(s) colums for table"),
+    ("<!-- table:board.csv columns=policy,nope -->\n<!-- /table -->", "column(s) nope not in board.csv"),
+    ("<!-- table:board.csv sort=nope -->\n<!-- /table -->", "sort column 'nope' is not in board.csv"),
+])
+def test_bad_blocks_name_the_problem(root: Path, block: str, message: str) -> None:
+    with pytest.raises(docs.DocsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        docs.update("x\n" + block + "\n", "doc.md", root)
+
+
+def test_check_mode_and_in_place_update(root: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = root / "doc.md"
+    doc.write_text("<!-- text:summary.txt -->\nold\n<!-- /text -->\n")
+    monkeypatch.setattr(docs, "REPO", root.resolve())
+    assert docs.main([str(doc), "--check"]) == 1 and "out of date: doc.md" in capsys.readouterr().out
+    assert "old" in doc.read_text()
+    assert docs.main([str(doc)]) == 0 and "line two" in doc.read_text()
+    assert docs.main([str(doc), "--check"]) == 0
+
+
+def test_a_missing_source_changes_no_file(root: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    good, bad = root / "good.md", root / "bad.md"
+    good.write_text("<!-- text:summary.txt -->\n<!-- /text -->\n")
+    bad.write_text("<!-- text:gone.txt -->\n<!-- /text -->\n")
+    monkeypatch.setattr(docs, "REPO", root.resolve())
+    assert docs.main([str(good), str(bad)]) == 2
+    assert "bad.md:1: gone.txt does not exist" in capsys.readouterr().err
+    assert good.read_text() == "<!-- text:summary.txt -->\n<!-- /text -->\n"
