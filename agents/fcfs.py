@@ -45,12 +45,15 @@ class FCFS:
 
         GPU types do not compete, so each type's queue is served on its own (the snapshot's
         per-type index): a decision reads only the jobs it starts, the one that blocks each
-        type, and the never-runnable jobs ahead of it, however long the queue.
+        type, and the never-runnable jobs ahead of it, however long the queue; a type without
+        free GPUs is not read at all.
         """
         first = snapshot.cluster.gpu_types[0]
         gpus = FreeGpus(snapshot)
         chosen: list[tuple[float, JobId, Allocation]] = []
         for gpu_type in snapshot.cluster.gpu_types:
+            if gpus.free_gpus(gpu_type) == 0:
+                continue  # nothing of this type can start: its queue need not be read
             cap = gpus.capacity[gpu_type]
             queue = snapshot.pending.requesting(gpu_type)
             if gpu_type == first:  # jobs without a requested type run on the cluster's first type

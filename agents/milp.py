@@ -1,5 +1,7 @@
 """A small typed wrapper around ``scipy.optimize.milp`` (HiGHS), shared by the Gavel and Sia baselines.
 
+scipy is imported when the first problem is built, not with this module.
+
 Build a problem with :class:`MilpBuilder` (variables with bounds and integrality, linear rows
 as sparse coefficients), then solve it with :meth:`Milp.solve`. A solve that ends without a
 usable solution raises :class:`MilpError` naming the solver status; a solve stopped by the
@@ -12,10 +14,13 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
-from scipy.sparse import csr_array
+
+if TYPE_CHECKING:  # scipy is imported on first solve: policies that never solve start without it
+    from scipy.optimize import OptimizeResult
+    from scipy.sparse import csr_array
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,8 @@ class Milp:
         return MilpSolution(x, float(self.c @ x), result.status == 0, int(result.status), str(result.message))
 
     def _run(self, config: MilpConfig, integrality: np.ndarray) -> OptimizeResult:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
         sign = -1.0 if self.maximize else 1.0
         constraints = [LinearConstraint(self.a, self.row_lb, self.row_ub)] if self.a.shape[0] else []
         return milp(
@@ -189,6 +196,8 @@ class MilpBuilder:
 
     def build(self, maximize: bool = True) -> Milp:
         """The problem built so far."""
+        from scipy.sparse import csr_array
+
         m, n = len(self._row_lb), self._n
         a = csr_array((_cat(self._vals, float), (_cat(self._rows, np.int64), _cat(self._cols, np.int64))), shape=(m, n))
         return Milp(_cat(self._c, float), a, np.asarray(self._row_lb, dtype=float), np.asarray(self._row_ub, dtype=float),

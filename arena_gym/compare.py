@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm.autonotebook import tqdm
 
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import RunConfig, RunResult, load_jobs, make_perf, run
 from arena_gym.gpu_types import check_requested_types
 from arena_gym.outputs import staged_dir
-from arena_gym.plots import plot_all
 from arena_gym.results import code_version, leaderboard, to_markdown, write_csv, write_json, write_run
 from arena_gym.types import JobSpec
 
@@ -76,9 +75,13 @@ def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
             for s, v in base.items()}
 
 
-def _run_one(args: tuple[RunConfig, tuple[JobSpec, ...]]) -> RunResult:
-    config, jobs = args
-    return run(config, jobs=jobs)
+#: One run for a worker: its config, its jobs and the estimator's cache directory.
+Task = tuple[RunConfig, tuple[JobSpec, ...], Path | None]
+
+
+def _run_one(task: Task) -> RunResult:
+    config, jobs, cache_dir = task
+    return run(config, jobs=jobs, cache_dir=cache_dir)
 
 
 def _ignore_sigint() -> None:
@@ -86,7 +89,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_all(tasks: list[tuple[RunConfig, tuple[JobSpec, ...]]], workers: int, progress: bool) -> list[RunResult]:
+def _run_all(tasks: list[Task], workers: int, progress: bool) -> list[RunResult]:
     bar = tqdm(total=len(tasks), desc="runs", unit="run", disable=not progress)
     results: list[RunResult] = []
     try:
@@ -111,19 +114,20 @@ def _run_all(tasks: list[tuple[RunConfig, tuple[JobSpec, ...]]], workers: int, p
     return results
 
 
-def compare(config: CompareConfig, out_dir: Path, progress: bool = True,
-            plots: bool = True) -> tuple[list[RunResult], pd.DataFrame]:
+def compare(config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True,
+            cache_dir: Path | None = None) -> tuple[list[RunResult], pd.DataFrame]:
     """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
 
-    ``out_dir`` is written complete or not at all (built under a temporary name, then renamed).
+    ``out_dir`` is written complete or not at all (built under a temporary name, then renamed);
+    ``cache_dir`` is the estimator's performance-table cache (None: none).
     """
     with staged_dir(out_dir) as staging:
         cluster = load_cluster(config.base.cluster)
-        truth = make_perf(config.base.perf, cluster)
+        truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir)
         workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
         unplaceable = {key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
                        for key, jobs in workloads.items()}
-        tasks = [(c, workloads[(c.trace, c.seed)]) for c in config.runs()]
+        tasks = [(c, workloads[(c.trace, c.seed)], cache_dir) for c in config.runs()]
         results = [dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type":
                                                    float(unplaceable[(r.config.trace, r.config.seed)])})
                    for r in _run_all(tasks, config.workers, progress)]
@@ -131,6 +135,8 @@ def compare(config: CompareConfig, out_dir: Path, progress: bool = True,
         for r in results:
             write_run(staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}", r,
                       plots=False)
+        if plots:
+            from arena_gym.plots import plot_all  # matplotlib only when plots are drawn
         for trace in config.traces if plots else ():
             for seed in config.seeds:
                 group = [r.record for r in results if r.config.trace == trace and r.config.seed == seed]

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -52,9 +53,13 @@ class RunResult:
     metrics: dict[str, float]
 
 
-def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None) -> PerfModel:
-    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...)."""
-    return perf_registry().make(spec, cluster=cluster, seed=seed, base=truth)
+def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None,
+              cache_dir: str | Path | None = None) -> PerfModel:
+    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...).
+
+    ``cache_dir`` is offered to factories that take it (the estimator keeps its tables there).
+    """
+    return perf_registry().make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir)
 
 
 def make_policy(spec: str, seed: int = 0) -> Policy:
@@ -102,11 +107,17 @@ def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> t
     return tuple(jobs)
 
 
-def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | None = None) -> RunResult:
-    """Run one episode as ``config`` says and compute its metrics."""
+def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | None = None,
+        cache_dir: str | Path | None = None, truth: PerfModel | None = None) -> RunResult:
+    """Run one episode as ``config`` says and compute its metrics.
+
+    ``truth`` is the model ``config.perf`` names, when the caller has built it already (it
+    keeps its tables); ``cache_dir`` is the estimator's disk cache (None: none).
+    """
     cluster = load_cluster(config.cluster)
-    truth = make_perf(config.perf, cluster, config.seed)
-    belief = make_perf(config.belief, cluster, config.seed, truth) if config.belief else truth
+    if truth is None:
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=cache_dir)
+    belief = make_perf(config.belief, cluster, config.seed, truth, cache_dir) if config.belief else truth
     if jobs is None:
         jobs = load_jobs(config.trace, cluster, truth, config.seed)
     policy = make_policy(config.policy, config.seed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from tqdm.auto import tqdm
+from tqdm.autonotebook import tqdm
 
 from arena_gym.protocols import ClusterBackend, Policy
 from arena_gym.records import EpisodeRecord

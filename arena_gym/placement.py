@@ -73,9 +73,10 @@ def best_grid(perf: PerfModel, spec: JobSpec, shape: ResourceShape) -> Grid:
 def allocation(perf: PerfModel, spec: JobSpec, placement: Placement) -> Allocation:
     """An allocation on ``placement`` with the proxy plan's grid and plan."""
     shape = placement.shape
-    grid = best_grid(perf, spec, shape)
     plan = perf.proxy_plan(spec.model, spec.global_batch, shape)
-    return Allocation(grid, placement, plan if plan is not None and plan.n_stages == grid.n_stages else None)
+    if plan is not None:
+        return Allocation(Grid(shape, plan.n_stages), placement, plan)
+    return Allocation(best_grid(perf, spec, shape), placement, None)
 
 
 def node_capacity(snapshot: Snapshot, gpu_type: str) -> int:

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from arena_gym.metrics import job_outcomes, timeline  # noqa: E402
-from arena_gym.records import EpisodeRecord  # noqa: E402
+from arena_gym.metrics import job_outcomes, timeline
+from arena_gym.records import EpisodeRecord
 
 #: At most this many points per line: longer runs are binned more coarsely (a plot is ~800 px wide).
 PLOT_POINTS = 2000
+#: Fixed margins (fractions of the figure) that fit the axis labels: no layout pass before drawing.
+_MARGINS = {"left": 0.12, "right": 0.97, "bottom": 0.13, "top": 0.96}
 
 
 def _smooth(values: np.ndarray, window: int) -> np.ndarray:
@@ -26,18 +26,24 @@ def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     return np.convolve(values, kernel, mode="same") / np.convolve(np.ones_like(values), kernel, mode="same")
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def _figure(width: float, height: float) -> Figure:
+    """A figure drawn by the Agg backend directly (no pyplot: no global figure registry to close)."""
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(**_MARGINS)
+    return fig
+
+
+def _save(fig: Figure, path: Path) -> Path:
     tmp = path.with_suffix(".tmp.png")
-    fig.tight_layout()
     fig.savefig(tmp, dpi=110)
-    plt.close(fig)
     tmp.replace(path)
     return path
 
 
 def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
     """CDF of job completion times (hours) of finished jobs, one line per record."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = _figure(6, 4)
+    ax = fig.add_subplot()
     for rec in records:
         jcts = np.sort([o.jct for o in job_outcomes(rec) if o.jct is not None]) / 3600.0
         if len(jcts):
@@ -45,6 +51,7 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
     ax.set_xlabel("JCT (h)")
     ax.set_ylabel("fraction of finished jobs")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.1, 1, 10 (plain text, no mathtext)
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend()
@@ -58,7 +65,8 @@ def plot_series(records: Sequence[EpisodeRecord], path: Path, series: str, ylabe
     Bins are ``bin_s`` wide, or wider so that a line has at most :data:`PLOT_POINTS` points;
     every line ends at its record's end (the last real event, or the horizon).
     """
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = _figure(7, 4)
+    ax = fig.add_subplot()
     for rec in records:
         tl = timeline(rec)
         starts, means = tl.binned(getattr(tl, series), bin_s, max_bins=PLOT_POINTS)

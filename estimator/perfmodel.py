@@ -220,6 +220,9 @@ class EstimatorPerfModel:
         return get_gpu(canonical_gpu_name(gpu_type)).memory_gb
 
 
-def default_perf_model(cluster: ClusterSpec | None = None) -> EstimatorPerfModel:
-    """The calibrated estimator (committed parameters, default planner) for ``cluster``."""
-    return EstimatorPerfModel(cluster)
+def default_perf_model(cluster: ClusterSpec | None = None, cache_dir: str | Path | None = None) -> EstimatorPerfModel:
+    """The calibrated estimator (committed parameters, default planner) for ``cluster``.
+
+    ``cache_dir``: a directory of performance tables shared between runs (None: no disk cache).
+    """
+    return EstimatorPerfModel(cluster, cache_dir=cache_dir)

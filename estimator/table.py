@@ -2,9 +2,10 @@
 type) x resource shape x stage count, precomputed in one vectorised pass and cached on disk.
 
 A :class:`TypeTable` answers in O(1): it holds Python lists for the hot lookups and numpy
-arrays for everything else. The disk cache is one ``.npz`` file per table (never pickled),
-named by a hash of the estimator version, its parameters, the planner settings, the model's
-cost table, the batch, the GPU spec, its links and the shapes.
+arrays for everything else. The disk cache is one ``.npy`` file per table (one float64 array,
+never pickled), named by a hash of the estimator version, its parameters, the planner settings,
+the model's cost table, the batch, the GPU spec, its links and the shapes; files are written
+under a unique temporary name and renamed into place, so concurrent runs share a cache safely.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arena_gym.types import GpuType, Plan, ResourceShape
+from arena_gym.types import GpuType, PipeSchedule, Plan, ResourceShape
 from estimator.costmodel import GIB, Infeasible, rates_for
 from estimator.hardware import GpuSpec, NodeLinks
 from estimator.params import ESTIMATOR_VERSION, EstimatorParams
@@ -31,6 +32,8 @@ from estimator.zoo import ModelArch
 log = logging.getLogger(__name__)
 
 MAX_STAGES = 16
+#: Suffix of a cached table: ``KEY.npy``, where KEY hashes every input of the table.
+CACHE_SUFFIX = ".npy"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class TypeTable:
     grid: list[list[float]] = field(init=False)
     dp_list: list[float] = field(init=False)
     stage_col: dict[int, int] = field(init=False)
+    _plans: dict[tuple[int, int, PipeSchedule], Plan | None] = field(init=False, repr=False)  # decoded plans
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -90,20 +94,20 @@ class TypeTable:
         set_(self, "grid", self.time.tolist())
         set_(self, "dp_list", self.dp_time.tolist())
         set_(self, "stage_col", {s: j for j, s in enumerate(self.stage_counts)})
+        set_(self, "_plans", {})
 
     def plan(self, row: int, col: int, cfg: PlannerConfig) -> Plan | None:
-        """The plan of one grid (None when infeasible)."""
-        if not math.isfinite(self.time[row, col]):
-            return None
-        S = self.stage_counts[col]
-        return decode_plan(self.bounds[row, col, :S + 1], self.dp[row, col, :S], self.tp[row, col, :S],
-                           int(self.micro_batches[row, col]), cfg.schedule)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Every array field (for saving)."""
-        names = ("time", "reason", "compute", "intra", "inter", "bubble", "mem_gb", "micro_batches", "bounds", "dp", "tp",
-                 "dp_time", "dp_mem_gb")
-        return {n: getattr(self, n) for n in names}
+        """The plan of one grid (None when infeasible); decoded once per grid and schedule."""
+        key = (row, col, cfg.schedule)
+        if key in self._plans:
+            return self._plans[key]
+        plan = None
+        if math.isfinite(self.grid[row][col]):
+            S = self.stage_counts[col]
+            plan = decode_plan(self.bounds[row, col, :S + 1], self.dp[row, col, :S], self.tp[row, col, :S],
+                               int(self.micro_batches[row, col]), cfg.schedule)
+        self._plans[key] = plan
+        return plan
 
 
 def shapes_for(gpu_type: str, capacity: int, total_gpus: int, counts: Sequence[int]) -> tuple[ResourceShape, ...]:
@@ -127,14 +131,14 @@ def build_tables(requests: Sequence[TableRequest], params: EstimatorParams, cfg:
     keys = [r.key(params, cfg) for r in requests] if cache_dir is not None else []
     if cache_dir is not None:
         for i, (req, key) in enumerate(zip(requests, keys)):
-            out[i] = _load(Path(cache_dir) / f"{key}.npz", req, key, cfg)
+            out[i] = _load(Path(cache_dir) / f"{key}{CACHE_SUFFIX}", req, cfg)
     todo = [i for i, t in enumerate(out) if t is None]
     if todo:
         built = _build([requests[i] for i in todo], params, cfg)
         for i, table in zip(todo, built):
             out[i] = table
             if cache_dir is not None:
-                _save(Path(cache_dir) / f"{keys[i]}.npz", table, keys[i])
+                _save(Path(cache_dir) / f"{keys[i]}{CACHE_SUFFIX}", table)
     return [t for t in out if t is not None]
 
 
@@ -177,14 +181,55 @@ def _build(requests: Sequence[TableRequest], params: EstimatorParams, cfg: Plann
     return tables
 
 
-def _save(path: Path, table: TypeTable, key: str) -> None:
+#: Fields of a table packed into one float64 array [shapes, stage counts, ...] for the disk cache
+#: (every integer field fits a float64 exactly): name -> width along the last axis.
+_PACKED = (("time", 1), ("reason", 1), ("compute", 1), ("intra", 1), ("inter", 1), ("bubble", 1), ("mem_gb", 1),
+           ("micro_batches", 1), ("dp_time", 1), ("dp_mem_gb", 1), ("bounds", MAX_STAGES + 1), ("dp", MAX_STAGES),
+           ("tp", MAX_STAGES))
+_PACKED_WIDTH = sum(w for _, w in _PACKED)
+#: Fields stored per shape only (the same in every stage-count column of the packed array).
+_PER_SHAPE = ("dp_time", "dp_mem_gb")
+_DTYPES = {"reason": np.int8, "micro_batches": np.int32, "bounds": np.int32, "dp": np.int32, "tp": np.int32}
+
+
+def pack(table: TypeTable) -> np.ndarray:
+    """A table as one float64 array [shapes, stage counts, fields] (one ``.npy`` file loads in one read)."""
+    rows, cols = table.time.shape
+    out = np.empty((rows, cols, _PACKED_WIDTH))
+    at = 0
+    for name, width in _PACKED:
+        value = getattr(table, name)
+        if name in _PER_SHAPE:
+            value = np.broadcast_to(value[:, None], (rows, cols))
+        out[:, :, at:at + width] = value.reshape(rows, cols, width)
+        at += width
+    return out
+
+
+def unpack(packed: np.ndarray, req: TableRequest, stage_counts: tuple[int, ...]) -> TypeTable:
+    """The table :func:`pack` packed; ValueError when the array does not fit ``req`` and ``stage_counts``."""
+    rows, cols = len(req.shapes), len(stage_counts)
+    if packed.dtype != np.float64 or packed.shape != (rows, cols, _PACKED_WIDTH):
+        raise ValueError(f"array of {packed.dtype} {packed.shape}, expected float64 {(rows, cols, _PACKED_WIDTH)}")
+    arrays: dict[str, np.ndarray] = {}
+    at = 0
+    for name, width in _PACKED:
+        value = packed[:, :, at] if width == 1 else packed[:, :, at:at + width]
+        if name in _PER_SHAPE:
+            value = packed[:, 0, at] if cols else np.zeros(rows)
+        arrays[name] = value.astype(_DTYPES.get(name, np.float64))
+        at += width
+    return TypeTable(req.arch.name, req.batch, req.gpu_type, req.shapes, stage_counts, **arrays)
+
+
+def _save(path: Path, table: TypeTable) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # a unique temporary name, then an atomic rename: concurrent runs never see a partial file
-        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
-                np.savez_compressed(handle, key=np.array(key), **table.arrays())
+                np.save(handle, pack(table), allow_pickle=False)
             Path(name).replace(path)
         except BaseException:
             Path(name).unlink(missing_ok=True)
@@ -193,17 +238,19 @@ def _save(path: Path, table: TypeTable, key: str) -> None:
         log.warning("cannot write performance-table cache %s: %s", path, exc)
 
 
-def _load(path: Path, req: TableRequest, key: str, cfg: PlannerConfig) -> TypeTable | None:
-    if not path.is_file():
+def _load(path: Path, req: TableRequest, cfg: PlannerConfig) -> TypeTable | None:
+    """The cached table at ``path`` (its name is the request's key), None when absent or unreadable."""
+    try:
+        packed = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError) as exc:
+        log.warning("ignoring unreadable performance-table cache %s: %s", path, exc)
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if str(data["key"]) != key:
-                return None
-            arrays = {k: data[k] for k in data.files if k != "key"}
-        return TypeTable(req.arch.name, req.batch, req.gpu_type, req.shapes, cfg.stage_counts, **arrays)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable performance-table cache %s: %s", path, exc)
+        return unpack(packed, req, cfg.stage_counts)
+    except (ValueError, TypeError) as exc:
+        log.warning("ignoring performance-table cache %s that does not fit its request: %s", path, exc)
         return None
 
 

@@ -1,4 +1,4 @@
-"""Test-wide settings: no network for wandb, one thread, and the shared data folder."""
+"""Test-wide settings: no network for wandb, one thread, a private cache directory, and the shared data folder."""
 
 from __future__ import annotations
 
@@ -15,6 +15,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Point ``XDG_CACHE_HOME`` (the CLI's default performance-table cache) at a directory of this
+    test session, shared by its tests and the processes they start, never the user's own cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("xdg-cache")
+        patch.setenv("XDG_CACHE_HOME", str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")

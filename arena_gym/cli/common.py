@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 from pathlib import Path
 
 from arena_gym.experiment import RunConfig
@@ -16,6 +17,8 @@ from arena_gym.sim import OverheadModel
 #: iterations log-normal with the file's log-mean 5.06 and log-std 0.89, 6..500 iterations).
 DEFAULT_TRACE = ("synthetic:mix=testbed,n_jobs=240,rate_per_h=42,iter_log_mean=5.06,"
                  "iter_log_sigma=0.89,iter_min=6,iter_max=500")
+#: Folder of the performance tables inside the cache directory.
+TABLES_SUBDIR = "perf-tables"
 #: Seeds are 0 .. 2**32 - 1 (what numpy's SeedSequence takes without surprise).
 MAX_SEED = 2**32 - 1
 
@@ -102,6 +105,28 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multiply every reconfiguration overhead (0: none)")
     parser.add_argument("--strict", action="store_true",
                         help="a job requesting a GPU type the cluster lacks is an error (default: a warning)")
+    add_cache_arguments(parser)
+
+
+def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """--cache-dir and --no-cache: where the estimator keeps its performance tables between runs."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                       help="performance-table cache (default: $XDG_CACHE_HOME/arena-gym or ~/.cache/arena-gym)")
+    group.add_argument("--no-cache", action="store_true", help="plan every performance table afresh, write no cache")
+
+
+def default_cache_dir() -> Path:
+    """The user's cache directory for arena-gym: ``$XDG_CACHE_HOME/arena-gym``, else ``~/.cache/arena-gym``."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "arena-gym"
+
+
+def cache_dir(args: argparse.Namespace) -> Path | None:
+    """The performance-table directory the parsed arguments ask for (None: ``--no-cache``)."""
+    if args.no_cache:
+        return None
+    return (args.cache_dir or default_cache_dir()) / TABLES_SUBDIR
 
 
 def scaled_overhead(scale: float) -> OverheadModel:

@@ -7,7 +7,8 @@ import os
 import re
 from pathlib import Path
 
-from arena_gym.cli.common import DEFAULT_TRACE, add_run_arguments, bounded_int, out_dir, run_config, seed_int
+from arena_gym.cli.common import (DEFAULT_TRACE, add_run_arguments, bounded_int, cache_dir, out_dir, run_config,
+                                   seed_int)
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.results import to_markdown
 
@@ -74,7 +75,7 @@ def handle(args: argparse.Namespace) -> int:
     traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
     base = run_config(args, args.policies[0], args.seeds[0])
     config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict)
-    results, board = compare(config, args.out, plots=not args.no_plots)
+    results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
     print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
     print(f"results: {args.out}")
     if args.wandb:

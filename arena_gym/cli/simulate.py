@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from arena_gym.cli.common import add_run_arguments, out_dir, run_config, seed_int
+from arena_gym.cli.common import add_run_arguments, cache_dir, out_dir, run_config, seed_int
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import load_jobs, make_perf, run
 from arena_gym.gpu_types import check_requested_types
@@ -31,9 +31,11 @@ def handle(args: argparse.Namespace) -> int:
     config = run_config(args, args.policy, args.seed)
     with staged_dir(args.out) as staging:
         cluster = load_cluster(config.cluster)
-        jobs = load_jobs(config.trace, cluster, make_perf(config.perf, cluster, config.seed), config.seed)
+        tables = cache_dir(args)
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables)
+        jobs = load_jobs(config.trace, cluster, truth, config.seed)
         unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
-        result = run(config, progress=True, jobs=jobs)
+        result = run(config, progress=True, jobs=jobs, cache_dir=tables, truth=truth)
         result = dataclasses.replace(result, metrics={**result.metrics, "jobs_unplaceable_type": float(unplaceable)})
         write_run(staging, result, plots=not args.no_plots)
     m = result.metrics

@@ -56,6 +56,21 @@ class CheckedDecision:
         return not self.preemptions and not self.allocations
 
 
+class _Scratch(dict[str, np.ndarray]):
+    """Free GPUs per node of each type, copied from ``source`` when a type is first read (validation scratch)."""
+
+    def __init__(self, source: dict[str, np.ndarray]) -> None:
+        super().__init__()
+        self._source = source
+
+    def __contains__(self, gpu_type: object) -> bool:
+        return gpu_type in self._source
+
+    def __missing__(self, gpu_type: str) -> np.ndarray:
+        copy = self[gpu_type] = self._source[gpu_type].copy()
+        return copy
+
+
 class ClusterState:
     """GPU accounting, job states, snapshots and the event log of one cluster (no clock).
 
@@ -159,7 +174,7 @@ class ClusterState:
         allocation: the job is submitted and unfinished, named once, its GPU type, nodes and
         GPUs per node exist, its grid is feasible for ``truth``, and every node has the GPUs.
         """
-        scratch = {t: f.copy() for t, f in self._free.items()}
+        scratch = _Scratch(self._free)
         seen: set[JobId] = set()
         preempt: list[JobId] = []
         for job_id in decision.preemptions:

@@ -103,17 +103,67 @@ def test_bad_inputs_fail_with_one_line(perf):
 def test_disk_cache_round_trip(tmp_path):
     first = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
     first.prebuild([(GPT, 128), (WRN, 256)])
-    files = sorted(tmp_path.glob("*.npz"))
+    files = sorted(tmp_path.glob("*.npy"))
     assert len(files) == 4
     second = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
     table_a, table_b = first.table(GPT, 128, "a40"), second.table(GPT, 128, "a40")
     assert np.array_equal(table_a.time, table_b.time) and np.array_equal(table_a.dp, table_b.dp)
     shape = ResourceShape("a40", 2, 2)
     assert second.proxy_plan(GPT, 128, shape) == first.proxy_plan(GPT, 128, shape)
-    files[0].write_bytes(b"not a zip")  # a corrupt cache file is rebuilt, not trusted
+    files[0].write_bytes(b"not an array")  # a corrupt cache file is rebuilt, not trusted
     third = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
     third.prebuild([(GPT, 128), (WRN, 256)])
     assert third.iter_time(GPT, 128, shape) == first.iter_time(GPT, 128, shape)
+
+
+def test_cache_packing_is_exact_for_every_field(perf):
+    from estimator.table import TableRequest, pack, unpack
+
+    table = perf.table(GPT, 128, "a100")
+    req = perf._request(GPT, 128, "a100")
+    back = unpack(pack(table), req, perf.config.stage_counts)
+    for name in ("time", "reason", "compute", "intra", "inter", "bubble", "mem_gb", "micro_batches", "bounds", "dp",
+                 "tp", "dp_time", "dp_mem_gb"):
+        want, got = getattr(table, name), getattr(back, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert isinstance(req, TableRequest) and back.best == table.best and back.best_stage == table.best_stage
+
+
+def test_cache_file_that_does_not_fit_its_request_is_rebuilt(tmp_path):
+    first = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
+    want = first.table(GPT, 128, "a40").time
+    (path,) = tmp_path.glob("*.npy")
+    np.save(path, np.zeros((2, 3, 4)))  # a well-formed array of the wrong shape
+    second = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
+    assert np.array_equal(second.table(GPT, 128, "a40").time, want)
+    assert np.load(path).shape[0] == len(want)  # rewritten with the real table
+
+
+_FILL_CACHE = """
+import sys
+from arena_gym.types import ClusterSpec, GpuType, ModelRef, NodeGroup
+from estimator.perfmodel import EstimatorPerfModel
+cluster = ClusterSpec("t", (NodeGroup(GpuType("a100"), 4, 4), NodeGroup(GpuType("a40"), 8, 2)))
+perf = EstimatorPerfModel(cluster, cache_dir=sys.argv[1])
+perf.prebuild([(ModelRef("gpt", "1.3B"), b) for b in (64, 128, 256)])
+"""
+
+
+def test_concurrent_runs_share_one_cache(tmp_path):
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", _FILL_CACHE, str(tmp_path)]) for _ in range(3)]
+    try:
+        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    finally:
+        for p in procs:
+            p.kill()
+    assert len(list(tmp_path.glob("*.npy"))) == 6 and not list(tmp_path.glob(".*"))  # no partial files left
+    cached = EstimatorPerfModel(CLUSTER, cache_dir=tmp_path)
+    fresh = EstimatorPerfModel(CLUSTER)
+    for batch in (64, 128, 256):
+        assert np.array_equal(cached.table(GPT, batch, "a100").time, fresh.table(GPT, batch, "a100").time)
 
 
 def test_prebuild_matches_lazy_build():
