@@ -17,6 +17,15 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
 * ``data``: seconds to build a global batch of each size;
 * ``calls``: the fixed cost of one autograd backward call, which every layer's timed backward
   contains once but a stage's backward pays once for all its layers;
+* ``grouped`` (version 3): forward and backward seconds of a wrapped layer timed on a real group of
+  ``group`` devices, collectives and the wrapper's dispatch included (``tp``: a DTensor
+  tensor-parallel block on a tensor-parallel group; ``fsdp``: an FSDP2 unit on a data-parallel
+  group, gathered in forward and again in backward for blocks, once for the root's embedding and
+  head, without gradient synchronisation; ``fsdp_sync``: the same with the gradients
+  reduce-scattered in backward, as on a step's last micro-batch). Collectives inside a training step cost more than
+  the sum of the isolated tables (DTensor's functional collectives, waits for the slower rank,
+  interference with the computation), so where a grouped curve exists the composition uses it in
+  place of the plain curve + one-rank overhead + table collectives;
 * ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
   ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
   inside a loop that computes between collectives, as training does.
@@ -51,9 +60,13 @@ from typing import Any
 import numpy as np
 
 PROFILE_FORMAT = "arena-gym-profile"
-PROFILE_VERSION = 2  # 2: the autograd backward call cost ("calls")
+PROFILE_VERSION = 3  # 2: the autograd backward call cost ("calls"); 3: wrapped layers timed on real groups ("grouped")
+#: Versions this code reads (a version-2 profile has no grouped curves and composes as before).
+READABLE_VERSIONS = (2, 3)
 LAYER_KINDS = ("embed", "block", "head")
 WRAPPERS = ("tp", "fsdp", "pipeline")
+#: Wrappers timed on real groups (the ``grouped`` curves).
+GROUPED_WRAPPERS = ("tp", "fsdp", "fsdp_sync")
 COMM_OPS = ("all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all")
 NEIGHBOURS = ("busy", "idle")
 _MAX_FILE_BYTES = 64 << 20
@@ -221,7 +234,7 @@ class Curve:
     model: str
     layer: str  # embed, block, head (or "model" for the pipeline overhead)
     variant: str  # "compute" or a wrapper name
-    tp: int
+    tp: int  # tensor-parallel degree of a compute curve; the group size of a grouped curve; 1 otherwise
     samples: tuple[int, ...]
     fw_s: tuple[float, ...]
     bw_s: tuple[float, ...]
@@ -231,6 +244,9 @@ class Curve:
         if self.variant == "compute":
             return (interp_curve(self.samples, self.fw_s, samples, True),
                     interp_curve(self.samples, self.bw_s, samples, True))
+        if self.variant.endswith(GROUPED_SUFFIX):
+            return (interp_curve(self.samples, self.fw_s, samples, False),
+                    interp_curve(self.samples, self.bw_s, samples, False))
         x = np.asarray(samples, dtype=float)
         return (np.maximum(np.interp(x, self.samples, self.fw_s), 0.0), np.maximum(np.interp(x, self.samples, self.bw_s), 0.0))
 
@@ -296,6 +312,10 @@ def interp_table(sizes: Sequence[float], seconds: Sequence[float], nbytes: Any) 
     return np.where(x > top, beyond, np.interp(x, xa, ya))
 
 
+#: Variant suffix of grouped curves (``tp@group``, ``fsdp@group``).
+GROUPED_SUFFIX = "@group"
+
+
 # ----------------------------------------------------------------------------------------------
 # the profile
 
@@ -317,6 +337,7 @@ class Profile:
     created: str = ""
     code_version: str = ""
     version: int = PROFILE_VERSION
+    grouped: tuple[Curve, ...] = ()  # wrapped layers timed on real groups (variant "tp@group" / "fsdp@group", tp = group)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -345,10 +366,14 @@ class Profile:
         """The overhead curve of ``wrapper`` on a layer kind (``layer="model"`` for ``pipeline``), or None."""
         return self._index().get((model, layer, wrapper, 1))
 
+    def grouped_curve(self, model: str, layer: str, wrapper: str, group: int) -> Curve | None:
+        """The curve of ``wrapper`` on a layer kind timed on a real group of ``group`` devices, or None."""
+        return self._index().get((model, layer, wrapper + GROUPED_SUFFIX, group))
+
     def _index(self) -> dict[tuple[str, str, str, int], Curve]:
         cache = self.__dict__.get("_curve_index")
         if cache is None:
-            cache = {(c.model, c.layer, c.variant, c.tp): c for c in (*self.compute, *self.overhead)}
+            cache = {(c.model, c.layer, c.variant, c.tp): c for c in (*self.compute, *self.overhead, *self.grouped)}
             object.__setattr__(self, "_curve_index", cache)
         return cache
 
@@ -400,6 +425,8 @@ class Profile:
                           "wrapper_per_tensor_s": dict(self.optimizer.wrapper_per_tensor_s)},
             "data": [{"model": m, "batch": list(b), "seconds": list(s)} for m, (b, s) in self.data.items()],
             "calls": {"backward_s": self.backward_call_s},
+            "grouped": [{"model": c.model, "layer": c.layer, "wrapper": c.variant.removesuffix(GROUPED_SUFFIX), "group": c.tp,
+                         "samples": list(c.samples), "fw_s": list(c.fw_s), "bw_s": list(c.bw_s)} for c in self.grouped],
             "comm": [{"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
                      for t in self.comm],
             "cost": dict(self.cost), "settings": dict(self.settings),
@@ -420,12 +447,12 @@ class Profile:
 
 def _parse(data: Any) -> Profile:
     top = _obj(data, "profile", ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm",
-                                 "calls"), ("created", "code_version", "cost", "settings"))
+                                 "calls"), ("created", "code_version", "cost", "settings", "grouped"))
     if top["format"] != PROFILE_FORMAT:
         raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
-    if top["version"] != PROFILE_VERSION:
-        raise ProfileError(f"profile version {top['version']!r} is not supported (this code reads version {PROFILE_VERSION}); "
-                           "profile the testbed again")
+    if top["version"] not in READABLE_VERSIONS:
+        raise ProfileError(f"profile version {top['version']!r} is not supported (this code reads versions "
+                           f"{', '.join(map(str, READABLE_VERSIONS))}); profile the testbed again")
     device = DeviceInfo.from_dict(top["device"])
     models_d = top["models"]
     if not isinstance(models_d, Mapping) or not models_d:
@@ -457,6 +484,20 @@ def _parse(data: Any) -> Profile:
         return tuple(out)
 
     compute, overhead = curves("compute"), curves("overhead")
+    grouped = []
+    for i, item in enumerate(_list(top.get("grouped", []), "grouped")):
+        w = f"grouped[{i}]"
+        d = _obj(item, w, ("model", "layer", "wrapper", "group", "samples", "fw_s", "bw_s"))
+        model = _str(d["model"], f"{w}.model")
+        if model not in models:
+            raise ProfileError(f"{w}.model {model!r} is not in models")
+        wrapper = _str(d["wrapper"], f"{w}.wrapper", GROUPED_WRAPPERS)
+        layer = _str(d["layer"], f"{w}.layer", ("block",) if wrapper == "tp" else LAYER_KINDS)
+        samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s")
+        _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s")
+        grouped.append(Curve(model, layer, wrapper + GROUPED_SUFFIX, _int(d["group"], f"{w}.group", 2), samples, fw, bw))
+    if len({(c.model, c.layer, c.variant, c.tp) for c in grouped}) != len(grouped):
+        raise ProfileError("grouped lists a curve twice")
     for name in models:
         for kind in LAYER_KINDS:
             if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
@@ -490,7 +531,7 @@ def _parse(data: Any) -> Profile:
         raise ProfileError("settings must be an object")
     return Profile(device, models, compute, overhead, optimizer, data, tuple(comm), _num(calls["backward_s"], "calls.backward_s"),
                    {str(k): _num(v, f"cost.{k}") for k, v in cost.items()}, dict(settings),
-                   str(top.get("created", "")), str(top.get("code_version", "")), PROFILE_VERSION)
+                   str(top.get("created", "")), str(top.get("code_version", "")), int(top["version"]), tuple(grouped))
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -17,6 +17,16 @@ samples per device):
   the AdamW step of the stage's local parameters, the global batch's construction, the loss
   all-reduce over all ranks and the control all-reduce the job loop makes before every step.
 
+Where the profile has wrapped layers timed on a real group (``grouped`` curves, profile version 3)
+and the plan's group is such a group (inside one node), they replace the pieces above: a
+tensor-parallel block's forward and backward are the grouped ``tp`` curve (local-head computation,
+DTensor's dispatch and its all-reduces, timed together), and for single-stage plans without tensor
+parallelism every FSDP2 unit's forward and backward per micro-batch are the grouped ``fsdp`` curve
+(computation, wrapper, gathers, timed together, no gradient synchronisation) and the step's last
+micro-batch adds, per unit, the measured difference of the ``fsdp_sync`` curve (the reduce-scatter
+and FSDP2's copies around it), charged in the per-step sync. The
+collectives of grouped layers count as computation in the breakdown.
+
 Stages are composed by the event simulation of the schedule's op order
 (:mod:`estimator.pipeline`), with the pipeline's point-to-point times on the boundaries; the
 iteration ends when the slowest stage has finished its optimizer step. The split reported:
@@ -81,11 +91,14 @@ class Composed(NamedTuple):
 class _LayerCosts:
     """Per layer-table entry, at one (samples, dp, tp, pipelined) setting: arrays over layers."""
 
-    fw: np.ndarray  # compute + wrapper overheads
+    fw: np.ndarray  # compute + wrapper overheads (+ the wrapper's collectives where timed on a real group)
     bw: np.ndarray
     opt: np.ndarray  # AdamW step (per step)
     block: np.ndarray  # 1.0 for blocks
     root_bytes: np.ndarray  # parameter bytes of non-block layers (FSDP's root unit)
+    tp_table: np.ndarray  # 1.0 for blocks whose tensor-parallel all-reduces come from the tables
+    fsdp_table: np.ndarray  # 1.0 for layers whose FSDP2 all-gathers come from the tables
+    sync: np.ndarray  # per step: a grouped FSDP2 unit's measured gradient synchronisation (0 where the tables apply)
 
 
 def _nodes(size: int, stride: int, gpn: int) -> int:
@@ -93,28 +106,47 @@ def _nodes(size: int, stride: int, gpn: int) -> int:
     return max(1, min(size, size * stride // gpn))
 
 
-def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int) -> _LayerCosts:
+def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int, grouped_tp: bool = False,
+                 grouped_fsdp: bool = False) -> _LayerCosts:
+    """Per-layer costs; ``grouped_tp`` / ``grouped_fsdp``: use the curves timed on a real group of ``tp`` / ``dp``
+    devices where the profile has them (a grouped FSDP2 unit's gradient synchronisation goes to ``sync``, per step)."""
     kinds = [info.kind(i) for i in range(info.n_layers)]
-    per_kind: dict[str, tuple[float, float, float, float]] = {}
+    per_kind: dict[str, tuple[float, ...]] = {}
     for kind in set(kinds):
-        fw, bw = profile.compute_curve(info.name, kind, tp).at(n)
-        fw, bw = float(fw), float(bw)
-        wrapped: dict[str, int] = {}
         params = info.layers[kind]
+        wrapped: dict[str, int] = {}
+        tp_curve = profile.grouped_curve(info.name, kind, "tp", tp) if grouped_tp and tp > 1 and kind == "block" else None
+        fsdp_curve = sync_curve = None
+        if grouped_fsdp and dp > 1 and tp == 1:
+            fsdp_curve = profile.grouped_curve(info.name, kind, "fsdp", dp)
+            sync_curve = profile.grouped_curve(info.name, kind, "fsdp_sync", dp)
+            if sync_curve is None:
+                fsdp_curve = None
+        sync = 0.0
+        if fsdp_curve is not None and sync_curve is not None:  # computation and FSDP2's gathers, timed together
+            fw, bw = (float(x) for x in fsdp_curve.at(n))
+            sync = max(sum(float(x) for x in sync_curve.at(n)) - fw - bw, 0.0)  # the last micro-batch's synchronisation
+        elif tp_curve is not None:  # local-head computation, DTensor and its all-reduces, timed together
+            fw, bw = (float(x) for x in tp_curve.at(n))
+        else:
+            fw, bw = (float(x) for x in profile.compute_curve(info.name, kind, tp).at(n))
+            if tp > 1 and kind == "block":
+                ofw, obw = _overhead(profile, info.name, kind, "tp", n)
+                fw, bw = fw + ofw, bw + obw
         if tp > 1 and kind == "block":
-            ofw, obw = _overhead(profile, info.name, kind, "tp", n)
-            fw, bw = fw + ofw, bw + obw
             wrapped["tp"] = params.tp_tensors
         if dp > 1:
-            ofw, obw = _overhead(profile, info.name, kind, "fsdp", n)
-            fw, bw = fw + ofw, bw + obw
+            if fsdp_curve is None:
+                ofw, obw = _overhead(profile, info.name, kind, "fsdp", n)
+                fw, bw = fw + ofw, bw + obw
             wrapped["fsdp"] = params.tensors
         tensors, elements = params.local(tp if kind == "block" else 1, dp)
         opt = float(profile.optimizer.step_s(tensors, elements, wrapped))
         root = 0.0 if kind == "block" else params.local(1, 1)[1] * info.element_bytes
-        per_kind[kind] = (fw, bw, opt, root)
+        per_kind[kind] = (fw, bw, opt, root, float(tp_curve is None), float(fsdp_curve is None), sync)
     arr = np.array([per_kind[k] for k in kinds])
-    return _LayerCosts(arr[:, 0], arr[:, 1], arr[:, 2], np.array([k == "block" for k in kinds], dtype=float), arr[:, 3])
+    return _LayerCosts(arr[:, 0], arr[:, 1], arr[:, 2], np.array([k == "block" for k in kinds], dtype=float), arr[:, 3],
+                       arr[:, 4], arr[:, 5], arr[:, 6])
 
 
 def _overhead(profile: Profile, model: str, layer: str, wrapper: str, n: float) -> tuple[float, float]:
@@ -137,31 +169,38 @@ def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.nda
     n = global_batch / B / dp
     g = dp * tp
     world = S * g
-    lc = _layer_costs(profile, info, n, dp, tp)
+    nodes_tp, nodes_dp = _nodes(tp, 1, gpus_per_node), _nodes(dp, tp, gpus_per_node)
+    # wrapped layers timed on a real group replace the one-rank overheads and the tables' collectives where the
+    # plan's groups are such a group: inside one node, and for FSDP2 a single stage (pipelines keep parameters
+    # gathered across micro-batches) without tensor parallelism
+    lc = _layer_costs(profile, info, n, dp, tp, grouped_tp=nodes_tp == 1, grouped_fsdp=S == 1 and nodes_dp == 1)
 
     def stage_sum(x: np.ndarray) -> np.ndarray:
         cum = np.concatenate([[0.0], np.cumsum(x)])
         return cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
 
-    comp_f, comp_b, opt, nblk, rootb = (stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes))
+    comp_f, comp_b, opt, nblk, rootb, grouped_sync = (stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes,
+                                                                              lc.sync))
+    tp_blk = stage_sum(lc.block * lc.tp_table)  # blocks whose all-reduces come from the tables
+    # FSDP2 units whose collectives come from the tables: blocks, and the root's parameter bytes
+    ag_units, table_rootb = stage_sum(lc.block * lc.fsdp_table), stage_sum(lc.root_bytes * lc.fsdp_table)
     # every layer's profiled backward holds one autograd call; a stage makes one call for all its layers
     comp_b = np.maximum(comp_b - (bounds[:, 1:] - bounds[:, :-1] - 1) * profile.backward_call_s, 0.0)
     act = info.activation_bytes(n)
-    nodes_tp, nodes_dp = _nodes(tp, 1, gpus_per_node), _nodes(dp, tp, gpus_per_node)
     ar = float(profile.comm_s("all_reduce", act, tp, nodes_tp)) if tp > 1 else 0.0
     blk_bytes = info.layers["block"].local(tp, 1)[1] * info.element_bytes
     ag_blk = float(profile.comm_s("all_gather", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
     rs_blk = float(profile.comm_s("reduce_scatter", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
-    ag_root = np.where(rootb > 0, profile.comm_s("all_gather", rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
-    rs_root = np.where(rootb > 0, profile.comm_s("reduce_scatter", rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
+    ag_root = np.where(table_rootb > 0, profile.comm_s("all_gather", table_rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
+    rs_root = np.where(table_rootb > 0, profile.comm_s("reduce_scatter", table_rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
     pipe_f, pipe_b = _overhead(profile, info.name, "model", "pipeline", n) if S > 1 else (0.0, 0.0)
 
     if S == 1:  # FSDP2 reshards after forward: every unit is gathered in each micro-batch's forward and backward
-        comm_f = nblk * (TP_ALL_REDUCES_FW * ar + ag_blk) + ag_root
-        comm_b = nblk * (TP_ALL_REDUCES_BW * ar + ag_blk) + ag_root
-        sync = nblk * rs_blk + rs_root
+        comm_f = tp_blk * TP_ALL_REDUCES_FW * ar + ag_units * ag_blk + ag_root
+        comm_b = tp_blk * TP_ALL_REDUCES_BW * ar + ag_units * ag_blk + ag_root
+        sync = ag_units * rs_blk + rs_root + grouped_sync
     else:  # parameters stay gathered across the pipeline's micro-batches: one all-gather per unit and step
-        comm_f, comm_b = nblk * TP_ALL_REDUCES_FW * ar, nblk * TP_ALL_REDUCES_BW * ar
+        comm_f, comm_b = tp_blk * TP_ALL_REDUCES_FW * ar, tp_blk * TP_ALL_REDUCES_BW * ar
         sync = nblk * (rs_blk + ag_blk) + rs_root + ag_root
     F = comp_f + pipe_f + comm_f
     Bk = comp_b + pipe_b + comm_b

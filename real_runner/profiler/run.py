@@ -4,7 +4,7 @@
 The ranks are started the way the runner's local launcher starts training ranks (the same rank
 variables and ``env://`` rendezvous, one process per device, CPU ranks pinned to their core) and
 are tracked with its :class:`~real_runner.launch.LocalJob`. Merging: compute times are the mean
-over the ranks that measured them; a collective's time per size is the mean over the group's
+over the ranks that measured them (grouped curves: over every rank); a collective's time per size is the mean over the group's
 ranks of each round, then the mean over rounds without the lowest and highest tenth; the AdamW
 fit is non-negative least squares over the plain parameter sets.
 
@@ -32,7 +32,7 @@ from arena_gym.outputs import atomic_write
 from arena_gym.results import code_version
 from estimator.hardware import canonical_gpu_name
 from estimator.profile import (
-    CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
+    GROUPED_SUFFIX, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
 )
 from estimator.zoo import get_model
 from real_runner.launch import LocalJob, free_port
@@ -173,6 +173,20 @@ def _curves(records: list[dict[str, Any]]) -> tuple[tuple[Curve, ...], tuple[Cur
     return tuple(compute), tuple(overhead)
 
 
+def _grouped(records: list[dict[str, Any]]) -> tuple[Curve, ...]:
+    points: dict[tuple, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for rec in records:
+        for c in rec.get("grouped", []):
+            points[(c["model"], c["layer"], c["wrapper"], c["group"])][c["samples"]].append((c["fw_s"], c["bw_s"]))
+    out = []
+    for (model, layer, wrapper, group), by_n in sorted(points.items()):
+        ns = sorted(by_n)
+        fw = tuple(float(np.mean([v[0] for v in by_n[n]])) for n in ns)
+        bw = tuple(float(np.mean([v[1] for v in by_n[n]])) for n in ns)
+        out.append(Curve(model, layer, wrapper + GROUPED_SUFFIX, group, tuple(ns), fw, bw))
+    return tuple(out)
+
+
 def fit_optimizer(records: list[dict[str, Any]]) -> OptimizerFit:
     """AdamW step model from the optimizer records (non-negative least squares; wrappers: extra per DTensor)."""
     from scipy.optimize import nnls  # noqa: PLC0415
@@ -238,11 +252,11 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
     world = job.world_size
     cost = {"wall_s": wall_s, "devices": float(world), "device_s": wall_s * world,
             "startup_s": float(t.get("launch_to_ready_s", 0.0)), "compute_s": float(t.get("compute_s", 0.0)),
-            "comm_s": float(t.get("comm_s", 0.0))}
+            "comm_s": float(t.get("comm_s", 0.0)), "grouped_s": float(t.get("grouped_s", 0.0))}
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     backward_call = float(np.mean([rec["backward_call_s"] for rec in measured]))
     return Profile(device, models, compute, overhead, fit_optimizer(measured), data, _comm(records), backward_call, cost,
-                   job.settings.to_dict(), created, code_version())
+                   job.settings.to_dict(), created, code_version(), grouped=_grouped(records))
 
 
 def write_profile(profile: Profile, path: str | Path) -> Path:

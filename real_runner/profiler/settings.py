@@ -31,7 +31,9 @@ class ProfilerSettings:
     ``comm_warmup``: timed and untimed collectives per size; ``gap_s``: computation between two
     collectives (collectives are timed inside a loop that computes, as training does);
     ``comm_ops``: the collectives tabulated; ``optimizer_rounds``: timed AdamW steps per item;
-    ``statistic``: how the rounds of an item are summarised (``mean`` keeps the time a shared
+    ``grouped``: also time the tensor-parallel block and the FSDP2 units on real groups of the node's
+    devices, collectives included (:mod:`real_runner.profiler.grouped`; the composition prefers
+    these to the one-rank overheads plus the tables); ``statistic``: how the rounds of an item are summarised (``mean`` keeps the time a shared
     machine takes away, as it does from training steps; ``median`` drops it). Wrapper overheads
     are always the median of the paired differences. ``clock``: how CPU devices time computation:
     ``cpu`` (the thread's CPU time: the cost on a dedicated core, reproducible on a shared
@@ -57,6 +59,7 @@ class ProfilerSettings:
     optimizer_rounds: int = 9
     statistic: str = "mean"
     clock: str = "cpu"
+    grouped: bool = True
 
     def __post_init__(self) -> None:
         for name in ("samples", "overhead_samples", "pipeline_samples", "batches"):

@@ -4,7 +4,8 @@ Started by :func:`real_runner.profiler.run.profile_testbed` with the runner's ra
 (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). Each rank pins
 itself (CPU: one core, one thread), joins the group (nccl with CUDA, gloo on CPU), runs the
 computation phase on its own device (all ranks at once when the job's neighbours are ``busy``,
-rank 0 alone when ``idle``), then the collective tables with every rank, and writes
+rank 0 alone when ``idle``), then the collective tables and the wrapped layers on real groups
+(:mod:`real_runner.profiler.grouped`) with every rank, and writes
 ``OUT/rank{R}.json``. Rank 0 appends progress lines ``{"phase", "done", "total"}`` to
 ``OUT/progress.jsonl``. Exit codes: 0 done, 2 bad input (one line on stderr), 1 any other failure.
 """
@@ -107,6 +108,7 @@ def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_a
 
     from real_runner.profiler.comm import profile_comm  # noqa: PLC0415
     from real_runner.profiler.compute import profile_compute  # noqa: PLC0415
+    from real_runner.profiler.grouped import profile_grouped  # noqa: PLC0415
 
     cuda = job.device == "cuda" or (job.device == "auto" and torch.cuda.is_available())
     if cuda:
@@ -136,9 +138,12 @@ def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_a
         t1 = time.time()
         comm = profile_comm(job, rank, device, progress)
         timings["comm_s"] = time.time() - t1
+        t2 = time.time()
+        grouped = profile_grouped(job, rank, device, progress) if job.settings.grouped and world > 1 else []
+        timings["grouped_s"] = time.time() - t2
         record = {"rank": rank, "world_size": world, "device": str(device), "backend": "nccl" if cuda else "gloo",
                   "host": host_description(cuda), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                  "compute": compute, "comm": comm, "timings": timings}
+                  "compute": compute, "comm": comm, "grouped": grouped, "timings": timings}
         tmp = out / f".rank{rank}.json.tmp"
         tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
         tmp.replace(out / f"rank{rank}.json")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
 
 from estimator.profile import (
-    PROFILE_VERSION, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
+    GROUPED_SUFFIX, PROFILE_VERSION, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
     interp_curve, interp_table, load_profile,
 )
 
@@ -46,6 +48,19 @@ def synthetic_profile() -> Profile:
                    {"rounds": 3}, "2026-01-01T00:00:00+00:00", "test")
 
 
+def grouped_profile() -> Profile:
+    """The synthetic profile plus grouped curves on 2 devices: a TP block (fw 1e-3 s + 5e-4 s/sample, bw twice that)
+    and FSDP2 units (every kind: fw 1.5e-3 s/sample + 1e-3 s, bw 2.5e-3 s/sample + 2e-3 s without gradient
+    synchronisation; 4e-3 s more in backward with it)."""
+    samples = (1, 8, 16)
+    tp = Curve("gpt__tiny", "block", "tp" + GROUPED_SUFFIX, 2, samples, tuple(1e-3 + 5e-4 * n for n in samples),
+               tuple(2e-3 + 1e-3 * n for n in samples))
+    fsdp = tuple(Curve("gpt__tiny", kind, wrapper + GROUPED_SUFFIX, 2, samples, tuple(1e-3 + 1.5e-3 * n for n in samples),
+                       tuple(2e-3 + 2.5e-3 * n + extra for n in samples))
+                 for kind in ("embed", "block", "head") for wrapper, extra in (("fsdp", 0.0), ("fsdp_sync", 4e-3)))
+    return dataclasses.replace(synthetic_profile(), grouped=(tp, *fsdp))
+
+
 @pytest.fixture
 def profile_file(tmp_path):
     path = tmp_path / "PROFILE.json"
@@ -63,6 +78,39 @@ def test_round_trip_keeps_everything(profile_file):
     assert loaded.models["gpt__tiny"].layers["block"].local(tp=2) == (16, 49984 - 49600 / 2)
     assert loaded.covers("gpt__tiny", "cpu") and not loaded.covers("gpt__tiny", "a100-40gb")
     assert not loaded.covers("gpt__mini", "cpu")
+
+
+def test_grouped_curves_round_trip_and_a_version_2_profile_still_loads(tmp_path):
+    path = tmp_path / "grouped.json"
+    path.write_text(grouped_profile().to_json())
+    loaded = load_profile(path)
+    assert loaded.to_dict() == grouped_profile().to_dict() and len(loaded.grouped) == 7
+    curve = loaded.grouped_curve("gpt__tiny", "block", "tp", 2)
+    assert curve is not None and curve.at(4)[0] == pytest.approx(1e-3 + 5e-4 * 4)
+    assert curve.at(0.5)[0] == pytest.approx(1e-3 + 5e-4)  # below the smallest count: its time (fixed costs)
+    assert loaded.grouped_curve("gpt__tiny", "block", "tp", 4) is None
+    assert loaded.grouped_curve("gpt__tiny", "head", "fsdp", 2) is not None
+    old = synthetic_profile().to_dict()
+    old.pop("grouped")
+    old["version"] = 2
+    path.write_text(json.dumps(old))
+    assert load_profile(path).grouped == () and load_profile(path).version == 2
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["grouped"][0].update(wrapper="pipeline"), "grouped[0].wrapper"),
+    (lambda d: d["grouped"][0].update(group=1), "grouped[0].group"),
+    (lambda d: d["grouped"][1].update(layer="model"), "grouped[1].layer"),
+    (lambda d: d["grouped"][0].update(layer="head"), "grouped[0].layer"),  # tensor parallelism wraps blocks only
+    (lambda d: d["grouped"].append(copy.deepcopy(d["grouped"][0])), "grouped lists a curve twice"),
+])
+def test_bad_grouped_curves_are_named(tmp_path, mutate, message):
+    data = grouped_profile().to_dict()
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match=re.escape(message)):
+        load_profile(path)
 
 
 def test_the_file_format_is_plain_json(profile_file):

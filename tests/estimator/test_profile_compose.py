@@ -15,7 +15,7 @@ from estimator.pipeline import closed_form, simulate, stage_order
 from estimator.planner import PlannerConfig
 from estimator.profiled import ProfiledPerfModel, executable_plans
 from estimator.zoo import get_model
-from tests.estimator.test_profile import LINKS, synthetic_profile
+from tests.estimator.test_profile import LINKS, grouped_profile, synthetic_profile
 
 G, F = PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B
 TINY = ModelRef.parse("gpt__tiny")
@@ -110,6 +110,41 @@ def test_pipeline_plan_by_hand():
     assert est.total_s == pytest.approx(max(end[0] + opt0, end[1] + opt1) + glob, rel=1e-9)
     assert est.inter_stage_comm_s > 0 and est.bubble_s > 0
     assert est.compute_s + est.intra_stage_comm_s + est.inter_stage_comm_s + est.bubble_s == pytest.approx(est.total_s)
+
+
+def test_grouped_fsdp_units_replace_the_one_rank_overheads_and_the_gathers():
+    est = ProfiledPerfModel(grouped_profile(), CPU2).estimate(TINY, 16, SHAPE, Plan((StagePlan(0, 6, 2, 1),), 2))
+    n = 4  # 16 samples / 2 micro-batches / dp 2
+    fw = 6 * (1e-3 + 1.5e-3 * n)  # computation and gathers of every unit, timed together without gradient sync
+    bw = 6 * (2e-3 + 2.5e-3 * n) - 5 * 1e-5  # one autograd call per stage, not six
+    sync = 6 * 4e-3  # the last micro-batch's measured synchronisation of every unit, once per step
+    opt = _opt([(2, 69632 / 2, 2 * 3e-5), *[(16, 49984 / 2, 16 * 3e-5)] * 4, (3, 65664 / 2, 3 * 3e-5)])
+    glob = 16 * 1e-4 + comm("all_reduce", 4) + comm("all_reduce", 8)
+    assert est.total_s == pytest.approx(2 * (fw + bw) + sync + opt + glob, rel=1e-9)
+    # a pipeline keeps its parameters gathered across micro-batches, unlike the grouped units: the tables stay in use
+    plan = Plan((StagePlan(0, 3, 2, 1), StagePlan(3, 6, 2, 1)), 2, G)
+    shape4 = ResourceShape(GpuType("cpu"), 1, 4)
+    cpu4 = ClusterSpec("c", (NodeGroup(GpuType("cpu"), 1, 4),))
+    assert ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, plan).total_s == pytest.approx(
+        ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, plan).total_s)
+
+
+def test_a_grouped_tensor_parallel_block_replaces_local_heads_dtensor_and_the_all_reduces():
+    est = ProfiledPerfModel(grouped_profile(), CPU2).estimate(TINY, 16, SHAPE, Plan((StagePlan(0, 6, 1, 2),), 2))
+    n = 8
+    fw = 1e-4 * n + 4 * (1e-3 + 5e-4 * n) + 2e-3 * n  # embedding and head replicated; blocks as timed on the group
+    bw = 2e-4 * n + 4 * (2e-3 + 1e-3 * n) + 3e-3 * n - 5e-5
+    opt = _opt([(2, 69632, 0), *[(16, 49984 - 49600 / 2, 12 * 2e-5)] * 4, (3, 65664, 0)])
+    glob = 16 * 1e-4 + comm("all_reduce", 4) + comm("all_reduce", 8)
+    assert est.total_s == pytest.approx(2 * (fw + bw) + opt + glob, rel=1e-9)
+    # a degree the profile did not time on a group composes from the tables as before
+    cpu4 = ClusterSpec("c", (NodeGroup(GpuType("cpu"), 1, 4),))
+    shape4 = ResourceShape(GpuType("cpu"), 1, 4)
+    two_d = Plan((StagePlan(0, 6, 2, 2),), 1)
+    with pytest.raises(Exception, match="tp=4"):
+        ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, Plan((StagePlan(0, 6, 1, 4),), 1))
+    assert ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s < \
+        ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s
 
 
 def test_non_uniform_meshes_are_refused_with_the_reason():

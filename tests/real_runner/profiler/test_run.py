@@ -46,6 +46,10 @@ def test_every_layer_wrapper_and_collective_was_measured(profile):
     assert {k for k in curves if k[1] != "compute"} == {("embed", "fsdp", 1), ("block", "fsdp", 1), ("head", "fsdp", 1),
                                                        ("block", "tp", 1), ("model", "pipeline", 1)}
     assert {(t.op, t.ranks, t.nodes) for t in profile.comm} == {(op, 2, 1) for op in COMM_OPS}
+    grouped = {(c.layer, c.variant, c.tp) for c in profile.grouped}  # wrapped layers timed on the real 2-rank group
+    assert grouped == {("block", "tp@group", 2)} | {(k, f"{w}@group", 2) for k in ("embed", "block", "head")
+                                                    for w in ("fsdp", "fsdp_sync")}
+    assert all(c.samples == (1, 2) and min(c.fw_s + c.bw_s) > 0 for c in profile.grouped)
     assert all(t.sizes == (1024, 4096) and min(t.seconds) > 0 for t in profile.comm)
     block = profile.models["gpt__tiny"].layers["block"]
     assert (block.tensors, block.tp_tensors, block.elements) == (16, 12, 49984)
