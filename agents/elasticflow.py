@@ -138,7 +138,7 @@ class ElasticFlowLS:
             smaller_thr = self.belief.dp.throughput(spec, best_locality(gpu_type, n, cap))
             loss = (self.belief.dp.throughput(spec, p.shape) - smaller_thr) / (p.num_gpus - n)
             options.append((loss, spec.submit_time, job_id, n))
-        for loss, _, job_id, n in sorted(options):
+        for _loss, _, job_id, n in sorted(options):
             if ws.move(job_id, gpu_type, n, self.config.relax, self.belief.ok(views[job_id].spec)) is not None:
                 return True
         return False

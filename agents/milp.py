@@ -105,6 +105,7 @@ class Milp:
 
     @property
     def num_vars(self) -> int:
+        """Number of variables."""
         return len(self.c)
 
     def solve(self, config: MilpConfig | None = None) -> MilpSolution:
@@ -162,6 +163,7 @@ class MilpBuilder:
 
     @property
     def num_vars(self) -> int:
+        """Number of variables added so far."""
         return self._n
 
     def add_vars(self, cost: Sequence[float] | np.ndarray, lb: float = 0.0, ub: float = 1.0,

@@ -28,8 +28,8 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "arena_gym.experiment:RunConfig",
     "run": "arena_gym.experiment:run",
     "load_jobs": "arena_gym.experiment:load_jobs",
-    "make_perf": "arena_gym.experiment:make_perf",
-    "make_policy": "arena_gym.experiment:make_policy",
+    "make_perf": "arena_gym.registry:make_perf",
+    "make_policy": "arena_gym.registry:make_policy",
     "load_cluster": "arena_gym.cluster:load_cluster",
     "compute_metrics": "arena_gym.metrics:compute_metrics",
     # registries
@@ -72,12 +72,12 @@ __all__ = sorted([*_EXPORTS, "default_perf_model"])
 
 if TYPE_CHECKING:  # static checkers see the real objects
     from arena_gym.cluster import load_cluster
-    from arena_gym.experiment import RunConfig, load_jobs, make_perf, make_policy, run
+    from arena_gym.experiment import RunConfig, load_jobs, run
     from arena_gym.loop import run_episode
     from arena_gym.metrics import compute_metrics
     from arena_gym.protocols import ClusterBackend, InvalidDecision, Policy
     from arena_gym.records import EpisodeRecord, Event, EventKind
-    from arena_gym.registry import perf_registry, policy_registry, trace_registry
+    from arena_gym.registry import make_perf, make_policy, perf_registry, policy_registry, trace_registry
     from arena_gym.sim import SimBackend, SimConfig
     from arena_gym.types import (
         GPU_COUNTS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,10 @@ def _parse(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
         if path.suffix.lower() == ".toml":
-            import tomllib
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # Python 3.10: the same parser, as a package (a dependency there)
+                import tomli as tomllib
 
             return tomllib.loads(text)
         return json.loads(text, object_pairs_hook=_no_duplicates)

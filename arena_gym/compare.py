@@ -16,10 +16,11 @@ import pandas as pd
 from tqdm.autonotebook import tqdm
 
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import RunConfig, RunResult, load_jobs, make_perf, run
+from arena_gym.experiment import RunConfig, RunResult, load_jobs, run
 from arena_gym.gpu_types import check_requested_types
-from arena_gym.outputs import staged_dir
-from arena_gym.results import code_version, leaderboard, to_markdown, write_csv, write_json, write_run
+from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
+from arena_gym.registry import make_perf
+from arena_gym.results import leaderboard, to_markdown, write_run
 from arena_gym.types import JobSpec
 
 log = logging.getLogger(__name__)

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.protocols import Policy
+from arena_gym.perf import trace_hooks
 from arena_gym.records import EpisodeRecord
-from arena_gym.registry import perf_registry, policy_registry, trace_registry
+from arena_gym.registry import make_perf, make_policy, trace_registry
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec, ModelRef, OverheadModel, PerfModel, best_locality
+from arena_gym.types import ClusterSpec, JobSpec, OverheadModel, PerfModel
 
 
 @dataclass(frozen=True)
@@ -51,39 +48,6 @@ class RunResult:
     config: RunConfig
     record: EpisodeRecord
     metrics: dict[str, float]
-
-
-def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None,
-              cache_dir: str | Path | None = None) -> PerfModel:
-    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...).
-
-    ``cache_dir`` is offered to factories that take it (the estimator keeps its tables there).
-    """
-    return perf_registry().make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir)
-
-
-def make_policy(spec: str, seed: int = 0) -> Policy:
-    """Build a policy from its spec (a registered name, ``sb3:PATH``, an entry point or ``module:attr``).
-
-    Factories that take ``rng`` get their own generator, seeded from ``seed``.
-    """
-    return policy_registry().make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1])))
-
-
-def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bool], Callable[..., float]]:
-    """Feasibility and iteration-time callables that trace samplers use (best locality on ``cluster``)."""
-    capacity = {g.gpu_type: g.gpus_per_node for g in cluster.groups}
-
-    def iter_time(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> float:
-        cap = capacity.get(gpu_type)
-        if cap is None or num_gpus > cap * cluster.group(gpu_type).nodes:
-            return math.inf
-        return perf.iter_time(model, batch, best_locality(gpu_type, num_gpus, cap))
-
-    def feasible(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> bool:
-        return math.isfinite(iter_time(model, batch, gpu_type, num_gpus))
-
-    return feasible, iter_time
 
 
 def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> tuple[JobSpec, ...]:

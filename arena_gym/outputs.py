@@ -8,18 +8,29 @@
   sees half a file, and an error or Ctrl-C leaves the old file as it was.
 - :func:`staged_dir` builds a results directory under a hidden temporary name and moves it into
   place only when complete; on an error or Ctrl-C the partial directory is removed.
+- :func:`write_json` / :func:`write_csv` write result files atomically; :func:`code_version`
+  is the version written beside every result.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import math
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: A results directory holds this file (with a ``code_version`` key); only such a directory is replaced.
 RESULTS_MARKER = "config.json"
@@ -178,3 +189,47 @@ def _swap_in(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, out)  # an empty directory is replaced by rename(2) itself
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """Package version plus the git commit (``+dirty`` when the tree has changes), if available.
+
+    Asked once per process (a comparison writes one results directory per run)."""
+    try:
+        version = metadata.version("arena-gym")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return f"{version}+{commit}{'.dirty' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return version
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclasses as dicts, non-finite floats as null/"inf"/"-inf"."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write JSON atomically (temp file, then rename); non-finite floats become null/"inf"."""
+    text = json.dumps(jsonable(data), indent=2, sort_keys=True) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> Path:
+    """Write a CSV atomically."""
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))

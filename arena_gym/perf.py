@@ -1,14 +1,15 @@
-"""PerfModel wrappers: a deliberately noisy belief, for misestimation experiments."""
+"""PerfModel helpers: a deliberately noisy belief (misestimation experiments) and the hooks trace samplers use."""
 
 from __future__ import annotations
 
 import hashlib
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from arena_gym.protocols import PerfModel
-from arena_gym.types import Grid, ModelRef, Plan, ResourceShape
+from arena_gym.types import ClusterSpec, Grid, ModelRef, Plan, ResourceShape, best_locality
 
 #: Largest noise level: a factor of e^(10 x 6.8) already spans every sensible misestimate,
 #: and larger ones overflow a float.
@@ -72,3 +73,19 @@ def noisy_perf_model(path: str, base: PerfModel | None, seed: int = 0) -> NoisyP
     if not 0 <= sigma <= MAX_SIGMA:
         raise ValueError(f"noisy:SIGMA needs 0 <= SIGMA <= {MAX_SIGMA:g}, got {path!r}")
     return NoisyPerfModel(base, sigma, seed)
+
+
+def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bool], Callable[..., float]]:
+    """Feasibility and iteration-time callables that trace samplers use (best locality on ``cluster``)."""
+    capacity: dict[str, int] = {g.gpu_type: g.gpus_per_node for g in cluster.groups}
+
+    def iter_time(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> float:
+        cap = capacity.get(gpu_type)
+        if cap is None or num_gpus > cap * cluster.group(gpu_type).nodes:
+            return math.inf
+        return perf.iter_time(model, batch, best_locality(gpu_type, num_gpus, cap))
+
+    def feasible(model: ModelRef, batch: int, gpu_type: str, num_gpus: int) -> bool:
+        return math.isfinite(iter_time(model, batch, gpu_type, num_gpus))
+
+    return feasible, iter_time

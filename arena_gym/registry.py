@@ -21,8 +21,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the types only: the command line imports this module before numpy
+    from arena_gym.protocols import Policy
+    from arena_gym.types import ClusterSpec, PerfModel
 
 #: ``package.module:attr`` (dotted names on both sides).
 _MODULE_ATTR = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -218,3 +223,25 @@ def perf_registry() -> Registry:
 def trace_registry() -> Registry:
     """The registry of user traces (the built-in formats and generators are resolved by ``traces``)."""
     return TRACES
+
+
+def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None,
+              cache_dir: str | Path | None = None) -> PerfModel:
+    """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...).
+
+    ``truth`` is the base of wrappers (``noisy:``); ``cache_dir`` is offered to factories that
+    take it (the estimator keeps its tables there).
+    """
+    model: PerfModel = PERF_MODELS.make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir)
+    return model
+
+
+def make_policy(spec: str, seed: int = 0) -> Policy:
+    """Build a policy from its spec (a registered name, ``sb3:PATH``, an entry point or ``module:attr``).
+
+    Factories that take ``rng`` get their own generator, seeded from ``seed``.
+    """
+    import numpy as np
+
+    policy: Policy = POLICIES.make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1])))
+    return policy

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
 import math
-import subprocess
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +11,7 @@ import pandas as pd
 
 from arena_gym.experiment import RunResult
 from arena_gym.metrics import job_outcomes, timeline
-from arena_gym.outputs import atomic_write
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.records import EpisodeRecord
 
 #: Leaderboard columns, in order (metric keys of ``compute_metrics``).
@@ -25,49 +20,6 @@ LEADERBOARD_COLUMNS = (
     "peak_throughput", "jobs_finished", "jobs_submitted", "jobs_total", "jobs_unplaceable_type", "gpu_util",
     "reconfigurations", "deadline_met_ratio", "sched_ms_per_decision",
 )
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """Package version plus the git commit (``+dirty`` when the tree has changes), if available.
-
-    Asked once per process (a comparison writes one results directory per run)."""
-    try:
-        version = metadata.version("arena-gym")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return f"{version}+{commit}{'.dirty' if dirty else ''}"
-    except (OSError, subprocess.SubprocessError):
-        return version
-
-
-def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def write_json(path: Path, data: Any) -> Path:
-    """Write JSON atomically (temp file, then rename); non-finite floats become null/"inf"."""
-    text = json.dumps(_jsonable(data), indent=2, sort_keys=True) + "\n"
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_csv(path: Path, frame: pd.DataFrame) -> Path:
-    """Write a CSV atomically."""
-    return atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 import pandas as pd
 
-from arena_gym.results import _jsonable
+from arena_gym.outputs import jsonable
+
+#: The wandb modes a run may use.
+WandbMode = Literal["online", "offline", "disabled"]
+
+
+def wandb_mode(text: str) -> WandbMode:
+    """``text`` as a wandb mode; ValueError naming the valid ones otherwise."""
+    if text not in get_args(WandbMode):
+        raise ValueError(f"unknown wandb mode {text!r}; valid: {', '.join(get_args(WandbMode))}")
+    return cast(WandbMode, text)
 
 
 def start_run(out_dir: Path, config: Any, job_type: str, mode: str = "offline", project: str = "arena-gym") -> Any:
-    """Start a wandb run in ``out_dir`` with lean settings (no stats, no git probe)."""
+    """Start a wandb run in ``out_dir`` with lean settings (no stats, no git probe); ``mode`` is a :data:`WandbMode`."""
+    checked = wandb_mode(mode)
     import wandb
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    cfg = _jsonable(config) if dataclasses.is_dataclass(config) else config
-    return wandb.init(project=project, dir=str(out_dir), config=cfg, job_type=job_type, mode=mode,
+    cfg = jsonable(config) if dataclasses.is_dataclass(config) else config
+    return wandb.init(project=project, dir=str(out_dir), config=cfg, job_type=job_type, mode=checked,
                       reinit="finish_previous",
                       settings=wandb.Settings(x_disable_stats=True, x_disable_meta=True, x_disable_machine_info=True,
                                               console="off", silent=True, disable_git=True, init_timeout=60))

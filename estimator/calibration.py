@@ -54,10 +54,12 @@ class MeasuredPoint:
 
     @property
     def shape(self) -> ResourceShape:
+        """The measured resource shape."""
         return ResourceShape(GpuType(self.gpu_type), self.n_nodes, self.gpus_per_node)
 
     @property
     def oom(self) -> bool:
+        """Whether the measurement ran out of memory (no finite iteration time)."""
         return not math.isfinite(self.iter_time_s)
 
 

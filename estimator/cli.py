@@ -16,7 +16,7 @@ from pathlib import Path
 
 from arena_gym.outputs import atomic_write, check_out_file
 from arena_gym.registry import resolve
-from arena_gym.types import ClusterSpec, Grid, ModelRef, ResourceShape
+from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, ResourceShape
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _grid(text: str) -> Grid:
         get_gpu(gpu_type)
         if nodes * per_node > 1024:
             raise ValueError("at most 1024 GPUs")
-        return Grid(ResourceShape(gpu_type, nodes, per_node), int(stages))
+        return Grid(ResourceShape(GpuType(gpu_type), nodes, per_node), int(stages))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: expected TYPE:NODESxGPUS:STAGES such as a100:2x4:2 ({exc})") from None
 
@@ -141,9 +141,10 @@ def _query(args: argparse.Namespace) -> int:
     from estimator.table import reason_text
 
     model = ModelRef.parse(args.model)
-    perf = EstimatorPerfModel(_cluster(args.cluster), _params(args.params))
+    cluster = _cluster(args.cluster)
+    perf = EstimatorPerfModel(cluster, _params(args.params))
     arch = perf.arch(model)
-    types = [args.gpu_type] if args.gpu_type else list(perf.cluster.gpu_types)
+    types = [args.gpu_type] if args.gpu_type else list(cluster.gpu_types)
     tables = [perf.table(model, args.batch, t) for t in types]
     from estimator.zoo import describe
 

@@ -59,6 +59,8 @@ from estimator.params import EstimatorParams
 from estimator.zoo import ModelArch
 
 GIB = float(2**30)
+#: A scalar, or an array of them when many configurations are evaluated at once.
+Num = float | np.ndarray
 
 
 class Infeasible(enum.IntEnum):
@@ -84,15 +86,15 @@ class Infeasible(enum.IntEnum):
 class Rates(NamedTuple):
     """Attainable rates of one GPU type for one model kind (SI units); floats or arrays."""
 
-    flops: float  # FLOP/s on matrix units
-    mem_bw: float  # bytes/s of memory traffic
-    intra_bw: float  # bytes/s per GPU on the intra-node link
-    intra_lat: float  # s per message step
-    inter_bw: float  # bytes/s per node on the network
-    inter_lat: float
-    kernel_s: float  # s per kernel launch
-    mem_cap: float  # usable bytes per GPU
-    weight_s: float  # s per local parameter per pass: reading it, plus the GEMM tile overhead
+    flops: Num  # FLOP/s on matrix units
+    mem_bw: Num  # bytes/s of memory traffic
+    intra_bw: Num  # bytes/s per GPU on the intra-node link
+    intra_lat: Num  # s per message step
+    inter_bw: Num  # bytes/s per node on the network
+    inter_lat: Num
+    kernel_s: Num  # s per kernel launch
+    mem_cap: Num  # usable bytes per GPU
+    weight_s: Num  # s per local parameter per pass: reading it, plus the GEMM tile overhead
 
 
 def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: EstimatorParams) -> Rates:
@@ -116,13 +118,13 @@ def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: Estimator
 class ModelConsts(NamedTuple):
     """Scalars of a model the cost model needs (floats, or arrays when models are batched)."""
 
-    wb: float  # weight bytes per parameter
-    gb: float  # gradient bytes
-    ob: float  # optimizer-state bytes
-    remat: float  # 1.0 when activations are rematerialised
-    experts: float
-    min_tokens: float
-    sample_tokens: float
+    wb: Num  # weight bytes per parameter
+    gb: Num  # gradient bytes
+    ob: Num  # optimizer-state bytes
+    remat: Num  # 1.0 when activations are rematerialised
+    experts: Num
+    min_tokens: Num
+    sample_tokens: Num
 
 
 def model_consts(arch: ModelArch) -> ModelConsts:

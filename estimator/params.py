@@ -152,7 +152,7 @@ class EstimatorParams:
 
 def default_params() -> EstimatorParams:
     """The committed calibrated parameters (``estimator/data/calibration.json``), else built-in defaults."""
-    ref = resources.files("estimator").joinpath("data", DEFAULT_PARAMS_FILE)
+    ref = resources.files("estimator").joinpath("data").joinpath(DEFAULT_PARAMS_FILE)
     if not ref.is_file():
         return EstimatorParams()
     return EstimatorParams.from_dict(json.loads(ref.read_text()), f"estimator/data/{DEFAULT_PARAMS_FILE}")

@@ -175,9 +175,9 @@ def _build(requests: Sequence[TableRequest], params: EstimatorParams, cfg: Plann
     for i, r in enumerate(requests):
         sl = slice(offsets[i], offsets[i + 1])
         dpt, dpm = dp_views[i]
-        tables.append(TypeTable(r.arch.name, r.batch, r.gpu_type, r.shapes, cfg.stage_counts, time[sl], reason[sl],
-                                *(parts[k][sl] for k in ("compute", "intra", "inter", "bubble", "mem_gb")),
-                                micro[sl], bounds[sl], dp[sl], tp[sl], dpt, dpm))
+        tables.append(TypeTable(r.arch.name, r.batch, r.gpu_type, r.shapes, cfg.stage_counts, time=time[sl],
+                                reason=reason[sl], **{k: v[sl] for k, v in parts.items()}, micro_batches=micro[sl],
+                                bounds=bounds[sl], dp=dp[sl], tp=tp[sl], dp_time=dpt, dp_mem_gb=dpm))
     return tables
 
 

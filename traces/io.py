@@ -69,7 +69,7 @@ def load_trace(
     if unknown:
         valid = [k for k in accepted if k not in _CALLER_ARGS]
         raise ValueError(f"unknown option(s) {', '.join(unknown)} for the {fmt.name} format; valid: {', '.join(valid)}")
-    common = {"seed": seed, "feasible": feasible, "iter_time": iter_time}
+    common: dict[str, object] = {"seed": seed, "feasible": feasible, "iter_time": iter_time}
     kwargs = {k: v for k, v in common.items() if k in accepted}
     kwargs.update(options)
     return loader(name, **kwargs)
@@ -150,9 +150,9 @@ def resolve_trace(
         hints = typing.get_type_hints(loader)
         settable = {k: hints[k] for k in _accepted(loader) if k not in _CALLER_ARGS}
         values = coerce_options(raw, settable, context, ("format", *TRANSFORM_HINTS))
-        if "seed" in settable:
-            values.setdefault("seed", seed)
-        trace = load_trace(path, format=fmt.name, feasible=feasible, iter_time=iter_time, **values)
+        option_seed = values.pop("seed", None)  # a ``seed=`` option of the spec overrides the caller's
+        trace = load_trace(path, format=fmt.name, seed=option_seed if isinstance(option_seed, int) else seed,
+                           feasible=feasible, iter_time=iter_time, **values)
 
     trace = _apply_transforms(trace, coerce_options(transforms, TRANSFORM_HINTS, context), context)
     log.debug("resolved %s: %d jobs over %.1f h", spec, len(trace), trace.span_s / 3600)

@@ -116,9 +116,9 @@ def _read(path: str | os.PathLike[str], header_only: bool = False) -> tuple[tupl
                     rows.append((line, cells + [""] * (len(columns) - len(cells))))
                     line = reader.line_num + 1
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"{name}: not a UTF-8 text file ({one_line(exc)})") from None
+        raise TraceFormatError(f"{name}: not a UTF-8 text file ({one_line(str(exc))})") from None
     except csv.Error as exc:
-        raise TraceFormatError(f"{name}:{line or 1}: malformed CSV: {one_line(exc)}") from None
+        raise TraceFormatError(f"{name}:{line or 1}: malformed CSV: {one_line(str(exc))}") from None
     except OSError as exc:
         raise TraceFormatError(f"{name}: cannot read: {exc.strerror or exc}") from None
     return columns, rows

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from arena_gym.cli.common import add_run_arguments, cache_dir, out_dir, run_config, seed_int
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import load_jobs, make_perf, run
+from arena_gym.experiment import load_jobs, run
 from arena_gym.gpu_types import check_requested_types
 from arena_gym.outputs import staged_dir
+from arena_gym.registry import make_perf
 from arena_gym.results import write_run
 
 

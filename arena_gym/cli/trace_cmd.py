@@ -7,8 +7,9 @@ import json
 
 from arena_gym.cli.common import add_cache_arguments, cache_dir, out_file, seed_int
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import make_perf, trace_hooks
 from arena_gym.gpu_types import check_catalogue
+from arena_gym.perf import trace_hooks
+from arena_gym.registry import make_perf
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -94,7 +94,7 @@ class ClusterState:
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique within a workload")
-        self._free = {g.gpu_type: np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.cluster.groups}
+        self._free: dict[str, np.ndarray] = {g.gpu_type: np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.cluster.groups}
         self._free_ro: dict[str, np.ndarray] = {}
         self._jobs: dict[JobId, JobState] = {spec.job_id: JobState(spec) for spec in jobs}
         self._queue = JobQueue()  # waiting jobs: FIFO order, indexed by requested type and configuration

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena_gym.experiment import make_perf, trace_hooks
+from arena_gym.perf import trace_hooks
+from arena_gym.registry import make_perf
 from real_runner.testbed import load_testbed
 from traces import resolve_trace
 from traces.live import MENU, LiveTraceConfig, live_trace

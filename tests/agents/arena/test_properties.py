@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.arena import ArenaConfig, ArenaPolicy
-from arena_gym.experiment import make_policy
+from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.sim import SimConfig
 from arena_gym.types import JobStatus
@@ -74,7 +74,7 @@ def test_invariants_hold_on_random_traces(seed, variant, rounds):
 
 
 def test_finishes_every_job_when_unconstrained_by_deadlines():
-    jobs = [j for j in random_jobs(7, 30)]
+    jobs = list(random_jobs(7, 30))
     events = checked_run(ArenaPolicy(), jobs)
     finished = {e.job_id for e in events if e.kind.value == "finish"}
     assert finished == {j.job_id for j in jobs}
