@@ -13,6 +13,14 @@ The default runs are the acceptance demos:
 * ``arena`` on ``cpu-2`` (a core per device on a 2-core machine): the sim-vs-live average-JCT
   error (goal: within 15%).
 
+On Linux with scheduler autogroups (``/proc/sys/kernel/sched_autogroup_enabled``), every session is
+its own scheduling group and ``nice`` only orders processes inside one; the deployment's workers
+run in sessions of their own (they outlive a crashed controller), so on a machine shared with
+other work they would compete with it as equals even when this benchmark was given priority.
+By default the benchmark gives each worker session the benchmark's own autogroup nice
+value while the deployment runs (the profiler's and the runner benchmark's ranks inherit it
+anyway; ``--no-share-priority`` leaves them alone); this changes nothing where the benchmark runs at the default priority.
+
 ``--perf`` picks the performance model of the comparison (``estimator``, ``profiled:PATH``, or
 ``profile``: profile the testbed on first use). Writes ``results/bench_deploy.json`` (config, code
 version, machine, load average, every run's figures) and keeps each run's results directory under
@@ -31,6 +39,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -76,7 +85,32 @@ def step_time_ratio(out: Path) -> float:
     return statistics.median(ratios) if ratios else float("nan")
 
 
-def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_s: float) -> dict[str, Any]:
+def autogroup_nice(pid: int | str = "self") -> int | None:
+    """The autogroup nice value of a process (None where the kernel has no autogroups)."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def share_priority(parent: int, nice: int, stop: threading.Event) -> None:
+    """Until ``stop``: give every child session of ``parent`` (the deployment's workers) the autogroup ``nice``."""
+    done: set[int] = set()
+    while not stop.wait(0.1):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                pid, ppid = int(name), int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and pid not in done and autogroup_nice(pid) != nice:
+                    Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+                    done.add(pid)
+            except (OSError, ValueError, IndexError):
+                continue  # the process exited meanwhile, or the kernel refused: leave it as it is
+
+
+def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_s: float,
+           share: bool = True) -> dict[str, Any]:
     """One deployment as a subprocess; its figures from the results directory."""
     if out.exists():
         shutil.rmtree(out)
@@ -84,11 +118,24 @@ def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_
            "--perf", perf, "--out", str(out), "--status-every", "30"]
     print("$", " ".join(cmd[1:]), flush=True)
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    nice = autogroup_nice()
+    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}) as child:
+        stop = threading.Event()
+        watcher = threading.Thread(target=share_priority, args=(child.pid, nice, stop), daemon=True)
+        if share and nice:
+            watcher.start()
+        try:
+            stdout, stderr = child.communicate(timeout=timeout_s)
+        finally:
+            stop.set()
+            if child.poll() is None:
+                child.kill()
+    proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
-        error = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        error = next((line for line in reversed(proc.stderr.strip().splitlines()) if line.startswith("error")),
+                     (proc.stderr.strip().splitlines() or ["?"])[-1])
         print(f"FAILED ({proc.returncode}): {error}", flush=True)
         return {"policy": policy, "testbed": testbed, "wall_s": wall, "error": error}
     summary = [line for line in proc.stdout.splitlines() if not line.startswith("[")]
@@ -120,12 +167,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated POLICY@TESTBED runs")
     p.add_argument("--out", type=Path, default=REPO / "results" / "bench_deploy.json")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per deployment")
+    p.add_argument("--no-share-priority", dest="share_priority", action="store_false",
+                   help="leave the workers' sessions at the default autogroup priority")
     args = p.parse_args(argv)
     trace = "live" if args.work == 1.0 else f"live:work={args.work:g}"
     runs = [tuple(r.split("@")) for r in args.runs.split(",") if r]
     started = time.time()
-    rows = [deploy(pol, bed, trace, args.perf, REPO / "results" / "bench_deploy" / f"{pol}-{bed}", args.timeout)
-            for pol, bed in runs]
+    rows = [deploy(pol, bed, trace, args.perf, REPO / "results" / "bench_deploy" / f"{pol}-{bed}", args.timeout,
+                   args.share_priority) for pol, bed in runs]
     failed = [r for r in rows if "error" in r]
     rows = [r for r in rows if "error" not in r]
     frame = pd.DataFrame(rows, columns=list(rows[0]) if rows else ["policy"])
@@ -149,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for text, ok in checks:
         print(f"{'PASS' if ok else 'MISS'}  {text}")
-    write_json(args.out, {"config": {"perf": args.perf, "work": args.work, "trace": trace, "runs": args.runs},
+    write_json(args.out, {"config": {"perf": args.perf, "work": args.work, "trace": trace, "runs": args.runs,
+                                     "share_priority": args.share_priority, "autogroup_nice": autogroup_nice()},
                           "code_version": code_version(), "machine": platform.platform(), "cpus": os.cpu_count(),
                           "load_average": os.getloadavg(), "started": started, "runs": rows + failed,
                           "checks": [{"check": t, "ok": ok} for t, ok in checks]})

@@ -32,6 +32,9 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
 
 Interpolation rules (stated once, used everywhere):
 
+* compute and grouped curves are first made non-decreasing in the sample count (:func:`monotone`:
+  a point above a larger count's time takes that time; the same layer never costs more for fewer
+  samples, so such a point is a timing artefact, typically a cold first call);
 * compute curves: linear in the sample count between profiled counts; beyond the largest, linear
   extrapolation along the last segment (never below zero); below the smallest, the smallest
   point scaled by ``samples / smallest``;
@@ -241,12 +244,10 @@ class Curve:
 
     def at(self, samples: Any) -> tuple[np.ndarray, np.ndarray]:
         """(forward, backward) seconds at ``samples`` (array-like), by the curve rules of the module docstring."""
-        if self.variant == "compute":
-            return (interp_curve(self.samples, self.fw_s, samples, True),
-                    interp_curve(self.samples, self.bw_s, samples, True))
-        if self.variant.endswith(GROUPED_SUFFIX):
-            return (interp_curve(self.samples, self.fw_s, samples, False),
-                    interp_curve(self.samples, self.bw_s, samples, False))
+        if self.variant == "compute" or self.variant.endswith(GROUPED_SUFFIX):
+            below = self.variant == "compute"
+            return (interp_curve(self.samples, monotone(self.fw_s), samples, below),
+                    interp_curve(self.samples, monotone(self.bw_s), samples, below))
         x = np.asarray(samples, dtype=float)
         return (np.maximum(np.interp(x, self.samples, self.fw_s), 0.0), np.maximum(np.interp(x, self.samples, self.bw_s), 0.0))
 
@@ -281,6 +282,15 @@ class CommTable:
     def at(self, nbytes: Any) -> np.ndarray:
         """Seconds for ``nbytes`` (array-like), by the table rules of the module docstring."""
         return interp_table(self.sizes, self.seconds, nbytes)
+
+
+def monotone(ys: Sequence[float]) -> tuple[float, ...]:
+    """The lower envelope from the right: each point at most the time of every larger sample count.
+
+    The same layer never costs more for fewer samples; a point above a larger count's time is an
+    artefact of timing (a cold first call after another item) and takes that larger count's time.
+    """
+    return tuple(float(v) for v in np.minimum.accumulate(np.asarray(ys, dtype=float)[::-1])[::-1])
 
 
 def interp_curve(xs: Sequence[float], ys: Sequence[float], x: Any, proportional_below: bool) -> np.ndarray:

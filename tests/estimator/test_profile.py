@@ -12,7 +12,7 @@ import pytest
 
 from estimator.profile import (
     GROUPED_SUFFIX, PROFILE_VERSION, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
-    interp_curve, interp_table, load_profile,
+    interp_curve, interp_table, load_profile, monotone,
 )
 
 SIZES = tuple(2**k for k in range(10, 21, 2))  # 1 KiB .. 1 MiB
@@ -181,6 +181,18 @@ def test_curve_rules_depend_on_the_variant():
     np.testing.assert_allclose(compute.at([3, 6])[1], [6.0, 12.0])
     np.testing.assert_allclose(overhead.at([3, 6])[0], [3.0, 4.0])  # overheads: the nearest end outside
     assert overhead.at(2)[1] == 0.0  # a negative measured overhead counts as zero
+
+
+def test_curves_never_cost_more_for_fewer_samples():
+    # a cold first call at 1 sample measured above the 2-sample time takes the 2-sample time; the rest is untouched
+    assert monotone((3.0, 2.0, 4.0, 3.5, 8.0)) == (2.0, 2.0, 3.5, 3.5, 8.0)
+    compute = Curve("m", "block", "compute", 1, (1, 2, 4), (3.0, 2.0, 4.0), (1.0, 2.0, 4.0))
+    assert compute.at(1)[0] == pytest.approx(2.0) and compute.at(1)[1] == pytest.approx(1.0)
+    assert compute.at(0.5)[0] == pytest.approx(1.0)  # proportional below the smallest count, from the corrected point
+    grouped = Curve("m", "block", "tp" + GROUPED_SUFFIX, 2, (1, 2), (5.0, 4.0), (1.0, 2.0))
+    assert grouped.at(1)[0] == pytest.approx(4.0)
+    overhead = Curve("m", "block", "tp", 1, (1, 4), (3.0, 2.0), (1.0, 1.0))
+    assert overhead.at(1)[0] == pytest.approx(3.0)  # overheads are per call: not made monotone
 
 
 def test_tables_interpolate_in_bytes_hold_the_latency_floor_and_use_arenas_rule_above():
