@@ -9,7 +9,7 @@ POLICIES ?= fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena
 export OMP_NUM_THREADS := 1
 export WANDB_ERROR_REPORTING := false
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-slow lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ run: $(VENV)/.core-installed
 
 test: $(VENV)/.all-installed
 	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "not gpu and not slow" -p no:cacheprovider
+
+# Tests marked slow (an install of the package into a fresh virtual environment).
+test-slow: $(VENV)/.all-installed
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "slow and not gpu" -p no:cacheprovider
 
 # ruff check (lint rules in pyproject.toml), mypy (arena_gym, estimator), lint-imports (the
 # layering contracts in pyproject.toml). `ruff format` is configured but the tree is not yet

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.common import DpBelief, Workspace, configure, remaining_seconds, requested
-from arena_gym.types import Decision, JobId, JobStatus, JobView, Snapshot, best_locality
+from arena_gym.types import Decision, JobId, JobStatus, JobView, OverheadClass, Snapshot, best_locality
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class ElasticFlowLS:
        feasible count at a time, while the gain is positive.
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     clairvoyant = True  # sizes jobs from their true remaining iterations
 
     def __init__(self, name: str = "elasticflow-ls", config: ElasticFlowConfig | None = None, **overrides: Any) -> None:

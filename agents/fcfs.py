@@ -9,7 +9,7 @@ from typing import Any
 
 from agents.common import FreeGpus, configure, fits_ever, order_key
 from arena_gym.placement import allocation
-from arena_gym.types import Allocation, Decision, JobId, Snapshot, best_locality
+from arena_gym.types import Allocation, Decision, JobId, OverheadClass, Snapshot, best_locality
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class FCFS:
     spreading a job over more nodes than its best locality (the artifact's ``fcfs-r``).
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     clairvoyant = False  # knows only what was requested and when
 
     def __init__(self, name: str = "fcfs", config: FCFSConfig | None = None, **overrides: Any) -> None:

@@ -20,7 +20,17 @@ from agents.common import (
     requested,
     runnable_at_request,
 )
-from arena_gym.types import GPU_COUNTS, Decision, JobStatus, JobView, Placement, ResourceShape, Snapshot, best_locality
+from arena_gym.types import (
+    GPU_COUNTS,
+    Decision,
+    JobStatus,
+    JobView,
+    OverheadClass,
+    Placement,
+    ResourceShape,
+    Snapshot,
+    best_locality,
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +80,7 @@ class Gandiva:
     No heterogeneity: a job never leaves its requested type.
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     clairvoyant = True  # skips jobs whose true remaining time is short
 
     def __init__(self, name: str = "gandiva", config: GandivaConfig | None = None, **overrides: Any) -> None:

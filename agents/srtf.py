@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.common import Estimates, Workspace, configure, fixed_shape, priority_fill
-from arena_gym.types import Decision, JobView, Snapshot
+from arena_gym.types import Decision, JobView, OverheadClass, Snapshot
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class SRTF:
     longest remaining first, and never for nothing. It never changes a job's type or count.
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     clairvoyant = True  # ranks jobs by their true remaining iterations
 
     def __init__(self, name: str = "srtf", config: SRTFConfig | None = None, **overrides: Any) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.common import Estimates, Workspace, configure, fixed_shape, priority_fill
-from arena_gym.types import Decision, JobId, JobView, Snapshot
+from arena_gym.types import Decision, JobId, JobView, OverheadClass, Snapshot
 
 #: One GPU-hour in GPU-seconds.
 GPU_HOUR = 3600.0
@@ -57,7 +57,7 @@ class Tiresias:
     so a demotion takes effect at the next one.
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     clairvoyant = False  # ranks jobs by attained service only
 
     def __init__(self, name: str = "tiresias", config: TiresiasConfig | None = None, **overrides: Any) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 from tqdm.autonotebook import tqdm
 
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import RunConfig, RunResult, load_jobs, run
+from arena_gym.experiment import RunConfig, RunResult, load_jobs, run, user_models
 from arena_gym.gpu_types import check_requested_types
 from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
 from arena_gym.registry import make_perf
@@ -124,7 +124,7 @@ def compare(config: CompareConfig, out_dir: Path, progress: bool = True, plots: 
     """
     with staged_dir(out_dir) as staging:
         cluster = load_cluster(config.base.cluster)
-        truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir)
+        truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir, models=user_models(config.base.model_spec))
         workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
         unplaceable = {key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
                        for key, jobs in workloads.items()}

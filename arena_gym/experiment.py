@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
@@ -14,7 +15,7 @@ from arena_gym.perf import trace_hooks
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, trace_registry
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec, OverheadModel, PerfModel
+from arena_gym.types import ClusterSpec, JobSpec, OverheadClass, OverheadModel, PerfModel
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class RunConfig:
 
     ``perf`` is the ground-truth model the simulator executes with; ``belief`` the one policies
     plan with (None: the same model). ``horizon_s`` counts from the first submission.
+    ``model_spec`` is a JSON file of user-defined models (architectures the estimator knows
+    in addition to its zoo; see ``estimator.zoo.load_models``).
     """
 
     policy: str
@@ -35,10 +38,12 @@ class RunConfig:
     round_s: float | None = None
     event_decisions: bool = True
     overhead: OverheadModel = field(default_factory=OverheadModel)
+    model_spec: str | None = None
 
-    def sim_config(self, overhead_class: str = "pruned") -> SimConfig:
+    def sim_config(self, overhead_class: OverheadClass | str = OverheadClass.PRUNED) -> SimConfig:
         """The simulator settings of this run, charging ``overhead_class`` (the policy's ``ap_search``)."""
-        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s, overhead_class)
+        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s,
+                         OverheadClass.parse(overhead_class))
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,15 @@ class RunResult:
     config: RunConfig
     record: EpisodeRecord
     metrics: dict[str, float]
+
+
+def user_models(path: str | None) -> dict[str, Any] | None:
+    """The user-defined models of a ``--model-spec`` JSON file by name (None without a file)."""
+    if path is None:
+        return None
+    from estimator.zoo import load_models
+
+    return load_models(path)
 
 
 def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> tuple[JobSpec, ...]:
@@ -79,9 +93,10 @@ def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | N
     keeps its tables); ``cache_dir`` is the estimator's disk cache (None: none).
     """
     cluster = load_cluster(config.cluster)
+    models = user_models(config.model_spec)
     if truth is None:
-        truth = make_perf(config.perf, cluster, config.seed, cache_dir=cache_dir)
-    belief = make_perf(config.belief, cluster, config.seed, truth, cache_dir) if config.belief else truth
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=cache_dir, models=models)
+    belief = make_perf(config.belief, cluster, config.seed, truth, cache_dir, models) if config.belief else truth
     if jobs is None:
         jobs = load_jobs(config.trace, cluster, truth, config.seed)
     policy = make_policy(config.policy, config.seed)

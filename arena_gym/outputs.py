@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import functools
 import json
@@ -23,7 +24,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -228,6 +229,23 @@ def write_json(path: Path, data: Any) -> Path:
     """Write JSON atomically (temp file, then rename); non-finite floats become null/"inf"."""
     text = json.dumps(jsonable(data), indent=2, sort_keys=True) + "\n"
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell as pandas writes it: empty for None and NaN."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    """Write a CSV atomically with the csv module (cells as :meth:`pandas.DataFrame.to_csv` writes them)."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(columns)
+            writer.writerows([_cell(v) for v in row] for row in rows)
+
+    return atomic_write(path, write)
 
 
 def write_csv(path: Path, frame: pd.DataFrame) -> Path:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from arena_gym.records import EpisodeRecord
-from arena_gym.types import Decision, JobSpec, PerfModel, Snapshot
+from arena_gym.types import Decision, JobSpec, OverheadClass, PerfModel, Snapshot
 
 __all__ = ["ClusterBackend", "InvalidDecision", "PerfModel", "Policy"]
 
@@ -15,14 +15,15 @@ __all__ = ["ClusterBackend", "InvalidDecision", "PerfModel", "Policy"]
 class Policy(Protocol):
     """A scheduling policy: a pure function of the snapshot (plus per-episode memo state).
 
-    ``ap_search`` names the reconfiguration-overhead class its (re)starts pay: ``"pruned"``
-    (Arena's pruned AP search) or ``"full"`` (an unpruned AP search, the baselines). The
+    ``ap_search`` is the reconfiguration-overhead class its (re)starts pay
+    (:class:`~arena_gym.types.OverheadClass` or its name): ``pruned`` (Arena's pruned AP
+    search), ``full`` (an unpruned AP search, the baselines) or ``none``. The
     simulator charges it when its caller configures it so (``SimConfig(overhead_class=...)``);
     a live backend pays whatever the real restart costs.
     """
 
     name: str
-    ap_search: str
+    ap_search: OverheadClass | str
 
     def reset(self) -> None:
         """Forget per-episode state before a new episode."""

@@ -16,6 +16,7 @@ Nothing is imported until a name is used: the core never imports the packages ab
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -120,12 +121,12 @@ class Registry:
             context = {self.name_param: spec, **context}
         entry = self._entries.get(spec)
         if entry is not None:
-            return _call(self.kind, spec, resolve(entry.target), entry.kwargs, context)
+            return _call(self.kind, spec, _builtin(self.kind, spec, entry.target), entry.kwargs, context)
         prefix, sep, argument = spec.partition(":")
         if sep and prefix in self._prefixes:
             if not argument.strip():
                 raise ValueError(f"{self.kind} spec {spec!r} needs an argument after '{prefix}:'")
-            return _call(self.kind, spec, resolve(self._prefixes[prefix]), {"path": argument}, context)
+            return _call(self.kind, spec, _builtin(self.kind, spec, self._prefixes[prefix]), {"path": argument}, context)
         found = self._entry_points().get(spec)
         if found is not None:
             return _call(self.kind, spec, found.load(), {}, context)
@@ -138,6 +139,42 @@ class Registry:
         if self.group is None:
             return {}
         return {ep.name: ep for ep in entry_points(group=self.group)}
+
+
+#: The top-level packages of this distribution (generic names another distribution may also use).
+OWN_PACKAGES = ("arena_gym", "agents", "envs", "estimator", "real_runner", "traces")
+
+
+def shadowing_package(module: str) -> str | None:
+    """Where the top-level package of ``module`` is found, when it is one of :data:`OWN_PACKAGES`
+    but not this distribution's (another distribution's or a local ``agents.py`` earlier on sys.path)."""
+    top = module.partition(".")[0]
+    if top not in OWN_PACKAGES or top == "arena_gym":
+        return None
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if found is None:
+        return None
+    ours = Path(__file__).resolve().parent.parent
+    where = Path(found.origin) if found.origin else Path(next(iter(found.submodule_search_locations or []), ""))
+    location = where.parent if where.name == "__init__.py" else where
+    return None if location.resolve().parent == ours else str(location)
+
+
+def _builtin(kind: str, spec: str, target: str) -> Any:
+    """Resolve a built-in target; a one-line ValueError when a same-named package of another
+    distribution shadows this one's (other import errors, e.g. a missing extra, propagate)."""
+    try:
+        return resolve(target)
+    except ImportError as exc:
+        other = shadowing_package(target)
+        if other is None:
+            raise
+        top = target.partition(".")[0]
+        raise ValueError(f"{kind} {spec!r}: the {top!r} package imported is {other}, not arena-gym's; another "
+                         f"distribution or a local file named {top!r} comes first on sys.path ({exc})") from None
 
 
 def _import(kind: str, spec: str) -> Any:
@@ -226,13 +263,15 @@ def trace_registry() -> Registry:
 
 
 def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None,
-              cache_dir: str | Path | None = None) -> PerfModel:
+              cache_dir: str | Path | None = None, models: Mapping[str, Any] | None = None) -> PerfModel:
     """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...).
 
-    ``truth`` is the base of wrappers (``noisy:``); ``cache_dir`` is offered to factories that
-    take it (the estimator keeps its tables there).
+    ``truth`` is the base of wrappers (``noisy:``); ``cache_dir`` (where the estimator keeps its
+    tables) and ``models`` (user-defined architectures by name) are offered to factories that
+    take them.
     """
-    model: PerfModel = PERF_MODELS.make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir)
+    model: PerfModel = PERF_MODELS.make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir,
+                                        models=models)
     return model
 
 

@@ -1,19 +1,32 @@
-"""Results directories: resolved config with seed and code version, metrics, CSVs, plots, leaderboards."""
+"""Results directories: resolved config with seed and code version, metrics, CSVs, plots, leaderboards.
+
+A run's directory is written without pandas (the CSVs with the csv module), so a simulation
+that draws no plots imports neither pandas nor matplotlib; the frames and leaderboards use it.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
 
 from arena_gym.experiment import RunResult
 from arena_gym.metrics import job_outcomes, timeline
-from arena_gym.outputs import code_version, write_csv, write_json
+from arena_gym.outputs import code_version, write_json, write_rows
 from arena_gym.records import EpisodeRecord
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Columns of a run's ``jobs.csv``.
+JOB_COLUMNS = (
+    "job_id", "model", "global_batch", "iterations", "requested_gpu_type", "requested_gpus", "submit_s",
+    "first_start_s", "finish_s", "jct_s", "queued_s", "reconfigurations", "preemptions", "last_gpu_type",
+    "last_num_gpus", "deadline_s", "deadline_met",
+)
 #: Leaderboard columns, in order (metric keys of ``compute_metrics``).
 LEADERBOARD_COLUMNS = (
     "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "avg_throughput",
@@ -22,7 +35,7 @@ LEADERBOARD_COLUMNS = (
 )
 
 
-def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:
+def jobs_rows(record: EpisodeRecord) -> list[dict[str, Any]]:
     """One row per submitted job: outcome, queueing, restarts, deadline."""
     specs = {j.job_id: j for j in record.jobs}
     rows = []
@@ -36,16 +49,30 @@ def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:
             "preemptions": o.preemptions, "last_gpu_type": o.last_gpu_type, "last_num_gpus": o.last_num_gpus,
             "deadline_s": o.deadline, "deadline_met": o.deadline_met,
         })
-    return pd.DataFrame(rows)
+    return rows
+
+
+def timeline_columns(record: EpisodeRecord) -> dict[str, np.ndarray]:
+    """The step timeline by column: cluster state after each distinct event time."""
+    tl = timeline(record)
+    return {
+        "time_s": tl.time - record.start_time, "throughput": tl.throughput, "alloc_gpus": tl.alloc_gpus,
+        "running_gpus": tl.running_gpus, "running_jobs": tl.running_jobs, "pending_jobs": tl.pending_jobs,
+    }
+
+
+def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:
+    """:func:`jobs_rows` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(jobs_rows(record))
 
 
 def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
-    """The step timeline: cluster state after each distinct event time."""
-    tl = timeline(record)
-    return pd.DataFrame({
-        "time_s": tl.time - record.start_time, "throughput": tl.throughput, "alloc_gpus": tl.alloc_gpus,
-        "running_gpus": tl.running_gpus, "running_jobs": tl.running_jobs, "pending_jobs": tl.pending_jobs,
-    })
+    """:func:`timeline_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(timeline_columns(record))
 
 
 def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
@@ -55,8 +82,10 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
                                          "code_version": code_version(), "policy": result.record.policy,
                                          "cluster": result.record.cluster})
     write_json(out_dir / "metrics.json", result.metrics)
-    write_csv(out_dir / "jobs.csv", jobs_frame(result.record))
-    write_csv(out_dir / "timeline.csv", timeline_frame(result.record))
+    jobs = jobs_rows(result.record)
+    write_rows(out_dir / "jobs.csv", JOB_COLUMNS, ([row[c] for c in JOB_COLUMNS] for row in jobs))
+    columns = timeline_columns(result.record)
+    write_rows(out_dir / "timeline.csv", list(columns), zip(*(c.tolist() for c in columns.values())))
     if plots:
         from arena_gym.plots import plot_all  # matplotlib only when plots are drawn
 
@@ -85,6 +114,8 @@ def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, fl
 def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:
     """One row per run (policy, trace, seed) with the standard metric columns, best first
     (by padded average JCT when a padding reference is given, else by average JCT)."""
+    import pandas as pd
+
     rows = []
     padded: dict[tuple[str, int], dict[str, float]] = {}
     if pad_reference:

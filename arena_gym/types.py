@@ -254,7 +254,28 @@ class PerfModel(Protocol):
 
 
 #: Reconfiguration-overhead classes: Arena's pruned AP search, an unpruned one (the baselines), none.
-OVERHEAD_CLASSES: tuple[str, ...] = ("pruned", "full", "none")
+class OverheadClass(str, enum.Enum):
+    """What a policy's (re)starts pay (its ``ap_search``): Arena's pruned AP search, an unpruned
+    AP search (the baselines), or only the checkpoint resume. Equal to its string value."""
+
+    PRUNED = "pruned"
+    FULL = "full"
+    NONE = "none"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: OverheadClass | str) -> OverheadClass:
+        """``value`` as an OverheadClass; ValueError naming the valid ones otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown overhead class {value!r}; valid: {', '.join(OVERHEAD_CLASSES)}") from None
+
+
+#: The overhead classes by name.
+OVERHEAD_CLASSES: tuple[str, ...] = tuple(c.value for c in OverheadClass)
 
 
 @dataclass(frozen=True)
@@ -279,16 +300,15 @@ class OverheadModel:
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"OverheadModel.{name} must be finite and >= 0, got {value}")
 
-    def seconds(self, overhead_class: str, num_gpus: int) -> float:
+    def seconds(self, overhead_class: OverheadClass | str, num_gpus: int) -> float:
         """Overhead paid when a job (re)starts on ``num_gpus`` GPUs under ``overhead_class``."""
-        if overhead_class == "pruned":
+        kind = OverheadClass.parse(overhead_class)
+        if kind is OverheadClass.PRUNED:
             base = min(self.pruned_per_gpu_s * num_gpus, self.pruned_cap_s)
-        elif overhead_class == "full":
+        elif kind is OverheadClass.FULL:
             base = min(self.full_per_gpu_s * num_gpus, self.full_cap_s)
-        elif overhead_class == "none":
-            base = 0.0
         else:
-            raise ValueError(f"unknown overhead class {overhead_class!r}; valid: {', '.join(OVERHEAD_CLASSES)}")
+            base = 0.0
         return base + self.ckpt_resume_s
 
 

@@ -130,26 +130,26 @@ class ModelConsts(NamedTuple):
 def model_consts(arch: ModelArch) -> ModelConsts:
     """The :class:`ModelConsts` of an architecture."""
     wb, gb, ob = arch.state_bytes_per_param
-    return ModelConsts(float(wb), float(gb), float(ob), float(arch.remat), float(arch.experts),
-                       float(arch.min_tokens_per_gpu), float(arch.sample_tokens))
+    return ModelConsts(wb=float(wb), gb=float(gb), ob=float(ob), remat=float(arch.remat), experts=float(arch.experts),
+                       min_tokens=float(arch.min_tokens_per_gpu), sample_tokens=float(arch.sample_tokens))
 
 
 class StageAgg(NamedTuple):
-    """Per-stage sums of the layer table (``LM``: largest single-layer saved activation)."""
+    """Per-stage sums of the layer table (arrays over the leading axes, last axis = stages)."""
 
-    F: np.ndarray
-    OB: np.ndarray
-    RB: np.ndarray
-    W: np.ndarray
-    X: np.ndarray
-    SV: np.ndarray
-    CK: np.ndarray
-    LM: np.ndarray
-    AO: np.ndarray
-    TPB: np.ndarray
-    A2: np.ndarray
-    K: np.ndarray
-    TIED: np.ndarray
+    flops: np.ndarray  # forward FLOPs per sample
+    op_bytes: np.ndarray  # memory traffic per sample that tensor parallelism splits
+    rep_bytes: np.ndarray  # memory traffic per sample replicated on every tensor-parallel rank
+    params: np.ndarray  # parameters outside MoE experts
+    expert_params: np.ndarray  # parameters of MoE experts
+    act_saved: np.ndarray  # activations saved for the backward pass, per sample
+    act_in: np.ndarray  # layer-input activations (what rematerialisation keeps), per sample
+    max_act_saved: np.ndarray  # the largest single layer's saved activations, per sample
+    act_out: np.ndarray  # the boundary activation sent to the next stage, per sample
+    tp_bytes: np.ndarray  # tensor-parallel all-reduce bytes per sample
+    a2a_bytes: np.ndarray  # MoE all-to-all bytes per sample
+    kernels: np.ndarray  # kernel launches per pass
+    tied_params: np.ndarray  # tied embedding parameters, held once when one stage has both ends (else 0)
 
 
 @lru_cache(maxsize=256)
@@ -173,8 +173,9 @@ def stage_aggregates(arch: ModelArch, bounds: np.ndarray) -> StageAgg:
     n = len(arch.layers)
     ao = arch.layers.act_out[np.clip(hi - 1, 0, n - 1)]
     tied = np.where((lo == 0) & (hi == n), arch.tied_params, 0.0)
-    return StageAgg(sums[0], sums[1], sums[2], sums[3], sums[4], sums[5], sums[6], rmax[lo, hi], ao,
-                    sums[7], sums[8], sums[9], tied)
+    return StageAgg(flops=sums[0], op_bytes=sums[1], rep_bytes=sums[2], params=sums[3], expert_params=sums[4],
+                    act_saved=sums[5], act_in=sums[6], max_act_saved=rmax[lo, hi], act_out=ao, tp_bytes=sums[7],
+                    a2a_bytes=sums[8], kernels=sums[9], tied_params=tied)
 
 
 class StageCosts(NamedTuple):
@@ -222,24 +223,24 @@ def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, r
     ep = np.where(mc.experts > 0, np.minimum(dp, np.maximum(mc.experts, 1.0)), 1.0)
     reps = dp / ep  # replicas of each expert
 
-    per_sample = agg.F / tp / rates.flops + (agg.OB / tp + agg.RB) / rates.mem_bw
-    wloc = (agg.W - agg.TIED) / tp
-    xloc = agg.X / (tp * ep)
+    per_sample = agg.flops / tp / rates.flops + (agg.op_bytes / tp + agg.rep_bytes) / rates.mem_bw
+    wloc = (agg.params - agg.tied_params) / tp
+    xloc = agg.expert_params / (tp * ep)
     weights = (wloc + xloc) * rates.weight_s
-    fwd = n * per_sample + weights + agg.K * rates.kernel_s
+    fwd = n * per_sample + weights + agg.kernels * rates.kernel_s
     c_fw = fwd
     c_bw = (2.0 + mc.remat) * fwd
 
-    tp_comm = _all_reduce(n * agg.TPB, tp, l_tp, tp / l_tp, l_stage / l_tp, rates)
+    tp_comm = _all_reduce(n * agg.tp_bytes, tp, l_tp, tp / l_tp, l_stage / l_tp, rates)
     l_ep = np.minimum(ep, l_dp)
-    a2a = np.where(agg.A2 > 0, _all_to_all(n * agg.A2, ep, l_ep, l_stage, rates), 0.0)
+    a2a = np.where(agg.a2a_bytes > 0, _all_to_all(n * agg.a2a_bytes, ep, l_ep, l_stage, rates), 0.0)
     a_fw = tp_comm + a2a
     a_bw = a_fw * (1.0 + mc.remat)
 
     conc = np.minimum(tp, l_stage)
     sync = _all_reduce(wloc * mc.gb, dp, l_dp, dp / l_dp, conc, rates)
     l_rep = np.maximum(l_dp / ep, 1.0)
-    sync = sync + np.where(agg.X > 0, _all_reduce(xloc * mc.gb, reps, np.minimum(l_rep, reps), reps / np.minimum(l_rep, reps),
+    sync = sync + np.where(agg.expert_params > 0, _all_reduce(xloc * mc.gb, reps, np.minimum(l_rep, reps), reps / np.minimum(l_rep, reps),
                                                   conc, rates), 0.0)
     shard = wloc / dp + xloc / reps
     upd = shard * (2 * mc.ob + mc.wb + mc.gb) / rates.mem_bw
@@ -248,23 +249,26 @@ def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, r
         inflight = np.minimum(B, n_stages - stage_idx)
     else:  # GPipe runs every forward before any backward: all micro-batches stay in flight
         inflight = B
-    acts = np.where(mc.remat > 0, inflight * n * agg.CK + n * agg.LM / tp, inflight * n * agg.SV / tp)
+    acts = np.where(mc.remat > 0, inflight * n * agg.act_in + n * agg.max_act_saved / tp, inflight * n * agg.act_saved / tp)
     mem = (wloc + xloc) * (mc.wb + mc.gb) + wloc * mc.ob / dp + xloc * mc.ob / reps + acts
 
     reason = np.where(mem > rates.mem_cap, int(Infeasible.OUT_OF_MEMORY), 0)
-    reason = np.where((agg.X > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason)
+    reason = np.where((agg.expert_params > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason)
     reason = np.where(n < 1.0 - 1e-9, int(Infeasible.DP_EXCEEDS_MICRO_BATCH), reason)
     if not allow_cross_node_tp:
         reason = np.where(tp > l_stage, int(Infeasible.TP_CROSS_NODE), reason)
     shape = np.broadcast_shapes(np.shape(c_fw), np.shape(mem), np.shape(a_fw), np.shape(sync), np.shape(reason))
-    return StageCosts(*(np.broadcast_to(x, shape) for x in (c_fw, c_bw, a_fw, a_bw, sync, upd, mem, reason)))
+    return StageCosts(c_fw=np.broadcast_to(c_fw, shape), c_bw=np.broadcast_to(c_bw, shape),
+                      a_fw=np.broadcast_to(a_fw, shape), a_bw=np.broadcast_to(a_bw, shape),
+                      sync=np.broadcast_to(sync, shape), upd=np.broadcast_to(upd, shape),
+                      mem=np.broadcast_to(mem, shape), reason=np.broadcast_to(reason, shape))
 
 
 def p2p_times(agg: StageAgg, off, g, valid, m, gpn, rates: Rates) -> np.ndarray:
     """Point-to-point time of each stage's boundary activation to the next stage (0 for the last)."""
     off = np.asarray(off)
     g = np.asarray(g)
-    nbytes = m * agg.AO
+    nbytes = m * agg.act_out
     nxt_off, nxt_g = np.roll(off, -1, axis=-1), np.roll(g, -1, axis=-1)
     has_next = np.roll(valid, -1, axis=-1) & valid
     has_next[..., -1] = False
@@ -310,7 +314,7 @@ def compose(sc: StageCosts, r: np.ndarray, valid: np.ndarray, B) -> PlanTimes:
     codes = np.where(valid & (sc.reason > 0), sc.reason, 99)
     reason = codes.min(axis=-1)
     reason = np.where(reason == 99, 0, reason)
-    return PlanTimes(total, compute, intra, inter, bubble, mem, reason)
+    return PlanTimes(total=total, compute=compute, intra=intra, inter=inter, bubble=bubble, mem=mem, reason=reason)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -220,9 +220,11 @@ class EstimatorPerfModel:
         return get_gpu(canonical_gpu_name(gpu_type)).memory_gb
 
 
-def default_perf_model(cluster: ClusterSpec | None = None, cache_dir: str | Path | None = None) -> EstimatorPerfModel:
+def default_perf_model(cluster: ClusterSpec | None = None, cache_dir: str | Path | None = None,
+                       models: Mapping[str, ModelArch] | None = None) -> EstimatorPerfModel:
     """The calibrated estimator (committed parameters, default planner) for ``cluster``.
 
-    ``cache_dir``: a directory of performance tables shared between runs (None: no disk cache).
+    ``cache_dir``: a directory of performance tables shared between runs (None: no disk cache);
+    ``models``: user-defined architectures by name, besides the zoo (``estimator.zoo.load_models``).
     """
-    return EstimatorPerfModel(cluster, cache_dir=cache_dir)
+    return EstimatorPerfModel(cluster, cache_dir=cache_dir, models=models)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dataclasses_replace
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -160,9 +160,10 @@ class GridResults(NamedTuple):
     micro_batches: np.ndarray  # [G]
 
 
-def _per_block(rows: Sequence[NamedTuple], cls: type, index: np.ndarray):
+def _per_block(rows: Sequence[NamedTuple], cls: type[Any], index: np.ndarray) -> Any:
     """Stack one NamedTuple per group into arrays ``[NB, 1, 1]`` indexed by each block's group."""
-    return cls(*(np.array(col, dtype=np.float64)[index][:, None, None] for col in zip(*rows)))
+    return cls(**{f: np.array([getattr(r, f) for r in rows], dtype=np.float64)[index][:, None, None]
+                  for f in cls._fields})
 
 
 class _Blocks(NamedTuple):
@@ -197,12 +198,12 @@ def _build_blocks(groups: Sequence[PlanGroup], S: int, cfg: PlannerConfig) -> _B
         pieces.append((
             np.full(len(si), gi), np.array(sel)[si], bounds[ki], bopts[bi],
             np.array([grp.shapes[i].num_gpus for i in sel])[si], np.array([grp.shapes[i].gpus_per_node for i in sel])[si],
-            [x[ki] for x in agg],
+            StageAgg._make(x[ki] for x in agg),
         ))
     if not pieces:
         return None
     group, shape, bounds, B, n, gpn = (np.concatenate([p[i] for p in pieces]) for i in range(6))
-    agg = StageAgg(*(np.concatenate([p[6][f] for p in pieces])[:, None, :] for f in range(len(StageAgg._fields))))
+    agg = StageAgg(**{f: np.concatenate([getattr(p[6], f) for p in pieces])[:, None, :] for f in StageAgg._fields})
     g = n // S
     tp = np.broadcast_to(1 << np.arange(int(g.max()).bit_length()), (len(g), int(g.max()).bit_length()))
     mesh_ok = tp <= g[:, None]
@@ -238,12 +239,12 @@ def _evaluate_blocks(bl: _Blocks, rates: Rates, S: int, cfg: PlannerConfig) -> _
     score = B3 * (sc.c_fw + sc.a_fw + sc.c_bw + sc.a_bw) + sc.sync + sc.upd
     score = np.where(bl.mesh_ok[:, :, None] & (sc.reason == 0), score, np.inf)
     choice = np.argmin(score, axis=1)[:, None, :]
-    picked = StageCosts(*(np.take_along_axis(np.broadcast_to(x, sc.mem.shape), choice, axis=1) for x in sc))
+    picked = StageCosts._make(np.take_along_axis(np.broadcast_to(x, sc.mem.shape), choice, axis=1) for x in sc)
     greedy = compose(picked, r, valid, bl.B[:, None])
     greedy_ok = np.isfinite(np.take_along_axis(score, choice, axis=1)).all(axis=-1)
     nb, m = bl.mesh_ok.shape
-    times = PlanTimes(*(np.concatenate([np.broadcast_to(a, (nb, m)), np.broadcast_to(b, (nb, 1))], axis=1)
-                        for a, b in zip(sym, greedy)))
+    times = PlanTimes._make(np.concatenate([np.broadcast_to(a, (nb, m)), np.broadcast_to(b, (nb, 1))], axis=1)
+                            for a, b in zip(sym, greedy))
     feasible = np.concatenate([sym_ok, greedy_ok], axis=1)
     dp = np.concatenate([bl.dp, np.take_along_axis(bl.dp, choice, axis=1)], axis=1)
     tp = np.concatenate([bl.tp, np.take_along_axis(bl.tp, choice, axis=1)], axis=1)
@@ -270,11 +271,6 @@ class PreparedGroups:
                 for S, bl in self.blocks.items()}
 
 
-def plan_groups(groups: Sequence[PlanGroup], rates: Sequence[Rates], cfg: PlannerConfig) -> dict[int, GridResults]:
-    """Best plan of every grid of every group, by stage count."""
-    return PreparedGroups(groups, cfg).solve(rates)
-
-
 def _select(bl: _Blocks, ev: _Evaluated, S: int) -> GridResults:
     total = np.where(ev.feasible, ev.times.total, np.inf)
     best_c = np.argmin(total, axis=1)
@@ -290,7 +286,7 @@ def _select(bl: _Blocks, ev: _Evaluated, S: int) -> GridResults:
     worst = np.where(bl.mesh_ok, ev.times.reason[:, :-1], 0).max(axis=1)
     seg_reason = np.maximum.reduceat(worst, starts)
     pick = (best_block, best_c[best_block])
-    times = PlanTimes(*(x[pick] for x in ev.times))
+    times = PlanTimes._make(x[pick] for x in ev.times)
     times = times._replace(reason=np.where(np.isfinite(seg_min), 0, seg_reason), total=np.where(np.isfinite(seg_min), times.total, np.inf))
     return GridResults(bl.group[starts], bl.shape[starts], S, times, bl.bounds[best_block],
                        ev.dp[pick], ev.tp[pick], bl.B[best_block].astype(np.int64))
@@ -393,7 +389,7 @@ def exhaustive_best(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, sha
                 m = batch / B
                 step = max(1, max_rows // max(1, len(combos)))
                 for lo in range(0, len(bounds), step):
-                    a = StageAgg(*(x[lo:lo + step, None, :] for x in agg))
+                    a = StageAgg._make(x[lo:lo + step, None, :] for x in agg)
                     sc = stage_costs(a, dp[None], tp[None], off, q, np.arange(S), S, B, m, gpn, rates, mc,
                                      cfg.schedule, cfg.allow_cross_node_tp)
                     valid = np.ones(S, dtype=bool)
@@ -419,9 +415,12 @@ def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[Resou
     B = np.array([max(1, min(micro_batches, it[1])) for it in items], dtype=np.float64)[idx][:, None]
     batch = np.array([it[1] for it in items], dtype=np.float64)[idx][:, None]
     aggs = [stage_aggregates(it[0], np.array([0, len(it[0].layers)])) for it in items]
-    agg = StageAgg(*(np.array([a[f][0] for a in aggs])[idx][:, None] for f in range(len(StageAgg._fields))))
-    rates = Rates(*(np.array(col, dtype=np.float64)[idx][:, None] for col in zip(*(it[3] for it in items))))
-    mc = ModelConsts(*(np.array(col, dtype=np.float64)[idx][:, None] for col in zip(*(model_consts(it[0]) for it in items))))
+    agg = StageAgg(**{f: np.array([getattr(a, f)[0] for a in aggs])[idx][:, None] for f in StageAgg._fields})
+    rates = Rates(**{f: np.array([getattr(it[3], f) for it in items], dtype=np.float64)[idx][:, None]
+                     for f in Rates._fields})
+    consts = [model_consts(it[0]) for it in items]
+    mc = ModelConsts(**{f: np.array([getattr(c, f) for c in consts], dtype=np.float64)[idx][:, None]
+                        for f in ModelConsts._fields})
     valid = np.ones(1, dtype=bool)
     sc = stage_costs(agg, n, 1.0, 0, n, np.arange(1), 1, B, batch / B, gpn, rates, mc, PipeSchedule.ONE_F_ONE_B, True)
     pt = compose(sc, np.zeros((len(shapes), 1)), valid, B[:, 0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from arena_gym.types import OverheadModel
+from arena_gym.types import OverheadClass, OverheadModel
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,9 @@ class ArenaConfig:
                 raise ValueError(f"ArenaConfig.{name} must be >= 0, got {getattr(self, name)}")
 
     @property
-    def ap_search(self) -> str:
+    def ap_search(self) -> OverheadClass:
         """The reconfiguration-overhead class the policy's (re)starts pay."""
-        return "pruned" if self.pruned else "full"
+        return OverheadClass.PRUNED if self.pruned else OverheadClass.FULL
 
     def depth(self, running_jobs: int) -> int:
         """Downgrade-search depth for a cluster running ``running_jobs`` jobs."""

@@ -18,7 +18,7 @@ from typing import Any
 from agents.common.estimates import DpBelief, ShapeOk, TypeCount
 from agents.common.workspace import Workspace
 from agents.milp import MilpBuilder, MilpConfig, MilpError
-from arena_gym.types import Decision, JobId, JobView, Snapshot
+from arena_gym.types import Decision, JobId, JobView, OverheadClass, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class AssignmentPolicy(ABC):
     ``super().__init__(name)``.
     """
 
-    ap_search = "full"
+    ap_search = OverheadClass.FULL
     config: Any
 
     def __init__(self, name: str) -> None:

@@ -91,8 +91,28 @@ def out_file(text: str) -> Path:
     return Path(text)
 
 
+def model_spec_file(text: str) -> str:
+    """argparse type: a JSON file of user-defined models, checked (read and built) at parse time."""
+    from arena_gym.experiment import user_models
+
+    try:
+        user_models(text)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+    return text
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--model-spec: user-defined models the estimator knows besides its zoo."""
+    parser.add_argument("--model-spec", type=model_spec_file, default=None, metavar="FILE",
+                        help="JSON file of user-defined models (a transformer, MoE or Wide-ResNet spec, or a list)")
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs, --strict."""
+    """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs, --strict,
+    --model-spec, --cache-dir, --no-cache."""
     parser.add_argument("--trace", default=DEFAULT_TRACE,
                         help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace")
     parser.add_argument("--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file")
@@ -105,6 +125,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multiply every reconfiguration overhead (0: none)")
     parser.add_argument("--strict", action="store_true",
                         help="a job requesting a GPU type the cluster lacks is an error (default: a warning)")
+    add_model_arguments(parser)
     add_cache_arguments(parser)
 
 
@@ -144,4 +165,5 @@ def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
         raise ValueError("--no-event-decisions needs --round (otherwise nothing is ever decided)")
     return RunConfig(policy=policy, trace=args.trace, cluster=args.cluster, seed=seed, perf=args.perf,
                      belief=args.belief, horizon_s=args.horizon, round_s=args.round,
-                     event_decisions=not args.no_event_decisions, overhead=scaled_overhead(args.overhead_scale))
+                     event_decisions=not args.no_event_decisions, overhead=scaled_overhead(args.overhead_scale),
+                     model_spec=args.model_spec)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from arena_gym.cli.common import add_run_arguments, cache_dir, out_dir, run_config, seed_int
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import load_jobs, run
+from arena_gym.experiment import load_jobs, run, user_models
 from arena_gym.gpu_types import check_requested_types
 from arena_gym.outputs import staged_dir
 from arena_gym.registry import make_perf
@@ -33,7 +33,7 @@ def handle(args: argparse.Namespace) -> int:
     with staged_dir(args.out) as staging:
         cluster = load_cluster(config.cluster)
         tables = cache_dir(args)
-        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables)
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=user_models(config.model_spec))
         jobs = load_jobs(config.trace, cluster, truth, config.seed)
         unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
         result = run(config, progress=True, jobs=jobs, cache_dir=tables, truth=truth)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from arena_gym.cli.common import add_cache_arguments, cache_dir, out_file, seed_int
+from arena_gym.cli.common import add_cache_arguments, add_model_arguments, cache_dir, out_file, seed_int
 from arena_gym.cluster import load_cluster
+from arena_gym.experiment import user_models
 from arena_gym.gpu_types import check_catalogue
 from arena_gym.perf import trace_hooks
 from arena_gym.registry import make_perf
@@ -21,6 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--cluster", default="testbed-64", help="cluster used to sample missing fields feasibly")
         p.add_argument("--perf", default="estimator", help="performance model used to sample missing fields")
         p.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
+        add_model_arguments(p)
         add_cache_arguments(p)
         if name == "convert":
             p.add_argument("--out", type=out_file, required=True, help="canonical CSV to write (atomically)")
@@ -32,7 +34,8 @@ def handle(args: argparse.Namespace) -> int:
     from traces import Trace, resolve_trace, save_trace
 
     cluster = load_cluster(args.cluster)
-    feasible, iter_time = trace_hooks(make_perf(args.perf, cluster, cache_dir=cache_dir(args)), cluster)
+    perf = make_perf(args.perf, cluster, cache_dir=cache_dir(args), models=user_models(args.model_spec))
+    feasible, iter_time = trace_hooks(perf, cluster)
     trace: Trace = resolve_trace(args.trace, seed=args.seed, feasible=feasible, iter_time=iter_time)
     check_catalogue(trace.jobs, args.trace)
     if args.action == "info":

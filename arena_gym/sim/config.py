@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from arena_gym.types import OVERHEAD_CLASSES, OverheadModel
+from arena_gym.types import OverheadClass, OverheadModel
 
 #: The shortest decision round the simulator accepts, in seconds. A round fires a decision
 #: whether or not anything changed, so a shorter period only multiplies the work (a 0.01 s
@@ -18,8 +18,8 @@ class SimConfig:
     """How the simulator runs.
 
     ``overhead`` prices a reconfiguration and ``overhead_class`` picks which of its classes
-    the simulated policy pays (set it from the policy: ``overhead_class=policy.ap_search``;
-    Arena's ``pruned`` by default). ``round_s`` adds periodic decision rounds (Arena decides
+    the simulated policy pays (an :class:`~arena_gym.types.OverheadClass` or its name; set it
+    from the policy: ``overhead_class=policy.ap_search``; Arena's ``pruned`` by default). ``round_s`` adds periodic decision rounds (Arena decides
     every 300 s; at least :data:`MIN_ROUND_S`); with ``event_decisions`` the policy is also
     called on arrivals and completions (the default, event-driven). ``horizon_s`` stops the
     episode (on the trace's clock).
@@ -29,7 +29,7 @@ class SimConfig:
     round_s: float | None = None
     event_decisions: bool = True
     horizon_s: float = math.inf
-    overhead_class: str = "pruned"
+    overhead_class: OverheadClass = OverheadClass.PRUNED
 
     def __post_init__(self) -> None:
         if self.round_s is not None and not (MIN_ROUND_S <= self.round_s < math.inf):
@@ -38,8 +38,8 @@ class SimConfig:
             raise ValueError("with event_decisions off, round_s must be set (otherwise the policy is never asked)")
         if not self.horizon_s > 0:
             raise ValueError(f"horizon_s must be > 0, got {self.horizon_s}")
-        if self.overhead_class not in OVERHEAD_CLASSES:
-            raise ValueError(f"unknown overhead class {self.overhead_class!r}; valid: {', '.join(OVERHEAD_CLASSES)}")
+        # a policy's ``ap_search`` may be given as its string value: checked and converted here
+        object.__setattr__(self, "overhead_class", OverheadClass.parse(self.overhead_class))
 
     def overhead_s(self, num_gpus: int) -> float:
         """The reconfiguration overhead of a (re)start on ``num_gpus`` GPUs."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "scipy")
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "scipy", "pandas")
 
 
 def _imported_after(code: str) -> set[str]:
@@ -28,7 +28,8 @@ def test_simulate_without_plots_imports_no_torch_sb3_matplotlib_or_scipy(tmp_pat
             f"assert main(['simulate', '--policy', 'fcfs', '--trace', 'synthetic:n_jobs=20', '--cluster', 'tiny', "
             f"'--no-plots', '--out', {str(tmp_path / 'run')!r}]) == 0")
     loaded = _imported_after(code)
-    # scipy too: FCFS solves no MILP (the solver module imports scipy on first use)
+    # scipy too (FCFS solves no MILP; the solver imports scipy on first use), and pandas (the
+    # trace is read and the results written with the csv module)
     assert loaded == set(), loaded
     assert (tmp_path / "run" / "metrics.json").is_file()
 
@@ -38,7 +39,7 @@ def test_compare_without_plots_imports_no_matplotlib(tmp_path) -> None:
             f"assert main(['compare', '--policies', 'fcfs,srtf', '--trace', 'synthetic:n_jobs=10', '--cluster', 'tiny', "
             f"'--no-plots', '--out', {str(tmp_path / 'cmp')!r}]) == 0")
     loaded = _imported_after(code)
-    assert loaded == set(), loaded
+    assert loaded == {"pandas"}, loaded  # the leaderboard is a DataFrame
     assert (tmp_path / "cmp" / "leaderboard.csv").is_file()
 
 
