@@ -21,7 +21,6 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -138,6 +137,8 @@ class Registry:
     def _entry_points(self) -> dict[str, Any]:
         if self.group is None:
             return {}
+        from importlib.metadata import entry_points  # only when a name is not registered
+
         return {ep.name: ep for ep in entry_points(group=self.group)}
 
 

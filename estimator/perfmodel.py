@@ -138,6 +138,13 @@ class EstimatorPerfModel:
 
     def _locate(self, model: ModelRef, batch: int, shape: ResourceShape) -> tuple[TypeTable, int]:
         """The table and row answering a shape (planned on first use); checks the arguments."""
+        if type(model) is ModelRef and type(batch) is int and type(shape) is ResourceShape:
+            # the hot path: a planned table exists only for valid arguments, so its key checks them
+            hit = self._tables.get((model, batch, shape.gpu_type))
+            if hit is not None:
+                row = hit.index.get(shape)
+                if row is not None:
+                    return hit, row
         check_arg(model, ModelRef, "model")
         batch = check_batch(batch)
         check_arg(shape, ResourceShape, "shape")
