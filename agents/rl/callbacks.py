@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from agents.rl.evaluate import Evaluator, mean_avg_jct
 from arena_gym.protocols import Policy
-from arena_gym.results import write_csv
+from arena_gym.outputs import write_csv
 
 log = logging.getLogger(__name__)
 

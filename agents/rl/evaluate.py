@@ -68,7 +68,7 @@ def baseline_policies(names: Sequence[str], seed: int = 0) -> dict[str, Policy]:
 
 def policy_facts(policy: Policy) -> dict[str, Any]:
     """What a policy knows and pays: ``clairvoyant`` (sees true remaining work) and its restart ``overhead_class``."""
-    return {"clairvoyant": bool(getattr(policy, "clairvoyant", False)), "overhead_class": policy.ap_search}
+    return {"clairvoyant": bool(getattr(policy, "clairvoyant", False)), "overhead_class": str(policy.ap_search)}
 
 
 class Evaluator:

@@ -30,7 +30,8 @@ from agents.rl.evaluate import Evaluator, baseline_policies
 from agents.rl.plots import plot_cdfs, plot_vs_reference
 from agents.rl.stats import summary_table
 from agents.rl.suites import SUITE_NAMES, Suite, custom_suite, get_suite
-from arena_gym.results import code_version, to_markdown, write_csv, write_json
+from arena_gym.outputs import code_version, write_csv, write_json
+from arena_gym.results import to_markdown
 
 log = logging.getLogger(__name__)
 

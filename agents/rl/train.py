@@ -35,7 +35,7 @@ from agents.rl.config import EVAL_SPLIT, TRAIN_SPLIT, TrainConfig
 from agents.rl.env_factory import env_config, make_env, make_training_vec_env
 from agents.rl.evaluate import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
 from agents.rl.plots import plot_learning_curve
-from arena_gym.results import code_version, write_csv, write_json
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.tracking import finish_run, start_run
 
 log = logging.getLogger(__name__)

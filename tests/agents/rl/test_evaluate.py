@@ -31,6 +31,7 @@ def test_workloads_are_the_envs_and_scores_are_deterministic(env_overrides: dict
     assert (first["jobs_finished"] == first["jobs_total"]).all()
     assert first["padded_jct_s"].equals(first["avg_jct_s"])  # everything finished: nothing to pad
     assert list(first["overhead_class"]) == ["full"] * 4
+    assert {type(v) for v in first["overhead_class"]} == {str}  # plain strings: wandb tables refuse enum objects
 
 
 def test_padding_uses_the_worst_jct_up_to_the_largest_finished_count() -> None:
