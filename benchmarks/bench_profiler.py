@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.results import code_version, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.profile import load_profile
 from estimator.planner import PlannerConfig

@@ -25,15 +25,15 @@ from typing import Any
 
 import pandas as pd
 
-from arena_gym.experiment import load_jobs, make_perf, make_policy
+from arena_gym.experiment import load_jobs
 from arena_gym.gpu_types import check_requested_types
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import check_out_dir, is_results_dir
+from arena_gym.outputs import check_out_dir, code_version, is_results_dir, write_csv, write_json
 from arena_gym.plots import plot_all
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
-from arena_gym.registry import resolve
-from arena_gym.results import code_version, jobs_frame, timeline_frame, write_csv, write_json
+from arena_gym.registry import make_perf, make_policy, resolve
+from arena_gym.results import jobs_frame, timeline_frame
 from arena_gym.types import ClusterSpec, JobSpec, PerfModel
 from real_runner.launchers import make_launcher
 from real_runner.launchers.local import check_local_hosts

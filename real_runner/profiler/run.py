@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from arena_gym.outputs import atomic_write
-from arena_gym.results import code_version
+from arena_gym.outputs import code_version
 from estimator.hardware import canonical_gpu_name
 from estimator.profile import (
     GROUPED_SUFFIX, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,

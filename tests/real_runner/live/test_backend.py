@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_gym.experiment import make_policy
+from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.placement import allocation
