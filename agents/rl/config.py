@@ -129,8 +129,12 @@ class TrainConfig:
             problems.append(f"ent_coef must be finite and >= 0, got {self.ent_coef}")
         if min(self.eval_every, self.checkpoint_every, self.bc_warm_start_steps, self.eval_limit) < 0:
             problems.append("eval_every, eval_limit, checkpoint_every and bc_warm_start_steps must be >= 0")
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
         if not self.eval_seeds:
             problems.append("eval_seeds must name at least one validation seed")
+        elif min(self.eval_seeds) < 0:
+            problems.append(f"eval_seeds must be >= 0, got {min(self.eval_seeds)}")
         if not self.bc_expert:
             problems.append("bc_expert must name at least one heuristic")
         if "split" in self.env_overrides:

@@ -78,6 +78,8 @@ class EvalConfig:
             problems.append("traces go with suite 'custom' only")
         if self.metric not in METRICS:
             problems.append(f"unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
         if self.resamples < 100:
             problems.append(f"resamples must be >= 100, got {self.resamples}")
         if self.limit < 0 or self.window_jobs < 0:

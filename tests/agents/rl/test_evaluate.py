@@ -131,6 +131,7 @@ def test_real_test_suite_has_disjoint_windows(shared_data) -> None:
     (["--policies", "arena", "--suite", "custom"], "needs at least one trace"),
     (["--policies", "arena,nope"], "unknown policy 'nope'"),
     (["--policies", "arena", "--metric", "speed"], "unknown metric"),
+    (["--policies", "arena", "--seed", "-1"], "seed must be >= 0, got -1"),
 ])
 def test_evaluate_command_errors_are_one_line(tmp_path, args, message, capsys) -> None:
     assert main(["evaluate", "--out", str(tmp_path / "bad"), "--no-progress", *args]) == 2
