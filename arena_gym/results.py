@@ -16,6 +16,7 @@ import numpy as np
 from arena_gym.experiment import RunResult
 from arena_gym.metrics import job_outcomes, timeline
 from arena_gym.outputs import code_version, write_json, write_rows
+from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
 from arena_gym.records import EpisodeRecord
 
 if TYPE_CHECKING:
