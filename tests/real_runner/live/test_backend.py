@@ -62,7 +62,9 @@ class Scripted:
         if self.phase == 1 and a.status is JobStatus.RUNNING and a.iterations_done(snap.now) >= 10 and b is not None:
             self.phase = 2
             return Decision(allocations=(on(a, 1), on(b, 1)))
-        if self.phase == 2 and b.status is JobStatus.RUNNING and b.iterations_done(snap.now) >= 6:
+        # a's shrunk generation must have run too (on a busy machine b can reach step 6 before a's relaunch does)
+        if self.phase == 2 and b.status is JobStatus.RUNNING and b.iterations_done(snap.now) >= 6 and \
+                a is not None and a.status is JobStatus.RUNNING:
             self.phase = 3
             return Decision(allocations=(on(a, 2),), preemptions=(JobId("b"),))
         if self.phase == 3 and a is None and b.status is JobStatus.PENDING:  # a finished: out of the snapshot
