@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+#: The distribution's version (pyproject.toml reads it from here).
+__version__ = "0.1.0"
+
 #: Public name -> ``module:attr`` it is loaded from on first use.
 _EXPORTS: dict[str, str] = {
     # the loop, the simulator, runs

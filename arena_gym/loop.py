@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-
-from tqdm.autonotebook import tqdm
+from typing import Any
 
 from arena_gym.protocols import ClusterBackend, Policy
 from arena_gym.records import EpisodeRecord
@@ -16,7 +15,7 @@ def run_episode(backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec]
     """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record."""
     policy.reset()
     decisions, wall = 0, 0.0
-    bar = tqdm(total=len(jobs), desc=policy.name, unit="job", disable=not progress, leave=False)
+    bar = _progress_bar(len(jobs), policy.name) if progress else None
     snapshot = backend.reset(jobs)
     while snapshot is not None:
         t0 = time.perf_counter()
@@ -25,7 +24,15 @@ def run_episode(backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec]
         decisions += 1
         backend.apply(decision)
         snapshot = backend.advance()
-        if snapshot is not None and snapshot.departures:
+        if bar is not None and snapshot is not None and snapshot.departures:
             bar.update(len(snapshot.departures))
-    bar.close()
+    if bar is not None:
+        bar.close()
     return backend.record(policy.name, decisions, wall)
+
+
+def _progress_bar(total: int, name: str) -> Any:
+    """A progress bar of finished jobs (tqdm is imported only when one is shown)."""
+    from tqdm.autonotebook import tqdm
+
+    return tqdm(total=total, desc=name, unit="job", leave=False)

@@ -26,7 +26,6 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -197,10 +196,8 @@ def code_version() -> str:
     """Package version plus the git commit (``+dirty`` when the tree has changes), if available.
 
     Asked once per process (a comparison writes one results directory per run)."""
-    try:
-        version = metadata.version("arena-gym")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    from arena_gym import __version__ as version
+
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
