@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena_gym.experiment import make_policy
+from arena_gym.registry import make_policy
 from arena_gym.types import Snapshot
 
 from envs.builder import DecisionBuilder

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from arena_gym.experiment import make_perf
+from arena_gym.registry import make_perf
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision, PerfModel
 from arena_gym.records import EpisodeRecord, EventKind

@@ -59,9 +59,9 @@ class CapacityIndex:
         self.need = np.full((n_loc, codec.n_cells, 1), _NEVER, dtype=np.int64)  # (L, C, 1)
         self.column = np.zeros((n_loc, codec.n_cells), dtype=np.int64)  # (L, C)
         for c, shapes in enumerate(codec.shapes):
-            for l, shape in enumerate(shapes):
-                self.need[l, c, 0] = shape.n_nodes
-                self.column[l, c] = col_of[(shape.gpu_type, shape.gpus_per_node)]
+            for loc, shape in enumerate(shapes):
+                self.need[loc, c, 0] = shape.n_nodes
+                self.column[loc, c] = col_of[(shape.gpu_type, shape.gpus_per_node)]
 
     def free_vector(self, free: dict[str, np.ndarray] | object) -> np.ndarray:
         """A writable copy of a snapshot's free arrays as one vector (dummy node appended)."""

@@ -73,11 +73,11 @@ class GridTable:
         fold = self.codec.config.fold_stages
         for c, (cell, shapes) in enumerate(zip(self.codec.cells, self.codec.shapes)):
             stages = cell[2]
-            for l, shape in enumerate(shapes):
+            for loc, shape in enumerate(shapes):
                 if fold or stages is None:
                     t = self.perf.iter_time(model, batch, shape)
                 else:
                     t = self.perf.grid_iter_time(model, batch, Grid(shape, stages))
-                row[c, l] = t if t > 0 and math.isfinite(t) else math.inf
+                row[c, loc] = t if t > 0 and math.isfinite(t) else math.inf
         row.flags.writeable = False
         return row

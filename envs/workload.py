@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_gym.experiment import trace_hooks
+from arena_gym.perf import trace_hooks
 from arena_gym.protocols import PerfModel
 from arena_gym.types import GPU_COUNTS, ClusterSpec, GpuType, JobSpec
 from traces import Trace, resolve_trace

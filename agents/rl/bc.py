@@ -20,7 +20,7 @@ import torch as th
 import torch.nn.functional as F
 
 from agents.rl.algos import action_scores, algo_name, algo_spec, masked_scores
-from arena_gym.experiment import make_policy
+from arena_gym.registry import make_policy
 from arena_gym.protocols import Policy
 from envs import HeuristicAgent
 

@@ -172,7 +172,7 @@ class ArenaEvalCallback(BaseCallback):
             return
         old = pd.read_csv(history_csv)
         old = old[old["timesteps"] <= upto]
-        for steps, table in old.groupby("timesteps", sort=True):
+        for _steps, table in old.groupby("timesteps", sort=True):
             self.history.append(table.reset_index(drop=True))
             self.best = min(self.best, selection_score(table, "agent"))
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from arena_gym.experiment import make_policy
+from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.protocols import PerfModel, Policy
