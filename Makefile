@@ -35,11 +35,11 @@ test: $(VENV)/.all-installed
 test-slow: $(VENV)/.all-installed
 	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "slow and not gpu" -p no:cacheprovider
 
-# ruff check (lint rules in pyproject.toml), mypy (arena_gym, estimator), lint-imports (the
-# layering contracts in pyproject.toml). `ruff format` is configured but the tree is not yet
-# formatted with it, so `ruff format --check` is not part of this target.
+# ruff check and ruff format --check (settings in pyproject.toml), mypy (arena_gym, estimator),
+# lint-imports (the layering contracts in pyproject.toml).
 lint: $(VENV)/.all-installed
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -91,8 +91,11 @@ class ElasticFlowLS:
             if len(blocked) == len(ws.types):
                 break
             gpu_type = requested(view.spec, snapshot)[0]
-            if (gpu_type in blocked or gpu_type not in ws.free
-                    or not self.belief.dp.counts(snapshot.cluster, view.spec, gpu_type)):
+            if (
+                gpu_type in blocked
+                or gpu_type not in ws.free
+                or not self.belief.dp.counts(snapshot.cluster, view.spec, gpu_type)
+            ):
                 continue  # DP-infeasible at every count on its type: ElasticFlow cannot admit it
             share = self.min_share(snapshot, view, gpu_type)
             if share is not None and self._admit(ws, snapshot, view, gpu_type, share, floors, views):
@@ -104,8 +107,16 @@ class ElasticFlowLS:
                 self._fill(ws, snapshot, gpu_type, views)
         return ws.decision(snapshot.perf)
 
-    def _admit(self, ws: Workspace, snapshot: Snapshot, view: JobView, gpu_type: str, share: int,
-               floors: dict[JobId, int], views: Mapping[JobId, JobView]) -> bool:
+    def _admit(
+        self,
+        ws: Workspace,
+        snapshot: Snapshot,
+        view: JobView,
+        gpu_type: str,
+        share: int,
+        floors: dict[JobId, int],
+        views: Mapping[JobId, JobView],
+    ) -> bool:
         ok = self.belief.ok(view.spec)
         placement = ws.find(gpu_type, share, self.config.relax, ok)
         if placement is None:
@@ -118,8 +129,9 @@ class ElasticFlowLS:
         ws.hold(view.job_id, placement)
         return True
 
-    def _shrink_one(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, floors: dict[JobId, int],
-                    views: Mapping[JobId, JobView]) -> bool:
+    def _shrink_one(
+        self, ws: Workspace, snapshot: Snapshot, gpu_type: str, floors: dict[JobId, int], views: Mapping[JobId, JobView]
+    ) -> bool:
         """Shrink the job of ``gpu_type`` above its floor that loses least throughput per freed GPU."""
         cap = ws.capacity[gpu_type]
         options = []

@@ -62,7 +62,8 @@ class FCFS:
                 spec = view.spec
                 n = spec.requested_gpus or 1
                 if not fits_ever(snapshot, gpu_type, n) or not math.isfinite(
-                        snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))):
+                    snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))
+                ):
                     continue  # can never run: blocks nobody
                 placement = gpus.find(gpu_type, n, self.config.relax)
                 if placement is None:

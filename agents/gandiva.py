@@ -128,12 +128,17 @@ class Gandiva:
         ws.hold(view.job_id, placement)
         return True
 
-    def _shrink_for(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, n: int, ok: ShapeOk,
-                    running: list[JobView]) -> Placement | None:
+    def _shrink_for(
+        self, ws: Workspace, snapshot: Snapshot, gpu_type: str, n: int, ok: ShapeOk, running: list[JobView]
+    ) -> Placement | None:
         """Shrink grown jobs of ``gpu_type`` back to their request, most grown first, until ``n`` GPUs fit."""
-        grown = [(ws.placement[v.job_id].num_gpus / requested(v.spec, snapshot)[1], v) for v in running
-                 if v.job_id in ws.placement and ws.placement[v.job_id].gpu_type == gpu_type
-                 and ws.placement[v.job_id].num_gpus > requested(v.spec, snapshot)[1]]
+        grown = [
+            (ws.placement[v.job_id].num_gpus / requested(v.spec, snapshot)[1], v)
+            for v in running
+            if v.job_id in ws.placement
+            and ws.placement[v.job_id].gpu_type == gpu_type
+            and ws.placement[v.job_id].num_gpus > requested(v.spec, snapshot)[1]
+        ]
         if not grown:
             return None
         mark = ws.checkpoint()
@@ -147,7 +152,9 @@ class Gandiva:
         ws.rollback(mark)
         return None
 
-    def _defragment(self, ws: Workspace, gpu_type: str, shape: ResourceShape, running: list[JobView]) -> Placement | None:
+    def _defragment(
+        self, ws: Workspace, gpu_type: str, shape: ResourceShape, running: list[JobView]
+    ) -> Placement | None:
         """Move single-node jobs off the ``shape.n_nodes`` cheapest nodes so ``shape`` fits there; None if impossible."""
         if self.config.max_migrations == 0 or ws.free_gpus(gpu_type) < shape.num_gpus:
             return None
@@ -159,8 +166,10 @@ class Gandiva:
             if need <= 0:
                 options.append((0, (), node))
                 continue
-            movable = sorted((j for j in ws.occupants(gpu_type, node) if len(ws.placement[j].nodes) == 1 and j in specs),
-                             key=lambda j: (-ws.placement[j].gpus_per_node, j))
+            movable = sorted(
+                (j for j in ws.occupants(gpu_type, node) if len(ws.placement[j].nodes) == 1 and j in specs),
+                key=lambda j: (-ws.placement[j].gpus_per_node, j),
+            )
             chosen, freed = [], 0
             for j in movable:
                 if freed >= need:
@@ -195,8 +204,14 @@ class Gandiva:
     # ------------------------------------------------------------------ growth
     def _grow(self, ws: Workspace, snapshot: Snapshot, gpu_type: str, running: list[JobView]) -> None:
         cap = ws.capacity[gpu_type]
-        candidates = [v for v in running if v.status is JobStatus.RUNNING and v.job_id in ws.placement
-                      and not ws.changed(v.job_id) and ws.placement[v.job_id].gpu_type == gpu_type]
+        candidates = [
+            v
+            for v in running
+            if v.status is JobStatus.RUNNING
+            and v.job_id in ws.placement
+            and not ws.changed(v.job_id)
+            and ws.placement[v.job_id].gpu_type == gpu_type
+        ]
         while candidates:
             options = []
             for view in candidates:

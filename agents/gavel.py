@@ -92,15 +92,19 @@ class Gavel(AssignmentPolicy):
             norm = self._norm[key] = {t: fastest / v for t, v in times.items()}
         return norm
 
-    def _problem(self, snapshot: Snapshot, free: dict[str, int]) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
+    def _problem(
+        self, snapshot: Snapshot, free: dict[str, int]
+    ) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
         """The pending jobs that fit the room and the running jobs offered a type change, valued per type."""
         movers = self._movable(snapshot, free)
         room = room_with(free, (holding(view) for view, _ in movers))
         waiting = self._pending(snapshot, room)
         if not waiting and not any(gain > 0 for _, gain in movers):
             return None
-        jobs = self._jobs([(v, None) for v in waiting] + [(v, v.allocation.shape.gpu_type) for v, _ in movers], snapshot)
-        return jobs[: len(waiting)], jobs[len(waiting):]
+        jobs = self._jobs(
+            [(v, None) for v in waiting] + [(v, v.allocation.shape.gpu_type) for v, _ in movers], snapshot
+        )
+        return jobs[: len(waiting)], jobs[len(waiting) :]
 
     def _movable(self, snapshot: Snapshot, free: dict[str, int]) -> list[tuple[JobView, float]]:
         """Running jobs offered a type change, with their best net gain: settled, room on another feasible type."""
@@ -133,14 +137,18 @@ class Gavel(AssignmentPolicy):
     def _jobs(self, candidates: list[tuple[JobView, str | None]], snapshot: Snapshot) -> list[AssignmentJob]:
         """The assignment problem: value ``n * (normalised throughput - move penalty + FIFO bonus)`` per type."""
         cfg = self.config
-        by_age = sorted(range(len(candidates)), key=lambda i: (candidates[i][0].spec.submit_time, candidates[i][0].job_id))
+        by_age = sorted(
+            range(len(candidates)), key=lambda i: (candidates[i][0].spec.submit_time, candidates[i][0].job_id)
+        )
         bonus = [0.0] * len(candidates)
         for rank, i in enumerate(by_age):
             bonus[i] = cfg.fifo_bonus * (len(candidates) - rank) / len(candidates)
         jobs = []
         for i, (view, current) in enumerate(candidates):
             n = view.allocation.num_gpus if current is not None else requested(view.spec, snapshot)[1]
-            values = {TypeCount(t, n): n * (v - (cfg.min_move_gain if current not in (None, t) else 0.0) + bonus[i])
-                      for t, v in self.normalised_throughput(snapshot, view.spec, n).items()}
+            values = {
+                TypeCount(t, n): n * (v - (cfg.min_move_gain if current not in (None, t) else 0.0) + bonus[i])
+                for t, v in self.normalised_throughput(snapshot, view.spec, n).items()
+            }
             jobs.append(AssignmentJob(view.job_id, values, TypeCount(current, n) if current is not None else None))
         return jobs

@@ -25,7 +25,13 @@ if TYPE_CHECKING:  # scipy is imported on first solve: policies that never solve
 log = logging.getLogger(__name__)
 
 #: scipy.optimize.milp status codes.
-_STATUS = {0: "optimal", 1: "iteration or time limit reached", 2: "infeasible", 3: "unbounded", 4: "other (see message)"}
+_STATUS = {
+    0: "optimal",
+    1: "iteration or time limit reached",
+    2: "infeasible",
+    3: "unbounded",
+    4: "other (see message)",
+}
 
 
 @dataclass(frozen=True)
@@ -94,8 +100,13 @@ class Milp:
         m = self.a.shape[0]
         if self.a.shape[1] != n:
             raise ValueError(f"constraint matrix has {self.a.shape[1]} columns but there are {n} variables")
-        for name, arr, size in (("row_lb", self.row_lb, m), ("row_ub", self.row_ub, m), ("var_lb", self.var_lb, n),
-                                ("var_ub", self.var_ub, n), ("integrality", self.integrality, n)):
+        for name, arr, size in (
+            ("row_lb", self.row_lb, m),
+            ("row_ub", self.row_ub, m),
+            ("var_lb", self.var_lb, n),
+            ("var_ub", self.var_ub, n),
+            ("integrality", self.integrality, n),
+        ):
             if len(arr) != size:
                 raise ValueError(f"{name} has length {len(arr)}, expected {size}")
         if not np.all(np.isfinite(self.c)):
@@ -166,8 +177,9 @@ class MilpBuilder:
         """Number of variables added so far."""
         return self._n
 
-    def add_vars(self, cost: Sequence[float] | np.ndarray, lb: float = 0.0, ub: float = 1.0,
-                 integer: bool = True) -> np.ndarray:
+    def add_vars(
+        self, cost: Sequence[float] | np.ndarray, lb: float = 0.0, ub: float = 1.0, integer: bool = True
+    ) -> np.ndarray:
         """Add one variable per cost entry (binary by default); return their indices."""
         cost = np.asarray(cost, dtype=float).ravel()
         k = len(cost)
@@ -179,8 +191,13 @@ class MilpBuilder:
         self._n += k
         return idx
 
-    def add_row(self, cols: Sequence[int] | np.ndarray, coefs: Sequence[float] | np.ndarray | float,
-                lb: float = -math.inf, ub: float = math.inf) -> int:
+    def add_row(
+        self,
+        cols: Sequence[int] | np.ndarray,
+        coefs: Sequence[float] | np.ndarray | float,
+        lb: float = -math.inf,
+        ub: float = math.inf,
+    ) -> int:
         """Add the row ``lb <= sum(coefs * x[cols]) <= ub`` (scalar ``coefs`` = same for all); return its index."""
         cols = np.asarray(cols, dtype=np.int64).ravel()
         vals = np.broadcast_to(np.asarray(coefs, dtype=float), cols.shape).astype(float)
@@ -202,8 +219,16 @@ class MilpBuilder:
 
         m, n = len(self._row_lb), self._n
         a = csr_array((_cat(self._vals, float), (_cat(self._rows, np.int64), _cat(self._cols, np.int64))), shape=(m, n))
-        return Milp(_cat(self._c, float), a, np.asarray(self._row_lb, dtype=float), np.asarray(self._row_ub, dtype=float),
-                    _cat(self._lb, float), _cat(self._ub, float), _cat(self._int, np.int64), maximize)
+        return Milp(
+            _cat(self._c, float),
+            a,
+            np.asarray(self._row_lb, dtype=float),
+            np.asarray(self._row_ub, dtype=float),
+            _cat(self._lb, float),
+            _cat(self._ub, float),
+            _cat(self._int, np.int64),
+            maximize,
+        )
 
 
 def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

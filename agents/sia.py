@@ -105,8 +105,9 @@ class _Valuation:
         """Configurations one step from ``current`` (see :func:`_step`), highest utility first."""
         out = self._steps.get(current)
         if out is None:
-            out = self._steps[current] = sorted(((c, u) for c, u in self.utilities.items() if _step(c, current)),
-                                                key=lambda cu: (-cu[1], cu[0]))
+            out = self._steps[current] = sorted(
+                ((c, u) for c, u in self.utilities.items() if _step(c, current)), key=lambda cu: (-cu[1], cu[0])
+            )
         return out
 
 
@@ -158,8 +159,11 @@ class Sia(AssignmentPolicy):
         if cached is not None and cached.version == version:
             return cached
         dp_table = self.belief.dp.configs(snapshot.cluster, view.spec)
-        goodput = {c: self.model.throughput(view, c, dp_table) for c in self.belief.configs(snapshot.cluster, view.spec)
-                   if c[1] <= self.config.max_gpus}
+        goodput = {
+            c: self.model.throughput(view, c, dp_table)
+            for c in self.belief.configs(snapshot.cluster, view.spec)
+            if c[1] <= self.config.max_gpus
+        }
         utilities = {}
         if goodput:
             n_min = min(n for _, n in goodput)
@@ -175,7 +179,9 @@ class Sia(AssignmentPolicy):
         return max(0.0, (age - view.reconfigurations * cfg.restart_penalty_s) / (age + cfg.restart_penalty_s))
 
     # ------------------------------------------------------------------ decide
-    def _problem(self, snapshot: Snapshot, free: dict[str, int]) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
+    def _problem(
+        self, snapshot: Snapshot, free: dict[str, int]
+    ) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
         """The pending jobs with a configuration that fits and the running jobs offered a one-step change."""
         for view in snapshot.running:
             self.model.observe(view)
@@ -222,8 +228,11 @@ class Sia(AssignmentPolicy):
         """The first ``max_pending`` pending jobs (submission order) with a configuration that fits the room."""
         out = []
         for view in snapshot.pending:  # the queue is in submission order
-            values = {c: u + self.config.unallocated_penalty for c, u in self.utilities(snapshot, view).items()
-                      if c[1] <= room[c[0]]}
+            values = {
+                c: u + self.config.unallocated_penalty
+                for c, u in self.utilities(snapshot, view).items()
+                if c[1] <= room[c[0]]
+            }
             if values:
                 out.append(AssignmentJob(view.job_id, values))
                 if len(out) == self.config.max_pending:

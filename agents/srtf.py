@@ -53,9 +53,16 @@ class SRTF:
     def decide(self, snapshot: Snapshot) -> Decision:
         """Rank all jobs by remaining time; place the shortest, preempting longer ones only if needed."""
         self._ap.bind(snapshot.perf)
-        ranked = sorted((*snapshot.pending, *snapshot.running),
-                        key=lambda v: (self._remaining_s(v, snapshot), v.spec.submit_time, v.job_id))
+        ranked = sorted(
+            (*snapshot.pending, *snapshot.running),
+            key=lambda v: (self._remaining_s(v, snapshot), v.spec.submit_time, v.job_id),
+        )
         ws = Workspace(snapshot)
-        priority_fill(ws, ranked, lambda v: fixed_shape(snapshot, self._ap, v), lambda v: self._ap.feasible(v.spec),
-                      self.config.relax)
+        priority_fill(
+            ws,
+            ranked,
+            lambda v: fixed_shape(snapshot, self._ap, v),
+            lambda v: self._ap.feasible(v.spec),
+            self.config.relax,
+        )
         return ws.decision(snapshot.perf)

@@ -95,11 +95,18 @@ class Tiresias:
         self._ap.bind(snapshot.perf)
         self._promote_starved(snapshot)
         now = snapshot.now
-        ranked = sorted((*snapshot.pending, *snapshot.running),
-                        key=lambda v: (self.queue(v, now), v.allocation is None, v.spec.submit_time, v.job_id))
+        ranked = sorted(
+            (*snapshot.pending, *snapshot.running),
+            key=lambda v: (self.queue(v, now), v.allocation is None, v.spec.submit_time, v.job_id),
+        )
         ws = Workspace(snapshot)
-        priority_fill(ws, ranked, lambda v: fixed_shape(snapshot, self._ap, v), lambda v: self._ap.feasible(v.spec),
-                      self.config.relax)
+        priority_fill(
+            ws,
+            ranked,
+            lambda v: fixed_shape(snapshot, self._ap, v),
+            lambda v: self._ap.feasible(v.spec),
+            self.config.relax,
+        )
         decision = ws.decision(snapshot.perf)
         for job_id in decision.preemptions:
             self._preempted_at[job_id] = now

@@ -20,7 +20,9 @@ def _groups(spec: dict[str, tuple[int, int]]) -> tuple[NodeGroup, ...]:
 #: ``testbed-64`` its real A40 + A10 testbed (32 two-GPU nodes, split evenly: the exact split is
 #: unknown); ``tiny`` is an 8-GPU, 2-type cluster for quick experiments and tests.
 PRESETS: dict[str, ClusterSpec] = {
-    "arena-1280": ClusterSpec("arena-1280", _groups({"a100": (80, 4), "v100": (20, 16), "a40": (160, 2), "a10": (160, 2)})),
+    "arena-1280": ClusterSpec(
+        "arena-1280", _groups({"a100": (80, 4), "v100": (20, 16), "a40": (160, 2), "a10": (160, 2)})
+    ),
     "testbed-64": ClusterSpec("testbed-64", _groups({"a40": (16, 2), "a10": (16, 2)})),
     "tiny": ClusterSpec("tiny", _groups({"a40": (2, 2), "a10": (2, 2)})),
 }
@@ -54,8 +56,10 @@ def _integer(value: Any, where: str, lo: int, hi: int, power_of_two: bool = Fals
 def _bandwidth(value: Any, where: str) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not 0 < value <= MAX_LINK_GBPS:
-        raise ValueError(f"{where}: expected a number of GB/s in (0, {MAX_LINK_GBPS:g}] (omit it for the "
-                         f"GPU type's default), got {_show(value)}")
+        raise ValueError(
+            f"{where}: expected a number of GB/s in (0, {MAX_LINK_GBPS:g}] (omit it for the "
+            f"GPU type's default), got {_show(value)}"
+        )
     return float(value)
 
 
@@ -81,13 +85,17 @@ def cluster_from_dict(data: Any, name: str, source: str | None = None) -> Cluste
         raise ValueError(f"{where_file}: name: expected a non-empty one-line string, got {_show(label)}")
     types = data.get("gpu_types")
     if not isinstance(types, dict) or not types:
-        raise ValueError(f"{where_file}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}")
+        raise ValueError(
+            f"{where_file}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}"
+        )
     if len(types) > MAX_GPU_TYPES:
         raise ValueError(f"{where_file}: gpu_types: at most {MAX_GPU_TYPES} GPU types, got {len(types)}")
     groups: dict[str, NodeGroup] = {}
     for gpu_type, entry in types.items():
         if not GPU_TYPE_NAME.fullmatch(gpu_type):
-            raise ValueError(f"{where_file}: gpu_types: {_show(gpu_type)} is not a GPU type name (ASCII letters, digits, '.', '_', '-')")
+            raise ValueError(
+                f"{where_file}: gpu_types: {_show(gpu_type)} is not a GPU type name (ASCII letters, digits, '.', '_', '-')"
+            )
         where = f"{where_file}: gpu_types.{gpu_type}"
         key = gpu_type.lower()
         if key in groups:

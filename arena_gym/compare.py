@@ -53,13 +53,18 @@ class CompareConfig:
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
         if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
-            raise ValueError(f"padding reference policy {self.pad_reference!r} is not among "
-                             f"{', '.join(self.policies)} (or 'max')")
+            raise ValueError(
+                f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
+            )
 
     def runs(self) -> list[RunConfig]:
         """Every (trace, seed, policy) run config, in a fixed order."""
-        return [dataclasses.replace(self.base, policy=p, trace=t, seed=s)
-                for t in self.traces for s in self.seeds for p in self.policies]
+        return [
+            dataclasses.replace(self.base, policy=p, trace=t, seed=s)
+            for t in self.traces
+            for s in self.seeds
+            for p in self.policies
+        ]
 
 
 def slug(text: str) -> str:
@@ -72,8 +77,9 @@ def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
     (two traces ``a/x.csv`` and ``b/x.csv``; names differing only in case)."""
     base = {s: slug(s) for s in specs}
     clash = Counter(v.lower() for v in base.values())
-    return {s: v if clash[v.lower()] == 1 else f"{v}-{hashlib.sha1(s.encode()).hexdigest()[:8]}"
-            for s, v in base.items()}
+    return {
+        s: v if clash[v.lower()] == 1 else f"{v}-{hashlib.sha1(s.encode()).hexdigest()[:8]}" for s, v in base.items()
+    }
 
 
 #: One run for a worker: its config, its jobs and the estimator's cache directory.
@@ -115,8 +121,9 @@ def _run_all(tasks: list[Task], workers: int, progress: bool) -> list[RunResult]
     return results
 
 
-def compare(config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True,
-            cache_dir: Path | None = None) -> tuple[list[RunResult], pd.DataFrame]:
+def compare(
+    config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True, cache_dir: Path | None = None
+) -> tuple[list[RunResult], pd.DataFrame]:
     """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
 
     ``out_dir`` is written complete or not at all (built under a temporary name, then renamed);
@@ -126,16 +133,24 @@ def compare(config: CompareConfig, out_dir: Path, progress: bool = True, plots: 
         cluster = load_cluster(config.base.cluster)
         truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir, models=user_models(config.base.model_spec))
         workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
-        unplaceable = {key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
-                       for key, jobs in workloads.items()}
+        unplaceable = {
+            key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
+            for key, jobs in workloads.items()
+        }
         tasks = [(c, workloads[(c.trace, c.seed)], cache_dir) for c in config.runs()]
-        results = [dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type":
-                                                   float(unplaceable[(r.config.trace, r.config.seed)])})
-                   for r in _run_all(tasks, config.workers, progress)]
+        results = [
+            dataclasses.replace(
+                r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[(r.config.trace, r.config.seed)])}
+            )
+            for r in _run_all(tasks, config.workers, progress)
+        ]
         trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
         for r in results:
-            write_run(staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}", r,
-                      plots=False)
+            write_run(
+                staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}",
+                r,
+                plots=False,
+            )
         if plots:
             from arena_gym.plots import plot_all  # matplotlib only when plots are drawn
         for trace in config.traces if plots else ():
@@ -147,7 +162,13 @@ def compare(config: CompareConfig, out_dir: Path, progress: bool = True, plots: 
         board = leaderboard(results, config.pad_reference)
         write_csv(staging / "leaderboard.csv", board)
         (staging / "leaderboard.md").write_text(to_markdown(board))
-        write_json(staging / "config.json", {"compare": config, "code_version": code_version(),
-                                             "run_dirs": {"traces": trace_dirs, "policies": policy_dirs}})
+        write_json(
+            staging / "config.json",
+            {
+                "compare": config,
+                "code_version": code_version(),
+                "run_dirs": {"traces": trace_dirs, "policies": policy_dirs},
+            },
+        )
     log.info("wrote %d runs to %s", len(results), out_dir)
     return results, board

@@ -42,8 +42,9 @@ class RunConfig:
 
     def sim_config(self, overhead_class: OverheadClass | str = OverheadClass.PRUNED) -> SimConfig:
         """The simulator settings of this run, charging ``overhead_class`` (the policy's ``ap_search``)."""
-        return SimConfig(self.overhead, self.round_s, self.event_decisions, self.horizon_s,
-                         OverheadClass.parse(overhead_class))
+        return SimConfig(
+            self.overhead, self.round_s, self.event_decisions, self.horizon_s, OverheadClass.parse(overhead_class)
+        )
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,13 @@ def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> t
     return tuple(jobs)
 
 
-def run(config: RunConfig, progress: bool = False, jobs: tuple[JobSpec, ...] | None = None,
-        cache_dir: str | Path | None = None, truth: PerfModel | None = None) -> RunResult:
+def run(
+    config: RunConfig,
+    progress: bool = False,
+    jobs: tuple[JobSpec, ...] | None = None,
+    cache_dir: str | Path | None = None,
+    truth: PerfModel | None = None,
+) -> RunResult:
     """Run one episode as ``config`` says and compute its metrics.
 
     ``truth`` is the model ``config.perf`` names, when the caller has built it already (it

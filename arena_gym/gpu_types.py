@@ -28,8 +28,10 @@ def check_catalogue(jobs: Iterable[JobSpec], source: str) -> None:
         try:
             canonical_gpu_name(gpu_type)
         except ValueError:
-            raise ValueError(f"{source}: job {job.job_id!r} requests GPU type {gpu_type!r}, which is not in the "
-                             f"hardware catalogue (known: {', '.join(known_gpus())})") from None
+            raise ValueError(
+                f"{source}: job {job.job_id!r} requests GPU type {gpu_type!r}, which is not in the "
+                f"hardware catalogue (known: {', '.join(known_gpus())})"
+            ) from None
         seen.add(gpu_type)
 
 
@@ -56,8 +58,10 @@ def check_requested_types(jobs: Iterable[JobSpec], cluster: ClusterSpec, *, stri
         return 0
     total = sum(len(v) for v in missing.values())
     detail = "; ".join(f"{t}: {len(v)} (first {v[0].job_id!r})" for t, v in missing.items())
-    message = (f"{source}: {total} job(s) request GPU types that cluster {cluster.name!r} lacks "
-               f"({detail}); a policy that honours the request cannot place them")
+    message = (
+        f"{source}: {total} job(s) request GPU types that cluster {cluster.name!r} lacks "
+        f"({detail}); a policy that honours the request cannot place them"
+    )
     if strict:
         raise ValueError(message)
     log.warning("%s", message)

@@ -11,7 +11,9 @@ from arena_gym.records import EpisodeRecord
 from arena_gym.types import JobSpec
 
 
-def run_episode(backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec], progress: bool = False) -> EpisodeRecord:
+def run_episode(
+    backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec], progress: bool = False
+) -> EpisodeRecord:
     """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record."""
     policy.reset()
     decisions, wall = 0, 0.0

@@ -112,8 +112,18 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
     for ev in record.events:
         s = state.get(ev.job_id)
         if ev.kind is EventKind.SUBMIT:
-            state[ev.job_id] = s = {"submit": ev.time, "first": None, "finish": None, "queued": 0.0,
-                                    "since": ev.time, "starts": 0, "preempt": 0, "fail": 0, "type": "", "n": 0}
+            state[ev.job_id] = s = {
+                "submit": ev.time,
+                "first": None,
+                "finish": None,
+                "queued": 0.0,
+                "since": ev.time,
+                "starts": 0,
+                "preempt": 0,
+                "fail": 0,
+                "type": "",
+                "n": 0,
+            }
             continue
         assert s is not None, f"event for unsubmitted job {ev.job_id}"
         if ev.kind is EventKind.ALLOCATE:
@@ -135,8 +145,22 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
     out = []
     for job_id, s in state.items():
         queued = s["queued"] + (record.end_time - s["since"] if s["since"] is not None else 0.0)
-        out.append(JobOutcome(job_id, s["submit"], s["first"], s["finish"], queued, s["starts"],
-                              max(0, s["starts"] - 1), s["preempt"], s["type"], s["n"], deadlines.get(job_id), s["fail"]))
+        out.append(
+            JobOutcome(
+                job_id,
+                s["submit"],
+                s["first"],
+                s["finish"],
+                queued,
+                s["starts"],
+                max(0, s["starts"] - 1),
+                s["preempt"],
+                s["type"],
+                s["n"],
+                deadlines.get(job_id),
+                s["fail"],
+            )
+        )
     return out
 
 
@@ -188,8 +212,15 @@ def timeline(record: EpisodeRecord) -> Timeline:
             times.append(ev.time)
             rows.append(row)
     arr = np.array(rows, dtype=float).reshape(-1, 5)
-    return Timeline(np.array(times, dtype=float), arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4],
-                    max(record.end_time, times[-1] if times else record.end_time))
+    return Timeline(
+        np.array(times, dtype=float),
+        arr[:, 0],
+        arr[:, 1],
+        arr[:, 2],
+        arr[:, 3],
+        arr[:, 4],
+        max(record.end_time, times[-1] if times else record.end_time),
+    )
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -228,7 +259,8 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0) -> dict[str, fl
         "preemptions": float(sum(o.preemptions for o in outcomes)),
         "failures": float(sum(o.failures for o in outcomes)),
         "deadline_met_ratio": (sum(1 for o in with_deadline if o.deadline_met) / len(with_deadline))
-        if with_deadline else math.nan,
+        if with_deadline
+        else math.nan,
         "end_time_s": record.end_time - record.start_time,
         "decisions": float(record.decisions),
         "sched_ms_per_decision": 1000.0 * record.decide_wall_s / record.decisions if record.decisions else 0.0,

@@ -87,8 +87,9 @@ def check_out_dir(path: str | os.PathLike[str], flag: str = "--out") -> Path:
     except OSError as exc:
         raise ValueError(f"{label}: cannot read it: {exc.strerror or exc}") from None
     if occupied and not is_results_dir(out):
-        raise ValueError(f"{label}: a non-empty directory that is not an arena-gym results directory; "
-                         "name a new or empty directory")
+        raise ValueError(
+            f"{label}: a non-empty directory that is not an arena-gym results directory; name a new or empty directory"
+        )
     return out
 
 
@@ -200,10 +201,16 @@ def code_version() -> str:
 
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return f"{version}+{commit}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         return version

@@ -58,8 +58,9 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_series(records: Sequence[EpisodeRecord], path: Path, series: str, ylabel: str,
-                bin_s: float = 300.0, smooth: int = 5) -> Path:
+def plot_series(
+    records: Sequence[EpisodeRecord], path: Path, series: str, ylabel: str, bin_s: float = 300.0, smooth: int = 5
+) -> Path:
     """A binned (and moving-mean smoothed) timeline series over time in hours, one line per record.
 
     Bins are ``bin_s`` wide, or wider so that a line has at most :data:`PLOT_POINTS` points;

@@ -66,8 +66,15 @@ class Registry:
     (policies take ``name``).
     """
 
-    def __init__(self, kind: str, entries: Mapping[str, Entry] | None = None, prefixes: Mapping[str, str] | None = None,
-                 *, group: str | None = None, name_param: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        entries: Mapping[str, Entry] | None = None,
+        prefixes: Mapping[str, str] | None = None,
+        *,
+        group: str | None = None,
+        name_param: str | None = None,
+    ) -> None:
         self.kind = kind
         self.group = group
         self.name_param = name_param
@@ -83,8 +90,15 @@ class Registry:
         """Registered names and the names of installed entry points, sorted."""
         return sorted({*self._entries, *self._entry_points()})
 
-    def register(self, name: str, target: str, kwargs: Mapping[str, Any] | None = None, description: str = "",
-                 *, replace: bool = False) -> None:
+    def register(
+        self,
+        name: str,
+        target: str,
+        kwargs: Mapping[str, Any] | None = None,
+        description: str = "",
+        *,
+        replace: bool = False,
+    ) -> None:
         """Register ``name`` for ``target`` (``"module:attr"``), built with the default keyword arguments ``kwargs``.
 
         Registering the same entry again is a no-op; a different entry under a taken name
@@ -97,14 +111,20 @@ class Registry:
         entry = Entry(target, dict(kwargs or {}), description)
         old = self._entries.get(name)
         if old is not None and old != entry and not replace:
-            raise ValueError(f"{self.kind} {name!r} is already registered ({old.target}); pass replace=True to change it")
+            raise ValueError(
+                f"{self.kind} {name!r} is already registered ({old.target}); pass replace=True to change it"
+            )
         self._entries[name] = entry
 
     def knows(self, spec: str) -> bool:
         """Whether :meth:`make` would resolve ``spec`` by a name, a prefix, an entry point or as ``module:attr``."""
         prefix, sep, _ = spec.partition(":")
-        return (spec in self._entries or bool(sep and prefix in self._prefixes) or is_module_attr(spec)
-                or spec in self._entry_points())
+        return (
+            spec in self._entries
+            or bool(sep and prefix in self._prefixes)
+            or is_module_attr(spec)
+            or spec in self._entry_points()
+        )
 
     def make(self, spec: str, **context: Any) -> Any:
         """Build the object ``spec`` stands for.
@@ -125,7 +145,9 @@ class Registry:
         if sep and prefix in self._prefixes:
             if not argument.strip():
                 raise ValueError(f"{self.kind} spec {spec!r} needs an argument after '{prefix}:'")
-            return _call(self.kind, spec, _builtin(self.kind, spec, self._prefixes[prefix]), {"path": argument}, context)
+            return _call(
+                self.kind, spec, _builtin(self.kind, spec, self._prefixes[prefix]), {"path": argument}, context
+            )
         found = self._entry_points().get(spec)
         if found is not None:
             return _call(self.kind, spec, found.load(), {}, context)
@@ -174,8 +196,10 @@ def _builtin(kind: str, spec: str, target: str) -> Any:
         if other is None:
             raise
         top = target.partition(".")[0]
-        raise ValueError(f"{kind} {spec!r}: the {top!r} package imported is {other}, not arena-gym's; another "
-                         f"distribution or a local file named {top!r} comes first on sys.path ({exc})") from None
+        raise ValueError(
+            f"{kind} {spec!r}: the {top!r} package imported is {other}, not arena-gym's; another "
+            f"distribution or a local file named {top!r} comes first on sys.path ({exc})"
+        ) from None
 
 
 def _import(kind: str, spec: str) -> Any:
@@ -189,7 +213,9 @@ def _import(kind: str, spec: str) -> Any:
         raise ValueError(f"{kind} {spec!r}: module {module} has no attribute {attr}") from None
 
 
-def _call(kind: str, spec: str, factory: Callable[..., Any], defaults: Mapping[str, Any], context: Mapping[str, Any]) -> Any:
+def _call(
+    kind: str, spec: str, factory: Callable[..., Any], defaults: Mapping[str, Any], context: Mapping[str, Any]
+) -> Any:
     """``factory(**context it names, **defaults)``; defaults it cannot take are an error listing the valid ones."""
     if not callable(factory):
         raise ValueError(f"{kind} {spec!r} resolves to {factory!r:.60}, which is not callable")
@@ -201,8 +227,10 @@ def _call(kind: str, spec: str, factory: Callable[..., Any], defaults: Mapping[s
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         unknown = sorted(set(defaults) - set(named))
         if unknown:
-            raise ValueError(f"{kind} {spec!r}: unknown keyword argument(s) {', '.join(unknown)}; "
-                             f"valid: {', '.join(named) or 'none'}")
+            raise ValueError(
+                f"{kind} {spec!r}: unknown keyword argument(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(named) or 'none'}"
+            )
     kwargs = {k: v for k, v in context.items() if k in named}
     kwargs.update(defaults)
     return factory(**kwargs)
@@ -216,15 +244,21 @@ POLICIES = Registry(
         "fcfs-r": Entry("agents.fcfs:FCFS", {"relax": True}, "FCFS with relaxed locality"),
         "srtf": Entry("agents.srtf:SRTF", {}, "preemptive shortest remaining time first"),
         "arena": Entry("agents.arena:ArenaPolicy", {}, "Arena heuristic (AP proxy estimates)"),
-        "arena-dp": Entry("agents.arena:ArenaPolicy", {"dp_only": True}, "Arena deciding with data-parallel-only estimates"),
+        "arena-dp": Entry(
+            "agents.arena:ArenaPolicy", {"dp_only": True}, "Arena deciding with data-parallel-only estimates"
+        ),
         "arena-ns": Entry("agents.arena:ArenaPolicy", {"no_scaling": True}, "Arena without GPU-count scaling"),
         "arena-nh": Entry("agents.arena:ArenaPolicy", {"no_type_change": True}, "Arena without GPU-type change"),
         "arena-no": Entry("agents.arena:ArenaPolicy", {"no_opportunism": True}, "Arena without opportunistic backfill"),
         "arena-ddl": Entry("agents.arena:ArenaPolicy", {"deadline_aware": True}, "deadline-aware Arena"),
-        "arena-np": Entry("agents.arena:ArenaPolicy", {"pruned": False}, "Arena paying the unpruned AP-search overhead"),
+        "arena-np": Entry(
+            "agents.arena:ArenaPolicy", {"pruned": False}, "Arena paying the unpruned AP-search overhead"
+        ),
         "tiresias": Entry("agents.tiresias:Tiresias", {}, "2D-LAS (discretised least attained service)"),
         "gandiva": Entry("agents.gandiva:Gandiva", {}, "migration and grow/shrink within one GPU type"),
-        "elasticflow-ls": Entry("agents.elasticflow:ElasticFlowLS", {}, "ElasticFlow with loose deadlines (throughput oriented)"),
+        "elasticflow-ls": Entry(
+            "agents.elasticflow:ElasticFlowLS", {}, "ElasticFlow with loose deadlines (throughput oriented)"
+        ),
         "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
         "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
     },
@@ -238,8 +272,11 @@ POLICIES = Registry(
 PERF_MODELS = Registry(
     "performance model",
     {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
-    prefixes={"measured": "estimator.measured:measured_perf_model", "noisy": "arena_gym.perf:noisy_perf_model",
-              "profiled": "estimator.profiled:profiled_perf_model"},
+    prefixes={
+        "measured": "estimator.measured:measured_perf_model",
+        "noisy": "arena_gym.perf:noisy_perf_model",
+        "profiled": "estimator.profiled:profiled_perf_model",
+    },
     group="arena_gym.perf_models",
 )
 
@@ -263,16 +300,23 @@ def trace_registry() -> Registry:
     return TRACES
 
 
-def make_perf(spec: str, cluster: ClusterSpec, seed: int = 0, truth: PerfModel | None = None,
-              cache_dir: str | Path | None = None, models: Mapping[str, Any] | None = None) -> PerfModel:
+def make_perf(
+    spec: str,
+    cluster: ClusterSpec,
+    seed: int = 0,
+    truth: PerfModel | None = None,
+    cache_dir: str | Path | None = None,
+    models: Mapping[str, Any] | None = None,
+) -> PerfModel:
     """Resolve a performance-model spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``, ``module:attr``, ...).
 
     ``truth`` is the base of wrappers (``noisy:``); ``cache_dir`` (where the estimator keeps its
     tables) and ``models`` (user-defined architectures by name) are offered to factories that
     take them.
     """
-    model: PerfModel = PERF_MODELS.make(spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir,
-                                        models=models)
+    model: PerfModel = PERF_MODELS.make(
+        spec, cluster=cluster, seed=seed, base=truth, cache_dir=cache_dir, models=models
+    )
     return model
 
 

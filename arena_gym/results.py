@@ -24,15 +24,41 @@ if TYPE_CHECKING:
 
 #: Columns of a run's ``jobs.csv``.
 JOB_COLUMNS = (
-    "job_id", "model", "global_batch", "iterations", "requested_gpu_type", "requested_gpus", "submit_s",
-    "first_start_s", "finish_s", "jct_s", "queued_s", "reconfigurations", "preemptions", "last_gpu_type",
-    "last_num_gpus", "deadline_s", "deadline_met",
+    "job_id",
+    "model",
+    "global_batch",
+    "iterations",
+    "requested_gpu_type",
+    "requested_gpus",
+    "submit_s",
+    "first_start_s",
+    "finish_s",
+    "jct_s",
+    "queued_s",
+    "reconfigurations",
+    "preemptions",
+    "last_gpu_type",
+    "last_num_gpus",
+    "deadline_s",
+    "deadline_met",
 )
 #: Leaderboard columns, in order (metric keys of ``compute_metrics``).
 LEADERBOARD_COLUMNS = (
-    "avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "avg_throughput",
-    "peak_throughput", "jobs_finished", "jobs_submitted", "jobs_total", "jobs_unplaceable_type", "gpu_util",
-    "reconfigurations", "deadline_met_ratio", "sched_ms_per_decision",
+    "avg_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "makespan_s",
+    "avg_throughput",
+    "peak_throughput",
+    "jobs_finished",
+    "jobs_submitted",
+    "jobs_total",
+    "jobs_unplaceable_type",
+    "gpu_util",
+    "reconfigurations",
+    "deadline_met_ratio",
+    "sched_ms_per_decision",
 )
 
 
@@ -42,14 +68,27 @@ def jobs_rows(record: EpisodeRecord) -> list[dict[str, Any]]:
     rows = []
     for o in job_outcomes(record):
         spec = specs[o.job_id]
-        rows.append({
-            "job_id": o.job_id, "model": spec.model.name, "global_batch": spec.global_batch,
-            "iterations": spec.iterations, "requested_gpu_type": spec.requested_gpu_type or "",
-            "requested_gpus": spec.requested_gpus or 0, "submit_s": o.submit, "first_start_s": o.first_start,
-            "finish_s": o.finish, "jct_s": o.jct, "queued_s": o.queued_s, "reconfigurations": o.reconfigurations,
-            "preemptions": o.preemptions, "last_gpu_type": o.last_gpu_type, "last_num_gpus": o.last_num_gpus,
-            "deadline_s": o.deadline, "deadline_met": o.deadline_met,
-        })
+        rows.append(
+            {
+                "job_id": o.job_id,
+                "model": spec.model.name,
+                "global_batch": spec.global_batch,
+                "iterations": spec.iterations,
+                "requested_gpu_type": spec.requested_gpu_type or "",
+                "requested_gpus": spec.requested_gpus or 0,
+                "submit_s": o.submit,
+                "first_start_s": o.first_start,
+                "finish_s": o.finish,
+                "jct_s": o.jct,
+                "queued_s": o.queued_s,
+                "reconfigurations": o.reconfigurations,
+                "preemptions": o.preemptions,
+                "last_gpu_type": o.last_gpu_type,
+                "last_num_gpus": o.last_num_gpus,
+                "deadline_s": o.deadline,
+                "deadline_met": o.deadline_met,
+            }
+        )
     return rows
 
 
@@ -57,8 +96,12 @@ def timeline_columns(record: EpisodeRecord) -> dict[str, np.ndarray]:
     """The step timeline by column: cluster state after each distinct event time."""
     tl = timeline(record)
     return {
-        "time_s": tl.time - record.start_time, "throughput": tl.throughput, "alloc_gpus": tl.alloc_gpus,
-        "running_gpus": tl.running_gpus, "running_jobs": tl.running_jobs, "pending_jobs": tl.pending_jobs,
+        "time_s": tl.time - record.start_time,
+        "throughput": tl.throughput,
+        "alloc_gpus": tl.alloc_gpus,
+        "running_gpus": tl.running_gpus,
+        "running_jobs": tl.running_jobs,
+        "pending_jobs": tl.pending_jobs,
     }
 
 
@@ -79,9 +122,16 @@ def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
 def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
     """Write one run's results directory and return it."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(out_dir / "config.json", {"config": result.config, "seed": result.config.seed,
-                                         "code_version": code_version(), "policy": result.record.policy,
-                                         "cluster": result.record.cluster})
+    write_json(
+        out_dir / "config.json",
+        {
+            "config": result.config,
+            "seed": result.config.seed,
+            "code_version": code_version(),
+            "policy": result.record.policy,
+            "cluster": result.record.cluster,
+        },
+    )
     write_json(out_dir / "metrics.json", result.metrics)
     jobs = jobs_rows(result.record)
     write_rows(out_dir / "jobs.csv", JOB_COLUMNS, ([row[c] for c in JOB_COLUMNS] for row in jobs))
@@ -137,6 +187,7 @@ def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) 
 
 def to_markdown(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
+
     def fmt(v: Any) -> str:
         if isinstance(v, float):
             return "nan" if math.isnan(v) else (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")

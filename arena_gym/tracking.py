@@ -28,10 +28,23 @@ def start_run(out_dir: Path, config: Any, job_type: str, mode: str = "offline", 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     cfg = jsonable(config) if dataclasses.is_dataclass(config) else config
-    return wandb.init(project=project, dir=str(out_dir), config=cfg, job_type=job_type, mode=checked,
-                      reinit="finish_previous",
-                      settings=wandb.Settings(x_disable_stats=True, x_disable_meta=True, x_disable_machine_info=True,
-                                              console="off", silent=True, disable_git=True, init_timeout=60))
+    return wandb.init(
+        project=project,
+        dir=str(out_dir),
+        config=cfg,
+        job_type=job_type,
+        mode=checked,
+        reinit="finish_previous",
+        settings=wandb.Settings(
+            x_disable_stats=True,
+            x_disable_meta=True,
+            x_disable_machine_info=True,
+            console="off",
+            silent=True,
+            disable_git=True,
+            init_timeout=60,
+        ),
+    )
 
 
 def finish_run(run: Any) -> None:

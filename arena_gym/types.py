@@ -139,7 +139,9 @@ class ResourceShape:
 
     def __post_init__(self) -> None:
         if not (is_power_of_two(self.n_nodes) and is_power_of_two(self.gpus_per_node)):
-            raise ValueError(f"shape {self.n_nodes}x{self.gpus_per_node} {self.gpu_type}: degrees must be powers of two")
+            raise ValueError(
+                f"shape {self.n_nodes}x{self.gpus_per_node} {self.gpu_type}: degrees must be powers of two"
+            )
 
     @property
     def num_gpus(self) -> int:
@@ -412,7 +414,9 @@ class JobView:
     def iterations_done(self, now: float) -> float:
         """Iterations completed by ``now``."""
         if self.status is JobStatus.RUNNING and self.run_start is not None:
-            return min(self.spec.iterations, self.done_at_mark + self.rate * (now - max(self.mark_time, self.run_start)))
+            return min(
+                self.spec.iterations, self.done_at_mark + self.rate * (now - max(self.mark_time, self.run_start))
+            )
         return self.done_at_mark
 
     def remaining_iterations(self, now: float) -> float:

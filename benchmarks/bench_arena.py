@@ -46,32 +46,44 @@ def main() -> None:
     jobs = load_trace(args.trace).jobs
     if args.jobs:
         jobs = jobs[: args.jobs]
-    print(f"trace {args.trace}: {len(jobs)} jobs; cluster {cluster.name} ({cluster.total_gpus} GPUs); "
-          f"perf {perf.name}; horizon {args.horizon_s:.0f} s; setup {time.perf_counter() - t0:.1f} s")
-    header = f"{'policy':<8} {'mode':<6} {'wall_s':>7} {'decisions':>9} {'ms/dec':>7} {'finished':>8} " \
-             f"{'avg_jct_h':>9} {'avg_thr':>8} {'peak_thr':>8} {'reconf':>6} {'preempt':>7}"
+    print(
+        f"trace {args.trace}: {len(jobs)} jobs; cluster {cluster.name} ({cluster.total_gpus} GPUs); "
+        f"perf {perf.name}; horizon {args.horizon_s:.0f} s; setup {time.perf_counter() - t0:.1f} s"
+    )
+    header = (
+        f"{'policy':<8} {'mode':<6} {'wall_s':>7} {'decisions':>9} {'ms/dec':>7} {'finished':>8} "
+        f"{'avg_jct_h':>9} {'avg_thr':>8} {'peak_thr':>8} {'reconf':>6} {'preempt':>7}"
+    )
     print(header)
     results = {}
     for name in args.policies.split(","):
         for mode, round_s, on_events in MODES:
             policy = make_policy(name, args.seed)
-            config = SimConfig(round_s=round_s, event_decisions=on_events, horizon_s=jobs[0].submit_time + args.horizon_s,
-                               overhead_class=policy.ap_search)
+            config = SimConfig(
+                round_s=round_s,
+                event_decisions=on_events,
+                horizon_s=jobs[0].submit_time + args.horizon_s,
+                overhead_class=policy.ap_search,
+            )
             backend = SimBackend(cluster, perf, config=config)
             start = time.perf_counter()
             record = run_episode(backend, policy, jobs)
             wall = time.perf_counter() - start
             m = compute_metrics(record)
             results[(name, mode)] = m
-            print(f"{name:<8} {mode:<6} {wall:7.2f} {record.decisions:9d} {m['sched_ms_per_decision']:7.2f} "
-                  f"{m['jobs_finished']:8.0f} {m['avg_jct_s'] / 3600:9.2f} {m['avg_throughput']:8.0f} "
-                  f"{m['peak_throughput']:8.0f} {m['reconfigurations']:6.0f} {m['preemptions']:7.0f}")
+            print(
+                f"{name:<8} {mode:<6} {wall:7.2f} {record.decisions:9d} {m['sched_ms_per_decision']:7.2f} "
+                f"{m['jobs_finished']:8.0f} {m['avg_jct_s'] / 3600:9.2f} {m['avg_throughput']:8.0f} "
+                f"{m['peak_throughput']:8.0f} {m['reconfigurations']:6.0f} {m['preemptions']:7.0f}"
+            )
     if "arena" in args.policies.split(",") and "fcfs" in args.policies.split(","):
         for mode, _, _ in MODES:
             a, f = results[("arena", mode)], results[("fcfs", mode)]
-            print(f"arena/fcfs ({mode}): finished x{a['jobs_finished'] / max(f['jobs_finished'], 1):.2f}, "
-                  f"avg throughput x{a['avg_throughput'] / max(f['avg_throughput'], 1e-9):.2f}, "
-                  f"avg JCT (unpadded) {100 * (1 - a['avg_jct_s'] / f['avg_jct_s']):+.1f}% reduction")
+            print(
+                f"arena/fcfs ({mode}): finished x{a['jobs_finished'] / max(f['jobs_finished'], 1):.2f}, "
+                f"avg throughput x{a['avg_throughput'] / max(f['avg_throughput'], 1e-9):.2f}, "
+                f"avg JCT (unpadded) {100 * (1 - a['avg_jct_s'] / f['avg_jct_s']):+.1f}% reduction"
+            )
 
 
 if __name__ == "__main__":

@@ -40,11 +40,14 @@ def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, 
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     m = compute_metrics(record)
     solves = getattr(policy, "solves", None)
-    print(f"{policy_name:15s} wall={wall:6.2f}s cpu={cpu:6.2f}s decisions={record.decisions:5d} "
-          f"ms/decision={1000 * record.decide_wall_s / max(1, record.decisions):6.2f} "
-          f"milp_solves={'-' if solves is None else solves:>5} finished={int(m['jobs_finished']):4d} "
-          f"avg_jct={m['avg_jct_s'] / 3600:6.2f}h reconfigs={int(m['reconfigurations']):5d} "
-          f"preemptions={int(m['preemptions']):4d}", flush=True)
+    print(
+        f"{policy_name:15s} wall={wall:6.2f}s cpu={cpu:6.2f}s decisions={record.decisions:5d} "
+        f"ms/decision={1000 * record.decide_wall_s / max(1, record.decisions):6.2f} "
+        f"milp_solves={'-' if solves is None else solves:>5} finished={int(m['jobs_finished']):4d} "
+        f"avg_jct={m['avg_jct_s'] / 3600:6.2f}h reconfigs={int(m['reconfigurations']):5d} "
+        f"preemptions={int(m['preemptions']):4d}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -60,8 +63,10 @@ def main() -> None:
     cluster = load_cluster(args.cluster)
     perf = make_perf(args.perf, cluster)
     jobs = load_jobs(args.trace, cluster, perf, seed=0)
-    print(f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={cluster.name} perf={perf.name} "
-          f"horizon={args.horizon:.0f}s")
+    print(
+        f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={cluster.name} perf={perf.name} "
+        f"horizon={args.horizon:.0f}s"
+    )
     for name in args.policies.split(","):
         bench(name.strip(), jobs, cluster, perf, args.horizon)
 

@@ -114,11 +114,18 @@ def main() -> None:
         raise SystemExit(f"needs the Philly trace {trace} (the shared data folder)")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         scratch = Path(tmp)
-        env = {**os.environ, "XDG_CACHE_HOME": str(scratch / "cache"), "OMP_NUM_THREADS": "1",
-               "WANDB_MODE": "disabled", "MPLBACKEND": "Agg"}
+        env = {
+            **os.environ,
+            "XDG_CACHE_HOME": str(scratch / "cache"),
+            "OMP_NUM_THREADS": "1",
+            "WANDB_MODE": "disabled",
+            "MPLBACKEND": "Agg",
+        }
         load = os.getloadavg()[0]
-        print(f"CPU seconds (user + sys) of whole processes, median of {args.runs} warm runs; "
-              f"load average {load:.2f} on {os.cpu_count()} CPUs")
+        print(
+            f"CPU seconds (user + sys) of whole processes, median of {args.runs} warm runs; "
+            f"load average {load:.2f} on {os.cpu_count()} CPUs"
+        )
         print(f"{'command':36s} {'median':>7s} {'min':>6s} {'max':>6s} {'wall':>6s} {'cold':>6s} {'goal':>6s}  verdict")
         failed = 0
         for case in cases(trace):
@@ -126,8 +133,10 @@ def main() -> None:
             med = statistics.median(cpu)
             ok = med < case.goal_s
             failed += not ok
-            print(f"{case.name:36s} {med:7.2f} {min(cpu):6.2f} {max(cpu):6.2f} {statistics.median(wall):6.2f} "
-                  f"{cold:6.2f} {case.goal_s:6.2f}  {'met' if ok else 'MISSED'} ({med / case.goal_s:.2f}x goal)")
+            print(
+                f"{case.name:36s} {med:7.2f} {min(cpu):6.2f} {max(cpu):6.2f} {statistics.median(wall):6.2f} "
+                f"{cold:6.2f} {case.goal_s:6.2f}  {'met' if ok else 'MISSED'} ({med / case.goal_s:.2f}x goal)"
+            )
         print(f"{len(cases(trace)) - failed} of {len(cases(trace))} goals met")
 
 

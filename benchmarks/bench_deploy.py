@@ -56,8 +56,11 @@ from real_runner.testbed import testbed_from_dict
 REPO = Path(__file__).resolve().parents[1]
 
 #: (policy, testbed, what the run demonstrates).
-RUNS = (("arena", "cpu-4", "resizes, preemptions, trajectories"), ("fcfs", "cpu-4", "every job finishes"),
-        ("arena", "cpu-2", "sim vs live"))
+RUNS = (
+    ("arena", "cpu-4", "resizes, preemptions, trajectories"),
+    ("fcfs", "cpu-4", "every job finishes"),
+    ("arena", "cpu-2", "sim vs live"),
+)
 
 
 def step_time_ratio(out: Path) -> float:
@@ -109,18 +112,41 @@ def share_priority(parent: int, nice: int, stop: threading.Event) -> None:
                 continue  # the process exited meanwhile, or the kernel refused: leave it as it is
 
 
-def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_s: float,
-           share: bool = True) -> dict[str, Any]:
+def deploy(
+    policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_s: float, share: bool = True
+) -> dict[str, Any]:
     """One deployment as a subprocess; its figures from the results directory."""
     if out.exists():
         shutil.rmtree(out)
-    cmd = [sys.executable, "-m", "arena_gym", "deploy", "--policy", policy, "--testbed", testbed, "--trace", trace,
-           "--perf", perf, "--out", str(out), "--status-every", "30"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "arena_gym",
+        "deploy",
+        "--policy",
+        policy,
+        "--testbed",
+        testbed,
+        "--trace",
+        trace,
+        "--perf",
+        perf,
+        "--out",
+        str(out),
+        "--status-every",
+        "30",
+    ]
     print("$", " ".join(cmd[1:]), flush=True)
     t0 = time.monotonic()
     nice = autogroup_nice()
-    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}) as child:
+    with subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    ) as child:
         stop = threading.Event()
         watcher = threading.Thread(target=share_priority, args=(child.pid, nice, stop), daemon=True)
         if share and nice:
@@ -134,8 +160,10 @@ def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_
     proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
-        error = next((line for line in reversed(proc.stderr.strip().splitlines()) if line.startswith("error")),
-                     (proc.stderr.strip().splitlines() or ["?"])[-1])
+        error = next(
+            (line for line in reversed(proc.stderr.strip().splitlines()) if line.startswith("error")),
+            (proc.stderr.strip().splitlines() or ["?"])[-1],
+        )
         print(f"FAILED ({proc.returncode}): {error}", flush=True)
         return {"policy": policy, "testbed": testbed, "wall_s": wall, "error": error}
     summary = [line for line in proc.stdout.splitlines() if not line.startswith("[")]
@@ -144,15 +172,24 @@ def deploy(policy: str, testbed: str, trace: str, perf: str, out: Path, timeout_
     live = pd.read_csv(out / "live_jobs.csv")
     sim = json.loads((out / "sim_vs_live.json").read_text()) if (out / "sim_vs_live.json").exists() else {}
     return {
-        "policy": policy, "testbed": testbed, "wall_s": wall, "jobs": int(metrics["jobs_total"]),
-        "jobs_finished": int(metrics["jobs_finished"]), "avg_jct_s": metrics["avg_jct_s"],
-        "makespan_s": metrics["makespan_s"], "reconfigurations": int(metrics["reconfigurations"]),
-        "preemptions": int(metrics["preemptions"]), "failures": int(metrics["failures"]),
-        "resumes": int(live["resumes"].sum()), "trajectories_ok": int(live["trajectory_ok"].sum()),
+        "policy": policy,
+        "testbed": testbed,
+        "wall_s": wall,
+        "jobs": int(metrics["jobs_total"]),
+        "jobs_finished": int(metrics["jobs_finished"]),
+        "avg_jct_s": metrics["avg_jct_s"],
+        "makespan_s": metrics["makespan_s"],
+        "reconfigurations": int(metrics["reconfigurations"]),
+        "preemptions": int(metrics["preemptions"]),
+        "failures": int(metrics["failures"]),
+        "resumes": int(live["resumes"].sum()),
+        "trajectories_ok": int(live["trajectory_ok"].sum()),
         "steps_beyond_target": int((live["final_step"] > live["target_step"]).sum()),
         "median_reconfiguration_s": metrics["median_reconfiguration_s"],
-        "oversubscription": metrics["oversubscription"], "sim_avg_jct_s": sim.get("avg_jct_sim_s"),
-        "sim_avg_jct_error": sim.get("avg_jct_error"), "sim_median_abs_job_error": sim.get("median_abs_job_jct_error"),
+        "oversubscription": metrics["oversubscription"],
+        "sim_avg_jct_s": sim.get("avg_jct_sim_s"),
+        "sim_avg_jct_error": sim.get("avg_jct_error"),
+        "sim_median_abs_job_error": sim.get("median_abs_job_jct_error"),
         "live_to_model_step_ratio": step_time_ratio(out),
         "results": str(out.relative_to(REPO)) if out.is_relative_to(REPO) else str(out),
     }
@@ -163,46 +200,104 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--perf", default="estimator", help="performance model of the sim-vs-live comparison")
     p.add_argument("--work", type=float, default=1.0, help="scale every job's iterations (0.25: a quick look)")
-    p.add_argument("--runs", default=",".join(f"{pol}@{bed}" for pol, bed, _ in RUNS),
-                   help="comma-separated POLICY@TESTBED runs")
+    p.add_argument(
+        "--runs", default=",".join(f"{pol}@{bed}" for pol, bed, _ in RUNS), help="comma-separated POLICY@TESTBED runs"
+    )
     p.add_argument("--out", type=Path, default=REPO / "results" / "bench_deploy.json")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per deployment")
-    p.add_argument("--no-share-priority", dest="share_priority", action="store_false",
-                   help="leave the workers' sessions at the default autogroup priority")
+    p.add_argument(
+        "--no-share-priority",
+        dest="share_priority",
+        action="store_false",
+        help="leave the workers' sessions at the default autogroup priority",
+    )
     args = p.parse_args(argv)
     trace = "live" if args.work == 1.0 else f"live:work={args.work:g}"
     runs = [tuple(r.split("@")) for r in args.runs.split(",") if r]
     started = time.time()
-    rows = [deploy(pol, bed, trace, args.perf, REPO / "results" / "bench_deploy" / f"{pol}-{bed}", args.timeout,
-                   args.share_priority) for pol, bed in runs]
+    rows = [
+        deploy(
+            pol,
+            bed,
+            trace,
+            args.perf,
+            REPO / "results" / "bench_deploy" / f"{pol}-{bed}",
+            args.timeout,
+            args.share_priority,
+        )
+        for pol, bed in runs
+    ]
     failed = [r for r in rows if "error" in r]
     rows = [r for r in rows if "error" not in r]
     frame = pd.DataFrame(rows, columns=list(rows[0]) if rows else ["policy"])
-    cols = ["policy", "testbed", "jobs_finished", "jobs", "avg_jct_s", "makespan_s", "reconfigurations", "preemptions",
-            "failures", "resumes", "trajectories_ok", "median_reconfiguration_s", "sim_avg_jct_s", "sim_avg_jct_error",
-            "live_to_model_step_ratio", "wall_s"]
+    cols = [
+        "policy",
+        "testbed",
+        "jobs_finished",
+        "jobs",
+        "avg_jct_s",
+        "makespan_s",
+        "reconfigurations",
+        "preemptions",
+        "failures",
+        "resumes",
+        "trajectories_ok",
+        "median_reconfiguration_s",
+        "sim_avg_jct_s",
+        "sim_avg_jct_error",
+        "live_to_model_step_ratio",
+        "wall_s",
+    ]
     print()
     print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     checks = [(f"{r['policy']}@{r['testbed']}: deploy ran ({r['error']})", False) for r in failed]
     for row in rows:
-        checks.append((f"{row['policy']}@{row['testbed']}: every job finished",
-                       row["jobs_finished"] == row["jobs"] and row["steps_beyond_target"] == 0))
-        checks.append((f"{row['policy']}@{row['testbed']}: every resumed job continued its loss trajectory",
-                       row["trajectories_ok"] == row["jobs"]))
+        checks.append(
+            (
+                f"{row['policy']}@{row['testbed']}: every job finished",
+                row["jobs_finished"] == row["jobs"] and row["steps_beyond_target"] == 0,
+            )
+        )
+        checks.append(
+            (
+                f"{row['policy']}@{row['testbed']}: every resumed job continued its loss trajectory",
+                row["trajectories_ok"] == row["jobs"],
+            )
+        )
         if row["policy"] == "arena" and row["testbed"] == "cpu-4":
             checks.append(("arena@cpu-4: >= 1 resize or placement change", row["reconfigurations"] >= 1))
             checks.append(("arena@cpu-4: >= 1 preemption", row["preemptions"] >= 1))
         if row["policy"] == "arena" and row["testbed"] == "cpu-2" and row["sim_avg_jct_error"] is not None:
-            checks.append((f"arena@cpu-2: sim vs live average-JCT error {100 * row['sim_avg_jct_error']:+.1f}% "
-                           f"({args.perf}) within 15%", abs(row["sim_avg_jct_error"]) <= 0.15))
+            checks.append(
+                (
+                    f"arena@cpu-2: sim vs live average-JCT error {100 * row['sim_avg_jct_error']:+.1f}% "
+                    f"({args.perf}) within 15%",
+                    abs(row["sim_avg_jct_error"]) <= 0.15,
+                )
+            )
     print()
     for text, ok in checks:
         print(f"{'PASS' if ok else 'MISS'}  {text}")
-    write_json(args.out, {"config": {"perf": args.perf, "work": args.work, "trace": trace, "runs": args.runs,
-                                     "share_priority": args.share_priority, "autogroup_nice": autogroup_nice()},
-                          "code_version": code_version(), "machine": platform.platform(), "cpus": os.cpu_count(),
-                          "load_average": os.getloadavg(), "started": started, "runs": rows + failed,
-                          "checks": [{"check": t, "ok": ok} for t, ok in checks]})
+    write_json(
+        args.out,
+        {
+            "config": {
+                "perf": args.perf,
+                "work": args.work,
+                "trace": trace,
+                "runs": args.runs,
+                "share_priority": args.share_priority,
+                "autogroup_nice": autogroup_nice(),
+            },
+            "code_version": code_version(),
+            "machine": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average": os.getloadavg(),
+            "started": started,
+            "runs": rows + failed,
+            "checks": [{"check": t, "ok": ok} for t, ok in checks],
+        },
+    )
     print(f"\nwrote {args.out}")
     return 0
 

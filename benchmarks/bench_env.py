@@ -43,7 +43,9 @@ def resolve_perf(spec: str, cluster: str) -> PerfModel:
     return make_perf(spec, load_cluster(cluster))
 
 
-def random_steps(env: gym.Env, rng: np.random.Generator, info: dict[str, Any], steps: int) -> tuple[dict[str, Any], int]:
+def random_steps(
+    env: gym.Env, rng: np.random.Generator, info: dict[str, Any], steps: int
+) -> tuple[dict[str, Any], int]:
     """Play ``steps`` uniformly random valid actions (resetting at episode ends); (last info, episodes ended)."""
     episodes = 0
     for _ in range(steps):
@@ -54,8 +56,9 @@ def random_steps(env: gym.Env, rng: np.random.Generator, info: dict[str, Any], s
     return info, episodes
 
 
-def random_agent_rate(env_id: str, perf: PerfModel, steps: int, warmup: int, overrides: dict[str, Any] | None = None,
-                      seed: int = 0) -> dict[str, float]:
+def random_agent_rate(
+    env_id: str, perf: PerfModel, steps: int, warmup: int, overrides: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, float]:
     """Steps/s of a uniformly random masked agent (made env, so gymnasium's wrappers are included)."""
     env = gym.make(env_id, perf=perf, **(overrides or {}))
     rng = np.random.default_rng(seed)
@@ -119,7 +122,9 @@ def _cpu_with_children() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def vec_rate(env_id: str, overrides: dict[str, Any], vec: str, start_method: str | None, steps: int) -> dict[str, float]:
+def vec_rate(
+    env_id: str, overrides: dict[str, Any], vec: str, start_method: str | None, steps: int
+) -> dict[str, float]:
     """MaskablePPO learn(steps) with 2 envs of ``vec`` kind: steps/s wall and per CPU-second (children included).
 
     Runs in a forked child process so that the CPU time of SubprocVecEnv workers is counted.
@@ -156,8 +161,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000, help="random-agent steps per env")
     parser.add_argument("--ppo-steps", type=int, default=2048, help="MaskablePPO timesteps (whole rollouts of 256)")
     parser.add_argument("--vec-steps", type=int, default=4096, help="MaskablePPO timesteps per VecEnv kind")
-    parser.add_argument("--warmup", type=int, default=5000,
-                        help="untimed random steps first, filling the perf model's lazy tables (one-off cost)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=5000,
+        help="untimed random steps first, filling the perf model's lazy tables (one-off cost)",
+    )
     args = parser.parse_args()
 
     real = {"data_dir": str(DATA)}
@@ -168,13 +177,17 @@ def main() -> None:
         print(f"{env_id}:")
         r = random_agent_rate(env_id, resolve_perf(args.perf, cluster), args.steps, args.warmup, overrides)
         goal = f" (target >= {target:,.0f}: {'met' if r['cpu_steps_s'] >= target else 'NOT met'})" if target else ""
-        print(f"  random masked agent, perf {args.perf}: {r['wall_steps_s']:,.0f} steps/s wall, "
-              f"{r['cpu_steps_s']:,.0f} steps/s CPU over {r['steps']:,} steps, {r['episodes']} episodes{goal}")
+        print(
+            f"  random masked agent, perf {args.perf}: {r['wall_steps_s']:,.0f} steps/s wall, "
+            f"{r['cpu_steps_s']:,.0f} steps/s CPU over {r['steps']:,} steps, {r['episodes']} episodes{goal}"
+        )
 
     s = ppo_share("ArenaGym/Testbed64-v1", resolve_perf(args.perf, "testbed-64"), args.ppo_steps, args.warmup)
-    print(f"MaskablePPO learn({s['steps']}) on ArenaGym/Testbed64-v1 (n_steps=256, 1 env, 1 thread, perf {args.perf}): "
-          f"{s['learn_s']:.2f} s, env {s['env_s']:.2f} s = {100 * s['share']:.1f}% of training time "
-          f"(target < 20%: {'met' if s['share'] < 0.2 else 'NOT met'})")
+    print(
+        f"MaskablePPO learn({s['steps']}) on ArenaGym/Testbed64-v1 (n_steps=256, 1 env, 1 thread, perf {args.perf}): "
+        f"{s['learn_s']:.2f} s, env {s['env_s']:.2f} s = {100 * s['share']:.1f}% of training time "
+        f"(target < 20%: {'met' if s['share'] < 0.2 else 'NOT met'})"
+    )
 
     env_id, overrides = ("ArenaGym/Testbed64Real-v1", real) if DATA.is_dir() else ("ArenaGym/Testbed64-v1", {})
     print(f"MaskablePPO on {env_id}, 2 envs, n_steps=256, 1 torch thread, {args.vec_steps} steps:")

@@ -32,13 +32,17 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arena"
 
 #: The artifact's 46 job configurations (docs/arena.md §8.5): the 42 of the measured table
 #: plus GPT-15B at 128 and GPT-39B at 128/256/512.
-CONFIGS: list[tuple[str, int]] = [
-    (f"gpt__{s}", b) for s in ("760M", "1.3B", "2.6B", "6.7B", "15B", "39B") for b in (128, 256, 512)
-] + [
-    (f"moe__{s}", b) for s in ("690M", "1.3B", "2.4B", "10B", "27B") for b in (256, 512, 1024)
-] + [
-    ("wide_resnet__500M", 256), ("wide_resnet__500M", 512), ("wide_resnet__1B", 256), ("wide_resnet__1B", 512),
-] + [(f"wide_resnet__{s}", b) for s in ("2B", "4B", "6.8B") for b in (256, 512, 1024)]
+CONFIGS: list[tuple[str, int]] = (
+    [(f"gpt__{s}", b) for s in ("760M", "1.3B", "2.6B", "6.7B", "15B", "39B") for b in (128, 256, 512)]
+    + [(f"moe__{s}", b) for s in ("690M", "1.3B", "2.4B", "10B", "27B") for b in (256, 512, 1024)]
+    + [
+        ("wide_resnet__500M", 256),
+        ("wide_resnet__500M", 512),
+        ("wide_resnet__1B", 256),
+        ("wide_resnet__1B", 512),
+    ]
+    + [(f"wide_resnet__{s}", b) for s in ("2B", "4B", "6.8B") for b in (256, 512, 1024)]
+)
 
 
 def section(title: str) -> None:
@@ -55,17 +59,23 @@ def accuracy() -> None:
     covered = int((measured_ok["predicted_oom"] == 0).sum())
     n = int(result.frame["ape"].notna().sum())
     print(f"measured-feasible rows predicted feasible: {covered}/{len(measured_ok)}; target: all")
-    print(f"MAPE over the {n} rows feasible in both ({len(measured_ok) - covered} measured-feasible rows predicted OOM): "
-          f"{result.mape():.2f}% (median {result.median_ape():.2f}%); target <= 10%")
+    print(
+        f"MAPE over the {n} rows feasible in both ({len(measured_ok) - covered} measured-feasible rows predicted OOM): "
+        f"{result.mape():.2f}% (median {result.median_ape():.2f}%); target <= 10%"
+    )
     for col in ("num_gpus", "gpu_type", "family"):
         print(f"  by {col}: " + ", ".join(f"{k}: {v:.2f}%" for k, v in result.mape(col).items()))
     both = int(((f["oom"] == 1) & (f["predicted_oom"] == 1)).sum())
-    print(f"OOM agreement with the measured oom column: {agree}/{total}; target >= 270 "
-          f"(measured OOM {int(f['oom'].sum())}, predicted OOM {int(f['predicted_oom'].sum())}, both {both})")
+    print(
+        f"OOM agreement with the measured oom column: {agree}/{total}; target >= 270 "
+        f"(measured OOM {int(f['oom'].sum())}, predicted OOM {int(f['predicted_oom'].sum())}, both {both})"
+    )
     for row in f[f["oom"] != f["predicted_oom"]].itertuples(index=False):
         said = "OOM" if row.predicted_oom else f"{row.predicted_iter_time_s:.2f} s"
-        print(f"  disagrees: {row.family}-{row.size} batch {row.global_batch} on {row.gpu_type} "
-              f"{row.num_nodes}x{row.gpus_per_node}: measured {'OOM' if row.oom else f'{row.iter_time_s:.2f} s'}, predicted {said}")
+        print(
+            f"  disagrees: {row.family}-{row.size} batch {row.global_batch} on {row.gpu_type} "
+            f"{row.num_nodes}x{row.gpus_per_node}: measured {'OOM' if row.oom else f'{row.iter_time_s:.2f} s'}, predicted {said}"
+        )
     dominated_oom_rows(f)
     artifact_reference(points)
 
@@ -78,31 +88,44 @@ def dominated_oom_rows(f: pd.DataFrame) -> None:
     ok = f[f["oom"] == 0]
     count = 0
     for row in f[f["oom"] == 1].itertuples(index=False):
-        same = ok[(ok["family"] == row.family) & (ok["size"] == row.size) & (ok["gpu_type"] == row.gpu_type)
-                  & (ok["num_nodes"] == row.num_nodes) & (ok["gpus_per_node"] <= row.gpus_per_node)
-                  & (ok["global_batch"] >= row.global_batch)]
+        same = ok[
+            (ok["family"] == row.family)
+            & (ok["size"] == row.size)
+            & (ok["gpu_type"] == row.gpu_type)
+            & (ok["num_nodes"] == row.num_nodes)
+            & (ok["gpus_per_node"] <= row.gpus_per_node)
+            & (ok["global_batch"] >= row.global_batch)
+        ]
         if len(same):
             count += 1
             w = same.iloc[0]
-            print(f"  not a memory limit: {row.family}-{row.size} batch {row.global_batch} on {row.gpu_type} "
-                  f"{row.num_nodes}x{row.gpus_per_node} is OOM, but batch {w.global_batch} on "
-                  f"{w.num_nodes}x{w.gpus_per_node} ran ({w.iter_time_s:.2f} s)")
-    print(f"  so at most {len(f) - count}/{len(f)} agreement is reachable by any memory model that keeps "
-          f"every measured-feasible row feasible")
+            print(
+                f"  not a memory limit: {row.family}-{row.size} batch {row.global_batch} on {row.gpu_type} "
+                f"{row.num_nodes}x{row.gpus_per_node} is OOM, but batch {w.global_batch} on "
+                f"{w.num_nodes}x{w.gpus_per_node} ran ({w.iter_time_s:.2f} s)"
+            )
+    print(
+        f"  so at most {len(f) - count}/{len(f)} agreement is reachable by any memory model that keeps "
+        f"every measured-feasible row feasible"
+    )
 
 
 def artifact_reference(points) -> None:
     est = pd.read_csv(DATA / "estimated_plan_time.csv")
     est = est[np.isfinite(est["iter_time_s"]) & (est["iter_time_s"] > 0)]
-    best = est.groupby(["family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node"])["iter_time_s"].min()
+    best = est.groupby(["family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node"])[
+        "iter_time_s"
+    ].min()
     errs = []
     for p in points:
         key = (p.model.family, p.model.size, p.batch, p.gpu_type, p.n_nodes, p.gpus_per_node)
         if not p.oom and key in best.index:
             errs.append(abs(best[key] - p.iter_time_s) / p.iter_time_s * 100)
     if errs:
-        print(f"reference: the artifact's estimator (best symmetric plan) is {statistics.mean(errs):.1f}% off "
-              f"(median {statistics.median(errs):.1f}%) on the {len(errs)} measured points it covers")
+        print(
+            f"reference: the artifact's estimator (best symmetric plan) is {statistics.mean(errs):.1f}% off "
+            f"(median {statistics.median(errs):.1f}%) on the {len(errs)} measured points it covers"
+        )
 
 
 def leave_one_type_out() -> None:
@@ -123,13 +146,17 @@ def weak_scaling() -> None:
     m = m[m["oom"] == 0]
     key = ["family", "size", "gpu_type"]
     pairs = m.merge(m, on=key, suffixes=("", "_2x"))
-    pairs = pairs[(pairs["num_gpus_2x"] == 2 * pairs["num_gpus"]) & (pairs["global_batch_2x"] == 2 * pairs["global_batch"])]
+    pairs = pairs[
+        (pairs["num_gpus_2x"] == 2 * pairs["num_gpus"]) & (pairs["global_batch_2x"] == 2 * pairs["global_batch"])
+    ]
     pairs = pairs.assign(ratio=pairs["iter_time_s_2x"] / pairs["iter_time_s"])
     print("  (the per-GPU work is the same; a model whose communication grows with the GPU count predicts >= 1)")
     for (gpu, n), g in pairs.groupby(["gpu_type", "num_gpus"]):
         r = g["ratio"]
-        print(f"  {gpu:5s} {n:2d} -> {2 * n:2d} GPUs: median {r.median():.2f}, range {r.min():.2f}-{r.max():.2f} "
-              f"over {len(r)} pairs, {int((r < 0.95).sum())} below 0.95")
+        print(
+            f"  {gpu:5s} {n:2d} -> {2 * n:2d} GPUs: median {r.median():.2f}, range {r.min():.2f}-{r.max():.2f} "
+            f"over {len(r)} pairs, {int((r < 0.95).sum())} below 0.95"
+        )
 
 
 def plan_selection() -> None:
@@ -146,8 +173,12 @@ def plan_selection() -> None:
                 continue
             arch, gpu = perf.arch(p.model), get_gpu(p.gpu_type)
             rates = rates_for(arch, gpu, node_links(gpu), params)
-            cands = [c for s in cfg.stage_counts if s <= p.shape.num_gpus
-                     for c in grid_candidates(arch, p.batch, gpu, rates, p.shape, s, cfg)]
+            cands = [
+                c
+                for s in cfg.stage_counts
+                if s <= p.shape.num_gpus
+                for c in grid_candidates(arch, p.batch, gpu, rates, p.shape, s, cfg)
+            ]
             if not cands:
                 continue
             total += 1
@@ -158,8 +189,10 @@ def plan_selection() -> None:
                 if abs(near[0] / p.iter_time_s - 1) <= 0.05:
                     matched += 1
                     less_dp += max(st.dp for st in near[2].stages) < max(st.dp for st in best[2].stages)
-        print(f"  {held}: {fast} of {total}; a candidate plan within 5% of the measured time exists for {matched}, "
-              f"{less_dp} of them with a smaller data-parallel degree than the best plan")
+        print(
+            f"  {held}: {fast} of {total}; a candidate plan within 5% of the measured time exists for {matched}, "
+            f"{less_dp} of them with a smaller data-parallel degree than the best plan"
+        )
 
 
 def dp_rule_agreement() -> None:
@@ -178,7 +211,9 @@ def dp_rule_agreement() -> None:
             agree += artifact_ok == ours_ok
             both_inf += not artifact_ok and not ours_ok
             total += 1
-    print(f"  DP feasibility agrees on {agree}/{total} (config x GPU count x type) points ({both_inf} infeasible in both)")
+    print(
+        f"  DP feasibility agrees on {agree}/{total} (config x GPU count x type) points ({both_inf} infeasible in both)"
+    )
     dp_memory_cross_validation()
 
 
@@ -190,13 +225,16 @@ def dp_memory_cross_validation() -> None:
     for held in models:
         train = {k: v for k, v in table.need_gb.items() if k[:2] != held}
         test = {k: v for k, v in table.need_gb.items() if k[:2] == held}
-        check = validate_dp_memory(test, replace(EstimatorParams(), dp_memory=fit_dp_memory(train)),
-                                   ARTIFACT_GPU_MEMORY_GB.values())
+        check = validate_dp_memory(
+            test, replace(EstimatorParams(), dp_memory=fit_dp_memory(train)), ARTIFACT_GPU_MEMORY_GB.values()
+        )
         if check.rows:
             weighted_error += check.mape * check.rows
         rows, agree, points = rows + check.rows, agree + check.agree, points + check.points
-    print(f"  DP memory need, leave one model out ({len(models)} models): MAPE {weighted_error / rows:.1f}% "
-          f"over {rows} profiled rows; memory rule agrees on {agree}/{points} (row x type) points")
+    print(
+        f"  DP memory need, leave one model out ({len(models)} models): MAPE {weighted_error / rows:.1f}% "
+        f"over {rows} profiled rows; memory rule agrees on {agree}/{points} (row x type) points"
+    )
 
 
 def proxy_vs_exhaustive() -> None:
@@ -218,9 +256,11 @@ def proxy_vs_exhaustive() -> None:
                 if math.isfinite(proxy) and math.isfinite(best):
                     ratios.append(best / proxy)
     r = np.array(ratios)
-    print(f"  exhaustive-best time / proxy time: mean {r.mean() * 100:.1f}% (min {r.min() * 100:.1f}%), "
-          f"proxy optimal in {np.mean(r > 0.9999) * 100:.0f}% of {len(r)} shapes "
-          f"(Arena reports 93.4% against Alpa's search); {time.perf_counter() - t0:.0f}s")
+    print(
+        f"  exhaustive-best time / proxy time: mean {r.mean() * 100:.1f}% (min {r.min() * 100:.1f}%), "
+        f"proxy optimal in {np.mean(r > 0.9999) * 100:.0f}% of {len(r)} shapes "
+        f"(Arena reports 93.4% against Alpa's search); {time.perf_counter() - t0:.0f}s"
+    )
 
 
 def speed() -> None:
@@ -233,8 +273,10 @@ def speed() -> None:
         n = perf.prebuild(configs)
         dt = time.perf_counter() - t0
         grids = sum(np.isfinite(t.time).sum() + (~np.isfinite(t.time)).sum() for t in perf._tables.values())
-        print(f"  whole table, {len(configs)} configs x {len(cluster.groups)} types on arena-1280 "
-              f"({n} tables, {grids} grids): {dt * 1000:.0f} ms {label}; target < 1 s")
+        print(
+            f"  whole table, {len(configs)} configs x {len(cluster.groups)} types on arena-1280 "
+            f"({n} tables, {grids} grids): {dt * 1000:.0f} ms {label}; target < 1 s"
+        )
     shapes = [best_locality(g.gpu_type, n, g.gpus_per_node) for g in cluster.groups for n in (1, 2, 4, 8, 16)]
     queries = [(m, b, s) for m, b in configs for s in shapes]
     reps = 20

@@ -84,8 +84,14 @@ def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: i
     path.write_text(spec.to_json())
     ranks = plan.num_gpus
     cores = sorted(os.sched_getaffinity(0))
-    job = launch_local(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}",
-                       pin_cores=cores[:ranks] if len(cores) >= ranks else None, cwd=REPO)
+    job = launch_local(
+        path,
+        ranks,
+        env=os.environ,
+        log_dir=work / f"logs-{tag}",
+        pin_cores=cores[:ranks] if len(cores) >= ranks else None,
+        cwd=REPO,
+    )
     try:
         codes = job.wait(1800)
     except BaseException:  # Ctrl-C or a timeout: leave no ranks behind
@@ -98,21 +104,31 @@ def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: i
     times = {r.step: r.t for r in records}
     periods = [times[s] - times[s - 1] for s in sorted(times) if s > warmup + 1 and s - 1 in times]
     iters = [r.iter_s for r in records if r.step > warmup]
-    return {"period_s": statistics.median(periods), "iter_s": statistics.median(iters),
-            "device_s": (end - job.launched_at) * ranks, "steps_timed": len(periods)}
+    return {
+        "period_s": statistics.median(periods),
+        "iter_s": statistics.median(iters),
+        "device_s": (end - job.launched_at) * ranks,
+        "steps_timed": len(periods),
+    }
 
 
 def measure_all(models: list[str], args, work: Path) -> list[dict]:
     """Every plan of every model, ``args.passes`` interleaved passes."""
-    rows = {(m, n): {"model": m, "plan": n, "passes": []} for m in models
-            for n in plans(len(get_model(m).layers), args.quick)}
+    rows = {
+        (m, n): {"model": m, "plan": n, "passes": []}
+        for m in models
+        for n in plans(len(get_model(m).layers), args.quick)
+    }
     for p in range(args.passes):
         for m in models:
             for name, plan in plans(len(get_model(m).layers), args.quick).items():
                 r = measure(m, name, plan, args.batch, args.steps, args.warmup, work)
                 rows[(m, name)]["passes"].append(r)
-                print(f"  pass {p + 1}: {m:10s} {name:24s} {1e3 * r['period_s']:9.1f} ms/step "
-                      f"(iter {1e3 * r['iter_s']:8.1f} ms)", flush=True)
+                print(
+                    f"  pass {p + 1}: {m:10s} {name:24s} {1e3 * r['period_s']:9.1f} ms/step "
+                    f"(iter {1e3 * r['iter_s']:8.1f} ms)",
+                    flush=True,
+                )
     return list(rows.values())
 
 
@@ -127,11 +143,18 @@ def compose_rows(rows: list[dict], profile_path: Path, batch: int) -> None:
         est = perf.estimate(ModelRef.parse(model), batch, shape, executed)
         row["executed"] = plan_to_dict(executed)
         row["measured_s"] = statistics.median(p["period_s"] for p in row["passes"])
-        row["pass_spread"] = (max(p["period_s"] for p in row["passes"]) / min(p["period_s"] for p in row["passes"]) - 1
-                              if row["passes"] else 0.0)
+        row["pass_spread"] = (
+            max(p["period_s"] for p in row["passes"]) / min(p["period_s"] for p in row["passes"]) - 1
+            if row["passes"]
+            else 0.0
+        )
         row["predicted_s"] = est.total_s
-        row["breakdown_s"] = {"compute": est.compute_s, "intra": est.intra_stage_comm_s,
-                              "inter": est.inter_stage_comm_s, "bubble": est.bubble_s}
+        row["breakdown_s"] = {
+            "compute": est.compute_s,
+            "intra": est.intra_stage_comm_s,
+            "inter": est.inter_stage_comm_s,
+            "bubble": est.bubble_s,
+        }
         row["error_pct"] = 100.0 * (est.total_s - row["measured_s"]) / row["measured_s"]
 
 
@@ -151,8 +174,15 @@ def cpu_check(models: list[str], profile_path: Path, batch: int, steps: int, war
         spec = model_spec(model)
         for micro in (1, 4):
             plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), micro)
-            trainer = Trainer(spec, resolve_plan(spec, plan, batch, 1), rank=0, global_batch=batch, lr=1e-3, seed=0,
-                              device=torch.device("cpu"))
+            trainer = Trainer(
+                spec,
+                resolve_plan(spec, plan, batch, 1),
+                rank=0,
+                global_batch=batch,
+                lr=1e-3,
+                seed=0,
+                device=torch.device("cpu"),
+            )
             times = []
             for step in range(warmup + steps):
                 t0 = time.thread_time()
@@ -161,8 +191,15 @@ def cpu_check(models: list[str], profile_path: Path, batch: int, steps: int, war
                     times.append(time.thread_time() - t0)
             est = perf.estimate(ModelRef.parse(model), batch, ResourceShape("cpu", 1, 1), plan)
             measured = statistics.median(times)
-            rows.append({"model": model, "plan": f"single x{micro}", "cpu_s": measured, "predicted_s": est.total_s,
-                         "error_pct": 100 * (est.total_s - measured) / measured})
+            rows.append(
+                {
+                    "model": model,
+                    "plan": f"single x{micro}",
+                    "cpu_s": measured,
+                    "predicted_s": est.total_s,
+                    "error_pct": 100 * (est.total_s - measured) / measured,
+                }
+            )
     return rows
 
 
@@ -172,7 +209,9 @@ def every_plan_cost(rows: list[dict], models: list[str], testbed, batch: int) ->
     cfg = PlannerConfig()
     total, count = 0.0, 0
     for m in models:
-        runs = [p["device_s"] / 2 for r in rows if r["model"] == m for p in r["passes"]]  # benchmarked plans hold 2 ranks
+        runs = [
+            p["device_s"] / 2 for r in rows if r["model"] == m for p in r["passes"]
+        ]  # benchmarked plans hold 2 ranks
         per_rank = statistics.fmean(runs) if runs else 0.0
         for shape in shapes_for(testbed.device_type, testbed.devices_per_node, testbed.total_devices, (1, 2, 4, 8, 16)):
             plans_here = executable_plans(get_model(m), batch, shape, cfg)
@@ -213,7 +252,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4 plans per model, quick profile, 3 passes of 10 steps")
     parser.add_argument("--profile", default=None, help="reuse this PROFILE.json instead of profiling")
     parser.add_argument("--measured", default=None, help="reuse the measurements of this result JSON")
-    parser.add_argument("--no-cpu-check", action="store_true", help="skip the one-device CPU-time check of the compute path")
+    parser.add_argument(
+        "--no-cpu-check", action="store_true", help="skip the one-device CPU-time check of the compute path"
+    )
     parser.add_argument("--out", default="results/bench_profiler.json")
     args = parser.parse_args()
     if args.quick:
@@ -235,32 +276,45 @@ def main() -> None:
                     print(f"  {phase}: {done}/{total}", flush=True)
                 last[phase] = done
 
-            profile = profile_testbed(testbed, models, settings, work / "profile", env=os.environ, cwd=REPO, on_progress=show)
+            profile = profile_testbed(
+                testbed, models, settings, work / "profile", env=os.environ, cwd=REPO, on_progress=show
+            )
             write_profile(profile, profile_path)
         profile = load_profile(profile_path)
-        print(f"profile {profile_path}: {profile.cost.get('device_s', 0):.0f} device-s "
-              f"({profile.cost.get('wall_s', 0):.0f} s on {profile.cost.get('devices', 0):.0f} devices)")
+        print(
+            f"profile {profile_path}: {profile.cost.get('device_s', 0):.0f} device-s "
+            f"({profile.cost.get('wall_s', 0):.0f} s on {profile.cost.get('devices', 0):.0f} devices)"
+        )
         if args.measured:
-            rows = [{k: r[k] for k in ("model", "plan", "passes")} for r in json.loads(Path(args.measured).read_text())["plans"]]
+            rows = [
+                {k: r[k] for k in ("model", "plan", "passes")}
+                for r in json.loads(Path(args.measured).read_text())["plans"]
+            ]
         else:
             print(f"measuring every plan directly ({args.passes} passes, {args.steps} steps, {args.warmup} warm-up)")
             rows = measure_all(models, args, work)
     compose_rows(rows, profile_path, args.batch)
     checks = [] if args.no_cpu_check else cpu_check(models, profile_path, args.batch, 8, 3)
     print()
-    print(f"{'model':10s} {'plan':24s} {'measured ms':>12s} {'spread':>7s} {'predicted ms':>13s} {'error':>7s}   "
-          "compute / intra / inter / bubble (ms)")
+    print(
+        f"{'model':10s} {'plan':24s} {'measured ms':>12s} {'spread':>7s} {'predicted ms':>13s} {'error':>7s}   "
+        "compute / intra / inter / bubble (ms)"
+    )
     for r in rows:
         b = r["breakdown_s"]
-        print(f"{r['model']:10s} {r['plan']:24s} {1e3 * r['measured_s']:12.1f} {100 * r['pass_spread']:6.1f}% "
-              f"{1e3 * r['predicted_s']:13.1f} {r['error_pct']:+6.1f}%   {1e3 * b['compute']:.1f} / {1e3 * b['intra']:.1f} / "
-              f"{1e3 * b['inter']:.1f} / {1e3 * b['bubble']:.1f}")
+        print(
+            f"{r['model']:10s} {r['plan']:24s} {1e3 * r['measured_s']:12.1f} {100 * r['pass_spread']:6.1f}% "
+            f"{1e3 * r['predicted_s']:13.1f} {r['error_pct']:+6.1f}%   {1e3 * b['compute']:.1f} / {1e3 * b['intra']:.1f} / "
+            f"{1e3 * b['inter']:.1f} / {1e3 * b['bubble']:.1f}"
+        )
     if checks:
         print()
         print("computation path on one device, thread CPU time (not inflated by a busy machine):")
         for c in checks:
-            print(f"{c['model']:10s} {c['plan']:24s} {1e3 * c['cpu_s']:12.1f} {'':7s} {1e3 * c['predicted_s']:13.1f} "
-                  f"{c['error_pct']:+6.1f}%")
+            print(
+                f"{c['model']:10s} {c['plan']:24s} {1e3 * c['cpu_s']:12.1f} {'':7s} {1e3 * c['predicted_s']:13.1f} "
+                f"{c['error_pct']:+6.1f}%"
+            )
     errors = [abs(r["error_pct"]) for r in rows]
     mape = statistics.fmean(errors)
     per_model = {m: statistics.fmean(abs(r["error_pct"]) for r in rows if r["model"] == m) for m in models}
@@ -271,30 +325,61 @@ def main() -> None:
     prof_cost = profile.cost.get("device_s", 0.0)
     every = every_plan_cost(rows, models, testbed, args.batch)
     print()
-    print(f"MAPE {mape:.1f}% over {len(rows)} plans (goal <= {MAPE_GOAL:.0f}%): "
-          + ", ".join(f"{m} {v:.1f}%" for m, v in per_model.items()))
-    print(f"worst plan: {worst['model']} {worst['plan']} {worst['error_pct']:+.1f}% (goal: every plan within {MAX_GOAL:.0f}%)")
+    print(
+        f"MAPE {mape:.1f}% over {len(rows)} plans (goal <= {MAPE_GOAL:.0f}%): "
+        + ", ".join(f"{m} {v:.1f}%" for m, v in per_model.items())
+    )
+    print(
+        f"worst plan: {worst['model']} {worst['plan']} {worst['error_pct']:+.1f}% (goal: every plan within {MAX_GOAL:.0f}%)"
+    )
     for m, rk in ranks.items():
-        print(f"ranking {m}: {rk['agree']}/{rk['pairs']} pairs differing by > {100 * args.rank_margin:.0f}% ordered as "
-              f"measured" + (f"; misordered: {', '.join(rk['misordered'])}" if rk["misordered"] else ""))
-    print(f"cost: profiling {prof_cost:.0f} device-s vs measuring these {len(rows)} plans once {one_pass:.0f} device-s "
-          f"({one_pass / max(prof_cost, 1e-9):.1f}x), {args.passes} passes {direct:.0f} device-s "
-          f"({direct / max(prof_cost, 1e-9):.1f}x)")
-    print(f"      measuring all {every['plans']} executable plans of {', '.join(models)} on {testbed.name} once: about "
-          f"{every['device_s']:.0f} device-s ({every['device_s'] / max(prof_cost, 1e-9):.1f}x the profile; "
-          "each model's mean measured device-s per plan and rank)")
+        print(
+            f"ranking {m}: {rk['agree']}/{rk['pairs']} pairs differing by > {100 * args.rank_margin:.0f}% ordered as "
+            f"measured" + (f"; misordered: {', '.join(rk['misordered'])}" if rk["misordered"] else "")
+        )
+    print(
+        f"cost: profiling {prof_cost:.0f} device-s vs measuring these {len(rows)} plans once {one_pass:.0f} device-s "
+        f"({one_pass / max(prof_cost, 1e-9):.1f}x), {args.passes} passes {direct:.0f} device-s "
+        f"({direct / max(prof_cost, 1e-9):.1f}x)"
+    )
+    print(
+        f"      measuring all {every['plans']} executable plans of {', '.join(models)} on {testbed.name} once: about "
+        f"{every['device_s']:.0f} device-s ({every['device_s'] / max(prof_cost, 1e-9):.1f}x the profile; "
+        "each model's mean measured device-s per plan and rank)"
+    )
     ok = mape <= MAPE_GOAL and abs(worst["error_pct"]) <= MAX_GOAL and all(not r["misordered"] for r in ranks.values())
-    print(f"acceptance: {'met' if ok else 'missed'} (measured under load average "
-          f"{load_before[0]:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-    path = write_json(out, {
-        "config": vars(args), "code_version": code_version(), "profile": str(profile_path),
-        "profile_cost": dict(profile.cost), "profile_device": profile.device.to_dict(),
-        "machine": {"cpus": os.cpu_count(), "affinity": sorted(os.sched_getaffinity(0)), "python": sys.version.split()[0],
-                    "platform": platform.platform(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-        "plans": rows, "mape_pct": mape, "mape_pct_by_model": per_model,
-        "worst": {"model": worst["model"], "plan": worst["plan"], "error_pct": worst["error_pct"]},
-        "ranking": ranks, "direct_device_s": direct, "every_plan": every, "cpu_check": checks, "direct_one_pass_device_s": one_pass, "acceptance_met": ok,
-    })
+    print(
+        f"acceptance: {'met' if ok else 'missed'} (measured under load average "
+        f"{load_before[0]:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+    )
+    path = write_json(
+        out,
+        {
+            "config": vars(args),
+            "code_version": code_version(),
+            "profile": str(profile_path),
+            "profile_cost": dict(profile.cost),
+            "profile_device": profile.device.to_dict(),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "affinity": sorted(os.sched_getaffinity(0)),
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+            },
+            "plans": rows,
+            "mape_pct": mape,
+            "mape_pct_by_model": per_model,
+            "worst": {"model": worst["model"], "plan": worst["plan"], "error_pct": worst["error_pct"]},
+            "ranking": ranks,
+            "direct_device_s": direct,
+            "every_plan": every,
+            "cpu_check": checks,
+            "direct_one_pass_device_s": one_pass,
+            "acceptance_met": ok,
+        },
+    )
     print(f"wrote {path}")
 
 

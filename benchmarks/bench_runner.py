@@ -55,12 +55,12 @@ def _launch(spec: WorkerSpec, work: Path, tag: str, hold: bool = False) -> Local
     cores = sorted(os.sched_getaffinity(0))
     ranks = spec.plan.num_gpus
     pin = cores[:ranks] if len(cores) >= ranks else None
-    return launch_local(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}", pin_cores=pin, cwd=REPO,
-                        hold=hold)
+    return launch_local(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}", pin_cores=pin, cwd=REPO, hold=hold)
 
 
-def _wait_for(tail: ProgressTail, job: LocalJob, seen: list[ProgressRecord], predicate, timeout: float = 300.0
-              ) -> ProgressRecord:
+def _wait_for(
+    tail: ProgressTail, job: LocalJob, seen: list[ProgressRecord], predicate, timeout: float = 300.0
+) -> ProgressRecord:
     """Poll the progress file into ``seen`` until a record appended from now on matches ``predicate``."""
     since, deadline = len(seen), time.monotonic() + timeout
     while True:
@@ -90,16 +90,29 @@ def bench_iterations(model: str, batch: int, steps: int, warmup: int, work: Path
         iters = [r.iter_s for r in seen if r.event == "step" and r.step > warmup]
         start = next(r for r in seen if r.event == "start")
         med = statistics.median(iters)
-        rows.append({
-            "model": model, "plan": name, "ranks": plan.num_gpus, "global_batch": batch,
-            "iter_ms_median": 1e3 * med, "iter_ms_min": 1e3 * min(iters), "iter_ms_max": 1e3 * max(iters),
-            "samples_per_s": batch / med, "steps_timed": len(iters), "job_wall_s": done.t - job.launched_at,
-            "startup": start.info["timings"], "final_loss": next(r.loss for r in reversed(seen) if r.event == "step"),
-            "exit_codes": codes,
-        })
-        print(f"  {model:10s} {name:14s} ranks={plan.num_gpus}  {rows[-1]['iter_ms_median']:8.1f} ms/iter  "
-              f"{rows[-1]['samples_per_s']:7.1f} samples/s  job {rows[-1]['job_wall_s']:5.1f} s  "
-              f"final loss {rows[-1]['final_loss']:.4f}", flush=True)
+        rows.append(
+            {
+                "model": model,
+                "plan": name,
+                "ranks": plan.num_gpus,
+                "global_batch": batch,
+                "iter_ms_median": 1e3 * med,
+                "iter_ms_min": 1e3 * min(iters),
+                "iter_ms_max": 1e3 * max(iters),
+                "samples_per_s": batch / med,
+                "steps_timed": len(iters),
+                "job_wall_s": done.t - job.launched_at,
+                "startup": start.info["timings"],
+                "final_loss": next(r.loss for r in reversed(seen) if r.event == "step"),
+                "exit_codes": codes,
+            }
+        )
+        print(
+            f"  {model:10s} {name:14s} ranks={plan.num_gpus}  {rows[-1]['iter_ms_median']:8.1f} ms/iter  "
+            f"{rows[-1]['samples_per_s']:7.1f} samples/s  job {rows[-1]['job_wall_s']:5.1f} s  "
+            f"final loss {rows[-1]['final_loss']:.4f}",
+            flush=True,
+        )
     return rows
 
 
@@ -117,8 +130,16 @@ def bench_reconfigurations(model: str, batch: int, count: int, prelaunch: bool, 
     tail, seen = ProgressTail(progress), []
 
     def spec(i: int) -> WorkerSpec:
-        return WorkerSpec(f"reconf-{model}", model, batch, table[order[i % len(order)]], 10**6, str(ckpt),
-                          str(progress), require_checkpoint=i > 0)
+        return WorkerSpec(
+            f"reconf-{model}",
+            model,
+            batch,
+            table[order[i % len(order)]],
+            10**6,
+            str(ckpt),
+            str(progress),
+            require_checkpoint=i > 0,
+        )
 
     job = _launch(spec(0), base, "gen0")
     _wait_for(tail, job, seen, lambda r: r.event == "step" and r.step >= 3)
@@ -152,24 +173,36 @@ def bench_reconfigurations(model: str, batch: int, count: int, prelaunch: bool, 
         tm = start.info["timings"]
         ready_at = job.launched_at + tm["launch_to_ready_s"]
         row = {
-            "model": model, "mode": mode, "from": order[(i - 1) % len(order)], "to": order[i % len(order)],
-            "step": stopped.step, "total_s": first.t - t_stop,
+            "model": model,
+            "mode": mode,
+            "from": order[(i - 1) % len(order)],
+            "to": order[i % len(order)],
+            "step": stopped.step,
+            "total_s": first.t - t_stop,
             "breakdown_s": {
-                "stop_and_save": stopped.t - t_stop, "save": saved[-1].info["save_s"] if saved else 0.0,
-                "exit": t_exit - stopped.t, "relaunch_or_release": t_go - t_exit,
+                "stop_and_save": stopped.t - t_stop,
+                "save": saved[-1].info["save_s"] if saved else 0.0,
+                "exit": t_exit - stopped.t,
+                "relaunch_or_release": t_go - t_exit,
                 "interpreter_start": 0.0 if prelaunch else tm["launch_to_main_s"],
-                "verify_checkpoint": tm["prepare_s"], "import_torch": 0.0 if prelaunch else tm["import_s"],
-                "rendezvous": tm["rendezvous_s"], "build": tm["build_s"], "load": tm["load_s"],
+                "verify_checkpoint": tm["prepare_s"],
+                "import_torch": 0.0 if prelaunch else tm["import_s"],
+                "rendezvous": tm["rendezvous_s"],
+                "build": tm["build_s"],
+                "load": tm["load_s"],
                 "first_step": first.t - ready_at,
             },
         }
         rows.append(row)
         b = row["breakdown_s"]
-        print(f"  {model:10s} {mode:9s} {row['from']:>12s} -> {row['to']:12s} total {row['total_s']:5.2f} s  "
-              f"(stop+save {b['stop_and_save']:.2f}, exit {b['exit']:.2f}, start {b['interpreter_start']:.2f}, "
-              f"verify {b['verify_checkpoint']:.2f}, import {b['import_torch']:.2f}, rendezvous "
-              f"{b['rendezvous']:.2f}, build {b['build']:.2f}, load {b['load']:.2f}, first step "
-              f"{b['first_step']:.2f})", flush=True)
+        print(
+            f"  {model:10s} {mode:9s} {row['from']:>12s} -> {row['to']:12s} total {row['total_s']:5.2f} s  "
+            f"(stop+save {b['stop_and_save']:.2f}, exit {b['exit']:.2f}, start {b['interpreter_start']:.2f}, "
+            f"verify {b['verify_checkpoint']:.2f}, import {b['import_torch']:.2f}, rendezvous "
+            f"{b['rendezvous']:.2f}, build {b['build']:.2f}, load {b['load']:.2f}, first step "
+            f"{b['first_step']:.2f})",
+            flush=True,
+        )
     job.stop(grace_s=120)
     return rows
 
@@ -204,14 +237,29 @@ def main() -> None:
             summary[f"{m} {mode}"] = {"reconfig_s_median": statistics.median(totals), "reconfig_s_max": max(totals)}
     for key, s in summary.items():
         verdict = "meets" if s["reconfig_s_max"] < GOAL_S else "misses"
-        print(f"{key:20s} reconfiguration median {s['reconfig_s_median']:5.2f} s, max {s['reconfig_s_max']:5.2f} s "
-              f"({verdict} the {GOAL_S:.0f} s goal)")
-    out = write_json(Path(args.out), {
-        "config": vars(args), "code_version": code_version(), "goal_s": GOAL_S,
-        "machine": {"cpus": os.cpu_count(), "affinity": sorted(os.sched_getaffinity(0)), "python": sys.version.split()[0],
-                    "platform": platform.platform(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-        "iteration": iteration, "reconfiguration": reconf, "summary": summary,
-    })
+        print(
+            f"{key:20s} reconfiguration median {s['reconfig_s_median']:5.2f} s, max {s['reconfig_s_max']:5.2f} s "
+            f"({verdict} the {GOAL_S:.0f} s goal)"
+        )
+    out = write_json(
+        Path(args.out),
+        {
+            "config": vars(args),
+            "code_version": code_version(),
+            "goal_s": GOAL_S,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "affinity": sorted(os.sched_getaffinity(0)),
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+            },
+            "iteration": iteration,
+            "reconfiguration": reconf,
+            "summary": summary,
+        },
+    )
     print(f"wrote {out}")
 
 

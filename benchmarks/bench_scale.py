@@ -31,8 +31,24 @@ from arena_gym.metrics import compute_metrics
 from arena_gym.outputs import code_version
 from arena_gym.sim import SimBackend, SimConfig
 
-COLUMNS = ("policy", "jobs", "rate_per_h", "cluster", "seed", "events", "decisions", "gen_s", "sim_wall_s",
-           "sim_cpu_s", "metrics_cpu_s", "us_per_event", "vs_smallest", "jobs_finished", "avg_queue_h", "code_version")
+COLUMNS = (
+    "policy",
+    "jobs",
+    "rate_per_h",
+    "cluster",
+    "seed",
+    "events",
+    "decisions",
+    "gen_s",
+    "sim_wall_s",
+    "sim_cpu_s",
+    "metrics_cpu_s",
+    "us_per_event",
+    "vs_smallest",
+    "jobs_finished",
+    "avg_queue_h",
+    "code_version",
+)
 
 
 def run_one(policy_name: str, jobs: tuple, cluster, perf, seed: int) -> dict[str, float]:
@@ -45,9 +61,16 @@ def run_one(policy_name: str, jobs: tuple, cluster, perf, seed: int) -> dict[str
     c1 = time.process_time()
     metrics = compute_metrics(record)
     metrics_cpu = time.process_time() - c1
-    return {"events": len(record.events), "decisions": record.decisions, "sim_wall_s": wall, "sim_cpu_s": cpu,
-            "metrics_cpu_s": metrics_cpu, "us_per_event": 1e6 * cpu / max(1, len(record.events)),
-            "jobs_finished": metrics["jobs_finished"], "avg_queue_h": metrics["avg_queue_s"] / 3600.0}
+    return {
+        "events": len(record.events),
+        "decisions": record.decisions,
+        "sim_wall_s": wall,
+        "sim_cpu_s": cpu,
+        "metrics_cpu_s": metrics_cpu,
+        "us_per_event": 1e6 * cpu / max(1, len(record.events)),
+        "jobs_finished": metrics["jobs_finished"],
+        "avg_queue_h": metrics["avg_queue_s"] / 3600.0,
+    }
 
 
 def main() -> None:
@@ -65,10 +88,15 @@ def main() -> None:
     cluster = load_cluster(args.cluster)
     perf = make_perf(args.perf, cluster, args.seed)
     version = code_version()
-    print(f"cluster {cluster.name} ({cluster.total_gpus} GPUs), perf {perf.name}, {args.rate:g} jobs/h, seed {args.seed}, "
-          f"code {version}")
-    print(f"{'policy':<8} {'jobs':>7} {'events':>8} {'decisions':>9} {'gen_s':>6} {'wall_s':>8} {'cpu_s':>8} "
-          f"{'metrics_s':>9} {'us/event':>8} {'vs_first':>8} {'avg_queue_h':>11}", flush=True)
+    print(
+        f"cluster {cluster.name} ({cluster.total_gpus} GPUs), perf {perf.name}, {args.rate:g} jobs/h, seed {args.seed}, "
+        f"code {version}"
+    )
+    print(
+        f"{'policy':<8} {'jobs':>7} {'events':>8} {'decisions':>9} {'gen_s':>6} {'wall_s':>8} {'cpu_s':>8} "
+        f"{'metrics_s':>9} {'us/event':>8} {'vs_first':>8} {'avg_queue_h':>11}",
+        flush=True,
+    )
     rows = []
     warm = load_jobs(f"synthetic:n_jobs={min(sizes)},rate_per_h={args.rate:g}", cluster, perf, args.seed)
     for name in policies:
@@ -78,14 +106,25 @@ def main() -> None:
         jobs = load_jobs(f"synthetic:n_jobs={size},rate_per_h={args.rate:g}", cluster, perf, args.seed)
         gen = time.perf_counter() - g0
         for name in policies:
-            row = {"policy": name, "jobs": size, "rate_per_h": args.rate, "cluster": cluster.name, "seed": args.seed,
-                   "gen_s": gen, "code_version": version, **run_one(name, jobs, cluster, perf, args.seed)}
+            row = {
+                "policy": name,
+                "jobs": size,
+                "rate_per_h": args.rate,
+                "cluster": cluster.name,
+                "seed": args.seed,
+                "gen_s": gen,
+                "code_version": version,
+                **run_one(name, jobs, cluster, perf, args.seed),
+            }
             first = next((r for r in rows if r["policy"] == name), row)
             row["vs_smallest"] = row["us_per_event"] / first["us_per_event"]
             rows.append(row)
-            print(f"{name:<8} {size:>7} {row['events']:>8} {row['decisions']:>9} {gen:>6.1f} {row['sim_wall_s']:>8.1f} "
-                  f"{row['sim_cpu_s']:>8.1f} {row['metrics_cpu_s']:>9.2f} {row['us_per_event']:>8.0f} "
-                  f"{row['vs_smallest']:>7.2f}x {row['avg_queue_h']:>11.0f}", flush=True)
+            print(
+                f"{name:<8} {size:>7} {row['events']:>8} {row['decisions']:>9} {gen:>6.1f} {row['sim_wall_s']:>8.1f} "
+                f"{row['sim_cpu_s']:>8.1f} {row['metrics_cpu_s']:>9.2f} {row['us_per_event']:>8.0f} "
+                f"{row['vs_smallest']:>7.2f}x {row['avg_queue_h']:>11.0f}",
+                flush=True,
+            )
     if args.out is not None:
         with open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)

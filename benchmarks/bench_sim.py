@@ -36,9 +36,11 @@ def bench(name: str, trace: Path, cluster_name: str, perf_spec: str, horizon: fl
         walls.append(time.perf_counter() - t0)
     wall = walls[1]
     m = compute_metrics(record)
-    print(f"{name:10s} jobs={len(jobs):6d} load={load_s:5.2f}s cold_wall={walls[0]:6.2f}s sim_wall={wall:6.2f}s events={len(record.events):7d} "
-          f"events/s={len(record.events) / wall:9.0f} decisions={record.decisions:6d} "
-          f"finished={int(m['jobs_finished']):5d} avg_jct={m['avg_jct_s'] / 3600:7.2f}h")
+    print(
+        f"{name:10s} jobs={len(jobs):6d} load={load_s:5.2f}s cold_wall={walls[0]:6.2f}s sim_wall={wall:6.2f}s events={len(record.events):7d} "
+        f"events/s={len(record.events) / wall:9.0f} decisions={record.decisions:6d} "
+        f"finished={int(m['jobs_finished']):5d} avg_jct={m['avg_jct_s'] / 3600:7.2f}h"
+    )
 
 
 def main() -> None:

@@ -47,7 +47,7 @@ SCENARIOS = {
 def portable(board: pd.DataFrame, data: Path, version: str) -> pd.DataFrame:
     """The leaderboard with trace specs relative to ``data`` and a ``code_version`` column."""
     prefix = str(data) + "/"
-    traces = board["trace"].map(lambda t: t[len(prefix):] if t.startswith(prefix) else t)
+    traces = board["trace"].map(lambda t: t[len(prefix) :] if t.startswith(prefix) else t)
     return board.assign(trace=traces, code_version=version)
 
 
@@ -55,27 +55,34 @@ def summarise(name: str, cluster: str, horizon: float, mode: str, wall_s: float,
     """The printed comparison of Arena with each baseline for one scenario."""
     row = {r.policy: r for r in board.itertuples()}
     a = row["arena"]
-    lines = [f"== {name}: {cluster}, horizon {horizon:g} s, {mode}, {wall_s:.0f} s; arena: "
-             f"{a.jobs_finished:.0f}/{a.jobs_submitted:.0f} finished, avg JCT {a.avg_jct_s / 3600:.2f} h, "
-             f"throughput avg {a.avg_throughput:,.0f} / peak {a.peak_throughput:,.0f}",
-             f"{'baseline':15s} {'JCT reduction':>14s} {'artifact':>9s} {'jobs x':>7s} {'avg thr x':>9s} "
-             f"{'peak thr x':>10s} {'finished':>8s}"]
+    lines = [
+        f"== {name}: {cluster}, horizon {horizon:g} s, {mode}, {wall_s:.0f} s; arena: "
+        f"{a.jobs_finished:.0f}/{a.jobs_submitted:.0f} finished, avg JCT {a.avg_jct_s / 3600:.2f} h, "
+        f"throughput avg {a.avg_throughput:,.0f} / peak {a.peak_throughput:,.0f}",
+        f"{'baseline':15s} {'JCT reduction':>14s} {'artifact':>9s} {'jobs x':>7s} {'avg thr x':>9s} "
+        f"{'peak thr x':>10s} {'finished':>8s}",
+    ]
     for b in BASELINES:
         r = row[b]
         reduction = (r.padded_avg_jct_s - a.padded_avg_jct_s) / r.padded_avg_jct_s
         paper = ARTIFACT_PHILLY.get(b) if name == "philly" else None
-        lines.append(f"{b:15s} {100 * reduction:13.1f}% {'' if paper is None else f'{100 * paper:.1f}%':>9s} "
-                     f"{a.jobs_finished / max(r.jobs_finished, 1):7.2f} "
-                     f"{a.avg_throughput / max(r.avg_throughput, 1e-9):9.2f} "
-                     f"{a.peak_throughput / max(r.peak_throughput, 1e-9):10.2f} {r.jobs_finished:8.0f}")
+        lines.append(
+            f"{b:15s} {100 * reduction:13.1f}% {'' if paper is None else f'{100 * paper:.1f}%':>9s} "
+            f"{a.jobs_finished / max(r.jobs_finished, 1):7.2f} "
+            f"{a.avg_throughput / max(r.avg_throughput, 1e-9):9.2f} "
+            f"{a.peak_throughput / max(r.peak_throughput, 1e-9):10.2f} {r.jobs_finished:8.0f}"
+        )
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS))
-    parser.add_argument("--measured", action="store_true",
-                        help="ground truth and belief = the artifact's measured tables (default: the estimator)")
+    parser.add_argument(
+        "--measured",
+        action="store_true",
+        help="ground truth and belief = the artifact's measured tables (default: the estimator)",
+    )
     parser.add_argument("--event-driven", action="store_true", help="decide on every event instead of 300 s rounds")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
@@ -94,11 +101,22 @@ def main() -> None:
     summary = [f"perf: {'measured tables' if args.measured else 'estimator'}; code version {version}"]
     for name in names:
         trace, cluster, horizon = SCENARIOS[name]
-        base = RunConfig(policy="arena", trace=str(DATA / trace), cluster=cluster, perf=perf, horizon_s=horizon,
-                         round_s=None if args.event_driven else 300.0, event_decisions=args.event_driven)
+        base = RunConfig(
+            policy="arena",
+            trace=str(DATA / trace),
+            cluster=cluster,
+            perf=perf,
+            horizon_s=horizon,
+            round_s=None if args.event_driven else 300.0,
+            event_decisions=args.event_driven,
+        )
         t0 = time.perf_counter()
-        _, board = compare(CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
-                           REPO / "results" / "reproduction" / f"{name}{suffix}", progress=False, plots=False)
+        _, board = compare(
+            CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
+            REPO / "results" / "reproduction" / f"{name}{suffix}",
+            progress=False,
+            plots=False,
+        )
         portable(board, DATA, version).to_csv(OUT / f"{name}{suffix}.csv", index=False)
         lines = summarise(name, cluster, horizon, mode, time.perf_counter() - t0, board)
         print("\n" + "\n".join(lines), flush=True)

@@ -90,7 +90,20 @@ def register_envs() -> None:
 register_envs()
 
 __all__ = [
-    "ENV_CONFIGS", "ENV_IDS", "PREEMPT", "REAL_TRACES", "TESTBED_VARIANTS", "ActionCodec", "ArenaSchedEnv",
-    "DecisionBuilder", "EnvConfig", "HeuristicAgent", "ObservationEncoder", "ObservationPolicy", "PlayResult",
-    "Workload", "WorkloadSampler", "expert_actions",
+    "ENV_CONFIGS",
+    "ENV_IDS",
+    "PREEMPT",
+    "REAL_TRACES",
+    "TESTBED_VARIANTS",
+    "ActionCodec",
+    "ArenaSchedEnv",
+    "DecisionBuilder",
+    "EnvConfig",
+    "HeuristicAgent",
+    "ObservationEncoder",
+    "ObservationPolicy",
+    "PlayResult",
+    "Workload",
+    "WorkloadSampler",
+    "expert_actions",
 ]

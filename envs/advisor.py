@@ -36,8 +36,14 @@ class Advisor:
         """Forget the heuristic's per-episode state (call at every episode start)."""
         self.policy.reset()
 
-    def advise(self, snapshot: Snapshot, codec: ActionCodec, config: EnvConfig, table: GridTable | None = None,
-               capacity: CapacityIndex | None = None) -> tuple[int, ...]:
+    def advise(
+        self,
+        snapshot: Snapshot,
+        codec: ActionCodec,
+        config: EnvConfig,
+        table: GridTable | None = None,
+        capacity: CapacityIndex | None = None,
+    ) -> tuple[int, ...]:
         """The sub-actions that rebuild the heuristic's decision at ``snapshot`` ("done" not included)."""
         decision = self.policy.decide(snapshot)
         return tuple(expert_actions(snapshot, decision, codec, config, table=table, capacity=capacity))

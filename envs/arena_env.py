@@ -67,8 +67,17 @@ def build_parts(cluster: ClusterSpec, config: EnvConfig) -> ClusterParts:
         raise ValueError(f"cluster {cluster.name!r} has no grid cells")
     table = GridTable(codec, belief)
     truth_table = table if truth is belief else GridTable(codec, truth)
-    return ClusterParts(cluster, truth, belief, codec, CapacityIndex(codec), table, truth_table,
-                        ObservationEncoder(cluster, codec, config), SimBackend(cluster, truth, belief, config.sim_config()))
+    return ClusterParts(
+        cluster,
+        truth,
+        belief,
+        codec,
+        CapacityIndex(codec),
+        table,
+        truth_table,
+        ObservationEncoder(cluster, codec, config),
+        SimBackend(cluster, truth, belief, config.sim_config()),
+    )
 
 
 def check_action(action: Any, n_actions: int) -> int:
@@ -190,7 +199,9 @@ class ArenaSchedEnv(gym.Env):
         base = config if config is not None else EnvConfig()
         self.config = base.replace(**overrides) if overrides else base
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode {render_mode!r} not supported; valid: {', '.join(self.metadata['render_modes'])}")
+            raise ValueError(
+                f"render_mode {render_mode!r} not supported; valid: {', '.join(self.metadata['render_modes'])}"
+            )
         self.render_mode = render_mode
         cfg = self.config
         clusters = [resolve_cluster(c) for c in cfg.clusters]
@@ -223,7 +234,9 @@ class ArenaSchedEnv(gym.Env):
         return tuple(self._parts)
 
     # ------------------------------------------------------------------ gymnasium API
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Start an episode: draw a workload (or take ``options``) and run to the first choice."""
         jobs, workload, cluster = self._options(options)
         if seed is None and self._np_random is None:
@@ -293,6 +306,7 @@ class ArenaSchedEnv(gym.Env):
             info["metrics"] = compute_metrics(self.last_record)  # type: ignore[arg-type]
             info["workload"] = self.episode.label if self.episode is not None else "given jobs"
         return obs, float(reward), terminated, truncated, info
+
     def action_masks(self) -> np.ndarray:
         """Boolean mask over actions (sb3-contrib's MaskablePPO convention); only "done" after the end."""
         if self.builder is None:
@@ -318,7 +332,9 @@ class ArenaSchedEnv(gym.Env):
         self.codec, self.capacity, self.encoder = parts.codec, parts.capacity, parts.encoder
         self.table, self.truth_table, self.backend = parts.table, parts.truth_table, parts.backend
 
-    def _options(self, options: dict[str, Any] | None) -> tuple[tuple[JobSpec, ...] | None, Workload | None, str | None]:
+    def _options(
+        self, options: dict[str, Any] | None
+    ) -> tuple[tuple[JobSpec, ...] | None, Workload | None, str | None]:
         """Validated ``reset`` options: (jobs, workload, cluster name)."""
         if options is None:
             return None, None, None
@@ -335,10 +351,14 @@ class ArenaSchedEnv(gym.Env):
             raise TypeError(f"reset: options['workload'] must be an envs.Workload, got {type(workload).__name__}")
         cluster = options.get("cluster")
         if cluster is not None and (workload is not None or cluster not in self._parts):
-            raise ValueError(f"reset: options['cluster'] must name one of {', '.join(self._parts)} and go with 'jobs', "
-                             f"got {cluster!r}")
+            raise ValueError(
+                f"reset: options['cluster'] must name one of {', '.join(self._parts)} and go with 'jobs', "
+                f"got {cluster!r}"
+            )
         if workload is not None and workload.cluster not in self._parts:
-            raise ValueError(f"reset: the workload is for cluster {workload.cluster!r}; this env has {', '.join(self._parts)}")
+            raise ValueError(
+                f"reset: the workload is for cluster {workload.cluster!r}; this env has {', '.join(self._parts)}"
+            )
         return jobs, workload, cluster
 
     def _enter(self, snapshot: Snapshot | None) -> float:
@@ -455,7 +475,11 @@ class ArenaSchedEnv(gym.Env):
         width = max(g.gpus_per_node for g in self.cluster.groups)
         rows = []
         for group in self.cluster.groups:
-            free = self.builder.free_of(group.gpu_type) if self.builder is not None else np.full(group.nodes, group.gpus_per_node)
+            free = (
+                self.builder.free_of(group.gpu_type)
+                if self.builder is not None
+                else np.full(group.nodes, group.gpus_per_node)
+            )
             row = np.zeros((group.nodes, width, 3), dtype=np.uint8)
             cols = np.arange(width)[None, :]
             row[(cols < group.gpus_per_node) & (cols < free[:, None])] = (40, 170, 60)

@@ -58,7 +58,10 @@ class DecisionBuilder:
         )  # (S, C, L) belief seconds per iteration
         self._feasible = np.ascontiguousarray(np.isfinite(self.times).transpose(2, 1, 0))  # (L, C, S)
         self.free = self.capacity.free_vector(snapshot.free)
-        self._free_of = {t: self.free[off : off + g.nodes] for (t, off), g in zip(self.capacity.offsets.items(), codec.cluster.groups)}
+        self._free_of = {
+            t: self.free[off : off + g.nodes]
+            for (t, off), g in zip(self.capacity.offsets.items(), codec.cluster.groups)
+        }
         placements: list[Placement | None] = [
             v.allocation.placement if v is not None and v.allocation is not None else None for v in self.slots
         ]

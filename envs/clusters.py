@@ -30,7 +30,9 @@ def resolve_cluster(cluster: str | ClusterSpec) -> ClusterSpec:
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or key not in base.gpu_types:
-            raise ValueError(f"cluster {cluster!r}: {item!r} is not TYPE=NODES with TYPE one of {', '.join(base.gpu_types)}")
+            raise ValueError(
+                f"cluster {cluster!r}: {item!r} is not TYPE=NODES with TYPE one of {', '.join(base.gpu_types)}"
+            )
         try:
             count = int(value)
         except ValueError:
@@ -47,6 +49,8 @@ def check_same_grid(clusters: list[ClusterSpec], cells_of: dict[str, tuple]) -> 
     first = clusters[0]
     for other in clusters[1:]:
         if other.gpu_types != first.gpu_types or cells_of[other.name] != cells_of[first.name]:
-            raise ValueError(f"cluster variant {other.name!r} has other GPU types or grid cells than {first.name!r}; "
-                             "variants must keep the observation and action spaces (same types, >= 16 GPUs each "
-                             "where the base has them)")
+            raise ValueError(
+                f"cluster variant {other.name!r} has other GPU types or grid cells than {first.name!r}; "
+                "variants must keep the observation and action spaces (same types, >= 16 GPUs each "
+                "where the base has them)"
+            )

@@ -39,19 +39,25 @@ def _is_spec(value: Any) -> bool:
 
 
 def _is_specs(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, (tuple, list)) and bool(value) and all(isinstance(v, str) for v in value))
+    return isinstance(value, str) or (
+        isinstance(value, (tuple, list)) and bool(value) and all(isinstance(v, str) for v in value)
+    )
 
 
 #: Field -> (check, what it must be); checked before any value is looked at.
 _TYPES: dict[str, tuple[Any, str]] = {
     "cluster": (lambda v: isinstance(v, (str, ClusterSpec)), "a preset name, a cluster file path or a ClusterSpec"),
-    "cluster_variants": (lambda v: isinstance(v, (tuple, list)) and all(isinstance(c, (str, ClusterSpec)) for c in v),
-                         "a tuple of cluster names, files or ClusterSpecs"),
+    "cluster_variants": (
+        lambda v: isinstance(v, (tuple, list)) and all(isinstance(c, (str, ClusterSpec)) for c in v),
+        "a tuple of cluster names, files or ClusterSpecs",
+    ),
     "trace": (_is_specs, "a trace spec string or a non-empty tuple of them"),
     "data_dir": (_is_spec, "a directory path string"),
     "split": (_is_spec, "a string"),
-    "split_fractions": (lambda v: isinstance(v, (tuple, list)) and len(v) == 3 and all(_is_real(x) for x in v),
-                        "a tuple of three numbers (train, validation, test)"),
+    "split_fractions": (
+        lambda v: isinstance(v, (tuple, list)) and len(v) == 3 and all(_is_real(x) for x in v),
+        "a tuple of three numbers (train, validation, test)",
+    ),
     "window_jobs": (_is_int, "an integer"),
     "load_levels": (lambda v: isinstance(v, (tuple, list)) and all(_is_real(x) for x in v), "a tuple of numbers"),
     "load_basis": (_is_spec, "a string"),
@@ -156,8 +162,13 @@ class EnvConfig:
 
     def _problems(self) -> list[str]:
         problems = []
-        choices = {"split": SPLITS, "load_basis": LOAD_BASES, "pending_order": PENDING_ORDERS,
-                   "reward_norm": REWARD_NORMS, "ap_search": AP_SEARCH_CLASSES}
+        choices = {
+            "split": SPLITS,
+            "load_basis": LOAD_BASES,
+            "pending_order": PENDING_ORDERS,
+            "reward_norm": REWARD_NORMS,
+            "ap_search": AP_SEARCH_CLASSES,
+        }
         for name, valid in choices.items():
             if getattr(self, name) not in valid:
                 problems.append(f"{name} must be one of {', '.join(valid)}, got {getattr(self, name)!r}")

@@ -30,27 +30,27 @@ FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
 #: iterations: only on what a scheduler observes (its request, its history so far, and belief
 #: estimates of its speed). The first 18 change over time; the rest depend only on the job.
 JOB_FEATURES: tuple[str, ...] = (
-    "present",            # 1 if the slot holds a job
-    "holds_gpus",         # running or reconfiguring (a running slot)
-    "reconfiguring",      # paying its reconfiguration overhead
-    "touched",            # already got a sub-action at this decision point
-    "waiting",            # queued seconds, squashed by 1 h
-    "age",                # seconds since submission, squashed by 1 h
+    "present",  # 1 if the slot holds a job
+    "holds_gpus",  # running or reconfiguring (a running slot)
+    "reconfiguring",  # paying its reconfiguration overhead
+    "touched",  # already got a sub-action at this decision point
+    "waiting",  # queued seconds, squashed by 1 h
+    "age",  # seconds since submission, squashed by 1 h
     "attained_iterations",  # iterations done so far, log10(1 + n) / 6, clipped
-    "attained",           # attained GPU-seconds, squashed by 8 GPU-hours
-    "attained_rank",      # share of the other slot jobs with less attained GPU service
-    "age_rank",           # share of the other slot jobs submitted later
-    "gpus",               # current allocation's GPUs, (log2 + 1) / 5, 0 if none
-    "stages",             # current grid's pipeline stages, (log2 + 1) / 5, 0 if none
-    "speed",              # belief throughput of the current allocation / the job's best on the grid (0 if none)
-    "preemptions",        # n / (n + 1)
-    "reconfigurations",   # n / (n + 1)
+    "attained",  # attained GPU-seconds, squashed by 8 GPU-hours
+    "attained_rank",  # share of the other slot jobs with less attained GPU service
+    "age_rank",  # share of the other slot jobs submitted later
+    "gpus",  # current allocation's GPUs, (log2 + 1) / 5, 0 if none
+    "stages",  # current grid's pipeline stages, (log2 + 1) / 5, 0 if none
+    "speed",  # belief throughput of the current allocation / the job's best on the grid (0 if none)
+    "preemptions",  # n / (n + 1)
+    "reconfigurations",  # n / (n + 1)
     "has_deadline",
-    "slack",              # max(0, deadline - now), squashed by 1 h
-    "best_iter_time",     # fastest belief seconds per iteration on the grid, squashed by 1 s (1 if infeasible)
-    "requested_gpus",     # (log2 + 1) / 5, 0 if no request
-    "batch",              # log2(global batch) / 12, clipped
-    "model_size",         # (log10(parameters) - 8) / 4, clipped (100M .. 1T)
+    "slack",  # max(0, deadline - now), squashed by 1 h
+    "best_iter_time",  # fastest belief seconds per iteration on the grid, squashed by 1 s (1 if infeasible)
+    "requested_gpus",  # (log2 + 1) / 5, 0 if no request
+    "batch",  # log2(global batch) / 12, clipped
+    "model_size",  # (log10(parameters) - 8) / 4, clipped (100M .. 1T)
     "family_gpt",
     "family_moe",
     "family_wide_resnet",
@@ -58,8 +58,8 @@ JOB_FEATURES: tuple[str, ...] = (
 )
 #: Columns the clairvoyant ablation (``EnvConfig.oracle_remaining``) appends after the one-hots.
 ORACLE_FEATURES: tuple[str, ...] = (
-    "progress",           # iterations done / iterations
-    "remaining",          # remaining iterations x fastest belief time on the grid, squashed by 1 h (1 if infeasible)
+    "progress",  # iterations done / iterations
+    "remaining",  # remaining iterations x fastest belief time on the grid, squashed by 1 h (1 if infeasible)
 )
 _N_DYNAMIC = JOB_FEATURES.index("requested_gpus")
 CLUSTER_FEATURES: tuple[str, ...] = ("free", "whole_nodes_free", "fragmentation", "pending_demand")
@@ -68,8 +68,12 @@ _TOUCHED = JOB_FEATURES.index("touched")
 _ITER_LOG_SCALE = 6.0
 _SUBSTEPS = CLOCK_FEATURES.index("substeps")
 _PENDING, _RECONFIGURING, _RUNNING = 0.0, 1.0, 2.0
-_STATUS = {JobStatus.PENDING: _PENDING, JobStatus.RECONFIGURING: _RECONFIGURING, JobStatus.RUNNING: _RUNNING,
-           JobStatus.FINISHED: -1.0}
+_STATUS = {
+    JobStatus.PENDING: _PENDING,
+    JobStatus.RECONFIGURING: _RECONFIGURING,
+    JobStatus.RUNNING: _RUNNING,
+    JobStatus.FINISHED: -1.0,
+}
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmbt]?)\s*$", re.IGNORECASE)
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 
@@ -121,8 +125,12 @@ class ObservationEncoder:
         self._type_index = {t: i for i, t in enumerate(self.types)}
         n_types = len(self.types)
         self.oracle = config.oracle_remaining
-        self.job_features = JOB_FEATURES + tuple(f"requested_{t}" for t in self.types) + \
-            tuple(f"current_{t}" for t in self.types) + (ORACLE_FEATURES if self.oracle else ())
+        self.job_features = (
+            JOB_FEATURES
+            + tuple(f"requested_{t}" for t in self.types)
+            + tuple(f"current_{t}" for t in self.types)
+            + (ORACLE_FEATURES if self.oracle else ())
+        )
         self.n_job_features = len(self.job_features)
         shapes = {
             "jobs": (codec.n_slots, self.n_job_features),
@@ -143,7 +151,9 @@ class ObservationEncoder:
         self._static: tuple[np.ndarray, ...] | None = None
         self._spec_rows: dict[tuple, list[float]] = {}
 
-    def encode(self, snapshot: Snapshot, builder: DecisionBuilder, advice: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+    def encode(
+        self, snapshot: Snapshot, builder: DecisionBuilder, advice: tuple[int, ...] = ()
+    ) -> dict[str, np.ndarray]:
         """The observation of ``builder``'s current scratch state at ``snapshot`` (``advice``: the advisor's sub-actions)."""
         if self._static_for is not builder:
             self._static = self._static_parts(snapshot, builder)
@@ -203,8 +213,9 @@ class ObservationEncoder:
         )
         return jobs, grid, demand / (demand + self._total), clock
 
-    def _job_matrix(self, slots: tuple[JobView | None, ...], now: float, fastest: np.ndarray,
-                    current_time: np.ndarray) -> np.ndarray:
+    def _job_matrix(
+        self, slots: tuple[JobView | None, ...], now: float, fastest: np.ndarray, current_time: np.ndarray
+    ) -> np.ndarray:
         """Per-slot job features (:attr:`job_features`), ``(S, F)``; empty slots all 0.
 
         ``fastest`` is each slot's best belief time on the grid, ``current_time`` the belief
@@ -216,8 +227,22 @@ class ObservationEncoder:
             return jobs
         views = [slots[s] for s in rows]
         raw = np.array([self._raw(v) for v in views], dtype=np.float64)  # type: ignore[arg-type]
-        (queued, mark, submit, done_mark, rate, run_start, attained, gpus, stages, preempts, reconfigs,
-         deadline, status, current) = raw.T
+        (
+            queued,
+            mark,
+            submit,
+            done_mark,
+            rate,
+            run_start,
+            attained,
+            gpus,
+            stages,
+            preempts,
+            reconfigs,
+            deadline,
+            status,
+            current,
+        ) = raw.T
         running = status == _RUNNING
         elapsed = np.where(running, now - np.maximum(mark, run_start), 0.0)
         done = done_mark + rate * elapsed
@@ -260,11 +285,20 @@ class ObservationEncoder:
         """The numbers of a JobView the features are computed from (see :meth:`_job_matrix`); no total iterations."""
         spec, alloc = view.spec, view.allocation
         return (
-            view.queued_s_at_mark, view.mark_time, spec.submit_time, view.done_at_mark, view.rate,
-            view.run_start if view.run_start is not None else view.mark_time, view.attained_gpu_s,
-            alloc.num_gpus if alloc is not None else 0, alloc.grid.n_stages if alloc is not None else 0,
-            view.preemptions, view.reconfigurations, spec.deadline if spec.deadline is not None else math.nan,
-            _STATUS[view.status], self._type_index[alloc.shape.gpu_type] if alloc is not None else -1,
+            view.queued_s_at_mark,
+            view.mark_time,
+            spec.submit_time,
+            view.done_at_mark,
+            view.rate,
+            view.run_start if view.run_start is not None else view.mark_time,
+            view.attained_gpu_s,
+            alloc.num_gpus if alloc is not None else 0,
+            alloc.grid.n_stages if alloc is not None else 0,
+            view.preemptions,
+            view.reconfigurations,
+            spec.deadline if spec.deadline is not None else math.nan,
+            _STATUS[view.status],
+            self._type_index[alloc.shape.gpu_type] if alloc is not None else -1,
         )
 
     def _spec_row(self, spec: JobSpec) -> list[float]:

@@ -137,8 +137,17 @@ class HeuristicAgent:
         if env.snapshot is not self._snapshot:
             self._snapshot = env.snapshot
             decision = self.policy.decide(env.snapshot)
-            self._queue = iter(expert_actions(env.snapshot, decision, env.codec, env.config,
-                                              table=env.table, capacity=env.capacity, strict=self.strict))
+            self._queue = iter(
+                expert_actions(
+                    env.snapshot,
+                    decision,
+                    env.codec,
+                    env.config,
+                    table=env.table,
+                    capacity=env.capacity,
+                    strict=self.strict,
+                )
+            )
         return next(self._queue, env.codec.done_action)
 
     def play(self, seed: int | None = None, options: dict[str, Any] | None = None) -> PlayResult:

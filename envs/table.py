@@ -57,8 +57,15 @@ class GridTable:
         cached per model, batch and shape); the plan is kept only if its stage count matches.
         """
         model = spec.model
-        key = (model.family, model.size, spec.global_batch, placement.gpu_type, len(placement.nodes),
-               placement.gpus_per_node, stages)
+        key = (
+            model.family,
+            model.size,
+            spec.global_batch,
+            placement.gpu_type,
+            len(placement.nodes),
+            placement.gpus_per_node,
+            stages,
+        )
         hit = self._grids.get(key)
         if hit is None:
             shape = placement.shape

@@ -41,7 +41,7 @@ def is_generator_spec(spec: str) -> bool:
 def expand_spec(spec: str, data_dir: str) -> str:
     """A trace spec with a leading ``data:`` replaced by ``data_dir``."""
     spec = spec.strip()
-    return os.path.join(data_dir, spec[len(DATA_PREFIX):]) if spec.startswith(DATA_PREFIX) else spec
+    return os.path.join(data_dir, spec[len(DATA_PREFIX) :]) if spec.startswith(DATA_PREFIX) else spec
 
 
 def trace_label(spec: str) -> str:
@@ -250,14 +250,25 @@ class WorkloadSampler:
         tag = _SPLIT_TAG[split or self.config.split]
         return np.random.SeedSequence([self.config.seed, int(key), tag]).spawn(3)
 
-    def _draw(self, spec: str, trace_seed: np.random.SeedSequence, pick_seed: np.random.SeedSequence, split: str,
-              cluster: ClusterSpec, window: int) -> Workload:
+    def _draw(
+        self,
+        spec: str,
+        trace_seed: np.random.SeedSequence,
+        pick_seed: np.random.SeedSequence,
+        split: str,
+        cluster: ClusterSpec,
+        window: int,
+    ) -> Workload:
         rng = np.random.default_rng(pick_seed)
         generated = is_generator_spec(spec)
         trace = self._generate(spec, int(trace_seed.generate_state(1)[0])) if generated else self._file(spec)
-        a, b = (0, len(trace)) if generated or split == "all" else split_range(trace, split, self.config.split_fractions)
+        a, b = (
+            (0, len(trace)) if generated or split == "all" else split_range(trace, split, self.config.split_fractions)
+        )
         if b <= a:
-            raise ValueError(f"trace {spec!r} has no jobs in its {split} range (split_fractions {self.config.split_fractions})")
+            raise ValueError(
+                f"trace {spec!r} has no jobs in its {split} range (split_fractions {self.config.split_fractions})"
+            )
         n = self.config.window_jobs
         if 0 < n < b - a:
             a = int(rng.integers(a, b - n + 1))
@@ -277,16 +288,22 @@ class WorkloadSampler:
             trace = resolve_trace(spec, seed=self.config.seed, feasible=feasible, iter_time=iter_time).shift_to_zero()
             jobs, changed, dropped = self._retarget(trace.jobs)
             if changed or dropped:
-                log.info("%s: %d requests retargeted to %s, %d jobs dropped (feasible nowhere)", trace.name, changed,
-                         self.cluster.name, dropped)
+                log.info(
+                    "%s: %d requests retargeted to %s, %d jobs dropped (feasible nowhere)",
+                    trace.name,
+                    changed,
+                    self.cluster.name,
+                    dropped,
+                )
             if not jobs:
                 raise ValueError(f"trace {spec!r} has no job that cluster {self.cluster.name!r} can run")
             trace = dataclasses.replace(trace, jobs=jobs).shift_to_zero()
             self._files[spec] = trace
         return trace
 
-    def _finish(self, spec: str, trace: Trace, a: int, b: int, split: str, window: int, level: float,
-                cluster: ClusterSpec) -> Workload:
+    def _finish(
+        self, spec: str, trace: Trace, a: int, b: int, split: str, window: int, level: float, cluster: ClusterSpec
+    ) -> Workload:
         jobs = trace.jobs[a:b]
         if is_generator_spec(spec):  # file traces were retargeted once, when loaded
             jobs, _, _ = self._retarget(jobs)

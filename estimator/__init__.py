@@ -20,7 +20,19 @@ from estimator.planner import PlannerConfig
 from estimator.zoo import ModelArch, TransformerSpec, get_model, known_models
 
 __all__ = [
-    "EstimatorParams", "EstimatorPerfModel", "GpuSpec", "GridPlans", "ModelArch", "PlanEstimate", "PlannerConfig",
-    "TransformerSpec", "default_params", "default_perf_model", "estimate_plan", "get_gpu", "get_model", "known_gpus",
+    "EstimatorParams",
+    "EstimatorPerfModel",
+    "GpuSpec",
+    "GridPlans",
+    "ModelArch",
+    "PlanEstimate",
+    "PlannerConfig",
+    "TransformerSpec",
+    "default_params",
+    "default_perf_model",
+    "estimate_plan",
+    "get_gpu",
+    "get_model",
+    "known_gpus",
     "known_models",
 ]

@@ -72,8 +72,12 @@ def load_points(path: str) -> list[MeasuredPoint]:
 class Problem:
     """Measured points with their planning candidates prepared once (rate-independent)."""
 
-    def __init__(self, points: Sequence[MeasuredPoint], cfg: PlannerConfig | None = None,
-                 models: Mapping[str, ModelArch] | None = None) -> None:
+    def __init__(
+        self,
+        points: Sequence[MeasuredPoint],
+        cfg: PlannerConfig | None = None,
+        models: Mapping[str, ModelArch] | None = None,
+    ) -> None:
         self.points = tuple(points)
         self.cfg = cfg or PlannerConfig()
         keys: dict[tuple[str, int, str], list[ResourceShape]] = {}
@@ -84,11 +88,15 @@ class Problem:
             if p.shape not in shapes:
                 shapes.append(p.shape)
         self.group_keys = list(keys)
-        self.groups = [PlanGroup(get_model(m, models), b, get_gpu(t), tuple(keys[(m, b, t)])) for m, b, t in self.group_keys]
+        self.groups = [
+            PlanGroup(get_model(m, models), b, get_gpu(t), tuple(keys[(m, b, t)])) for m, b, t in self.group_keys
+        ]
         self.links = [node_links(g.gpu) for g in self.groups]
         index = {k: i for i, k in enumerate(self.group_keys)}
         self.point_group = np.array([index[(p.model.name, p.batch, p.gpu_type)] for p in self.points])
-        self.point_shape = np.array([self.groups[g].shapes.index(p.shape) for g, p in zip(self.point_group, self.points)])
+        self.point_shape = np.array(
+            [self.groups[g].shapes.index(p.shape) for g, p in zip(self.point_group, self.points)]
+        )
         self.prepared = PreparedGroups(self.groups, self.cfg)
         self.measured = np.array([p.iter_time_s for p in self.points])
 
@@ -128,7 +136,11 @@ class _Layout:
         return 4 * len(self.kinds) + 4 + self.n_type
 
     def pack(self, p: EstimatorParams) -> np.ndarray:
-        x = [v for k in self.kinds for v in (p.kind(k).eta_compute, p.kind(k).eta_memory, p.kind(k).tile_rows, p.kind(k).comm)]
+        x = [
+            v
+            for k in self.kinds
+            for v in (p.kind(k).eta_compute, p.kind(k).eta_memory, p.kind(k).tile_rows, p.kind(k).comm)
+        ]
         x += [p.nu_intra, p.nu_inter, p.latency_scale, max(p.kernel_us, 1e-2)]
         x += [getattr(p.gpu_type(t), f) for t in self.types for f in self.type_fields]
         return np.log(np.array(x))
@@ -137,15 +149,22 @@ class _Layout:
         v = np.exp(x)
         kinds = dict(base.kinds)
         for i, k in enumerate(self.kinds):
-            kinds[k] = KindParams(*(float(a) for a in v[4 * i: 4 * i + 4]))
+            kinds[k] = KindParams(*(float(a) for a in v[4 * i : 4 * i + 4]))
         o = 4 * len(self.kinds)
         types = dict(base.gpu_types)
         nf = len(self.type_fields)
         for i, t in enumerate(self.types):
             values = {f: float(v[o + 4 + nf * i + j]) for j, f in enumerate(self.type_fields)}
             types[t] = replace(base.gpu_type(t), **values)
-        return replace(base, kinds=kinds, nu_intra=float(v[o]), nu_inter=float(v[o + 1]), latency_scale=float(v[o + 2]),
-                       kernel_us=float(v[o + 3]), gpu_types=types)
+        return replace(
+            base,
+            kinds=kinds,
+            nu_intra=float(v[o]),
+            nu_inter=float(v[o + 1]),
+            latency_scale=float(v[o + 2]),
+            kernel_us=float(v[o + 3]),
+            gpu_types=types,
+        )
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         lo = [math.log(0.02), math.log(0.02), math.log(1.0), math.log(0.1)] * len(self.kinds)
@@ -157,8 +176,13 @@ class _Layout:
         return np.array(lo), np.array(hi)
 
 
-def fit(problem: Problem, base: EstimatorParams | None = None, fit_types: Sequence[str] | None = None,
-        type_fields: Sequence[str] = TYPE_FIELDS, max_nfev: int = 30) -> EstimatorParams:
+def fit(
+    problem: Problem,
+    base: EstimatorParams | None = None,
+    fit_types: Sequence[str] | None = None,
+    type_fields: Sequence[str] = TYPE_FIELDS,
+    max_nfev: int = 30,
+) -> EstimatorParams:
     """Fit kind, global and per-type parameters to the feasible measured points of ``problem``."""
     base = base or EstimatorParams()
     present = sorted({canonical_gpu_name(p.gpu_type) for p in problem.points})
@@ -172,12 +196,21 @@ def fit(problem: Problem, base: EstimatorParams | None = None, fit_types: Sequen
     def residuals(x: np.ndarray) -> np.ndarray:
         pred = problem.predict(layout.unpack(x, base))[use]
         r = np.where(np.isfinite(pred), np.where(np.isfinite(pred), pred, 1.0) / target[use] - 1.0, INFEASIBLE_PENALTY)
-        prior = TYPE_PRIOR_WEIGHT * x[layout.size - n_prior:] if n_prior else np.zeros(0)
+        prior = TYPE_PRIOR_WEIGHT * x[layout.size - n_prior :] if n_prior else np.zeros(0)
         return np.concatenate([r, prior])
 
     x0 = np.clip(layout.pack(base), *layout.bounds())
-    result = least_squares(residuals, x0, bounds=layout.bounds(), loss="soft_l1", f_scale=F_SCALE, max_nfev=max_nfev,
-                           diff_step=1e-3, ftol=1e-6, xtol=1e-6)
+    result = least_squares(
+        residuals,
+        x0,
+        bounds=layout.bounds(),
+        loss="soft_l1",
+        f_scale=F_SCALE,
+        max_nfev=max_nfev,
+        diff_step=1e-3,
+        ftol=1e-6,
+        xtol=1e-6,
+    )
     log.info("calibration: %d evaluations, cost %.4f, %s", result.nfev, result.cost, result.message)
     return replace(layout.unpack(result.x, base), source="fitted")
 
@@ -216,10 +249,20 @@ def validate(problem: Problem, params: EstimatorParams) -> Validation:
     for p, t in zip(problem.points, pred):
         feasible = math.isfinite(t)
         ape = abs(t - p.iter_time_s) / p.iter_time_s if feasible and not p.oom else math.nan
-        rows.append({
-            "family": p.model.family, "size": p.model.size, "global_batch": p.batch, "gpu_type": p.gpu_type,
-            "num_nodes": p.n_nodes, "gpus_per_node": p.gpus_per_node, "num_gpus": p.n_nodes * p.gpus_per_node,
-            "iter_time_s": p.iter_time_s if not p.oom else math.nan, "oom": int(p.oom),
-            "predicted_iter_time_s": t if feasible else math.nan, "predicted_oom": int(not feasible), "ape": ape,
-        })
+        rows.append(
+            {
+                "family": p.model.family,
+                "size": p.model.size,
+                "global_batch": p.batch,
+                "gpu_type": p.gpu_type,
+                "num_nodes": p.n_nodes,
+                "gpus_per_node": p.gpus_per_node,
+                "num_gpus": p.n_nodes * p.gpus_per_node,
+                "iter_time_s": p.iter_time_s if not p.oom else math.nan,
+                "oom": int(p.oom),
+                "predicted_iter_time_s": t if feasible else math.nan,
+                "predicted_oom": int(not feasible),
+                "ape": ape,
+            }
+        )
     return Validation(pd.DataFrame(rows))

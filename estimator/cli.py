@@ -20,8 +20,10 @@ from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, ResourceShape
 
 log = logging.getLogger(__name__)
 
-REGENERATE = ("arena-gym estimate calibrate --measured ../shared/data/arena/measured_iter_time.csv "
-              "--dp-memory ../shared/data/arena/dp_memory_gb.csv --out estimator/data/calibration.json")
+REGENERATE = (
+    "arena-gym estimate calibrate --measured ../shared/data/arena/measured_iter_time.csv "
+    "--dp-memory ../shared/data/arena/dp_memory_gb.csv --out estimator/data/calibration.json"
+)
 
 
 def _batch(text: str) -> int:
@@ -58,7 +60,9 @@ def _grid(text: str) -> Grid:
             raise ValueError("at most 1024 GPUs")
         return Grid(ResourceShape(GpuType(gpu_type), nodes, per_node), int(stages))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected TYPE:NODESxGPUS:STAGES such as a100:2x4:2 ({exc})") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected TYPE:NODESxGPUS:STAGES such as a100:2x4:2 ({exc})"
+        ) from None
 
 
 def _out_file(text: str) -> str:
@@ -84,28 +88,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
     q.add_argument("--gpu-type", default=None, help="one GPU type (default: every type of the cluster)")
     q.add_argument("--cluster", default="arena-1280", help="cluster preset or JSON/TOML file (node sizes, links)")
     q.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
-    q.add_argument("--pareto", type=_grid, default=None, metavar="TYPE:NODESxGPUS:STAGES",
-                   help="also print the Pareto plan set of one grid, e.g. a100:2x4:2")
+    q.add_argument(
+        "--pareto",
+        type=_grid,
+        default=None,
+        metavar="TYPE:NODESxGPUS:STAGES",
+        help="also print the Pareto plan set of one grid, e.g. a100:2x4:2",
+    )
     q.set_defaults(handler=_query)
 
     v = sub.add_parser("validate", help="predict a measured table and print the error (MAPE)")
     v.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
-    v.add_argument("--out", type=_out_file, default=None, help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)")
-    v.add_argument("--dp-memory", default=None,
-                   help="also check the DP view's memory need against a CSV in the dp_memory_gb.csv format")
+    v.add_argument(
+        "--out",
+        type=_out_file,
+        default=None,
+        help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)",
+    )
+    v.add_argument(
+        "--dp-memory",
+        default=None,
+        help="also check the DP view's memory need against a CSV in the dp_memory_gb.csv format",
+    )
     v.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
     v.set_defaults(handler=_validate)
 
     c = sub.add_parser("calibrate", help="fit the efficiency parameters to a measured table")
     c.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
-    c.add_argument("--dp-memory", default=None,
-                   help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format")
-    c.add_argument("--out", type=_out_file, default=None, help="write the fitted parameters here (JSON; default: print them)")
+    c.add_argument(
+        "--dp-memory", default=None, help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format"
+    )
+    c.add_argument(
+        "--out", type=_out_file, default=None, help="write the fitted parameters here (JSON; default: print them)"
+    )
     c.add_argument("--max-evals", type=_max_evals, default=30, help="solver iterations (default 30)")
     c.set_defaults(handler=_calibrate)
 
-    p = sub.add_parser("profile", help="profile a testbed (layers on one device, collective tables) into PROFILE.json "
-                                       "for --perf profiled:PROFILE.json")
+    p = sub.add_parser(
+        "profile",
+        help="profile a testbed (layers on one device, collective tables) into PROFILE.json "
+        "for --perf profiled:PROFILE.json",
+    )
     try:
         resolve(PROFILE_COMMAND)(p)
     except ImportError as exc:  # the runner's extra is not installed
@@ -162,8 +185,14 @@ def _query(args: argparse.Namespace) -> int:
                 cells.append(_fmt(t) + mark)
             plan = table.plan(row, table.best_stage[row], perf.config)
             why = "" if plan else "infeasible: " + reason_text(max(table.reason[row]))
-            print(str(shape).ljust(14) + " ".join(cells) + " " + _fmt(table.dp_list[row]) + "   "
-                  + (plan.describe() if plan else why))
+            print(
+                str(shape).ljust(14)
+                + " ".join(cells)
+                + " "
+                + _fmt(table.dp_list[row])
+                + "   "
+                + (plan.describe() if plan else why)
+            )
     if args.pareto:
         _print_pareto(perf, model, args.batch, args.pareto)
     return 0
@@ -176,8 +205,10 @@ def _print_pareto(perf, model: ModelRef, batch: int, grid: Grid) -> None:
     if not plans.pareto:
         print("  no feasible plan")
     for est in plans.pareto:
-        print(f"  {est.plan.describe():40s} {est.total_s:9.3f} s  compute {est.compute_s:.3f}  intra {est.intra_stage_comm_s:.3f}"
-              f"  inter {est.inter_stage_comm_s:.3f}  bubble {est.bubble_s:.3f}  {est.memory_per_gpu_gb:6.1f} GiB/GPU")
+        print(
+            f"  {est.plan.describe():40s} {est.total_s:9.3f} s  compute {est.compute_s:.3f}  intra {est.intra_stage_comm_s:.3f}"
+            f"  inter {est.inter_stage_comm_s:.3f}  bubble {est.bubble_s:.3f}  {est.memory_per_gpu_gb:6.1f} GiB/GPU"
+        )
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -188,12 +219,17 @@ def _validate(args: argparse.Namespace) -> int:
     params = _params(args.params)
     problem = Problem(load_points(args.measured))
     result = validate(problem, params)
-    dp_check = (validate_dp_memory(DpMemoryTable.load(args.dp_memory).need_gb, params, ARTIFACT_GPU_MEMORY_GB.values())
-                if args.dp_memory else None)
+    dp_check = (
+        validate_dp_memory(DpMemoryTable.load(args.dp_memory).need_gb, params, ARTIFACT_GPU_MEMORY_GB.values())
+        if args.dp_memory
+        else None
+    )
     _print_validation(result)
     if dp_check is not None:
-        print(f"DP memory need: MAPE {dp_check.mape:.2f}% over {dp_check.rows} profiled rows; the DP memory rule "
-              f"agrees on {dp_check.agree}/{dp_check.points} (row x GPU memory {', '.join(f'{m:g}' for m in ARTIFACT_GPU_MEMORY_GB.values())} GB) points")
+        print(
+            f"DP memory need: MAPE {dp_check.mape:.2f}% over {dp_check.rows} profiled rows; the DP memory rule "
+            f"agrees on {dp_check.agree}/{dp_check.points} (row x GPU memory {', '.join(f'{m:g}' for m in ARTIFACT_GPU_MEMORY_GB.values())} GB) points"
+        )
     if args.out:
         frame = result.frame.drop(columns=["ape"])
         frame["iter_time_s"] = [p.iter_time_s if not p.oom else math.nan for p in problem.points]
@@ -226,12 +262,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     if dp_table is not None:
         params = replace(params, dp_memory=fit_dp_memory(dp_table.need_gb))
         for kind, c in sorted(params.dp_memory.items()):
-            print(f"DP memory of {kind}: {c.sharded_bytes:.2f} B/parameter sharded over the replicas, "
-                  f"activations x{c.act_factor:.2f}")
+            print(
+                f"DP memory of {kind}: {c.sharded_bytes:.2f} B/parameter sharded over the replicas, "
+                f"activations x{c.act_factor:.2f}"
+            )
     result = validate(problem, params)
     _print_validation(result)
-    extra = {"fitted_on": Path(args.measured).name, "regenerate": REGENERATE,
-             "mape_percent": round(result.mape(), 3)}
+    extra = {"fitted_on": Path(args.measured).name, "regenerate": REGENERATE, "mape_percent": round(result.mape(), 3)}
     if dp_table is not None:
         extra["dp_memory_fitted_on"] = Path(args.dp_memory).name
     if args.out:

@@ -100,7 +100,12 @@ class Rates(NamedTuple):
 def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: EstimatorParams) -> Rates:
     """Rates of ``gpu`` (with ``links``) for ``arch`` under ``params``."""
     kind, typ = params.kind(arch.kind), params.gpu_type(gpu.name)
-    flops = kind.eta_compute * (typ.compute_fp32 if arch.dtype == "fp32" else typ.compute) * gpu.matrix_tflops(arch.dtype) * 1e12
+    flops = (
+        kind.eta_compute
+        * (typ.compute_fp32 if arch.dtype == "fp32" else typ.compute)
+        * gpu.matrix_tflops(arch.dtype)
+        * 1e12
+    )
     mem_bw = kind.eta_memory * typ.memory * gpu.mem_bw_gbs * 1e9
     return Rates(
         flops=flops,
@@ -130,8 +135,15 @@ class ModelConsts(NamedTuple):
 def model_consts(arch: ModelArch) -> ModelConsts:
     """The :class:`ModelConsts` of an architecture."""
     wb, gb, ob = arch.state_bytes_per_param
-    return ModelConsts(wb=float(wb), gb=float(gb), ob=float(ob), remat=float(arch.remat), experts=float(arch.experts),
-                       min_tokens=float(arch.min_tokens_per_gpu), sample_tokens=float(arch.sample_tokens))
+    return ModelConsts(
+        wb=float(wb),
+        gb=float(gb),
+        ob=float(ob),
+        remat=float(arch.remat),
+        experts=float(arch.experts),
+        min_tokens=float(arch.min_tokens_per_gpu),
+        sample_tokens=float(arch.sample_tokens),
+    )
 
 
 class StageAgg(NamedTuple):
@@ -155,13 +167,25 @@ class StageAgg(NamedTuple):
 @lru_cache(maxsize=256)
 def _prefix_tables(arch: ModelArch) -> tuple[np.ndarray, np.ndarray]:
     lay = arch.layers
-    fields = np.stack([lay.flops, lay.op_bytes, lay.rep_bytes, lay.params, lay.expert_params,
-                       lay.act_saved, lay.act_in, lay.tp_bytes, lay.a2a_bytes, lay.kernels])
+    fields = np.stack(
+        [
+            lay.flops,
+            lay.op_bytes,
+            lay.rep_bytes,
+            lay.params,
+            lay.expert_params,
+            lay.act_saved,
+            lay.act_in,
+            lay.tp_bytes,
+            lay.a2a_bytes,
+            lay.kernels,
+        ]
+    )
     cum = np.concatenate([np.zeros((fields.shape[0], 1)), np.cumsum(fields, axis=1)], axis=1)
     n = len(lay)
     rmax = np.zeros((n + 1, n + 1))
     for a in range(n):
-        rmax[a, a + 1:] = np.maximum.accumulate(lay.act_saved[a:])
+        rmax[a, a + 1 :] = np.maximum.accumulate(lay.act_saved[a:])
     return cum, rmax
 
 
@@ -173,9 +197,21 @@ def stage_aggregates(arch: ModelArch, bounds: np.ndarray) -> StageAgg:
     n = len(arch.layers)
     ao = arch.layers.act_out[np.clip(hi - 1, 0, n - 1)]
     tied = np.where((lo == 0) & (hi == n), arch.tied_params, 0.0)
-    return StageAgg(flops=sums[0], op_bytes=sums[1], rep_bytes=sums[2], params=sums[3], expert_params=sums[4],
-                    act_saved=sums[5], act_in=sums[6], max_act_saved=rmax[lo, hi], act_out=ao, tp_bytes=sums[7],
-                    a2a_bytes=sums[8], kernels=sums[9], tied_params=tied)
+    return StageAgg(
+        flops=sums[0],
+        op_bytes=sums[1],
+        rep_bytes=sums[2],
+        params=sums[3],
+        expert_params=sums[4],
+        act_saved=sums[5],
+        act_in=sums[6],
+        max_act_saved=rmax[lo, hi],
+        act_out=ao,
+        tp_bytes=sums[7],
+        a2a_bytes=sums[8],
+        kernels=sums[9],
+        tied_params=tied,
+    )
 
 
 class StageCosts(NamedTuple):
@@ -210,8 +246,22 @@ def _all_to_all(nbytes, p, local, node_gpus, r: Rates):
     return np.where(p > 1, intra + inter, 0.0)
 
 
-def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, rates: Rates, mc: ModelConsts,
-                schedule: PipeSchedule = PipeSchedule.GPIPE, allow_cross_node_tp: bool = True) -> StageCosts:
+def stage_costs(
+    agg: StageAgg,
+    dp,
+    tp,
+    off,
+    g,
+    stage_idx,
+    n_stages,
+    B,
+    m,
+    gpn,
+    rates: Rates,
+    mc: ModelConsts,
+    schedule: PipeSchedule = PipeSchedule.GPIPE,
+    allow_cross_node_tp: bool = True,
+) -> StageCosts:
     """Per-stage costs (see the module docstring); all arguments broadcast, last axis = stages."""
     dp = np.asarray(dp, dtype=np.float64)
     tp = np.asarray(tp, dtype=np.float64)
@@ -240,8 +290,11 @@ def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, r
     conc = np.minimum(tp, l_stage)
     sync = _all_reduce(wloc * mc.gb, dp, l_dp, dp / l_dp, conc, rates)
     l_rep = np.maximum(l_dp / ep, 1.0)
-    sync = sync + np.where(agg.expert_params > 0, _all_reduce(xloc * mc.gb, reps, np.minimum(l_rep, reps), reps / np.minimum(l_rep, reps),
-                                                  conc, rates), 0.0)
+    sync = sync + np.where(
+        agg.expert_params > 0,
+        _all_reduce(xloc * mc.gb, reps, np.minimum(l_rep, reps), reps / np.minimum(l_rep, reps), conc, rates),
+        0.0,
+    )
     shard = wloc / dp + xloc / reps
     upd = shard * (2 * mc.ob + mc.wb + mc.gb) / rates.mem_bw
 
@@ -249,19 +302,29 @@ def stage_costs(agg: StageAgg, dp, tp, off, g, stage_idx, n_stages, B, m, gpn, r
         inflight = np.minimum(B, n_stages - stage_idx)
     else:  # GPipe runs every forward before any backward: all micro-batches stay in flight
         inflight = B
-    acts = np.where(mc.remat > 0, inflight * n * agg.act_in + n * agg.max_act_saved / tp, inflight * n * agg.act_saved / tp)
+    acts = np.where(
+        mc.remat > 0, inflight * n * agg.act_in + n * agg.max_act_saved / tp, inflight * n * agg.act_saved / tp
+    )
     mem = (wloc + xloc) * (mc.wb + mc.gb) + wloc * mc.ob / dp + xloc * mc.ob / reps + acts
 
     reason = np.where(mem > rates.mem_cap, int(Infeasible.OUT_OF_MEMORY), 0)
-    reason = np.where((agg.expert_params > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason)
+    reason = np.where(
+        (agg.expert_params > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason
+    )
     reason = np.where(n < 1.0 - 1e-9, int(Infeasible.DP_EXCEEDS_MICRO_BATCH), reason)
     if not allow_cross_node_tp:
         reason = np.where(tp > l_stage, int(Infeasible.TP_CROSS_NODE), reason)
     shape = np.broadcast_shapes(np.shape(c_fw), np.shape(mem), np.shape(a_fw), np.shape(sync), np.shape(reason))
-    return StageCosts(c_fw=np.broadcast_to(c_fw, shape), c_bw=np.broadcast_to(c_bw, shape),
-                      a_fw=np.broadcast_to(a_fw, shape), a_bw=np.broadcast_to(a_bw, shape),
-                      sync=np.broadcast_to(sync, shape), upd=np.broadcast_to(upd, shape),
-                      mem=np.broadcast_to(mem, shape), reason=np.broadcast_to(reason, shape))
+    return StageCosts(
+        c_fw=np.broadcast_to(c_fw, shape),
+        c_bw=np.broadcast_to(c_bw, shape),
+        a_fw=np.broadcast_to(a_fw, shape),
+        a_bw=np.broadcast_to(a_bw, shape),
+        sync=np.broadcast_to(sync, shape),
+        upd=np.broadcast_to(upd, shape),
+        mem=np.broadcast_to(mem, shape),
+        reason=np.broadcast_to(reason, shape),
+    )
 
 
 def p2p_times(agg: StageAgg, off, g, valid, m, gpn, rates: Rates) -> np.ndarray:
@@ -360,26 +423,35 @@ def check_plan(arch: ModelArch, shape: ResourceShape, plan: Plan) -> None:
         raise ValueError(f"plan {plan.describe()}: micro-batches must be >= 1")
     for i, st in enumerate(plan.stages):
         if not (is_power_of_two(st.dp) and is_power_of_two(st.tp)):
-            raise ValueError(f"plan {plan.describe()}: stage {i} mesh dp{st.dp}tp{st.tp} is invalid; "
-                             "valid degrees are powers of two: 1, 2, 4, 8, ...")
+            raise ValueError(
+                f"plan {plan.describe()}: stage {i} mesh dp{st.dp}tp{st.tp} is invalid; "
+                "valid degrees are powers of two: 1, 2, 4, 8, ..."
+            )
     if plan.num_gpus != shape.num_gpus:
         per_stage = shape.num_gpus // plan.n_stages if shape.num_gpus % plan.n_stages == 0 else 0
         choices = ", ".join(f"dp{d}tp{t}" for d, t in valid_meshes(per_stage)) if per_stage else "none"
-        raise ValueError(f"plan {plan.describe()} uses {plan.num_gpus} GPUs but shape {shape} has {shape.num_gpus}; "
-                         f"valid symmetric meshes per stage for {plan.n_stages} stages: {choices}")
+        raise ValueError(
+            f"plan {plan.describe()} uses {plan.num_gpus} GPUs but shape {shape} has {shape.num_gpus}; "
+            f"valid symmetric meshes per stage for {plan.n_stages} stages: {choices}"
+        )
     prev = 0
     for i, st in enumerate(plan.stages):
         if st.layer_start != prev or st.layer_end <= st.layer_start:
-            raise ValueError(f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
-                             f"continue from layer {prev}; stages must tile layers 0..{n_layers} of {arch.name}")
+            raise ValueError(
+                f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
+                f"continue from layer {prev}; stages must tile layers 0..{n_layers} of {arch.name}"
+            )
         prev = st.layer_end
     if prev != n_layers:
-        raise ValueError(f"plan {plan.describe()}: stages end at layer {prev}, but {arch.name} has {n_layers} layers "
-                         f"(valid layer indices 0..{n_layers})")
+        raise ValueError(
+            f"plan {plan.describe()}: stages end at layer {prev}, but {arch.name} has {n_layers} layers "
+            f"(valid layer indices 0..{n_layers})"
+        )
 
 
-def estimate_plan(arch: ModelArch, global_batch: int, shape: ResourceShape, plan: Plan, rates: Rates,
-                  allow_cross_node_tp: bool = True) -> PlanEstimate:
+def estimate_plan(
+    arch: ModelArch, global_batch: int, shape: ResourceShape, plan: Plan, rates: Rates, allow_cross_node_tp: bool = True
+) -> PlanEstimate:
     """Estimate one concrete plan on ``shape`` (validated with :func:`check_plan`)."""
     check_plan(arch, shape, plan)
     bounds = np.array([s.layer_start for s in plan.stages] + [plan.stages[-1].layer_end])
@@ -391,10 +463,34 @@ def estimate_plan(arch: ModelArch, global_batch: int, shape: ResourceShape, plan
     S = plan.n_stages
     valid = np.ones(S, dtype=bool)
     m = global_batch / plan.micro_batches
-    sc = stage_costs(agg, dp, tp, off, g, np.arange(S), S, plan.micro_batches, m, shape.gpus_per_node, rates,
-                     model_consts(arch), plan.schedule, allow_cross_node_tp)
+    sc = stage_costs(
+        agg,
+        dp,
+        tp,
+        off,
+        g,
+        np.arange(S),
+        S,
+        plan.micro_batches,
+        m,
+        shape.gpus_per_node,
+        rates,
+        model_consts(arch),
+        plan.schedule,
+        allow_cross_node_tp,
+    )
     r = p2p_times(agg, off, g, valid, m, shape.gpus_per_node, rates)
     pt = compose(sc, r, valid, plan.micro_batches)
     code = Infeasible(int(pt.reason))
-    return PlanEstimate(plan, float(pt.total), float(pt.compute), float(pt.intra), float(pt.inter), float(pt.bubble),
-                        float(pt.mem) / GIB, tuple(float(x) / GIB for x in sc.mem), code is Infeasible.OK, code.describe())
+    return PlanEstimate(
+        plan,
+        float(pt.total),
+        float(pt.compute),
+        float(pt.intra),
+        float(pt.inter),
+        float(pt.bubble),
+        float(pt.mem) / GIB,
+        tuple(float(x) / GIB for x in sc.mem),
+        code is Infeasible.OK,
+        code.describe(),
+    )

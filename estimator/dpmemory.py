@@ -59,7 +59,11 @@ def _terms(arch: ModelArch, batch: int, num_gpus, micro_batches: int) -> tuple[f
     n = np.asarray(num_gpus, dtype=np.float64)
     params = arch.param_count
     per_gpu_samples = batch / max(1, min(micro_batches, batch)) / n
-    return REPLICATED_COPIES * arch.dtype_bytes * params, params / n, activation_bytes_per_sample(arch) * per_gpu_samples
+    return (
+        REPLICATED_COPIES * arch.dtype_bytes * params,
+        params / n,
+        activation_bytes_per_sample(arch) * per_gpu_samples,
+    )
 
 
 def coefficients(arch: ModelArch, params: EstimatorParams) -> DpMemoryParams:
@@ -75,8 +79,11 @@ def dp_need_gib(arch: ModelArch, batch: int, num_gpus, params: EstimatorParams, 
     return (rep + c.sharded_bytes * shard + c.act_factor * act) / GIB
 
 
-def fit_dp_memory(need_gib: Mapping[tuple[str, str, int, int], float], models: Mapping[str, ModelArch] | None = None,
-                  micro_batches: int = 16) -> dict[str, DpMemoryParams]:
+def fit_dp_memory(
+    need_gib: Mapping[tuple[str, str, int, int], float],
+    models: Mapping[str, ModelArch] | None = None,
+    micro_batches: int = 16,
+) -> dict[str, DpMemoryParams]:
     """Per-kind coefficients fitted to the finite rows of a profiled DP-memory table
     (``DpMemoryTable.need_gb``: (family, size, batch, GPUs) -> GiB, inf where out of memory)."""
     from scipy.optimize import nnls
@@ -95,8 +102,14 @@ def fit_dp_memory(need_gib: Mapping[tuple[str, str, int, int], float], models: M
         a, b = np.array(x), np.array(y)
         coef, _ = nnls(a / GIB, b / GIB)
         rmse = float(np.sqrt(np.mean((a @ coef - b) ** 2)) / GIB)
-        log.info("DP memory of %s: %.2f B/parameter sharded, activations x%.2f, rmse %.2f GiB over %d rows",
-                 kind, coef[0], coef[1], rmse, len(b))
+        log.info(
+            "DP memory of %s: %.2f B/parameter sharded, activations x%.2f, rmse %.2f GiB over %d rows",
+            kind,
+            coef[0],
+            coef[1],
+            rmse,
+            len(b),
+        )
         if coef[1] <= 0:
             raise ValueError(f"DP memory table: the {kind} rows leave no activation memory to fit")
         fitted[kind] = DpMemoryParams(float(coef[0]), float(coef[1]))
@@ -113,9 +126,13 @@ class DpMemoryValidation:
     points: int
 
 
-def validate_dp_memory(need_gib: Mapping[tuple[str, str, int, int], float], params: EstimatorParams,
-                       gpu_memory_gb: Iterable[float], models: Mapping[str, ModelArch] | None = None,
-                       micro_batches: int = 16) -> DpMemoryValidation:
+def validate_dp_memory(
+    need_gib: Mapping[tuple[str, str, int, int], float],
+    params: EstimatorParams,
+    gpu_memory_gb: Iterable[float],
+    models: Mapping[str, ModelArch] | None = None,
+    micro_batches: int = 16,
+) -> DpMemoryValidation:
     """Predict every row of a profiled table (``DpMemoryTable.need_gb``) and compare."""
     memories = np.array(list(gpu_memory_gb), dtype=np.float64)
     errors, agree, points = [], 0, 0

@@ -71,8 +71,10 @@ class GpuSpec:
 
 
 #: Source of the nominal ``cpu`` figures: not a datasheet, a starting point until a profile exists.
-_CPU_NOMINAL = ("nominal: one x86-64 core as a device (AVX2/AVX-512 FMA, ~100 GFLOP/s fp32 peak, ~10 GB/s), "
-                "gloo over loopback; replace with a measured profile (arena-gym estimate profile)")
+_CPU_NOMINAL = (
+    "nominal: one x86-64 core as a device (AVX2/AVX-512 FMA, ~100 GFLOP/s fp32 peak, ~10 GB/s), "
+    "gloo over loopback; replace with a measured profile (arena-gym estimate profile)"
+)
 
 #: Intra-node links. NVLink figures are the datasheets' total bidirectional bandwidth halved.
 LINKS: dict[str, LinkSpec] = {
@@ -84,8 +86,9 @@ LINKS: dict[str, LinkSpec] = {
     "nvlink3": LinkSpec("nvlink3", 300.0, 5.0, "NVIDIA A100 datasheet: NVLink 600 GB/s bidirectional"),
     "nvlink4": LinkSpec("nvlink4", 450.0, 5.0, "NVIDIA H100 datasheet: NVLink 900 GB/s bidirectional"),
     "nvlink-h800": LinkSpec("nvlink-h800", 200.0, 5.0, "NVIDIA H800 SXM product brief: NVLink 400 GB/s bidirectional"),
-    "nvlink-bridge": LinkSpec("nvlink-bridge", 56.25, 5.0,
-                              "NVIDIA A40 / RTX 3090 datasheets: 2-way NVLink bridge 112.5 GB/s bidirectional"),
+    "nvlink-bridge": LinkSpec(
+        "nvlink-bridge", 56.25, 5.0, "NVIDIA A40 / RTX 3090 datasheets: 2-way NVLink bridge 112.5 GB/s bidirectional"
+    ),
     "loopback": LinkSpec("loopback", 2.0, 250.0, _CPU_NOMINAL),
 }
 
@@ -120,16 +123,66 @@ GPUS: dict[str, GpuSpec] = {
         GpuSpec("v100-32gb", 32, 900, 125, 0, 0, 15.7, "nvlink2", 16, "ib-edr-x8", _V100),
         GpuSpec("a40", 48, 696, 149.7, 149.7, 74.8, 37.4, "pcie4", 2, "ib-edr", "NVIDIA A40 datasheet (2021)", True),
         GpuSpec("a10", 24, 600, 125, 125, 62.5, 31.2, "pcie4", 2, "ib-edr", "NVIDIA A10 datasheet (2021)", True),
-        GpuSpec("h100", 80, 3350, 989.4, 989.4, 494.7, 66.9, "nvlink4", 8, "ib-ndr-x8",
-                "NVIDIA H100 Tensor Core GPU datasheet (SXM5; 2023)"),
-        GpuSpec("h800", 80, 3350, 989.4, 989.4, 494.7, 66.9, "nvlink-h800", 8, "ib-ndr-x8",
-                "NVIDIA H800 SXM5 product brief (2023)"),
-        GpuSpec("l20", 48, 864, 119.5, 119.5, 59.8, 59.8, "pcie4", 8, "roce-100g", "NVIDIA L20 product brief (2023)", True),
-        GpuSpec("l40s", 48, 864, 362.05, 362.05, 183.2, 91.6, "pcie4", 8, "roce-100g", "NVIDIA L40S datasheet (2023)", True),
-        GpuSpec("rtx3090", 24, 936.2, 71, 71, 35.6, 35.6, "pcie4", 8, "eth-25g",
-                "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 (2021)", True),
+        GpuSpec(
+            "h100",
+            80,
+            3350,
+            989.4,
+            989.4,
+            494.7,
+            66.9,
+            "nvlink4",
+            8,
+            "ib-ndr-x8",
+            "NVIDIA H100 Tensor Core GPU datasheet (SXM5; 2023)",
+        ),
+        GpuSpec(
+            "h800",
+            80,
+            3350,
+            989.4,
+            989.4,
+            494.7,
+            66.9,
+            "nvlink-h800",
+            8,
+            "ib-ndr-x8",
+            "NVIDIA H800 SXM5 product brief (2023)",
+        ),
+        GpuSpec(
+            "l20", 48, 864, 119.5, 119.5, 59.8, 59.8, "pcie4", 8, "roce-100g", "NVIDIA L20 product brief (2023)", True
+        ),
+        GpuSpec(
+            "l40s", 48, 864, 362.05, 362.05, 183.2, 91.6, "pcie4", 8, "roce-100g", "NVIDIA L40S datasheet (2023)", True
+        ),
+        GpuSpec(
+            "rtx3090",
+            24,
+            936.2,
+            71,
+            71,
+            35.6,
+            35.6,
+            "pcie4",
+            8,
+            "eth-25g",
+            "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 (2021)",
+            True,
+        ),
         GpuSpec("t4", 16, 320, 65, 0, 0, 8.1, "pcie3", 4, "eth-25g", "NVIDIA T4 Tensor Core GPU datasheet (2019)"),
-        GpuSpec("p100", 16, 732, 21.2, 0, 0, 10.6, "nvlink1", 8, "ib-edr-x4", "NVIDIA Tesla P100 datasheet (SXM2 16 GB; 2016)"),
+        GpuSpec(
+            "p100",
+            16,
+            732,
+            21.2,
+            0,
+            0,
+            10.6,
+            "nvlink1",
+            8,
+            "ib-edr-x4",
+            "NVIDIA Tesla P100 datasheet (SXM2 16 GB; 2016)",
+        ),
         GpuSpec("cpu", 4, 10, 0, 0, 0, 0.1, "loopback", 2, "loopback", _CPU_NOMINAL),
     )
 }

@@ -75,7 +75,9 @@ class MeasuredTable:
             oom = int(row.oom) == 1
             value = float(row.iter_time_s) if not oom else math.inf
             if not oom and not (value > 0):
-                raise ValueError(f"{where}: iter_time_s must be a positive number when oom is 0, got {row.iter_time_s!r}")
+                raise ValueError(
+                    f"{where}: iter_time_s must be a positive number when oom is 0, got {row.iter_time_s!r}"
+                )
             times[(_family(str(row.family)), str(row.size), batch, str(row.gpu_type).lower(), nodes, per_node)] = value
         return MeasuredTable(times, str(path))
 

@@ -67,9 +67,13 @@ class DpMemoryParams:
 class EstimatorParams:
     """All parameters of the cost model (see the module docstring)."""
 
-    kinds: Mapping[str, KindParams] = field(default_factory=lambda: {
-        "transformer": KindParams(0.7, 0.5, 128.0), "moe": KindParams(0.7, 0.5, 128.0),
-        "wide_resnet": KindParams(0.6, 0.2, 256.0)})
+    kinds: Mapping[str, KindParams] = field(
+        default_factory=lambda: {
+            "transformer": KindParams(0.7, 0.5, 128.0),
+            "moe": KindParams(0.7, 0.5, 128.0),
+            "wide_resnet": KindParams(0.6, 0.2, 256.0),
+        }
+    )
     nu_intra: float = 0.3
     nu_inter: float = 0.3
     latency_scale: float = 1.0
@@ -95,31 +99,62 @@ class EstimatorParams:
         """JSON-ready form."""
         return {
             "version": ESTIMATOR_VERSION,
-            "kinds": {k: {"eta_compute": v.eta_compute, "eta_memory": v.eta_memory, "tile_rows": v.tile_rows,
-                          "comm": v.comm}
-                      for k, v in sorted(self.kinds.items())},
-            "global": {"nu_intra": self.nu_intra, "nu_inter": self.nu_inter, "latency_scale": self.latency_scale,
-                       "kernel_us": self.kernel_us, "memory_fraction": self.memory_fraction},
-            "gpu_types": {k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
-                          for k, v in sorted(self.gpu_types.items())},
-            "dp_memory": {k: {"sharded_bytes": v.sharded_bytes, "act_factor": v.act_factor}
-                          for k, v in sorted(self.dp_memory.items())},
+            "kinds": {
+                k: {"eta_compute": v.eta_compute, "eta_memory": v.eta_memory, "tile_rows": v.tile_rows, "comm": v.comm}
+                for k, v in sorted(self.kinds.items())
+            },
+            "global": {
+                "nu_intra": self.nu_intra,
+                "nu_inter": self.nu_inter,
+                "latency_scale": self.latency_scale,
+                "kernel_us": self.kernel_us,
+                "memory_fraction": self.memory_fraction,
+            },
+            "gpu_types": {
+                k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
+                for k, v in sorted(self.gpu_types.items())
+            },
+            "dp_memory": {
+                k: {"sharded_bytes": v.sharded_bytes, "act_factor": v.act_factor}
+                for k, v in sorted(self.dp_memory.items())
+            },
         }
 
     @staticmethod
     def from_dict(data: Mapping[str, Any], source: str = "") -> "EstimatorParams":
         """Inverse of :meth:`to_dict`; ValueError naming the bad field."""
         try:
-            kinds = {str(k): KindParams(float(v["eta_compute"]), float(v["eta_memory"]), float(v.get("tile_rows", 128.0)),
-                                 float(v.get("comm", 1.0)))
-                     for k, v in data["kinds"].items()}
+            kinds = {
+                str(k): KindParams(
+                    float(v["eta_compute"]),
+                    float(v["eta_memory"]),
+                    float(v.get("tile_rows", 128.0)),
+                    float(v.get("comm", 1.0)),
+                )
+                for k, v in data["kinds"].items()
+            }
             g = data["global"]
-            types = {str(k): TypeParams(float(v["compute"]), float(v.get("compute_fp32", 1.0)), float(v["memory"]),
-                                        float(v["comm"])) for k, v in data.get("gpu_types", {}).items()}
-            dp_memory = {str(k): DpMemoryParams(float(v["sharded_bytes"]), float(v["act_factor"]))
-                         for k, v in data.get("dp_memory", {}).items()}
-            params = EstimatorParams(kinds, float(g["nu_intra"]), float(g["nu_inter"]), float(g["latency_scale"]),
-                                     float(g["kernel_us"]), types, float(g.get("memory_fraction", 0.8)), source, dp_memory)
+            types = {
+                str(k): TypeParams(
+                    float(v["compute"]), float(v.get("compute_fp32", 1.0)), float(v["memory"]), float(v["comm"])
+                )
+                for k, v in data.get("gpu_types", {}).items()
+            }
+            dp_memory = {
+                str(k): DpMemoryParams(float(v["sharded_bytes"]), float(v["act_factor"]))
+                for k, v in data.get("dp_memory", {}).items()
+            }
+            params = EstimatorParams(
+                kinds,
+                float(g["nu_intra"]),
+                float(g["nu_inter"]),
+                float(g["latency_scale"]),
+                float(g["kernel_us"]),
+                types,
+                float(g.get("memory_fraction", 0.8)),
+                source,
+                dp_memory,
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"estimator parameters {source or ''}: bad or missing field {exc}") from None
         values = [params.nu_intra, params.nu_inter, params.latency_scale, params.memory_fraction]
@@ -128,7 +163,9 @@ class EstimatorParams:
         if not all(v > 0 for v in values) or params.kernel_us < 0:
             raise ValueError(f"estimator parameters {source or ''}: every efficiency must be positive")
         if not all(v.sharded_bytes >= 0 and v.act_factor > 0 for v in dp_memory.values()):
-            raise ValueError(f"estimator parameters {source or ''}: dp_memory needs sharded_bytes >= 0 and act_factor > 0")
+            raise ValueError(
+                f"estimator parameters {source or ''}: dp_memory needs sharded_bytes >= 0 and act_factor > 0"
+            )
         return params
 
     def fingerprint(self) -> str:

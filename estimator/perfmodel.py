@@ -66,9 +66,14 @@ class EstimatorPerfModel:
 
     name = "estimator"
 
-    def __init__(self, cluster: ClusterSpec | None = None, params: EstimatorParams | None = None,
-                 config: PlannerConfig | None = None, models: Mapping[str, ModelArch] | None = None,
-                 cache_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterSpec | None = None,
+        params: EstimatorParams | None = None,
+        config: PlannerConfig | None = None,
+        models: Mapping[str, ModelArch] | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
         self.cluster = cluster
         self.params = params or default_params()
         self.config = config or PlannerConfig()
@@ -97,7 +102,9 @@ class EstimatorPerfModel:
     def _gpu(self, gpu_type: str) -> tuple[GpuSpec, NodeGroup | None]:
         return get_gpu(gpu_type), self._groups.get(gpu_type)
 
-    def _request(self, model: ModelRef, batch: int, gpu_type: str, shapes: tuple[ResourceShape, ...] | None = None) -> TableRequest:
+    def _request(
+        self, model: ModelRef, batch: int, gpu_type: str, shapes: tuple[ResourceShape, ...] | None = None
+    ) -> TableRequest:
         check_arg(model, ModelRef, "model")
         batch = check_batch(batch)
         check_arg(gpu_type, str, "gpu_type")
@@ -217,8 +224,10 @@ class EstimatorPerfModel:
         rates = rates_for(arch, gpu, node_links(gpu, group), self.params)
         cands = grid_candidates(arch, global_batch, gpu, rates, grid.shape, grid.n_stages, self.config)
         front = pareto_front(cands, self.config.pareto_size)
-        ests = tuple(estimate_plan(arch, global_batch, grid.shape, plan, rates, self.config.allow_cross_node_tp)
-                     for _, _, plan in front)
+        ests = tuple(
+            estimate_plan(arch, global_batch, grid.shape, plan, rates, self.config.allow_cross_node_tp)
+            for _, _, plan in front
+        )
         return GridPlans(grid, ests[0] if ests else None, ests)
 
     def gpu_memory_gb(self, gpu_type: str) -> float:
@@ -227,8 +236,11 @@ class EstimatorPerfModel:
         return get_gpu(canonical_gpu_name(gpu_type)).memory_gb
 
 
-def default_perf_model(cluster: ClusterSpec | None = None, cache_dir: str | Path | None = None,
-                       models: Mapping[str, ModelArch] | None = None) -> EstimatorPerfModel:
+def default_perf_model(
+    cluster: ClusterSpec | None = None,
+    cache_dir: str | Path | None = None,
+    models: Mapping[str, ModelArch] | None = None,
+) -> EstimatorPerfModel:
     """The calibrated estimator (committed parameters, default planner) for ``cluster``.
 
     ``cache_dir``: a directory of performance tables shared between runs (None: no disk cache);

@@ -72,12 +72,20 @@ def global_order(n_stages: int, micro_batches: int, schedule: PipeSchedule) -> t
                 pos[j] += 1
                 progressed = True
         if not progressed:
-            raise RuntimeError(f"schedule {schedule.value} with {n_stages} stages and {micro_batches} micro-batches deadlocks")
+            raise RuntimeError(
+                f"schedule {schedule.value} with {n_stages} stages and {micro_batches} micro-batches deadlocks"
+            )
     return tuple(out)
 
 
-def simulate(fw: np.ndarray, bw: np.ndarray, p2p: np.ndarray, micro_batches: int, schedule: PipeSchedule,
-             start: np.ndarray | float = 0.0) -> np.ndarray:
+def simulate(
+    fw: np.ndarray,
+    bw: np.ndarray,
+    p2p: np.ndarray,
+    micro_batches: int,
+    schedule: PipeSchedule,
+    start: np.ndarray | float = 0.0,
+) -> np.ndarray:
     """Finish time of each stage's last op: ``[..., S]``.
 
     ``fw``/``bw``: seconds of one forward/backward op per stage ``[..., S]``; ``p2p``: seconds to move

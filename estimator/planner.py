@@ -35,8 +35,20 @@ import numpy as np
 
 from arena_gym.types import PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.costmodel import (
-    Infeasible, ModelConsts, PlanEstimate, PlanTimes, Rates, StageAgg, StageCosts, compose, estimate_plan,
-    model_consts, p2p_times, stage_aggregates, stage_costs, valid_meshes,
+    Infeasible,
+    ModelConsts,
+    PlanEstimate,
+    PlanTimes,
+    Rates,
+    StageAgg,
+    StageCosts,
+    compose,
+    estimate_plan,
+    model_consts,
+    p2p_times,
+    stage_aggregates,
+    stage_costs,
+    valid_meshes,
 )
 from estimator.dpmemory import dp_need_gib, dp_rule_fits
 from estimator.hardware import GpuSpec
@@ -62,8 +74,10 @@ class PlannerConfig:
 
     def key(self) -> str:
         """Stable text for cache keys."""
-        return (f"u{self.n_units}-b{','.join(map(str, self.micro_batches))}-{self.schedule.value}-"
-                f"x{int(self.allow_cross_node_tp)}-p{self.partitions}-s{','.join(map(str, self.stage_counts))}")
+        return (
+            f"u{self.n_units}-b{','.join(map(str, self.micro_batches))}-{self.schedule.value}-"
+            f"x{int(self.allow_cross_node_tp)}-p{self.partitions}-s{','.join(map(str, self.stage_counts))}"
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -105,8 +119,9 @@ def all_partitions(n_units: int, n_stages: int) -> np.ndarray:
 def unit_loads(arch: ModelArch, gpu: GpuSpec, units: np.ndarray) -> np.ndarray:
     """Roofline load (s per sample, datasheet rates) of each unit on ``gpu``."""
     lay = arch.layers
-    per_layer = (3.0 + arch.remat) * (lay.flops / (gpu.matrix_tflops(arch.dtype) * 1e12)
-                                      + (lay.op_bytes + lay.rep_bytes) / (gpu.mem_bw_gbs * 1e9))
+    per_layer = (3.0 + arch.remat) * (
+        lay.flops / (gpu.matrix_tflops(arch.dtype) * 1e12) + (lay.op_bytes + lay.rep_bytes) / (gpu.mem_bw_gbs * 1e9)
+    )
     cum = np.concatenate([[0.0], np.cumsum(per_layer)])
     return cum[units[1:]] - cum[units[:-1]]
 
@@ -162,8 +177,9 @@ class GridResults(NamedTuple):
 
 def _per_block(rows: Sequence[NamedTuple], cls: type[Any], index: np.ndarray) -> Any:
     """Stack one NamedTuple per group into arrays ``[NB, 1, 1]`` indexed by each block's group."""
-    return cls(**{f: np.array([getattr(r, f) for r in rows], dtype=np.float64)[index][:, None, None]
-                  for f in cls._fields})
+    return cls(
+        **{f: np.array([getattr(r, f) for r in rows], dtype=np.float64)[index][:, None, None] for f in cls._fields}
+    )
 
 
 class _Blocks(NamedTuple):
@@ -195,11 +211,17 @@ def _build_blocks(groups: Sequence[PlanGroup], S: int, cfg: PlannerConfig) -> _B
         bopts = np.array(cfg.micro_batch_options(grp.batch), dtype=np.float64)
         si, ki, bi = (a.ravel() for a in np.indices((len(sel), len(bounds), len(bopts))))
         agg = stage_aggregates(grp.arch, bounds)
-        pieces.append((
-            np.full(len(si), gi), np.array(sel)[si], bounds[ki], bopts[bi],
-            np.array([grp.shapes[i].num_gpus for i in sel])[si], np.array([grp.shapes[i].gpus_per_node for i in sel])[si],
-            StageAgg._make(x[ki] for x in agg),
-        ))
+        pieces.append(
+            (
+                np.full(len(si), gi),
+                np.array(sel)[si],
+                bounds[ki],
+                bopts[bi],
+                np.array([grp.shapes[i].num_gpus for i in sel])[si],
+                np.array([grp.shapes[i].gpus_per_node for i in sel])[si],
+                StageAgg._make(x[ki] for x in agg),
+            )
+        )
     if not pieces:
         return None
     group, shape, bounds, B, n, gpn = (np.concatenate([p[i] for p in pieces]) for i in range(6))
@@ -211,10 +233,19 @@ def _build_blocks(groups: Sequence[PlanGroup], S: int, cfg: PlannerConfig) -> _B
     dp = np.where(mesh_ok, g[:, None] // tp, 1)
     batch = np.array([grp.batch for grp in groups], dtype=np.float64)[group]
     return _Blocks(
-        group, shape, bounds, B, agg,
-        np.repeat(dp[:, :, None], S, axis=2).astype(np.float64), np.repeat(tp[:, :, None], S, axis=2).astype(np.float64),
-        mesh_ok, (np.arange(S)[None, :] * g[:, None])[:, None, :], g[:, None, None], (batch / B)[:, None, None],
-        gpn[:, None, None], _per_block([model_consts(grp.arch) for grp in groups], ModelConsts, group),
+        group,
+        shape,
+        bounds,
+        B,
+        agg,
+        np.repeat(dp[:, :, None], S, axis=2).astype(np.float64),
+        np.repeat(tp[:, :, None], S, axis=2).astype(np.float64),
+        mesh_ok,
+        (np.arange(S)[None, :] * g[:, None])[:, None, :],
+        g[:, None, None],
+        (batch / B)[:, None, None],
+        gpn[:, None, None],
+        _per_block([model_consts(grp.arch) for grp in groups], ModelConsts, group),
     )
 
 
@@ -230,8 +261,22 @@ class _Evaluated(NamedTuple):
 def _evaluate_blocks(bl: _Blocks, rates: Rates, S: int, cfg: PlannerConfig) -> _Evaluated:
     valid = np.ones((1, 1, S), dtype=bool)
     B3 = bl.B[:, None, None]
-    sc = stage_costs(bl.agg, bl.dp, bl.tp, bl.off, bl.g, np.arange(S), S, B3, bl.m, bl.gpn, rates, bl.mc,
-                     cfg.schedule, cfg.allow_cross_node_tp)
+    sc = stage_costs(
+        bl.agg,
+        bl.dp,
+        bl.tp,
+        bl.off,
+        bl.g,
+        np.arange(S),
+        S,
+        B3,
+        bl.m,
+        bl.gpn,
+        rates,
+        bl.mc,
+        cfg.schedule,
+        cfg.allow_cross_node_tp,
+    )
     r = p2p_times(bl.agg, bl.off, bl.g, valid, bl.m, bl.gpn, rates)
     sym = compose(sc, r, valid, bl.B[:, None])
     sym_ok = bl.mesh_ok & (sym.reason == 0)
@@ -243,8 +288,9 @@ def _evaluate_blocks(bl: _Blocks, rates: Rates, S: int, cfg: PlannerConfig) -> _
     greedy = compose(picked, r, valid, bl.B[:, None])
     greedy_ok = np.isfinite(np.take_along_axis(score, choice, axis=1)).all(axis=-1)
     nb, m = bl.mesh_ok.shape
-    times = PlanTimes._make(np.concatenate([np.broadcast_to(a, (nb, m)), np.broadcast_to(b, (nb, 1))], axis=1)
-                            for a, b in zip(sym, greedy))
+    times = PlanTimes._make(
+        np.concatenate([np.broadcast_to(a, (nb, m)), np.broadcast_to(b, (nb, 1))], axis=1) for a, b in zip(sym, greedy)
+    )
     feasible = np.concatenate([sym_ok, greedy_ok], axis=1)
     dp = np.concatenate([bl.dp, np.take_along_axis(bl.dp, choice, axis=1)], axis=1)
     tp = np.concatenate([bl.tp, np.take_along_axis(bl.tp, choice, axis=1)], axis=1)
@@ -267,8 +313,10 @@ class PreparedGroups:
         """Best plan of every grid, by stage count."""
         if len(rates) != len(self.groups):
             raise ValueError(f"need one Rates per group: {len(rates)} for {len(self.groups)} groups")
-        return {S: _select(bl, _evaluate_blocks(bl, _per_block(rates, Rates, bl.group), S, self.cfg), S)
-                for S, bl in self.blocks.items()}
+        return {
+            S: _select(bl, _evaluate_blocks(bl, _per_block(rates, Rates, bl.group), S, self.cfg), S)
+            for S, bl in self.blocks.items()
+        }
 
 
 def _select(bl: _Blocks, ev: _Evaluated, S: int) -> GridResults:
@@ -287,13 +335,24 @@ def _select(bl: _Blocks, ev: _Evaluated, S: int) -> GridResults:
     seg_reason = np.maximum.reduceat(worst, starts)
     pick = (best_block, best_c[best_block])
     times = PlanTimes._make(x[pick] for x in ev.times)
-    times = times._replace(reason=np.where(np.isfinite(seg_min), 0, seg_reason), total=np.where(np.isfinite(seg_min), times.total, np.inf))
-    return GridResults(bl.group[starts], bl.shape[starts], S, times, bl.bounds[best_block],
-                       ev.dp[pick], ev.tp[pick], bl.B[best_block].astype(np.int64))
+    times = times._replace(
+        reason=np.where(np.isfinite(seg_min), 0, seg_reason), total=np.where(np.isfinite(seg_min), times.total, np.inf)
+    )
+    return GridResults(
+        bl.group[starts],
+        bl.shape[starts],
+        S,
+        times,
+        bl.bounds[best_block],
+        ev.dp[pick],
+        ev.tp[pick],
+        bl.B[best_block].astype(np.int64),
+    )
 
 
-def decode_plan(bounds: np.ndarray, dp: np.ndarray, tp: np.ndarray, micro_batches: int,
-                schedule: PipeSchedule = PipeSchedule.GPIPE) -> Plan:
+def decode_plan(
+    bounds: np.ndarray, dp: np.ndarray, tp: np.ndarray, micro_batches: int, schedule: PipeSchedule = PipeSchedule.GPIPE
+) -> Plan:
     """A :class:`Plan` from layer bounds and per-stage meshes."""
     stages = tuple(StagePlan(int(bounds[j]), int(bounds[j + 1]), int(dp[j]), int(tp[j])) for j in range(len(dp)))
     return Plan(stages, int(micro_batches), schedule)
@@ -303,8 +362,9 @@ def decode_plan(bounds: np.ndarray, dp: np.ndarray, tp: np.ndarray, micro_batche
 # one grid: every candidate, the Pareto set
 
 
-def grid_candidates(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, shape: ResourceShape, n_stages: int,
-                    cfg: PlannerConfig) -> list[tuple[float, float, Plan]]:
+def grid_candidates(
+    arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, shape: ResourceShape, n_stages: int, cfg: PlannerConfig
+) -> list[tuple[float, float, Plan]]:
     """Every feasible candidate of one grid as ``(seconds, bytes per GPU, plan)``, fastest first."""
     bl = _build_blocks([PlanGroup(arch, batch, gpu, (shape,))], n_stages, cfg)
     if bl is None:
@@ -340,11 +400,20 @@ def pareto_front(candidates: Sequence[tuple[float, float, Plan]], size: int) -> 
 
 def dp_plan(arch: ModelArch, batch: int, num_gpus: int, micro_batches: int = 16) -> Plan:
     """The data-parallel-only plan: one stage, ``dp = num_gpus``, ``tp = 1`` (gradient accumulation)."""
-    return Plan((StagePlan(0, len(arch.layers), num_gpus, 1),), max(1, min(micro_batches, batch)), PipeSchedule.ONE_F_ONE_B)
+    return Plan(
+        (StagePlan(0, len(arch.layers), num_gpus, 1),), max(1, min(micro_batches, batch)), PipeSchedule.ONE_F_ONE_B
+    )
 
 
-def dp_estimate(arch: ModelArch, batch: int, shape: ResourceShape, gpu: GpuSpec, rates: Rates, params: EstimatorParams,
-                micro_batches: int = 16) -> PlanEstimate:
+def dp_estimate(
+    arch: ModelArch,
+    batch: int,
+    shape: ResourceShape,
+    gpu: GpuSpec,
+    rates: Rates,
+    params: EstimatorParams,
+    micro_batches: int = 16,
+) -> PlanEstimate:
     """What an SP-aware scheduler believes: the DP-only plan, feasible only under the artifact's
     DP memory rule (``need * 1.2 <= 0.8 * GPU memory``, need from :mod:`estimator.dpmemory`) and
     the plan's own constraints."""
@@ -356,16 +425,24 @@ def dp_estimate(arch: ModelArch, batch: int, shape: ResourceShape, gpu: GpuSpec,
         return est
     if rule_ok:
         return dataclasses_replace(est, feasible=True, reason=Infeasible.OK.describe())
-    return dataclasses_replace(est, feasible=False,
-                               reason=f"{Infeasible.OUT_OF_MEMORY.describe()} (DP memory rule: need {need:.1f} GiB)")
+    return dataclasses_replace(
+        est, feasible=False, reason=f"{Infeasible.OUT_OF_MEMORY.describe()} (DP memory rule: need {need:.1f} GiB)"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # exhaustive reference search
 
 
-def exhaustive_best(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, shape: ResourceShape,
-                    cfg: PlannerConfig, max_rows: int = 400_000) -> tuple[float, Plan | None]:
+def exhaustive_best(
+    arch: ModelArch,
+    batch: int,
+    gpu: GpuSpec,
+    rates: Rates,
+    shape: ResourceShape,
+    cfg: PlannerConfig,
+    max_rows: int = 400_000,
+) -> tuple[float, Plan | None]:
     """Best plan of a shape over the unpruned space: every stage count, contiguous unit partition,
     ordered power-of-two quota vector, per-stage mesh combination and micro-batch count.
 
@@ -389,9 +466,23 @@ def exhaustive_best(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, sha
                 m = batch / B
                 step = max(1, max_rows // max(1, len(combos)))
                 for lo in range(0, len(bounds), step):
-                    a = StageAgg._make(x[lo:lo + step, None, :] for x in agg)
-                    sc = stage_costs(a, dp[None], tp[None], off, q, np.arange(S), S, B, m, gpn, rates, mc,
-                                     cfg.schedule, cfg.allow_cross_node_tp)
+                    a = StageAgg._make(x[lo : lo + step, None, :] for x in agg)
+                    sc = stage_costs(
+                        a,
+                        dp[None],
+                        tp[None],
+                        off,
+                        q,
+                        np.arange(S),
+                        S,
+                        B,
+                        m,
+                        gpn,
+                        rates,
+                        mc,
+                        cfg.schedule,
+                        cfg.allow_cross_node_tp,
+                    )
                     valid = np.ones(S, dtype=bool)
                     r = p2p_times(a, off, q, valid, m, gpn, rates)
                     pt = compose(sc, r, valid, B)
@@ -403,8 +494,11 @@ def exhaustive_best(arch: ModelArch, batch: int, gpu: GpuSpec, rates: Rates, sha
     return best_t, best_plan
 
 
-def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[ResourceShape]]], params: EstimatorParams,
-            micro_batches: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+def dp_view(
+    items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[ResourceShape]]],
+    params: EstimatorParams,
+    micro_batches: int = 16,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Vectorised :func:`dp_estimate` for many (model, batch, GPU, rates, shapes) items at once:
     per item, (seconds or inf per shape, DP memory need in GiB per shape)."""
     counts = [len(it[4]) for it in items]
@@ -416,16 +510,27 @@ def dp_view(items: Sequence[tuple[ModelArch, int, GpuSpec, Rates, Sequence[Resou
     batch = np.array([it[1] for it in items], dtype=np.float64)[idx][:, None]
     aggs = [stage_aggregates(it[0], np.array([0, len(it[0].layers)])) for it in items]
     agg = StageAgg(**{f: np.array([getattr(a, f)[0] for a in aggs])[idx][:, None] for f in StageAgg._fields})
-    rates = Rates(**{f: np.array([getattr(it[3], f) for it in items], dtype=np.float64)[idx][:, None]
-                     for f in Rates._fields})
+    rates = Rates(
+        **{f: np.array([getattr(it[3], f) for it in items], dtype=np.float64)[idx][:, None] for f in Rates._fields}
+    )
     consts = [model_consts(it[0]) for it in items]
-    mc = ModelConsts(**{f: np.array([getattr(c, f) for c in consts], dtype=np.float64)[idx][:, None]
-                        for f in ModelConsts._fields})
+    mc = ModelConsts(
+        **{f: np.array([getattr(c, f) for c in consts], dtype=np.float64)[idx][:, None] for f in ModelConsts._fields}
+    )
     valid = np.ones(1, dtype=bool)
     sc = stage_costs(agg, n, 1.0, 0, n, np.arange(1), 1, B, batch / B, gpn, rates, mc, PipeSchedule.ONE_F_ONE_B, True)
     pt = compose(sc, np.zeros((len(shapes), 1)), valid, B[:, 0])
-    need = np.concatenate([np.atleast_1d(dp_need_gib(it[0], it[1], [s.num_gpus for s in it[4]], params, micro_batches))
-                           for it in items if it[4]]) if shapes else np.zeros(0)
+    need = (
+        np.concatenate(
+            [
+                np.atleast_1d(dp_need_gib(it[0], it[1], [s.num_gpus for s in it[4]], params, micro_batches))
+                for it in items
+                if it[4]
+            ]
+        )
+        if shapes
+        else np.zeros(0)
+    )
     memory = np.array([it[2].memory_gb for it in items])[idx]
     ok = ((pt.reason == 0) | (pt.reason == int(Infeasible.OUT_OF_MEMORY))) & dp_rule_fits(need, memory)
     time = np.where(ok, pt.total, np.inf)

@@ -117,12 +117,15 @@ def _list(value: Any, where: str, minimum: int = 0) -> list[Any]:
     return value
 
 
-def _series(xs: Any, ys: Any, where: str, xname: str, yname: str, ints: bool = True,
-            y_min: float = 0.0) -> tuple[tuple, tuple[float, ...]]:
+def _series(
+    xs: Any, ys: Any, where: str, xname: str, yname: str, ints: bool = True, y_min: float = 0.0
+) -> tuple[tuple, tuple[float, ...]]:
     xs_l, ys_l = _list(xs, f"{where}.{xname}", 1), _list(ys, f"{where}.{yname}", 1)
     if len(xs_l) != len(ys_l):
         raise ProfileError(f"{where}: {xname} and {yname} differ in length ({len(xs_l)} vs {len(ys_l)})")
-    xv = tuple(_int(x, f"{where}.{xname}[{i}]") if ints else _num(x, f"{where}.{xname}[{i}]") for i, x in enumerate(xs_l))
+    xv = tuple(
+        _int(x, f"{where}.{xname}[{i}]") if ints else _num(x, f"{where}.{xname}[{i}]") for i, x in enumerate(xs_l)
+    )
     if any(b <= a for a, b in zip(xv, xv[1:])):
         raise ProfileError(f"{where}.{xname} must be strictly increasing")
     return xv, tuple(_num(y, f"{where}.{yname}[{i}]", y_min) for i, y in enumerate(ys_l))
@@ -153,14 +156,23 @@ class DeviceInfo:
     @staticmethod
     def from_dict(data: Any, where: str = "device") -> "DeviceInfo":
         """Validated inverse of :meth:`to_dict`."""
-        d = _obj(data, where, ("device_type", "backend", "testbed", "nodes", "devices_per_node", "host", "torch"),
-                 ("threads_per_device", "neighbours"))
-        return DeviceInfo(_str(d["device_type"], f"{where}.device_type").lower(),
-                          _str(d["backend"], f"{where}.backend", ("gloo", "nccl")), _str(d["testbed"], f"{where}.testbed"),
-                          _int(d["nodes"], f"{where}.nodes"), _int(d["devices_per_node"], f"{where}.devices_per_node"),
-                          _str(d["host"], f"{where}.host"), _str(d["torch"], f"{where}.torch"),
-                          _int(d.get("threads_per_device", 1), f"{where}.threads_per_device"),
-                          _str(d.get("neighbours", "busy"), f"{where}.neighbours", NEIGHBOURS))
+        d = _obj(
+            data,
+            where,
+            ("device_type", "backend", "testbed", "nodes", "devices_per_node", "host", "torch"),
+            ("threads_per_device", "neighbours"),
+        )
+        return DeviceInfo(
+            _str(d["device_type"], f"{where}.device_type").lower(),
+            _str(d["backend"], f"{where}.backend", ("gloo", "nccl")),
+            _str(d["testbed"], f"{where}.testbed"),
+            _int(d["nodes"], f"{where}.nodes"),
+            _int(d["devices_per_node"], f"{where}.devices_per_node"),
+            _str(d["host"], f"{where}.host"),
+            _str(d["torch"], f"{where}.torch"),
+            _int(d.get("threads_per_device", 1), f"{where}.threads_per_device"),
+            _str(d.get("neighbours", "busy"), f"{where}.neighbours", NEIGHBOURS),
+        )
 
 
 @dataclass(frozen=True)
@@ -206,9 +218,15 @@ class ModelInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (without the name, which is the key)."""
-        return {"blocks": self.blocks, "hidden": self.hidden, "heads": self.heads, "seq_len": self.seq_len,
-                "vocab": self.vocab, "element_bytes": self.element_bytes,
-                "layers": {k: dict(v.__dict__) for k, v in self.layers.items()}}
+        return {
+            "blocks": self.blocks,
+            "hidden": self.hidden,
+            "heads": self.heads,
+            "seq_len": self.seq_len,
+            "vocab": self.vocab,
+            "element_bytes": self.element_bytes,
+            "layers": {k: dict(v.__dict__) for k, v in self.layers.items()},
+        }
 
     @staticmethod
     def from_dict(name: str, data: Any) -> "ModelInfo":
@@ -220,14 +238,25 @@ class ModelInfo:
         for kind in LAYER_KINDS:
             w = f"{where}.layers.{kind}"
             ld = _obj(layers_d[kind], w, ("tensors", "elements"), ("tp_tensors", "tp_elements"))
-            lp = LayerParams(_int(ld["tensors"], f"{w}.tensors"), _int(ld["elements"], f"{w}.elements"),
-                             _int(ld.get("tp_tensors", 0), f"{w}.tp_tensors", 0), _int(ld.get("tp_elements", 0), f"{w}.tp_elements", 0))
+            lp = LayerParams(
+                _int(ld["tensors"], f"{w}.tensors"),
+                _int(ld["elements"], f"{w}.elements"),
+                _int(ld.get("tp_tensors", 0), f"{w}.tp_tensors", 0),
+                _int(ld.get("tp_elements", 0), f"{w}.tp_elements", 0),
+            )
             if lp.tp_tensors > lp.tensors or lp.tp_elements > lp.elements:
                 raise ProfileError(f"{w}: tensor-parallel part exceeds the layer's parameters")
             layers[kind] = lp
-        return ModelInfo(name, _int(d["blocks"], f"{where}.blocks"), _int(d["hidden"], f"{where}.hidden"),
-                         _int(d["heads"], f"{where}.heads"), _int(d["seq_len"], f"{where}.seq_len"),
-                         _int(d["vocab"], f"{where}.vocab"), _int(d["element_bytes"], f"{where}.element_bytes"), layers)
+        return ModelInfo(
+            name,
+            _int(d["blocks"], f"{where}.blocks"),
+            _int(d["hidden"], f"{where}.hidden"),
+            _int(d["heads"], f"{where}.heads"),
+            _int(d["seq_len"], f"{where}.seq_len"),
+            _int(d["vocab"], f"{where}.vocab"),
+            _int(d["element_bytes"], f"{where}.element_bytes"),
+            layers,
+        )
 
 
 @dataclass(frozen=True)
@@ -246,10 +275,15 @@ class Curve:
         """(forward, backward) seconds at ``samples`` (array-like), by the curve rules of the module docstring."""
         if self.variant == "compute" or self.variant.endswith(GROUPED_SUFFIX):
             below = self.variant == "compute"
-            return (interp_curve(self.samples, monotone(self.fw_s), samples, below),
-                    interp_curve(self.samples, monotone(self.bw_s), samples, below))
+            return (
+                interp_curve(self.samples, monotone(self.fw_s), samples, below),
+                interp_curve(self.samples, monotone(self.bw_s), samples, below),
+            )
         x = np.asarray(samples, dtype=float)
-        return (np.maximum(np.interp(x, self.samples, self.fw_s), 0.0), np.maximum(np.interp(x, self.samples, self.bw_s), 0.0))
+        return (
+            np.maximum(np.interp(x, self.samples, self.fw_s), 0.0),
+            np.maximum(np.interp(x, self.samples, self.bw_s), 0.0),
+        )
 
 
 @dataclass(frozen=True)
@@ -263,7 +297,9 @@ class OptimizerFit:
 
     def step_s(self, tensors: Any, elements: Any, wrapped_tensors: Mapping[str, Any] | None = None) -> Any:
         """Step seconds of ``tensors`` tensors with ``elements`` elements in total."""
-        t = self.per_tensor_s * np.asarray(tensors, dtype=float) + self.per_element_s * np.asarray(elements, dtype=float)
+        t = self.per_tensor_s * np.asarray(tensors, dtype=float) + self.per_element_s * np.asarray(
+            elements, dtype=float
+        )
         for w, n in (wrapped_tensors or {}).items():
             t = t + max(0.0, self.wrapper_per_tensor_s.get(w, 0.0)) * np.asarray(n, dtype=float)
         return t
@@ -347,7 +383,9 @@ class Profile:
     created: str = ""
     code_version: str = ""
     version: int = PROFILE_VERSION
-    grouped: tuple[Curve, ...] = ()  # wrapped layers timed on real groups (variant "tp@group" / "fsdp@group", tp = group)
+    grouped: tuple[
+        Curve, ...
+    ] = ()  # wrapped layers timed on real groups (variant "tp@group" / "fsdp@group", tp = group)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -355,7 +393,9 @@ class Profile:
         """The profiled model ``name``; ProfileError listing the profiled ones otherwise."""
         info = self.models.get(name)
         if info is None:
-            raise ProfileError(f"model {name!r} is not in the profile; profiled: {', '.join(sorted(self.models)) or 'none'}")
+            raise ProfileError(
+                f"model {name!r} is not in the profile; profiled: {', '.join(sorted(self.models)) or 'none'}"
+            )
         return info
 
     def covers(self, model: str, device_type: str) -> bool:
@@ -368,8 +408,10 @@ class Profile:
         curve = self._index().get(key)
         if curve is None:
             have = sorted(c.tp for c in self.compute if c.model == model and c.layer == layer)
-            raise ProfileError(f"profile has no compute curve for {model} {layer} at tp={key[3]} (profiled tp: {have or 'none'}); "
-                               "profile the testbed again with that tensor-parallel degree")
+            raise ProfileError(
+                f"profile has no compute curve for {model} {layer} at tp={key[3]} (profiled tp: {have or 'none'}); "
+                "profile the testbed again with that tensor-parallel degree"
+            )
         return curve
 
     def overhead_curve(self, model: str, layer: str, wrapper: str) -> Curve | None:
@@ -398,7 +440,9 @@ class Profile:
         """The table for a group of ``ranks`` over ``nodes`` nodes, and the scale factor of the group-size rule."""
         tables = [t for t in self.comm if t.op == op]
         if not tables:
-            raise ProfileError(f"profile has no {op} table; profiled collectives: {', '.join(sorted({t.op for t in self.comm})) or 'none'}")
+            raise ProfileError(
+                f"profile has no {op} table; profiled collectives: {', '.join(sorted({t.op for t in self.comm})) or 'none'}"
+            )
         exact = [t for t in tables if t.ranks == ranks and t.nodes == nodes]
         if exact:
             return exact[0], 1.0
@@ -417,8 +461,15 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the file format)."""
+
         def curve(c: Curve) -> dict[str, Any]:
-            d = {"model": c.model, "layer": c.layer, "samples": list(c.samples), "fw_s": list(c.fw_s), "bw_s": list(c.bw_s)}
+            d = {
+                "model": c.model,
+                "layer": c.layer,
+                "samples": list(c.samples),
+                "fw_s": list(c.fw_s),
+                "bw_s": list(c.bw_s),
+            }
             if c.variant == "compute":
                 d["tp"] = c.tp
             else:
@@ -426,20 +477,39 @@ class Profile:
             return d
 
         return {
-            "format": PROFILE_FORMAT, "version": self.version, "created": self.created, "code_version": self.code_version,
+            "format": PROFILE_FORMAT,
+            "version": self.version,
+            "created": self.created,
+            "code_version": self.code_version,
             "device": self.device.to_dict(),
             "models": {k: v.to_dict() for k, v in self.models.items()},
             "compute": [curve(c) for c in self.compute],
             "overhead": [curve(c) for c in self.overhead],
-            "optimizer": {"per_tensor_s": self.optimizer.per_tensor_s, "per_element_s": self.optimizer.per_element_s,
-                          "wrapper_per_tensor_s": dict(self.optimizer.wrapper_per_tensor_s)},
+            "optimizer": {
+                "per_tensor_s": self.optimizer.per_tensor_s,
+                "per_element_s": self.optimizer.per_element_s,
+                "wrapper_per_tensor_s": dict(self.optimizer.wrapper_per_tensor_s),
+            },
             "data": [{"model": m, "batch": list(b), "seconds": list(s)} for m, (b, s) in self.data.items()],
             "calls": {"backward_s": self.backward_call_s},
-            "grouped": [{"model": c.model, "layer": c.layer, "wrapper": c.variant.removesuffix(GROUPED_SUFFIX), "group": c.tp,
-                         "samples": list(c.samples), "fw_s": list(c.fw_s), "bw_s": list(c.bw_s)} for c in self.grouped],
-            "comm": [{"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
-                     for t in self.comm],
-            "cost": dict(self.cost), "settings": dict(self.settings),
+            "grouped": [
+                {
+                    "model": c.model,
+                    "layer": c.layer,
+                    "wrapper": c.variant.removesuffix(GROUPED_SUFFIX),
+                    "group": c.tp,
+                    "samples": list(c.samples),
+                    "fw_s": list(c.fw_s),
+                    "bw_s": list(c.bw_s),
+                }
+                for c in self.grouped
+            ],
+            "comm": [
+                {"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
+                for t in self.comm
+            ],
+            "cost": dict(self.cost),
+            "settings": dict(self.settings),
         }
 
     def to_json(self) -> str:
@@ -456,13 +526,19 @@ class Profile:
 
 
 def _parse(data: Any) -> Profile:
-    top = _obj(data, "profile", ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm",
-                                 "calls"), ("created", "code_version", "cost", "settings", "grouped"))
+    top = _obj(
+        data,
+        "profile",
+        ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls"),
+        ("created", "code_version", "cost", "settings", "grouped"),
+    )
     if top["format"] != PROFILE_FORMAT:
         raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
     if top["version"] not in READABLE_VERSIONS:
-        raise ProfileError(f"profile version {top['version']!r} is not supported (this code reads versions "
-                           f"{', '.join(map(str, READABLE_VERSIONS))}); profile the testbed again")
+        raise ProfileError(
+            f"profile version {top['version']!r} is not supported (this code reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}); profile the testbed again"
+        )
     device = DeviceInfo.from_dict(top["device"])
     models_d = top["models"]
     if not isinstance(models_d, Mapping) or not models_d:
@@ -505,7 +581,9 @@ def _parse(data: Any) -> Profile:
         layer = _str(d["layer"], f"{w}.layer", ("block",) if wrapper == "tp" else LAYER_KINDS)
         samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s")
         _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s")
-        grouped.append(Curve(model, layer, wrapper + GROUPED_SUFFIX, _int(d["group"], f"{w}.group", 2), samples, fw, bw))
+        grouped.append(
+            Curve(model, layer, wrapper + GROUPED_SUFFIX, _int(d["group"], f"{w}.group", 2), samples, fw, bw)
+        )
     if len({(c.model, c.layer, c.variant, c.tp) for c in grouped}) != len(grouped):
         raise ProfileError("grouped lists a curve twice")
     for name in models:
@@ -516,9 +594,16 @@ def _parse(data: Any) -> Profile:
     wpt = od.get("wrapper_per_tensor_s", {})
     if not isinstance(wpt, Mapping):
         raise ProfileError("optimizer.wrapper_per_tensor_s must be an object")
-    optimizer = OptimizerFit(_num(od["per_tensor_s"], "optimizer.per_tensor_s"), _num(od["per_element_s"], "optimizer.per_element_s"),
-                             {_str(k, "optimizer.wrapper_per_tensor_s key", WRAPPERS): _num(v, f"optimizer.wrapper_per_tensor_s.{k}", -math.inf)
-                              for k, v in wpt.items()})
+    optimizer = OptimizerFit(
+        _num(od["per_tensor_s"], "optimizer.per_tensor_s"),
+        _num(od["per_element_s"], "optimizer.per_element_s"),
+        {
+            _str(k, "optimizer.wrapper_per_tensor_s key", WRAPPERS): _num(
+                v, f"optimizer.wrapper_per_tensor_s.{k}", -math.inf
+            )
+            for k, v in wpt.items()
+        },
+    )
     data = {}
     for i, item in enumerate(_list(top["data"], "data")):
         d = _obj(item, f"data[{i}]", ("model", "batch", "seconds"))
@@ -528,8 +613,15 @@ def _parse(data: Any) -> Profile:
         w = f"comm[{i}]"
         d = _obj(item, w, ("op", "ranks", "nodes", "bytes", "seconds"))
         sizes, secs = _series(d["bytes"], d["seconds"], w, "bytes", "seconds")
-        comm.append(CommTable(_str(d["op"], f"{w}.op", COMM_OPS), _int(d["ranks"], f"{w}.ranks", 2), _int(d["nodes"], f"{w}.nodes"),
-                              sizes, secs))
+        comm.append(
+            CommTable(
+                _str(d["op"], f"{w}.op", COMM_OPS),
+                _int(d["ranks"], f"{w}.ranks", 2),
+                _int(d["nodes"], f"{w}.nodes"),
+                sizes,
+                secs,
+            )
+        )
     if len({(t.op, t.ranks, t.nodes) for t in comm}) != len(comm):
         raise ProfileError("comm lists a table twice")
     calls = _obj(top["calls"], "calls", ("backward_s",))
@@ -539,9 +631,22 @@ def _parse(data: Any) -> Profile:
     settings = top.get("settings", {})
     if not isinstance(settings, Mapping):
         raise ProfileError("settings must be an object")
-    return Profile(device, models, compute, overhead, optimizer, data, tuple(comm), _num(calls["backward_s"], "calls.backward_s"),
-                   {str(k): _num(v, f"cost.{k}") for k, v in cost.items()}, dict(settings),
-                   str(top.get("created", "")), str(top.get("code_version", "")), int(top["version"]), tuple(grouped))
+    return Profile(
+        device,
+        models,
+        compute,
+        overhead,
+        optimizer,
+        data,
+        tuple(comm),
+        _num(calls["backward_s"], "calls.backward_s"),
+        {str(k): _num(v, f"cost.{k}") for k, v in cost.items()},
+        dict(settings),
+        str(top.get("created", "")),
+        str(top.get("code_version", "")),
+        int(top["version"]),
+        tuple(grouped),
+    )
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -554,5 +659,7 @@ def load_profile(path: str | Path) -> Profile:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise ProfileError(f"{path}: not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        raise ProfileError(
+            f"{path}: not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        ) from None
     return Profile.from_dict(data, str(path))

@@ -55,7 +55,16 @@ from typing import NamedTuple
 import numpy as np
 
 from arena_gym.types import ClusterSpec, Grid, ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
-from estimator.costmodel import GIB, Infeasible, PlanEstimate, check_plan, model_consts, rates_for, stage_aggregates, stage_costs
+from estimator.costmodel import (
+    GIB,
+    Infeasible,
+    PlanEstimate,
+    check_plan,
+    model_consts,
+    rates_for,
+    stage_aggregates,
+    stage_costs,
+)
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.perfmodel import EstimatorPerfModel, GridPlans
 from estimator.pipeline import simulate
@@ -106,8 +115,9 @@ def _nodes(size: int, stride: int, gpn: int) -> int:
     return max(1, min(size, size * stride // gpn))
 
 
-def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int, grouped_tp: bool = False,
-                 grouped_fsdp: bool = False) -> _LayerCosts:
+def _layer_costs(
+    profile: Profile, info: ModelInfo, n: float, dp: int, tp: int, grouped_tp: bool = False, grouped_fsdp: bool = False
+) -> _LayerCosts:
     """Per-layer costs; ``grouped_tp`` / ``grouped_fsdp``: use the curves timed on a real group of ``tp`` / ``dp``
     devices where the profile has them (a grouped FSDP2 unit's gradient synchronisation goes to ``sync``, per step)."""
     kinds = [info.kind(i) for i in range(info.n_layers)]
@@ -115,7 +125,9 @@ def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int, 
     for kind in set(kinds):
         params = info.layers[kind]
         wrapped: dict[str, int] = {}
-        tp_curve = profile.grouped_curve(info.name, kind, "tp", tp) if grouped_tp and tp > 1 and kind == "block" else None
+        tp_curve = (
+            profile.grouped_curve(info.name, kind, "tp", tp) if grouped_tp and tp > 1 and kind == "block" else None
+        )
         fsdp_curve = sync_curve = None
         if grouped_fsdp and dp > 1 and tp == 1:
             fsdp_curve = profile.grouped_curve(info.name, kind, "fsdp", dp)
@@ -145,8 +157,16 @@ def _layer_costs(profile: Profile, info: ModelInfo, n: float, dp: int, tp: int, 
         root = 0.0 if kind == "block" else params.local(1, 1)[1] * info.element_bytes
         per_kind[kind] = (fw, bw, opt, root, float(tp_curve is None), float(fsdp_curve is None), sync)
     arr = np.array([per_kind[k] for k in kinds])
-    return _LayerCosts(arr[:, 0], arr[:, 1], arr[:, 2], np.array([k == "block" for k in kinds], dtype=float), arr[:, 3],
-                       arr[:, 4], arr[:, 5], arr[:, 6])
+    return _LayerCosts(
+        arr[:, 0],
+        arr[:, 1],
+        arr[:, 2],
+        np.array([k == "block" for k in kinds], dtype=float),
+        arr[:, 3],
+        arr[:, 4],
+        arr[:, 5],
+        arr[:, 6],
+    )
 
 
 def _overhead(profile: Profile, model: str, layer: str, wrapper: str, n: float) -> tuple[float, float]:
@@ -157,8 +177,18 @@ def _overhead(profile: Profile, model: str, layer: str, wrapper: str, n: float) 
     return max(0.0, float(fw)), max(0.0, float(bw))
 
 
-def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.ndarray, dp: int, tp: int,
-            micro_batches: int, schedule: PipeSchedule, gpus_per_node: int, include_control: bool = True) -> Composed:
+def compose(
+    profile: Profile,
+    info: ModelInfo,
+    global_batch: int,
+    bounds: np.ndarray,
+    dp: int,
+    tp: int,
+    micro_batches: int,
+    schedule: PipeSchedule,
+    gpus_per_node: int,
+    include_control: bool = True,
+) -> Composed:
     """Iteration times of candidates sharing one uniform mesh, micro-batch count and schedule.
 
     ``bounds``: layer boundaries ``[C, S+1]`` (``C`` candidate partitions of ``S`` stages).
@@ -179,8 +209,9 @@ def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.nda
         cum = np.concatenate([[0.0], np.cumsum(x)])
         return cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
 
-    comp_f, comp_b, opt, nblk, rootb, grouped_sync = (stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes,
-                                                                              lc.sync))
+    comp_f, comp_b, opt, nblk, rootb, grouped_sync = (
+        stage_sum(x) for x in (lc.fw, lc.bw, lc.opt, lc.block, lc.root_bytes, lc.sync)
+    )
     tp_blk = stage_sum(lc.block * lc.tp_table)  # blocks whose all-reduces come from the tables
     # FSDP2 units whose collectives come from the tables: blocks, and the root's parameter bytes
     ag_units, table_rootb = stage_sum(lc.block * lc.fsdp_table), stage_sum(lc.root_bytes * lc.fsdp_table)
@@ -191,8 +222,16 @@ def compose(profile: Profile, info: ModelInfo, global_batch: int, bounds: np.nda
     blk_bytes = info.layers["block"].local(tp, 1)[1] * info.element_bytes
     ag_blk = float(profile.comm_s("all_gather", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
     rs_blk = float(profile.comm_s("reduce_scatter", blk_bytes, dp, nodes_dp)) if dp > 1 else 0.0
-    ag_root = np.where(table_rootb > 0, profile.comm_s("all_gather", table_rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
-    rs_root = np.where(table_rootb > 0, profile.comm_s("reduce_scatter", table_rootb, dp, nodes_dp), 0.0) if dp > 1 else np.zeros_like(rootb)
+    ag_root = (
+        np.where(table_rootb > 0, profile.comm_s("all_gather", table_rootb, dp, nodes_dp), 0.0)
+        if dp > 1
+        else np.zeros_like(rootb)
+    )
+    rs_root = (
+        np.where(table_rootb > 0, profile.comm_s("reduce_scatter", table_rootb, dp, nodes_dp), 0.0)
+        if dp > 1
+        else np.zeros_like(rootb)
+    )
     pipe_f, pipe_b = _overhead(profile, info.name, "model", "pipeline", n) if S > 1 else (0.0, 0.0)
 
     if S == 1:  # FSDP2 reshards after forward: every unit is gathered in each micro-batch's forward and backward
@@ -240,8 +279,11 @@ def step_collectives(info: ModelInfo, plan: Plan) -> dict[str, int]:
     blocks = sum(1 for i in range(st.layer_start, st.layer_end) if info.kind(i) == "block")
     root = any(info.kind(i) != "block" for i in range(st.layer_start, st.layer_end))
     B = plan.micro_batches
-    out = {"all_reduce": 1 + (blocks * B * (TP_ALL_REDUCES_FW + TP_ALL_REDUCES_BW) if tp > 1 else 0),
-           "all_gather": 0, "reduce_scatter": 0}
+    out = {
+        "all_reduce": 1 + (blocks * B * (TP_ALL_REDUCES_FW + TP_ALL_REDUCES_BW) if tp > 1 else 0),
+        "all_gather": 0,
+        "reduce_scatter": 0,
+    }
     if dp > 1:
         units = blocks + int(root)
         out["all_gather"] = 2 * units * B if plan.n_stages == 1 else units
@@ -252,40 +294,94 @@ def step_collectives(info: ModelInfo, plan: Plan) -> dict[str, int]:
 def _uniform(plan: Plan) -> tuple[int, int]:
     dp, tp = plan.stages[0].dp, plan.stages[0].tp
     if any((s.dp, s.tp) != (dp, tp) for s in plan.stages):
-        raise ValueError(f"plan {plan.describe()}: the profiled model composes uniform meshes only (every stage on one "
-                         "(dp, tp)), as the runner executes them")
+        raise ValueError(
+            f"plan {plan.describe()}: the profiled model composes uniform meshes only (every stage on one "
+            "(dp, tp)), as the runner executes them"
+        )
     return dp, tp
 
 
-def _memory(arch: ModelArch, rates, bounds: np.ndarray, dp: int, tp: int, B: int, m: float, gpn: int,
-            schedule: PipeSchedule, allow_cross_node_tp: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _memory(
+    arch: ModelArch,
+    rates,
+    bounds: np.ndarray,
+    dp: int,
+    tp: int,
+    B: int,
+    m: float,
+    gpn: int,
+    schedule: PipeSchedule,
+    allow_cross_node_tp: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(memory in bytes per stage ``[C, S]``, largest stage's, Infeasible code) per candidate, from the cost model."""
     S = bounds.shape[1] - 1
     agg = stage_aggregates(arch, bounds)
     g = dp * tp
     off = np.arange(S) * g
-    sc = stage_costs(agg, float(dp), float(tp), off, g, np.arange(S), S, B, m, gpn, rates, model_consts(arch), schedule,
-                     allow_cross_node_tp)
+    sc = stage_costs(
+        agg,
+        float(dp),
+        float(tp),
+        off,
+        g,
+        np.arange(S),
+        S,
+        B,
+        m,
+        gpn,
+        rates,
+        model_consts(arch),
+        schedule,
+        allow_cross_node_tp,
+    )
     reason = np.where(sc.reason > 0, sc.reason, 99).min(axis=-1)
     return sc.mem, sc.mem.max(axis=-1), np.where(reason == 99, 0, reason)
 
 
-def estimate_profiled_plan(profile: Profile, arch: ModelArch, global_batch: int, shape: ResourceShape, plan: Plan,
-                           rates, allow_cross_node_tp: bool = True, include_control: bool = True) -> PlanEstimate:
+def estimate_profiled_plan(
+    profile: Profile,
+    arch: ModelArch,
+    global_batch: int,
+    shape: ResourceShape,
+    plan: Plan,
+    rates,
+    allow_cross_node_tp: bool = True,
+    include_control: bool = True,
+) -> PlanEstimate:
     """Estimate one concrete plan from the profile (uniform meshes; the runner's execution)."""
     check_plan(arch, shape, plan)
     info = profile.model(arch.name)
     dp, tp = _uniform(plan)
     bounds = np.array([[s.layer_start for s in plan.stages] + [plan.stages[-1].layer_end]])
     schedule = plan.schedule if plan.n_stages > 1 else PipeSchedule.GPIPE
-    c = compose(profile, info, global_batch, bounds, dp, tp, plan.micro_batches, schedule, shape.gpus_per_node,
-                include_control)
-    per_stage, mem, reason = _memory(arch, rates, bounds, dp, tp, plan.micro_batches, global_batch / plan.micro_batches,
-                                     shape.gpus_per_node, schedule, allow_cross_node_tp)
+    c = compose(
+        profile, info, global_batch, bounds, dp, tp, plan.micro_batches, schedule, shape.gpus_per_node, include_control
+    )
+    per_stage, mem, reason = _memory(
+        arch,
+        rates,
+        bounds,
+        dp,
+        tp,
+        plan.micro_batches,
+        global_batch / plan.micro_batches,
+        shape.gpus_per_node,
+        schedule,
+        allow_cross_node_tp,
+    )
     code = Infeasible(int(reason[0]))
-    return PlanEstimate(plan, float(c.total[0]), float(c.compute[0]), float(c.intra[0]), float(c.inter[0]),
-                        float(c.bubble[0]), float(mem[0]) / GIB, tuple(float(x) / GIB for x in per_stage[0]),
-                        code is Infeasible.OK, code.describe())
+    return PlanEstimate(
+        plan,
+        float(c.total[0]),
+        float(c.compute[0]),
+        float(c.intra[0]),
+        float(c.inter[0]),
+        float(c.bubble[0]),
+        float(mem[0]) / GIB,
+        tuple(float(x) / GIB for x in per_stage[0]),
+        code is Infeasible.OK,
+        code.describe(),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -329,20 +425,25 @@ def _balanced(bounds: np.ndarray, load: np.ndarray, k: int) -> np.ndarray:
     return bounds[order]
 
 
-def grid_options(heads: int, batch: int, shape: ResourceShape, n_stages: int, cfg: PlannerConfig,
-                 dp_only: bool = False) -> list[tuple[int, int, int, PipeSchedule]]:
+def grid_options(
+    heads: int, batch: int, shape: ResourceShape, n_stages: int, cfg: PlannerConfig, dp_only: bool = False
+) -> list[tuple[int, int, int, PipeSchedule]]:
     """(dp, tp, micro-batches, schedule) of every executable uniform mesh of a grid (partitions aside)."""
     N, gpn = shape.num_gpus, shape.gpus_per_node
     if N % n_stages:
         return []
     g = N // n_stages
     out = []
-    for tp in ([1] if dp_only else [t for t in (1 << i for i in range(g.bit_length())) if g % t == 0]):
+    for tp in [1] if dp_only else [t for t in (1 << i for i in range(g.bit_length())) if g % t == 0]:
         dp = g // tp
         if heads % tp or batch % dp or (tp > gpn and not cfg.allow_cross_node_tp):
             continue
         for B in _micro_options(batch // dp):
-            schedules = [PipeSchedule.GPIPE] if n_stages == 1 or B < n_stages else [PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B]
+            schedules = (
+                [PipeSchedule.GPIPE]
+                if n_stages == 1 or B < n_stages
+                else [PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B]
+            )
             out.extend((dp, tp, B, sch) for sch in schedules)
     return out
 
@@ -361,8 +462,16 @@ def executable_plans(arch: ModelArch, batch: int, shape: ResourceShape, cfg: Pla
     return out
 
 
-def search_grid(profile: Profile, arch: ModelArch, batch: int, shape: ResourceShape, n_stages: int, rates,
-                cfg: PlannerConfig, dp_only: bool = False) -> _Best | None:
+def search_grid(
+    profile: Profile,
+    arch: ModelArch,
+    batch: int,
+    shape: ResourceShape,
+    n_stages: int,
+    rates,
+    cfg: PlannerConfig,
+    dp_only: bool = False,
+) -> _Best | None:
     """The fastest feasible executable plan of a grid (None when the grid has no candidate; ``time = inf``
     and the most advanced failure code when no candidate is feasible)."""
     info = profile.model(arch.name)
@@ -379,18 +488,37 @@ def search_grid(profile: Profile, arch: ModelArch, batch: int, shape: ResourceSh
         if len(bounds) > MAX_PARTITIONS:
             lc = _layer_costs(profile, info, batch / B / dp, dp, tp)
             bounds = _balanced(bounds, lc.fw + lc.bw, max(cfg.partitions, 1) * 4)
-        _, mem, reason = _memory(arch, rates, bounds, dp, tp, B, batch / B, shape.gpus_per_node, schedule,
-                                 cfg.allow_cross_node_tp)
+        _, mem, reason = _memory(
+            arch, rates, bounds, dp, tp, B, batch / B, shape.gpus_per_node, schedule, cfg.allow_cross_node_tp
+        )
         c = compose(profile, info, batch, bounds, dp, tp, B, schedule, shape.gpus_per_node)
         t = np.where(reason == 0, c.total, np.inf)
         i = int(np.argmin(t))
         worst_reason = max(worst_reason, int(reason.max()))
         if math.isfinite(t[i]) and (best is None or t[i] < best.time):
-            best = _Best(float(t[i]), (float(c.compute[i]), float(c.intra[i]), float(c.inter[i]), float(c.bubble[i])),
-                         float(mem[i]), 0, tuple(int(x) for x in bounds[i]), dp, tp, B, schedule)
+            best = _Best(
+                float(t[i]),
+                (float(c.compute[i]), float(c.intra[i]), float(c.inter[i]), float(c.bubble[i])),
+                float(mem[i]),
+                0,
+                tuple(int(x) for x in bounds[i]),
+                dp,
+                tp,
+                B,
+                schedule,
+            )
     if best is None:
-        return _Best(math.inf, (0.0, 0.0, 0.0, 0.0), 0.0, worst_reason or int(Infeasible.OUT_OF_MEMORY), (), 0, 0, 0,
-                     PipeSchedule.GPIPE)
+        return _Best(
+            math.inf,
+            (0.0, 0.0, 0.0, 0.0),
+            0.0,
+            worst_reason or int(Infeasible.OUT_OF_MEMORY),
+            (),
+            0,
+            0,
+            0,
+            PipeSchedule.GPIPE,
+        )
     return best
 
 
@@ -420,15 +548,32 @@ def build_profiled_table(profile: Profile, req: TableRequest, rates, cfg: Planne
                 parts[k][r, c] = v
             parts["mem_gb"][r, c] = best.mem / GIB
             micro[r, c] = best.micro
-            bounds[r, c, :S + 1] = best.bounds
+            bounds[r, c, : S + 1] = best.bounds
             dp[r, c, :S], tp[r, c, :S] = best.dp, best.tp
             schedules[(r, c)] = best.schedule
         dp_best = search_grid(profile, req.arch, req.batch, shape, 1, rates, cfg, dp_only=True)
         if dp_best is not None and math.isfinite(dp_best.time):
             dp_time[r], dp_mem[r] = dp_best.time, dp_best.mem / GIB
-    table = TypeTable(req.arch.name, req.batch, req.gpu_type, req.shapes, cfg.stage_counts, time, reason,
-                      parts["compute"], parts["intra"], parts["inter"], parts["bubble"], parts["mem_gb"], micro,
-                      bounds, dp, tp, dp_time, dp_mem)
+    table = TypeTable(
+        req.arch.name,
+        req.batch,
+        req.gpu_type,
+        req.shapes,
+        cfg.stage_counts,
+        time,
+        reason,
+        parts["compute"],
+        parts["intra"],
+        parts["inter"],
+        parts["bubble"],
+        parts["mem_gb"],
+        micro,
+        bounds,
+        dp,
+        tp,
+        dp_time,
+        dp_mem,
+    )
     return _ScheduledTable.wrap(table, schedules)
 
 
@@ -439,9 +584,31 @@ class _ScheduledTable(TypeTable):
 
     @staticmethod
     def wrap(table: TypeTable, schedules: Mapping[tuple[int, int], PipeSchedule]) -> "_ScheduledTable":
-        out = _ScheduledTable(**{f: getattr(table, f) for f in (
-            "model", "batch", "gpu_type", "shapes", "stage_counts", "time", "reason", "compute", "intra", "inter", "bubble",
-            "mem_gb", "micro_batches", "bounds", "dp", "tp", "dp_time", "dp_mem_gb")})
+        out = _ScheduledTable(
+            **{
+                f: getattr(table, f)
+                for f in (
+                    "model",
+                    "batch",
+                    "gpu_type",
+                    "shapes",
+                    "stage_counts",
+                    "time",
+                    "reason",
+                    "compute",
+                    "intra",
+                    "inter",
+                    "bubble",
+                    "mem_gb",
+                    "micro_batches",
+                    "bounds",
+                    "dp",
+                    "tp",
+                    "dp_time",
+                    "dp_mem_gb",
+                )
+            }
+        )
         object.__setattr__(out, "schedules", dict(schedules))
         return out
 
@@ -451,8 +618,9 @@ class _ScheduledTable(TypeTable):
             return None
         S = self.stage_counts[col]
         b = self.bounds[row, col]
-        stages = tuple(StagePlan(int(b[j]), int(b[j + 1]), int(self.dp[row, col, j]), int(self.tp[row, col, j]))
-                       for j in range(S))
+        stages = tuple(
+            StagePlan(int(b[j]), int(b[j + 1]), int(self.dp[row, col, j]), int(self.tp[row, col, j])) for j in range(S)
+        )
         return Plan(stages, int(self.micro_batches[row, col]), self.schedules.get((row, col), PipeSchedule.GPIPE))
 
 
@@ -469,8 +637,13 @@ class ProfiledPerfModel(EstimatorPerfModel):
 
     name = "profiled"
 
-    def __init__(self, profile: Profile, cluster: ClusterSpec | None = None, config: PlannerConfig | None = None,
-                 source: str = "") -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        cluster: ClusterSpec | None = None,
+        config: PlannerConfig | None = None,
+        source: str = "",
+    ) -> None:
         super().__init__(cluster, config=config)
         self.profile = profile
         self.source = source
@@ -485,7 +658,9 @@ class ProfiledPerfModel(EstimatorPerfModel):
         rest = [i for i, r in enumerate(requests) if not self._covers(r.arch.name, r.gpu_type)]
         for i, r in enumerate(requests):
             if i not in rest:
-                out[i] = build_profiled_table(self.profile, r, rates_for(r.arch, r.gpu, r.links, self.params), self.config)
+                out[i] = build_profiled_table(
+                    self.profile, r, rates_for(r.arch, r.gpu, r.links, self.params), self.config
+                )
         if rest:
             for i, t in zip(rest, super()._build_tables([requests[i] for i in rest])):
                 out[i] = t
@@ -498,8 +673,9 @@ class ProfiledPerfModel(EstimatorPerfModel):
         self._check(model, global_batch, shape)
         arch = self.arch(model)
         gpu, group = self._gpu(shape.gpu_type)
-        return estimate_profiled_plan(self.profile, arch, global_batch, shape, plan,
-                                      rates_for(arch, gpu, node_links(gpu, group), self.params))
+        return estimate_profiled_plan(
+            self.profile, arch, global_batch, shape, plan, rates_for(arch, gpu, node_links(gpu, group), self.params)
+        )
 
     def dp_estimate(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> PlanEstimate:
         """The data-parallel-only plan's estimate (profiled: the best micro-batch count)."""
@@ -507,7 +683,9 @@ class ProfiledPerfModel(EstimatorPerfModel):
             return super().dp_estimate(model, global_batch, shape)
         self._check(model, global_batch, shape)
         arch = self.arch(model)
-        best = search_grid(self.profile, arch, global_batch, shape, 1, self._rates(arch, shape), self.config, dp_only=True)
+        best = search_grid(
+            self.profile, arch, global_batch, shape, 1, self._rates(arch, shape), self.config, dp_only=True
+        )
         micro = best.micro if best is not None and math.isfinite(best.time) else 1
         plan = Plan((StagePlan(0, len(arch.layers), shape.num_gpus, 1),), micro, PipeSchedule.GPIPE)
         return self.estimate(model, global_batch, shape, plan)
@@ -528,4 +706,3 @@ class ProfiledPerfModel(EstimatorPerfModel):
 def profiled_perf_model(path: str, cluster: ClusterSpec | None = None) -> ProfiledPerfModel:
     """The ``profiled:PROFILE.json`` performance model (the perf registry's factory)."""
     return ProfiledPerfModel(load_profile(path), cluster, source=str(Path(path)))
-

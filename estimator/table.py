@@ -49,9 +49,19 @@ class TableRequest:
 
     def key(self, params: EstimatorParams, cfg: PlannerConfig) -> str:
         """Cache key: every input of the table."""
-        text = json.dumps([ESTIMATOR_VERSION, params.fingerprint(), cfg.key(), self.arch.fingerprint(), self.batch,
-                           self.gpu_type, astuple(self.gpu), astuple(self.links),
-                           [[s.n_nodes, s.gpus_per_node] for s in self.shapes]])
+        text = json.dumps(
+            [
+                ESTIMATOR_VERSION,
+                params.fingerprint(),
+                cfg.key(),
+                self.arch.fingerprint(),
+                self.batch,
+                self.gpu_type,
+                astuple(self.gpu),
+                astuple(self.links),
+                [[s.n_nodes, s.gpus_per_node] for s in self.shapes],
+            ]
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -104,8 +114,13 @@ class TypeTable:
         plan = None
         if math.isfinite(self.grid[row][col]):
             S = self.stage_counts[col]
-            plan = decode_plan(self.bounds[row, col, :S + 1], self.dp[row, col, :S], self.tp[row, col, :S],
-                               int(self.micro_batches[row, col]), cfg.schedule)
+            plan = decode_plan(
+                self.bounds[row, col, : S + 1],
+                self.dp[row, col, :S],
+                self.tp[row, col, :S],
+                int(self.micro_batches[row, col]),
+                cfg.schedule,
+            )
         self._plans[key] = plan
         return plan
 
@@ -124,8 +139,9 @@ def shapes_for(gpu_type: str, capacity: int, total_gpus: int, counts: Sequence[i
     return tuple(out)
 
 
-def build_tables(requests: Sequence[TableRequest], params: EstimatorParams, cfg: PlannerConfig,
-                 cache_dir: str | Path | None = None) -> list[TypeTable]:
+def build_tables(
+    requests: Sequence[TableRequest], params: EstimatorParams, cfg: PlannerConfig, cache_dir: str | Path | None = None
+) -> list[TypeTable]:
     """Build (or load from ``cache_dir``) one table per request, planning all missing ones together."""
     out: list[TypeTable | None] = [None] * len(requests)
     keys = [r.key(params, cfg) for r in requests] if cache_dir is not None else []
@@ -161,31 +177,64 @@ def _build(requests: Sequence[TableRequest], params: EstimatorParams, cfg: Plann
         rows = offsets[res.group] + res.shape
         time[rows, col] = res.times.total
         reason[rows, col] = res.times.reason
-        for k, v in (("compute", res.times.compute), ("intra", res.times.intra), ("inter", res.times.inter),
-                     ("bubble", res.times.bubble), ("mem_gb", res.times.mem / GIB)):
+        for k, v in (
+            ("compute", res.times.compute),
+            ("intra", res.times.intra),
+            ("inter", res.times.inter),
+            ("bubble", res.times.bubble),
+            ("mem_gb", res.times.mem / GIB),
+        ):
             parts[k][rows, col] = v
         micro[rows, col] = res.micro_batches
-        bounds[rows, col, :S + 1] = res.bounds
+        bounds[rows, col, : S + 1] = res.bounds
         dp[rows, col, :S] = res.dp
         tp[rows, col, :S] = res.tp
     # grids that cannot exist (more stages than GPUs or units) stay inf with reason 0
     tables = []
-    dp_views = dp_view([(r.arch, r.batch, r.gpu, rt, r.shapes) for r, rt in zip(requests, rates)], params,
-                       cfg.micro_batches[0])
+    dp_views = dp_view(
+        [(r.arch, r.batch, r.gpu, rt, r.shapes) for r, rt in zip(requests, rates)], params, cfg.micro_batches[0]
+    )
     for i, r in enumerate(requests):
         sl = slice(offsets[i], offsets[i + 1])
         dpt, dpm = dp_views[i]
-        tables.append(TypeTable(r.arch.name, r.batch, r.gpu_type, r.shapes, cfg.stage_counts, time=time[sl],
-                                reason=reason[sl], **{k: v[sl] for k, v in parts.items()}, micro_batches=micro[sl],
-                                bounds=bounds[sl], dp=dp[sl], tp=tp[sl], dp_time=dpt, dp_mem_gb=dpm))
+        tables.append(
+            TypeTable(
+                r.arch.name,
+                r.batch,
+                r.gpu_type,
+                r.shapes,
+                cfg.stage_counts,
+                time=time[sl],
+                reason=reason[sl],
+                **{k: v[sl] for k, v in parts.items()},
+                micro_batches=micro[sl],
+                bounds=bounds[sl],
+                dp=dp[sl],
+                tp=tp[sl],
+                dp_time=dpt,
+                dp_mem_gb=dpm,
+            )
+        )
     return tables
 
 
 #: Fields of a table packed into one float64 array [shapes, stage counts, ...] for the disk cache
 #: (every integer field fits a float64 exactly): name -> width along the last axis.
-_PACKED = (("time", 1), ("reason", 1), ("compute", 1), ("intra", 1), ("inter", 1), ("bubble", 1), ("mem_gb", 1),
-           ("micro_batches", 1), ("dp_time", 1), ("dp_mem_gb", 1), ("bounds", MAX_STAGES + 1), ("dp", MAX_STAGES),
-           ("tp", MAX_STAGES))
+_PACKED = (
+    ("time", 1),
+    ("reason", 1),
+    ("compute", 1),
+    ("intra", 1),
+    ("inter", 1),
+    ("bubble", 1),
+    ("mem_gb", 1),
+    ("micro_batches", 1),
+    ("dp_time", 1),
+    ("dp_mem_gb", 1),
+    ("bounds", MAX_STAGES + 1),
+    ("dp", MAX_STAGES),
+    ("tp", MAX_STAGES),
+)
 _PACKED_WIDTH = sum(w for _, w in _PACKED)
 #: Fields stored per shape only (the same in every stage-count column of the packed array).
 _PER_SHAPE = ("dp_time", "dp_mem_gb")
@@ -201,7 +250,7 @@ def pack(table: TypeTable) -> np.ndarray:
         value = getattr(table, name)
         if name in _PER_SHAPE:
             value = np.broadcast_to(value[:, None], (rows, cols))
-        out[:, :, at:at + width] = value.reshape(rows, cols, width)
+        out[:, :, at : at + width] = value.reshape(rows, cols, width)
         at += width
     return out
 
@@ -214,7 +263,7 @@ def unpack(packed: np.ndarray, req: TableRequest, stage_counts: tuple[int, ...])
     arrays: dict[str, np.ndarray] = {}
     at = 0
     for name, width in _PACKED:
-        value = packed[:, :, at] if width == 1 else packed[:, :, at:at + width]
+        value = packed[:, :, at] if width == 1 else packed[:, :, at : at + width]
         if name in _PER_SHAPE:
             value = packed[:, 0, at] if cols else np.zeros(rows)
         arrays[name] = value.astype(_DTYPES.get(name, np.float64))

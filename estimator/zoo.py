@@ -46,8 +46,17 @@ OPTIMIZER_MOMENT_BYTES = {"transformer": 8, "moe": 0, "wide_resnet": 8}
 
 #: Per-layer quantities, in the order of :class:`LayerTable`'s arrays.
 LAYER_FIELDS = (
-    "params", "expert_params", "flops", "op_bytes", "rep_bytes",
-    "act_saved", "act_in", "act_out", "tp_bytes", "a2a_bytes", "kernels",
+    "params",
+    "expert_params",
+    "flops",
+    "op_bytes",
+    "rep_bytes",
+    "act_saved",
+    "act_in",
+    "act_out",
+    "tp_bytes",
+    "a2a_bytes",
+    "kernels",
 )
 
 
@@ -132,8 +141,21 @@ class ModelArch:
     def fingerprint(self) -> str:
         """A stable hash of the architecture and its cost table (for cache keys)."""
         h = hashlib.sha256()
-        h.update(json.dumps([self.name, self.kind, self.dtype, self.remat, self.sample_tokens,
-                             self.min_tokens_per_gpu, self.experts, self.tied_params], sort_keys=True).encode())
+        h.update(
+            json.dumps(
+                [
+                    self.name,
+                    self.kind,
+                    self.dtype,
+                    self.remat,
+                    self.sample_tokens,
+                    self.min_tokens_per_gpu,
+                    self.experts,
+                    self.tied_params,
+                ],
+                sort_keys=True,
+            ).encode()
+        )
         h.update(np.ascontiguousarray(self.layers.matrix()).tobytes())
         return h.hexdigest()[:16]
 
@@ -215,20 +237,39 @@ def build_transformer(spec: TransformerSpec) -> ModelArch:
     """A GPT or MoE :class:`ModelArch` from a :class:`TransformerSpec`."""
     s, h, a, v, d = spec.seq_len, spec.hidden, spec.heads, spec.vocab, DTYPE_BYTES[spec.dtype]
     sh = s * h
-    rows: list[dict[str, Any]] = [{
-        "name": "embed", "params": v * h + sh, "op_bytes": 3 * d * sh, "act_in": 4 * s,
-        "act_out": d * sh, "act_saved": 4 * s, "tp_bytes": d * sh, "kernels": 4,
-    }]
+    rows: list[dict[str, Any]] = [
+        {
+            "name": "embed",
+            "params": v * h + sh,
+            "op_bytes": 3 * d * sh,
+            "act_in": 4 * s,
+            "act_out": d * sh,
+            "act_saved": 4 * s,
+            "tp_bytes": d * sh,
+            "kernels": 4,
+        }
+    ]
     for i in range(spec.layers):
         if spec.experts and i % spec.expert_every == spec.expert_every - 1:
-            rows.append({"name": f"moe{i}", **_moe_block(s, h, a, spec.experts, spec.expert_ffn_mult, spec.expert_group, d)})
+            rows.append(
+                {"name": f"moe{i}", **_moe_block(s, h, a, spec.experts, spec.expert_ffn_mult, spec.expert_group, d)}
+            )
         else:
             rows.append({"name": f"block{i}", **_dense_block(s, h, a, spec.ffn_mult, d)})
-    rows.append({
-        "name": "head", "params": v * h + 2 * h, "flops": 2 * sh * v, "op_bytes": (d + 12) * s * v,
-        "rep_bytes": 3 * d * sh, "act_saved": (d + 4) * s * v, "act_in": d * sh, "act_out": 4,
-        "tp_bytes": d * sh, "kernels": 8,
-    })
+    rows.append(
+        {
+            "name": "head",
+            "params": v * h + 2 * h,
+            "flops": 2 * sh * v,
+            "op_bytes": (d + 12) * s * v,
+            "rep_bytes": 3 * d * sh,
+            "act_saved": (d + 4) * s * v,
+            "act_in": d * sh,
+            "act_out": 4,
+            "tp_bytes": d * sh,
+            "kernels": 8,
+        }
+    )
     family = ModelRef.parse(spec.name).family
     return ModelArch(
         name=ModelRef.parse(spec.name).name,
@@ -264,7 +305,9 @@ class WideResNetSpec:
 
     def __post_init__(self) -> None:
         if self.depth not in _WRN_STAGES:
-            raise ValueError(f"model {self.name}: depth {self.depth} unsupported; valid: {', '.join(map(str, _WRN_STAGES))}")
+            raise ValueError(
+                f"model {self.name}: depth {self.depth} unsupported; valid: {', '.join(map(str, _WRN_STAGES))}"
+            )
         if self.image_size % 32 or self.channels < 1 or self.width_factor < 1:
             raise ValueError(f"model {self.name}: image size must be a multiple of 32, channels and width >= 1")
 
@@ -277,12 +320,19 @@ def build_wide_resnet(spec: WideResNetSpec) -> ModelArch:
     d, c, w = DTYPE_BYTES[spec.dtype], spec.channels, spec.width_factor
     hw = spec.image_size // 2  # after the 7x7 stride-2 stem
     stem_out, pooled = hw * hw * c, (hw // 2) ** 2 * c
-    rows: list[dict[str, Any]] = [{
-        "name": "stem", "params": 49 * 3 * c + 2 * c, "flops": 2 * hw * hw * 49 * 3 * c,
-        "op_bytes": d * (spec.image_size**2 * 3 + 7 * stem_out + pooled),
-        "act_saved": d * (spec.image_size**2 * 3 + 3 * stem_out + pooled),
-        "act_in": d * spec.image_size**2 * 3, "act_out": d * pooled, "tp_bytes": d * pooled, "kernels": 5,
-    }]
+    rows: list[dict[str, Any]] = [
+        {
+            "name": "stem",
+            "params": 49 * 3 * c + 2 * c,
+            "flops": 2 * hw * hw * 49 * 3 * c,
+            "op_bytes": d * (spec.image_size**2 * 3 + 7 * stem_out + pooled),
+            "act_saved": d * (spec.image_size**2 * 3 + 3 * stem_out + pooled),
+            "act_in": d * spec.image_size**2 * 3,
+            "act_out": d * pooled,
+            "tp_bytes": d * pooled,
+            "kernels": 5,
+        }
+    ]
     hw //= 2
     cin = c
     for stage, blocks in enumerate(_WRN_STAGES[spec.depth]):
@@ -299,24 +349,54 @@ def build_wide_resnet(spec: WideResNetSpec) -> ModelArch:
             if proj:
                 params += cin * 4 * f + 2 * 4 * f
                 flops += 2 * n_out * cin * 4 * f
-            rows.append({
-                "name": f"block{stage}.{j}", "params": params, "flops": flops,
-                "op_bytes": d * ((x + y1) + (y1 + y2) + (y2 + y3) + ((x + p) if proj else 0)
-                                 + 3 * (y1 + y2 + y3 + p) + 2 * (y1 + y2 + y3) + 3 * y3),
-                "act_saved": d * (x + 2 * y1 + 2 * y2 + 2 * y3 + 2 * p + y3),
-                "act_in": d * x, "act_out": d * y3, "tp_bytes": d * (y2 + y3 / 2), "kernels": 15 if proj else 12,
-            })
+            rows.append(
+                {
+                    "name": f"block{stage}.{j}",
+                    "params": params,
+                    "flops": flops,
+                    "op_bytes": d
+                    * (
+                        (x + y1)
+                        + (y1 + y2)
+                        + (y2 + y3)
+                        + ((x + p) if proj else 0)
+                        + 3 * (y1 + y2 + y3 + p)
+                        + 2 * (y1 + y2 + y3)
+                        + 3 * y3
+                    ),
+                    "act_saved": d * (x + 2 * y1 + 2 * y2 + 2 * y3 + 2 * p + y3),
+                    "act_in": d * x,
+                    "act_out": d * y3,
+                    "tp_bytes": d * (y2 + y3 / 2),
+                    "kernels": 15 if proj else 12,
+                }
+            )
             hw, cin = out_hw, 4 * f
-    rows.append({
-        "name": "head", "params": cin * spec.num_classes + spec.num_classes,
-        "flops": 2 * cin * spec.num_classes, "op_bytes": d * (hw * hw * cin + cin + spec.num_classes),
-        "act_saved": d * hw * hw * cin, "act_in": d * hw * hw * cin, "act_out": d * spec.num_classes,
-        "tp_bytes": d * cin, "kernels": 3,
-    })
+    rows.append(
+        {
+            "name": "head",
+            "params": cin * spec.num_classes + spec.num_classes,
+            "flops": 2 * cin * spec.num_classes,
+            "op_bytes": d * (hw * hw * cin + cin + spec.num_classes),
+            "act_saved": d * hw * hw * cin,
+            "act_in": d * hw * hw * cin,
+            "act_out": d * spec.num_classes,
+            "tp_bytes": d * cin,
+            "kernels": 3,
+        }
+    )
     return ModelArch(
-        name=ModelRef.parse(spec.name).name, family=ModelRef.parse(spec.name).family, kind="wide_resnet",
-        dtype=spec.dtype, remat=spec.remat, sample_tokens=1, min_tokens_per_gpu=0, experts=0, tied_params=0.0,
-        layers=LayerTable.from_rows(rows), config=asdict(spec),
+        name=ModelRef.parse(spec.name).name,
+        family=ModelRef.parse(spec.name).family,
+        kind="wide_resnet",
+        dtype=spec.dtype,
+        remat=spec.remat,
+        sample_tokens=1,
+        min_tokens_per_gpu=0,
+        experts=0,
+        tied_params=0.0,
+        layers=LayerTable.from_rows(rows),
+        config=asdict(spec),
     )
 
 
@@ -325,18 +405,31 @@ def build_wide_resnet(spec: WideResNetSpec) -> ModelArch:
 
 #: GPT sizes of Alpa's suite: (hidden, layers, heads).
 GPT_SIZES = {
-    "350M": (1024, 24, 16), "760M": (1536, 24, 16), "1.3B": (2048, 24, 32), "2.6B": (2560, 32, 32),
-    "6.7B": (4096, 32, 32), "15B": (5120, 48, 40), "39B": (8192, 48, 64),
+    "350M": (1024, 24, 16),
+    "760M": (1536, 24, 16),
+    "1.3B": (2048, 24, 32),
+    "2.6B": (2560, 32, 32),
+    "6.7B": (4096, 32, 32),
+    "15B": (5120, 48, 40),
+    "39B": (8192, 48, 64),
 }
 #: MoE sizes: (hidden, layers, experts); 16 heads.
 MOE_SIZES = {
-    "690M": (768, 8, 16), "1.3B": (768, 16, 16), "2.4B": (1024, 16, 16), "10B": (1536, 16, 32),
-    "27B": (2048, 16, 48), "70B": (2048, 32, 64),
+    "690M": (768, 8, 16),
+    "1.3B": (768, 16, 16),
+    "2.4B": (1024, 16, 16),
+    "10B": (1536, 16, 32),
+    "27B": (2048, 16, 48),
+    "70B": (2048, 32, 64),
 }
 #: Wide-ResNet sizes: (depth, channels, width factor).
 WRN_SIZES = {
-    "500M": (50, 224, 2), "1B": (50, 320, 2), "2B": (50, 448, 2), "4B": (50, 640, 2),
-    "6.8B": (50, 320, 16), "13B": (101, 320, 16),
+    "500M": (50, 224, 2),
+    "1B": (50, 320, 2),
+    "2B": (50, 448, 2),
+    "4B": (50, 640, 2),
+    "6.8B": (50, 320, 16),
+    "13B": (101, 320, 16),
 }
 
 
@@ -350,8 +443,11 @@ def _builtin_specs() -> list[TransformerSpec | WideResNetSpec]:
     for size, (h, n, a) in GPT_SIZES.items():
         specs.append(TransformerSpec(f"gpt__{size}", n, h, a, vocab=51200))
     for size, (h, n, a, v, s) in CPU_GPT_SIZES.items():
-        specs.append(TransformerSpec(f"gpt__{size}", n, h, a, seq_len=s, vocab=v, dtype="fp32",
-                                     tied_embeddings=False, remat=False))
+        specs.append(
+            TransformerSpec(
+                f"gpt__{size}", n, h, a, seq_len=s, vocab=v, dtype="fp32", tied_embeddings=False, remat=False
+            )
+        )
     for size, (h, n, e) in MOE_SIZES.items():
         specs.append(TransformerSpec(f"moe__{size}", n, h, 16, vocab=32000, ffn_mult=8, experts=e))
     for size, (depth, c, w) in WRN_SIZES.items():
@@ -391,7 +487,9 @@ def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
     valid = set(cls.__dataclass_fields__)
     unknown = sorted(set(data) - valid)
     if unknown:
-        raise ValueError(f"model spec {data['name']!r}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
+        raise ValueError(
+            f"model spec {data['name']!r}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
+        )
     try:
         return build(cls(**data))
     except TypeError as exc:
@@ -408,5 +506,7 @@ def load_models(path: str | Path) -> dict[str, ModelArch]:
 
 def describe(arch: ModelArch) -> str:
     """One line: parameters, FLOPs per sample, layers."""
-    return (f"{arch.name}: {arch.param_count / 1e9:.2f}B params, {arch.flops_per_sample / 1e9:.1f} GFLOP/sample fwd, "
-            f"{len(arch.layers)} layers, {arch.dtype}{', remat' if arch.remat else ''}")
+    return (
+        f"{arch.name}: {arch.param_count / 1e9:.2f}B params, {arch.flops_per_sample / 1e9:.1f} GFLOP/sample fwd, "
+        f"{len(arch.layers)} layers, {arch.dtype}{', remat' if arch.remat else ''}"
+    )

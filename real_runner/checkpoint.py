@@ -46,12 +46,23 @@ OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
 
 #: The only globals a DCP ``.metadata`` pickle may name.
 _METADATA_GLOBALS = {
-    ("torch.distributed.checkpoint.metadata", name) for name in (
-        "Metadata", "StorageMeta", "MetadataIndex", "TensorStorageMetadata", "BytesStorageMetadata",
-        "ChunkStorageMetadata", "TensorProperties", "_MEM_FORMAT_ENCODING")
+    ("torch.distributed.checkpoint.metadata", name)
+    for name in (
+        "Metadata",
+        "StorageMeta",
+        "MetadataIndex",
+        "TensorStorageMetadata",
+        "BytesStorageMetadata",
+        "ChunkStorageMetadata",
+        "TensorProperties",
+        "_MEM_FORMAT_ENCODING",
+    )
 } | {
-    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"),
-    ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"),
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"),
 }
 
 
@@ -98,8 +109,16 @@ def _barrier(world_size: int) -> None:
         dist.barrier()
 
 
-def save(trainer: Trainer, ckpt_dir: Path, step: int, identity: JobIdentity, *, rank: int, world_size: int,
-         extra: Mapping[str, Any]) -> CheckpointInfo | None:
+def save(
+    trainer: Trainer,
+    ckpt_dir: Path,
+    step: int,
+    identity: JobIdentity,
+    *,
+    rank: int,
+    world_size: int,
+    extra: Mapping[str, Any],
+) -> CheckpointInfo | None:
     """Save the trainer's state after ``step`` steps on every rank; publish it atomically.
 
     Returns the published checkpoint on rank 0 (None elsewhere). Every rank returns only after
@@ -138,14 +157,20 @@ def load(trainer: Trainer, checkpoint: CheckpointInfo, restore_optimizer: bool =
         warnings.filterwarnings("ignore", message=".*assuming the intent is to load in a single process.*")
         dcp.load(state, storage_reader=reader, planner=SafeLoadPlanner(allow_partial_load=not restore_optimizer))
     if restore_optimizer:
-        set_state_dict(trainer.model, trainer.optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optim"], options=OPTIONS)
+        set_state_dict(
+            trainer.model,
+            trainer.optimizer,
+            model_state_dict=state["model"],
+            optim_state_dict=state["optim"],
+            options=OPTIONS,
+        )
     else:
         set_model_state_dict(trainer.model, state["model"], options=OPTIONS)
     step, seed = int(train["step"]), int(train["seed"])
     if step != checkpoint.step or seed != trainer.seed:
-        raise CheckpointError(f"checkpoint {checkpoint.path} holds step {step} / seed {seed}, its manifest says "
-                              f"step {checkpoint.step} and the job seed {trainer.seed}")
+        raise CheckpointError(
+            f"checkpoint {checkpoint.path} holds step {step} / seed {seed}, its manifest says "
+            f"step {checkpoint.step} and the job seed {trainer.seed}"
+        )
     log.info("loaded %s (step %d) in %.2f s", checkpoint.path.name, step, time.perf_counter() - t0)
     return step
-

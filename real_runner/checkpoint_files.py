@@ -126,12 +126,21 @@ def publish(ckpt_dir: Path, step: int, identity: JobIdentity, extra: Mapping[str
     """
     ckpt_dir = Path(ckpt_dir)
     src = partial_dir(ckpt_dir, step)
-    files = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
-             for p in sorted(src.iterdir()) if p.is_file() and p.name != MANIFEST}
+    files = {
+        p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in sorted(src.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
     if ".metadata" not in files:
         raise RuntimeError(f"{src}: DCP wrote no .metadata")
-    manifest = {"format": FORMAT, "step": step, "saved_at": time.time(), "identity": asdict(identity),
-                **dict(extra), "files": files}
+    manifest = {
+        "format": FORMAT,
+        "step": step,
+        "saved_at": time.time(),
+        "identity": asdict(identity),
+        **dict(extra),
+        "files": files,
+    }
     with open(src / MANIFEST, "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)
         fh.flush()
@@ -204,8 +213,11 @@ def select_checkpoint(ckpt_dir: Path, identity: JobIdentity, require: bool = Fal
     ``require`` is set and there is none.
     """
     ckpt_dir = Path(ckpt_dir)
-    steps = sorted(((int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name))),
-                   reverse=True) if ckpt_dir.is_dir() else []
+    steps = (
+        sorted(((int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name))), reverse=True)
+        if ckpt_dir.is_dir()
+        else []
+    )
     reasons = []
     for _, path in steps:
         try:
@@ -216,11 +228,13 @@ def select_checkpoint(ckpt_dir: Path, identity: JobIdentity, require: bool = Fal
             continue
         problem = identity.mismatch(info.identity)
         if problem:
-            raise CheckpointError(f"checkpoint {path} belongs to another job ({problem}); use another checkpoint "
-                                  "directory")
+            raise CheckpointError(
+                f"checkpoint {path} belongs to another job ({problem}); use another checkpoint directory"
+            )
         if read_pointer(ckpt_dir) != path.name:
-            log.warning("resuming from %s, the newest complete checkpoint (latest names %s)", path.name,
-                        read_pointer(ckpt_dir))
+            log.warning(
+                "resuming from %s, the newest complete checkpoint (latest names %s)", path.name, read_pointer(ckpt_dir)
+            )
         return info
     if reasons:
         raise CheckpointError(f"no usable checkpoint in {ckpt_dir}: {'; '.join(reasons)}")

@@ -33,4 +33,4 @@ def global_batch(seed: int, step: int, batch: int, seq_len: int, vocab: int) -> 
 def replica_slice(x: torch.Tensor, y: torch.Tensor, dp_rank: int, dp: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The rows of a global batch that data-parallel replica ``dp_rank`` of ``dp`` trains on."""
     n = x.shape[0] // dp
-    return x[dp_rank * n:(dp_rank + 1) * n], y[dp_rank * n:(dp_rank + 1) * n]
+    return x[dp_rank * n : (dp_rank + 1) * n], y[dp_rank * n : (dp_rank + 1) * n]

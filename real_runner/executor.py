@@ -39,8 +39,12 @@ log = logging.getLogger(__name__)
 
 #: DTensor layout of one block under tensor parallelism (Megatron-style column/row split).
 TP_LAYOUT = {
-    "attn.wq": ColwiseParallel(), "attn.wk": ColwiseParallel(), "attn.wv": ColwiseParallel(),
-    "attn.wo": RowwiseParallel(), "mlp.fc1": ColwiseParallel(), "mlp.fc2": RowwiseParallel(),
+    "attn.wq": ColwiseParallel(),
+    "attn.wk": ColwiseParallel(),
+    "attn.wv": ColwiseParallel(),
+    "attn.wo": RowwiseParallel(),
+    "mlp.fc1": ColwiseParallel(),
+    "mlp.fc2": RowwiseParallel(),
 }
 
 #: Pipeline schedule class of each plan schedule.
@@ -88,8 +92,17 @@ class Trainer:
     size when that is above one.
     """
 
-    def __init__(self, spec: TransformerSpec, executed: ExecutedPlan, *, rank: int, global_batch: int,
-                 lr: float, seed: int, device: torch.device) -> None:
+    def __init__(
+        self,
+        spec: TransformerSpec,
+        executed: ExecutedPlan,
+        *,
+        rank: int,
+        global_batch: int,
+        lr: float,
+        seed: int,
+        device: torch.device,
+    ) -> None:
         self.spec, self.executed, self.device = spec, executed, device
         self.batch, self.seed = global_batch, seed
         self.coords = Coordinates.of(rank, executed)
@@ -112,11 +125,17 @@ class Trainer:
                 fully_shard(self.model, mesh=mesh["dp"], reshard_after_forward=pp == 1)
             if pp > 1:
                 pipe = PipelineStage(self.model, self.coords.pp_rank, pp, device, group=mesh["pp"].get_group())
-                self.schedule = SCHEDULES[executed.plan.schedule](pipe, n_microbatches=executed.plan.micro_batches,
-                                                                  loss_fn=loss_fn)
+                self.schedule = SCHEDULES[executed.plan.schedule](
+                    pipe, n_microbatches=executed.plan.micro_batches, loss_fn=loss_fn
+                )
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
-        log.debug("rank %d: stage %d of %s, %d local parameters", rank, self.coords.pp_rank, executed.describe(),
-                  self.local_parameters())
+        log.debug(
+            "rank %d: stage %d of %s, %d local parameters",
+            rank,
+            self.coords.pp_rank,
+            executed.describe(),
+            self.local_parameters(),
+        )
 
     def local_parameters(self) -> int:
         """Parameter elements held by this rank (shards count their local part)."""

@@ -81,10 +81,15 @@ class _Run:
         if step <= (self.ckpt_step or 0):
             return
         t0 = time.perf_counter()
-        checkpoint.save(self.trainer, Path(self.spec.checkpoint_dir), step, self.identity, rank=self.ctx.rank,
-                        world_size=self.ctx.world_size,
-                        extra={"job_id": self.spec.job_id, "world_size": self.ctx.world_size,
-                               "plan": self.executed.to_dict()})
+        checkpoint.save(
+            self.trainer,
+            Path(self.spec.checkpoint_dir),
+            step,
+            self.identity,
+            rank=self.ctx.rank,
+            world_size=self.ctx.world_size,
+            extra={"job_id": self.spec.job_id, "world_size": self.ctx.world_size, "plan": self.executed.to_dict()},
+        )
         self.ckpt_step, self.last_save = step, time.monotonic()
         save_s = time.perf_counter() - t0
         log.info("rank %d: checkpoint of step %d in %.2f s", self.ctx.rank, step, save_s)
@@ -101,8 +106,13 @@ class _Run:
         return bool(flags[0] > 0), bool(flags[1] > 0)
 
 
-def run_job(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | None, ctx: RunContext,
-            should_stop: Callable[[], bool]) -> JobResult:
+def run_job(
+    spec: WorkerSpec,
+    executed: ExecutedPlan,
+    resume: CheckpointInfo | None,
+    ctx: RunContext,
+    should_stop: Callable[[], bool],
+) -> JobResult:
     """Train ``spec`` under ``executed`` from ``resume`` (or from scratch) until the target or a stop request.
 
     ``should_stop`` is polled at every step boundary (e.g. set by SIGTERM); a stop saves a checkpoint
@@ -119,26 +129,56 @@ def run_job(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | N
 def _loop(run: _Run, resume: CheckpointInfo | None, should_stop: Callable[[], bool]) -> JobResult:
     spec, ctx = run.spec, run.ctx
     t0 = time.time()
-    run.trainer = Trainer(model_spec(spec.model), run.executed, rank=ctx.rank, global_batch=spec.global_batch,
-                          lr=spec.lr, seed=spec.seed, device=ctx.device)
+    run.trainer = Trainer(
+        model_spec(spec.model),
+        run.executed,
+        rank=ctx.rank,
+        global_batch=spec.global_batch,
+        lr=spec.lr,
+        seed=spec.seed,
+        device=ctx.device,
+    )
     t_built = time.time()
     step = 0
     if resume is not None:
         step = checkpoint.load(run.trainer, resume)
         run.ckpt_step = step
     t_ready = time.time()
-    timings = {"prepare_s": ctx.prepare_s, "import_s": ctx.import_s, "hold_s": ctx.hold_s,
-               "rendezvous_s": ctx.rendezvous_s, "build_s": t_built - t0, "load_s": t_ready - t_built}
+    timings = {
+        "prepare_s": ctx.prepare_s,
+        "import_s": ctx.import_s,
+        "hold_s": ctx.hold_s,
+        "rendezvous_s": ctx.rendezvous_s,
+        "build_s": t_built - t0,
+        "load_s": t_ready - t_built,
+    }
     if ctx.launched_at is not None:
         timings["launch_to_main_s"] = ctx.main_at - ctx.launched_at
         timings["launch_to_ready_s"] = t_ready - ctx.launched_at
-    run.record("start", step, ckpt_step=run.ckpt_step, info={
-        "plan": run.executed.to_dict(), "world_size": ctx.world_size, "model": spec.model,
-        "global_batch": spec.global_batch, "target_step": spec.target_step, "device": str(ctx.device),
-        "resumed_from": resume.step if resume else None, "timings": timings,
-        "local_parameters": run.trainer.local_parameters()})
-    log.info("rank %d: %s ready at step %d (build %.2f s, load %.2f s)", ctx.rank, run.executed.describe(), step,
-             timings["build_s"], timings["load_s"])
+    run.record(
+        "start",
+        step,
+        ckpt_step=run.ckpt_step,
+        info={
+            "plan": run.executed.to_dict(),
+            "world_size": ctx.world_size,
+            "model": spec.model,
+            "global_batch": spec.global_batch,
+            "target_step": spec.target_step,
+            "device": str(ctx.device),
+            "resumed_from": resume.step if resume else None,
+            "timings": timings,
+            "local_parameters": run.trainer.local_parameters(),
+        },
+    )
+    log.info(
+        "rank %d: %s ready at step %d (build %.2f s, load %.2f s)",
+        ctx.rank,
+        run.executed.describe(),
+        step,
+        timings["build_s"],
+        timings["load_s"],
+    )
     run.last_save = time.monotonic()
     while True:
         stop, due = run.agree(should_stop())

@@ -37,8 +37,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalJob:
     """The processes of one job generation started by :func:`launch_local`."""
 
-    def __init__(self, procs: Sequence[subprocess.Popen], logs: Sequence[Path], port: int, launched_at: float,
-                 release_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        procs: Sequence[subprocess.Popen],
+        logs: Sequence[Path],
+        port: int,
+        launched_at: float,
+        release_file: Path | None = None,
+    ) -> None:
         self.procs, self.logs, self.port, self.launched_at = list(procs), list(logs), port, launched_at
         self.release_file = release_file
         self.released_at: float | None = None
@@ -104,9 +110,18 @@ class LocalJob:
         return data[-max_bytes:].decode("utf-8", errors="replace")
 
 
-def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, str], log_dir: str | Path,
-                 pin_cores: Sequence[int] | None = None, python: str = sys.executable,
-                 cwd: str | Path | None = None, hold: bool = False, new_session: bool = False) -> LocalJob:
+def launch_local(
+    spec_path: str | Path,
+    world_size: int,
+    *,
+    env: Mapping[str, str],
+    log_dir: str | Path,
+    pin_cores: Sequence[int] | None = None,
+    python: str = sys.executable,
+    cwd: str | Path | None = None,
+    hold: bool = False,
+    new_session: bool = False,
+) -> LocalJob:
     """Start ``world_size`` worker ranks of the job in ``spec_path``.
 
     ``env`` is the base environment of the ranks (e.g. the caller's ``os.environ``); rank variables
@@ -130,9 +145,16 @@ def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, st
     launched_at = time.time()
     procs, logs = [], []
     for rank in range(world_size):
-        rank_env = {**env, "RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank),
-                    "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "OMP_NUM_THREADS": "1"}
+        rank_env = {
+            **env,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world_size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
         cmd = [python, "-m", "real_runner.worker", "--spec", str(spec_path), "--launched-at", repr(launched_at)]
         if pin_cores is not None:
             cmd += ["--pin-core", str(pin_cores[rank])]
@@ -140,8 +162,11 @@ def launch_local(spec_path: str | Path, world_size: int, *, env: Mapping[str, st
             cmd += ["--hold-until", str(release_file)]
         path = log_dir / f"rank{rank}.log"
         with open(path, "ab") as fh:
-            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd,
-                                          start_new_session=new_session))
+            procs.append(
+                subprocess.Popen(
+                    cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=new_session
+                )
+            )
         logs.append(path)
     log.info("launched %d ranks of %s on port %d: pids %s", world_size, spec_path, port, [p.pid for p in procs])
     return LocalJob(procs, logs, port, launched_at, release_file)

@@ -175,8 +175,9 @@ class GPT(nn.Module):
         self.spec = spec
         self.start, self.end = start, end
         self.embed = build_layer(spec, 0, seed=seed) if start == 0 else None
-        self.blocks = nn.ModuleDict({str(i - 1): build_layer(spec, i, seed=seed)
-                                     for i in range(max(start, 1), min(end, total - 1))})
+        self.blocks = nn.ModuleDict(
+            {str(i - 1): build_layer(spec, i, seed=seed) for i in range(max(start, 1), min(end, total - 1))}
+        )
         self.head = build_layer(spec, total - 1, seed=seed) if end == total else None
         if spec.tied_embeddings:
             if self.embed is None or self.head is None:

@@ -44,13 +44,16 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 def plan_from_dict(data: Mapping[str, Any]) -> Plan:
     """Inverse of :func:`plan_to_dict`; ValueError naming the malformed field."""
     try:
-        stages = tuple(StagePlan(int(s["layers"][0]), int(s["layers"][1]), int(s["dp"]), int(s["tp"]))
-                       for s in data["stages"])
+        stages = tuple(
+            StagePlan(int(s["layers"][0]), int(s["layers"][1]), int(s["dp"]), int(s["tp"])) for s in data["stages"]
+        )
         micro = int(data["micro_batches"])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise ValueError(f"plan is malformed ({type(exc).__name__}: {exc}); expected "
-                         '{"stages": [{"layers": [start, end], "dp": D, "tp": T}, ...], "micro_batches": M, '
-                         '"schedule": "gpipe"|"1f1b"}') from None
+        raise ValueError(
+            f"plan is malformed ({type(exc).__name__}: {exc}); expected "
+            '{"stages": [{"layers": [start, end], "dp": D, "tp": T}, ...], "micro_batches": M, '
+            '"schedule": "gpipe"|"1f1b"}'
+        ) from None
     schedule = str(data.get("schedule", PipeSchedule.GPIPE.value))
     valid = [s.value for s in PipeSchedule]
     if schedule not in valid:
@@ -92,8 +95,14 @@ class ExecutedPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (executed plan, requested plan, notes)."""
-        return {"plan": plan_to_dict(self.plan), "requested": plan_to_dict(self.requested), "notes": list(self.notes),
-                "pp": self.pp, "dp": self.dp, "tp": self.tp}
+        return {
+            "plan": plan_to_dict(self.plan),
+            "requested": plan_to_dict(self.requested),
+            "notes": list(self.notes),
+            "pp": self.pp,
+            "dp": self.dp,
+            "tp": self.tp,
+        }
 
 
 def _check_structure(spec: TransformerSpec, plan: Plan) -> None:
@@ -107,18 +116,26 @@ def _check_structure(spec: TransformerSpec, plan: Plan) -> None:
         if st.dp < 1 or st.tp < 1:
             raise ValueError(f"plan {plan.describe()}: stage {i} degrees dp{st.dp}tp{st.tp} must be >= 1")
         if st.layer_start != prev or st.layer_end <= st.layer_start:
-            raise ValueError(f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
-                             f"continue from layer {prev}; stages must tile layers 0..{total} of {spec.name}")
+            raise ValueError(
+                f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
+                f"continue from layer {prev}; stages must tile layers 0..{total} of {spec.name}"
+            )
         if spec.heads % st.tp:
-            raise ValueError(f"plan {plan.describe()}: stage {i} tensor-parallel degree {st.tp} does not divide "
-                             f"the {spec.heads} heads of {spec.name}")
+            raise ValueError(
+                f"plan {plan.describe()}: stage {i} tensor-parallel degree {st.tp} does not divide "
+                f"the {spec.heads} heads of {spec.name}"
+            )
         prev = st.layer_end
     if prev != total:
-        raise ValueError(f"plan {plan.describe()}: stages end at layer {prev}, but {spec.name} has {total} layers "
-                         f"(embedding, {spec.layers} blocks, head)")
+        raise ValueError(
+            f"plan {plan.describe()}: stages end at layer {prev}, but {spec.name} has {total} layers "
+            f"(embedding, {spec.layers} blocks, head)"
+        )
     if spec.tied_embeddings and plan.n_stages > 1:
-        raise ValueError(f"plan {plan.describe()}: {spec.name} ties its embeddings, which the runner supports "
-                         "only in single-stage plans")
+        raise ValueError(
+            f"plan {plan.describe()}: {spec.name} ties its embeddings, which the runner supports "
+            "only in single-stage plans"
+        )
 
 
 def _uniform_mesh(spec: TransformerSpec, plan: Plan, per_stage: int, global_batch: int) -> tuple[int, int]:
@@ -132,8 +149,10 @@ def _uniform_mesh(spec: TransformerSpec, plan: Plan, per_stage: int, global_batc
         if best is None or (dist, tp) < best[:2]:
             best = (dist, tp, dp)
     if best is None:
-        raise ValueError(f"plan {plan.describe()}: no uniform mesh of {per_stage} ranks per stage fits "
-                         f"{spec.heads} heads and global batch {global_batch}")
+        raise ValueError(
+            f"plan {plan.describe()}: no uniform mesh of {per_stage} ranks per stage fits "
+            f"{spec.heads} heads and global batch {global_batch}"
+        )
     return best[2], best[1]
 
 
@@ -141,26 +160,32 @@ def resolve_plan(spec: TransformerSpec, plan: Plan, global_batch: int, world_siz
     """Validate ``plan`` for ``spec``, ``global_batch`` and ``world_size`` ranks; map it to an executable one."""
     _check_structure(spec, plan)
     if plan.num_gpus != world_size:
-        raise ValueError(f"plan {plan.describe()} needs {plan.num_gpus} ranks (sum over stages of dp x tp) "
-                         f"but the world size is {world_size}")
+        raise ValueError(
+            f"plan {plan.describe()} needs {plan.num_gpus} ranks (sum over stages of dp x tp) "
+            f"but the world size is {world_size}"
+        )
     notes: list[str] = []
     dp, tp = plan.stages[0].dp, plan.stages[0].tp
     micro = plan.micro_batches
     uniform = all((s.dp, s.tp) == (dp, tp) for s in plan.stages)
     if not uniform:
         if world_size % plan.n_stages:
-            raise ValueError(f"plan {plan.describe()}: {world_size} ranks cannot be split evenly over "
-                             f"{plan.n_stages} stages")
+            raise ValueError(
+                f"plan {plan.describe()}: {world_size} ranks cannot be split evenly over {plan.n_stages} stages"
+            )
         dp, tp = _uniform_mesh(spec, plan, world_size // plan.n_stages, global_batch)
         notes.append(f"stages with different meshes run on the nearest uniform mesh dp{dp}tp{tp}")
     if global_batch % dp:
-        raise ValueError(f"plan {plan.describe()}: data-parallel degree {dp} does not divide the global batch "
-                         f"{global_batch}")
+        raise ValueError(
+            f"plan {plan.describe()}: data-parallel degree {dp} does not divide the global batch {global_batch}"
+        )
     per_replica = global_batch // dp
     if per_replica % micro:
         if uniform:
-            raise ValueError(f"plan {plan.describe()}: {micro} micro-batches do not divide the per-replica batch "
-                             f"{per_replica} (global batch {global_batch} / dp {dp})")
+            raise ValueError(
+                f"plan {plan.describe()}: {micro} micro-batches do not divide the per-replica batch "
+                f"{per_replica} (global batch {global_batch} / dp {dp})"
+            )
         micro = max(d for d in range(1, min(micro, per_replica) + 1) if per_replica % d == 0)
         notes.append(f"micro-batches {plan.micro_batches} -> {micro} to divide the per-replica batch {per_replica}")
     schedule = plan.schedule

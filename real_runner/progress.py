@@ -63,7 +63,10 @@ class ProgressRecord:
         try:
             data = json.loads(line)
             rec = ProgressRecord(
-                t=float(data["t"]), event=str(data["event"]), job_id=str(data["job_id"]), step=int(data["step"]),
+                t=float(data["t"]),
+                event=str(data["event"]),
+                job_id=str(data["job_id"]),
+                step=int(data["step"]),
                 loss=None if data.get("loss") is None else float(data["loss"]),
                 iter_s=None if data.get("iter_s") is None else float(data["iter_s"]),
                 samples_per_s=None if data.get("samples_per_s") is None else float(data["samples_per_s"]),

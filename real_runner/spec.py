@@ -128,9 +128,20 @@ class WorkerSpec:
 
 #: JSON type of every field but ``plan``.
 _FIELD_TYPES: dict[str, type] = {
-    "job_id": str, "model": str, "global_batch": int, "target_step": int, "checkpoint_dir": str, "progress_path": str,
-    "seed": int, "checkpoint_every_steps": int, "checkpoint_every_s": float, "lr": float, "device": str,
-    "require_checkpoint": bool, "group_timeout_s": float, "progress_every_steps": int,
+    "job_id": str,
+    "model": str,
+    "global_batch": int,
+    "target_step": int,
+    "checkpoint_dir": str,
+    "progress_path": str,
+    "seed": int,
+    "checkpoint_every_steps": int,
+    "checkpoint_every_s": float,
+    "lr": float,
+    "device": str,
+    "require_checkpoint": bool,
+    "group_timeout_s": float,
+    "progress_every_steps": int,
 }
 
 

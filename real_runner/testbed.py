@@ -63,12 +63,16 @@ class Testbed:
         if len(counts) != 1:
             raise ValueError(f"testbed {self.name!r}: every node needs the same device count, got {sorted(counts)}")
         if not is_power_of_two(self.devices_per_node):
-            raise ValueError(f"testbed {self.name!r}: devices per node must be a power of two, got {self.devices_per_node}")
+            raise ValueError(
+                f"testbed {self.name!r}: devices per node must be a power of two, got {self.devices_per_node}"
+            )
         for node in self.nodes:
             if len(set(node.devices)) != len(node.devices) or any(d < 0 for d in node.devices):
                 raise ValueError(f"testbed {self.name!r}: node {node.host!r} lists a device twice or a negative id")
         if self.launcher not in LAUNCHERS:
-            raise ValueError(f"testbed {self.name!r}: unknown launcher {self.launcher!r}; valid: {', '.join(LAUNCHERS)}")
+            raise ValueError(
+                f"testbed {self.name!r}: unknown launcher {self.launcher!r}; valid: {', '.join(LAUNCHERS)}"
+            )
 
     @property
     def devices_per_node(self) -> int:
@@ -98,8 +102,9 @@ class Testbed:
 
 def _cpu_preset(name: str, nodes: int, per_node: int) -> Testbed:
     cores = iter(range(nodes * per_node))
-    return Testbed(name, "cpu", tuple(TestbedNode("localhost", tuple(next(cores) for _ in range(per_node)))
-                                      for _ in range(nodes)))
+    return Testbed(
+        name, "cpu", tuple(TestbedNode("localhost", tuple(next(cores) for _ in range(per_node))) for _ in range(nodes))
+    )
 
 
 #: Built-in testbeds for this kind of machine: CPU cores as devices, all on localhost.
@@ -138,8 +143,11 @@ def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
         host, devices = node.get("host", "localhost"), node.get("devices")
         if not isinstance(host, str) or not host:
             raise ValueError(f"{name}: nodes[{i}].host must be a non-empty string")
-        if (not isinstance(devices, list) or not devices
-                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 4096 for d in devices)):
+        if (
+            not isinstance(devices, list)
+            or not devices
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 4096 for d in devices)
+        ):
             raise ValueError(f"{name}: nodes[{i}].devices must be a non-empty list of device ids 0..4095")
         nodes.append(TestbedNode(host, tuple(devices)))
     fields = {}
@@ -172,7 +180,9 @@ def load_testbed(spec: str) -> Testbed:
         else:
             data = json.loads(text)
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot parse testbed file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        raise ValueError(
+            f"{path}: cannot parse testbed file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a testbed file must hold an object/table")
     return testbed_from_dict(data, path.stem)

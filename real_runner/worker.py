@@ -58,15 +58,22 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The worker's command line."""
-    p = _Parser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0],
-                                allow_abbrev=False)
+    p = _Parser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--spec", required=True, help="job spec JSON file (see real_runner.spec)")
     p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
-    p.add_argument("--launched-at", type=float, default=None,
-                   help="wall time (epoch seconds) the launcher started this process, for start-up timings")
-    p.add_argument("--hold-until", default=None, metavar="FILE",
-                   help="pre-launch: import torch, then wait until FILE exists before reading the checkpoint and "
-                        "joining the process group (the previous generation may still be saving it)")
+    p.add_argument(
+        "--launched-at",
+        type=float,
+        default=None,
+        help="wall time (epoch seconds) the launcher started this process, for start-up timings",
+    )
+    p.add_argument(
+        "--hold-until",
+        default=None,
+        metavar="FILE",
+        help="pre-launch: import torch, then wait until FILE exists before reading the checkpoint and "
+        "joining the process group (the previous generation may still be saving it)",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
@@ -116,8 +123,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
     env = os.environ if env is None else env
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
+    )
     try:
         rank, world, local_rank = _rank_env(env)
         spec = WorkerSpec.load(args.spec)
@@ -155,8 +165,17 @@ def _record_error(spec: WorkerSpec, message: str) -> None:
         log.error("could not write the error record to %s: %s", spec.progress_path, exc)
 
 
-def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | None, hold: Path | None,
-           rank: int, world: int, local_rank: int, timing: _Timing, stop: threading.Event) -> int:
+def _train(
+    spec: WorkerSpec,
+    executed: ExecutedPlan,
+    resume: CheckpointInfo | None,
+    hold: Path | None,
+    rank: int,
+    world: int,
+    local_rank: int,
+    timing: _Timing,
+    stop: threading.Event,
+) -> int:
     t_import = time.time()
     import torch  # noqa: PLC0415 - imported after the checks and the SIGTERM handler
     import torch.distributed as dist  # noqa: PLC0415
@@ -187,10 +206,16 @@ def _train(spec: WorkerSpec, executed: ExecutedPlan, resume: CheckpointInfo | No
         timing = replace(timing, prepare_s=timing.prepare_s + time.time() - t_released)
     t0 = time.time()
     if world > 1:
-        dist.init_process_group(backend_for(device), init_method="env://", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=spec.group_timeout_s))
-    ctx = RunContext(rank, world, device, timing.main_at, timing.launched_at, timing.prepare_s, import_s,
-                     time.time() - t0, hold_s)
+        dist.init_process_group(
+            backend_for(device),
+            init_method="env://",
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=spec.group_timeout_s),
+        )
+    ctx = RunContext(
+        rank, world, device, timing.main_at, timing.launched_at, timing.prepare_s, import_s, time.time() - t0, hold_s
+    )
     try:
         result = run_job(spec, executed, resume, ctx, stop.is_set)
     finally:

@@ -29,9 +29,15 @@ def parse_args() -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_train_arguments(parser)
-    parser.add_argument("--test-suite", default="env-test", choices=("env-test", *SUITE_NAMES),
-                        help="evaluation suite of the test (env-test: the test split of the training env)")
-    parser.add_argument("--test-policies", default="arena,tiresias,srtf,fcfs", help="heuristics the agent is tested against")
+    parser.add_argument(
+        "--test-suite",
+        default="env-test",
+        choices=("env-test", *SUITE_NAMES),
+        help="evaluation suite of the test (env-test: the test split of the training env)",
+    )
+    parser.add_argument(
+        "--test-policies", default="arena,tiresias,srtf,fcfs", help="heuristics the agent is tested against"
+    )
     parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
     return parser.parse_args()
 
@@ -64,12 +70,23 @@ def main() -> None:
 
     # 3. The chosen model on test workloads nobody looked at.
     model = result.best_model_path or result.model_path
-    suite = env_suite(env_config(config.env_id, config.env_overrides_for(TEST_SPLIT))) \
-        if args.test_suite == "env-test" else None
-    test = evaluate(EvalConfig(policies=(f"agent=sb3:{model}", *args.test_policies.split(",")),
-                               suite="synthetic" if suite else args.test_suite, data_dir=args.data_dir,
-                               out_dir=str(Path(config.out_dir) / "test"), seed=config.seed,
-                               wandb_mode=config.wandb_mode, progress=config.progress), suite)
+    suite = (
+        env_suite(env_config(config.env_id, config.env_overrides_for(TEST_SPLIT)))
+        if args.test_suite == "env-test"
+        else None
+    )
+    test = evaluate(
+        EvalConfig(
+            policies=(f"agent=sb3:{model}", *args.test_policies.split(",")),
+            suite="synthetic" if suite else args.test_suite,
+            data_dir=args.data_dir,
+            out_dir=str(Path(config.out_dir) / "test"),
+            seed=config.seed,
+            wandb_mode=config.wandb_mode,
+            progress=config.progress,
+        ),
+        suite,
+    )
     print((test.out_dir / "summary.md").read_text())
 
 

@@ -65,8 +65,9 @@ def render_table(source: Path, options: dict[str, str], where: str) -> str:
         columns = options["columns"].split(",")
         missing = [c for c in columns if c not in frame.columns]
         if missing:
-            raise DocsError(f"{where}: column(s) {', '.join(missing)} not in {source.name}; "
-                            f"it has {', '.join(frame.columns)}")
+            raise DocsError(
+                f"{where}: column(s) {', '.join(missing)} not in {source.name}; it has {', '.join(frame.columns)}"
+            )
         frame = frame[columns]
     return to_markdown(frame)
 
@@ -78,6 +79,7 @@ def render_text(source: Path) -> str:
 
 def update(text: str, name: str, root: Path = REPO) -> str:
     """``text`` with every generated block regenerated from its source under ``root``."""
+
     def replace(match: re.Match[str]) -> str:
         opening, kind, path, raw, _, closing = match.groups()
         line = text.count("\n", 0, match.start()) + 1

@@ -26,9 +26,17 @@ def examples(n: int) -> int:
 
 def fuzz(n: int) -> settings:
     """Settings of a fuzz test with ``n`` cases under the default profile."""
-    return settings(max_examples=examples(n), deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=examples(n),
+        deadline=None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
 
 
 class CaseTimeout(BaseException):

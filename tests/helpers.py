@@ -23,14 +23,28 @@ def table_model(times: dict[tuple[ModelRef, int, str, int, int], float]) -> Meas
     return MeasuredPerfModel(MeasuredTable({(m.family, m.size, b, t, n, g): s for (m, b, t, n, g), s in times.items()}))
 
 
-def job(job_id: str, submit: float, iters: int, gpu_type: str, gpus: int, model: ModelRef = GPT,
-        batch: int = 128, deadline: float | None = None) -> JobSpec:
+def job(
+    job_id: str,
+    submit: float,
+    iters: int,
+    gpu_type: str,
+    gpus: int,
+    model: ModelRef = GPT,
+    batch: int = 128,
+    deadline: float | None = None,
+) -> JobSpec:
     """A job requesting ``gpus`` GPUs of ``gpu_type``."""
     return JobSpec(JobId(job_id), model, batch, iters, submit, GpuType(gpu_type), gpus, deadline)
 
 
-def uniform_model(types=("a40", "a10"), base: float = 2.0, counts=(1, 2, 4, 8), per_node_max: int = 2,
-                  models=(GPT, MOE), batch: int = 128) -> MeasuredPerfModel:
+def uniform_model(
+    types=("a40", "a10"),
+    base: float = 2.0,
+    counts=(1, 2, 4, 8),
+    per_node_max: int = 2,
+    models=(GPT, MOE),
+    batch: int = 128,
+) -> MeasuredPerfModel:
     """Every type/count measured at best and spread localities: time = base / sqrt(count)."""
     times = {}
     for m in models:
@@ -43,8 +57,13 @@ def uniform_model(types=("a40", "a10"), base: float = 2.0, counts=(1, 2, 4, 8), 
     return table_model(times)
 
 
-def sim_backend(cluster: ClusterSpec, perf: PerfModel, policy: Policy, config: SimConfig | None = None,
-                belief: PerfModel | None = None) -> SimBackend:
+def sim_backend(
+    cluster: ClusterSpec,
+    perf: PerfModel,
+    policy: Policy,
+    config: SimConfig | None = None,
+    belief: PerfModel | None = None,
+) -> SimBackend:
     """A simulator that charges ``policy`` its own reconfiguration-overhead class (``policy.ap_search``)."""
     config = dataclasses.replace(config or SimConfig(), overhead_class=policy.ap_search)
     return SimBackend(cluster, perf, belief, config)
@@ -104,12 +123,18 @@ class CheckedBackend:
 
 def fingerprint(state: ClusterState) -> tuple:
     """Everything a decision may change: change counter, free GPUs, queue, holders and the event log length."""
-    return (state.epoch, tuple(tuple(state.free(t).tolist()) for t in state.cluster.gpu_types),
-            state.queued, state.active, len(state.events))
+    return (
+        state.epoch,
+        tuple(tuple(state.free(t).tolist()) for t in state.cluster.gpu_types),
+        state.queued,
+        state.active,
+        len(state.events),
+    )
 
 
-def checked_run(policy: Policy, jobs: Sequence[JobSpec], cluster: ClusterSpec, perf: PerfModel,
-                config: SimConfig | None = None) -> EpisodeRecord:
+def checked_run(
+    policy: Policy, jobs: Sequence[JobSpec], cluster: ClusterSpec, perf: PerfModel, config: SimConfig | None = None
+) -> EpisodeRecord:
     """``run_episode`` on a checked simulator that charges the policy's own overhead class."""
     backend = CheckedBackend(sim_backend(cluster, perf, policy, config))
     return run_episode(backend, policy, jobs)

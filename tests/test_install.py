@@ -15,8 +15,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("arena_gym", "agents", "envs", "estimator", "real_runner", "traces")
-SIMULATE = ["-m", "arena_gym", "simulate", "--policy", "fcfs", "--trace", "synthetic:n_jobs=5", "--cluster", "tiny",
-            "--no-plots", "--no-cache", "--out"]
+SIMULATE = [
+    "-m",
+    "arena_gym",
+    "simulate",
+    "--policy",
+    "fcfs",
+    "--trace",
+    "synthetic:n_jobs=5",
+    "--cluster",
+    "tiny",
+    "--no-plots",
+    "--no-cache",
+    "--out",
+]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -40,18 +52,35 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env_dir = root / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], root).check_returncode()
     python = env_dir / "bin" / "python"
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root)
-                .stdout.strip())
+    site = Path(
+        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip()
+    )
     (site / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # numpy, pandas, setuptools, ...
-    done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                 "--no-build-isolation", "--no-index", str(source)], root)
+    done = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            str(source),
+        ],
+        root,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     shutil.rmtree(source)  # only the installed copy is left
     return env_dir
 
 
 def test_top_level_packages_import_from_the_install(venv, tmp_path):
-    code = "import importlib, json; print(json.dumps({p: importlib.import_module(p).__file__ for p in %r}))" % (PACKAGES,)
+    code = "import importlib, json; print(json.dumps({p: importlib.import_module(p).__file__ for p in %r}))" % (
+        PACKAGES,
+    )
     done = _run([str(venv / "bin" / "python"), "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     files = json.loads(done.stdout)

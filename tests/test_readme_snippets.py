@@ -16,8 +16,9 @@ def test_the_readme_has_python_snippets() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(SNIPPETS)))
-def test_snippet_runs(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_snippet_runs(
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(SNIPPETS[index], f"README.md snippet {index + 1}", "exec"), {"__name__": "__main__"})
     printed = capsys.readouterr().out.split()

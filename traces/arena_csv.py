@@ -31,13 +31,21 @@ from traces.trace import Trace
 log = logging.getLogger(__name__)
 
 ARENA_JOB_COLUMNS = JobColumns(
-    job_id="job_id", submit="submission_time", model="model_name", batch="batch_size", iterations="num_iteration",
-    gpu_type="gpu_type", num_gpus="num_gpu", deadline="deadline", request_optional=False,
+    job_id="job_id",
+    submit="submission_time",
+    model="model_name",
+    batch="batch_size",
+    iterations="num_iteration",
+    gpu_type="gpu_type",
+    num_gpus="num_gpu",
+    deadline="deadline",
+    request_optional=False,
 )
 
 
-def load_arena_csv(path: str | os.PathLike[str], *, iteration_divisor: int = 5, deadline_scale: float = 1.0,
-                   name: str | None = None) -> Trace:
+def load_arena_csv(
+    path: str | os.PathLike[str], *, iteration_divisor: int = 5, deadline_scale: float = 1.0, name: str | None = None
+) -> Trace:
     """Load an Arena-artifact trace CSV (times rebased to the first job; iterations / divisor;
     each job's time to its deadline multiplied by ``deadline_scale``)."""
     if iteration_divisor < 1:
@@ -47,9 +55,12 @@ def load_arena_csv(path: str | os.PathLike[str], *, iteration_divisor: int = 5, 
     table = CsvTable(path, ARENA_COLUMNS, "arena")
     jobs, offset = read_jobs(table, ARENA_JOB_COLUMNS, iteration_divisor=iteration_divisor)
     if deadline_scale != 1.0:
-        jobs = tuple(j if j.deadline is None else
-                     dataclasses.replace(j, deadline=j.submit_time + deadline_scale * (j.deadline - j.submit_time))
-                     for j in jobs)
+        jobs = tuple(
+            j
+            if j.deadline is None
+            else dataclasses.replace(j, deadline=j.submit_time + deadline_scale * (j.deadline - j.submit_time))
+            for j in jobs
+        )
     trace = Trace(name or Path(path).stem, jobs, f"arena-csv:{os.fspath(path)}", offset)
     log.info("loaded %d jobs from %s (Arena CSV, iterations / %d)", len(trace), os.fspath(path), iteration_divisor)
     return trace

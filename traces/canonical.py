@@ -22,8 +22,15 @@ from traces.trace import Trace
 log = logging.getLogger(__name__)
 
 CANONICAL_JOB_COLUMNS = JobColumns(
-    job_id="job_id", submit="submit_time_s", model="model", batch="global_batch", iterations="iterations",
-    gpu_type="gpu_type", num_gpus="num_gpus", deadline="deadline_s", request_optional=True,
+    job_id="job_id",
+    submit="submit_time_s",
+    model="model",
+    batch="global_batch",
+    iterations="iterations",
+    gpu_type="gpu_type",
+    num_gpus="num_gpus",
+    deadline="deadline_s",
+    request_optional=True,
 )
 
 
@@ -49,11 +56,18 @@ def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(CANONICAL_COLUMNS)
             for j in trace.jobs:
-                writer.writerow((
-                    j.job_id, _num(j.submit_time), j.model.name, j.global_batch, j.iterations,
-                    j.requested_gpu_type or "", j.requested_gpus or "",
-                    "" if j.deadline is None else _num(j.deadline),
-                ))
+                writer.writerow(
+                    (
+                        j.job_id,
+                        _num(j.submit_time),
+                        j.model.name,
+                        j.global_batch,
+                        j.iterations,
+                        j.requested_gpu_type or "",
+                        j.requested_gpus or "",
+                        "" if j.deadline is None else _num(j.deadline),
+                    )
+                )
 
     target = atomic_write(path, write)
     log.info("saved %d jobs to %s (canonical)", len(trace), target)

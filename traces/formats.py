@@ -25,24 +25,53 @@ class TraceFormat:
 
 
 CANONICAL_COLUMNS: tuple[str, ...] = (
-    "job_id", "submit_time_s", "model", "global_batch", "iterations", "gpu_type", "num_gpus", "deadline_s",
+    "job_id",
+    "submit_time_s",
+    "model",
+    "global_batch",
+    "iterations",
+    "gpu_type",
+    "num_gpus",
+    "deadline_s",
 )
 ARENA_COLUMNS: tuple[str, ...] = (
-    "job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size", "num_gpu", "gpu_type",
+    "job_id",
+    "submission_time",
+    "num_iteration",
+    "model_name",
+    "deadline",
+    "batch_size",
+    "num_gpu",
+    "gpu_type",
 )
 ITP_COLUMNS: tuple[str, ...] = ("job_id", "submission_time", "duration", "num_gpu")
 
 FORMATS: dict[str, TraceFormat] = {
-    "canonical": TraceFormat("canonical", CANONICAL_COLUMNS, "traces.canonical:load_canonical",
-                             "arena-gym's own CSV (what save_trace writes)"),
-    "arena": TraceFormat("arena", ARENA_COLUMNS, "traces.arena_csv:load_arena_csv",
-                         "the Arena artifact's trace CSV (philly, pai, testbed)"),
-    "itp": TraceFormat("itp", ITP_COLUMNS, "traces.itp:load_itp_csv",
-                       "ITP / ElasticFlow raw trace; job fields sampled with the Arena recipe"),
+    "canonical": TraceFormat(
+        "canonical",
+        CANONICAL_COLUMNS,
+        "traces.canonical:load_canonical",
+        "arena-gym's own CSV (what save_trace writes)",
+    ),
+    "arena": TraceFormat(
+        "arena",
+        ARENA_COLUMNS,
+        "traces.arena_csv:load_arena_csv",
+        "the Arena artifact's trace CSV (philly, pai, testbed)",
+    ),
+    "itp": TraceFormat(
+        "itp",
+        ITP_COLUMNS,
+        "traces.itp:load_itp_csv",
+        "ITP / ElasticFlow raw trace; job fields sampled with the Arena recipe",
+    ),
 }
 
 #: Built-in generators usable as a trace spec ``name[:key=value,...]``.
-GENERATORS: dict[str, str] = {"synthetic": "traces.synthetic:synthetic_from_options", "live": "traces.live:live_from_options"}
+GENERATORS: dict[str, str] = {
+    "synthetic": "traces.synthetic:synthetic_from_options",
+    "live": "traces.live:live_from_options",
+}
 
 
 def resolve(target: str) -> Callable[..., Any]:

@@ -151,8 +151,14 @@ def resolve_trace(
         settable = {k: hints[k] for k in _accepted(loader) if k not in _CALLER_ARGS}
         values = coerce_options(raw, settable, context, ("format", *TRANSFORM_HINTS))
         option_seed = values.pop("seed", None)  # a ``seed=`` option of the spec overrides the caller's
-        trace = load_trace(path, format=fmt.name, seed=option_seed if isinstance(option_seed, int) else seed,
-                           feasible=feasible, iter_time=iter_time, **values)
+        trace = load_trace(
+            path,
+            format=fmt.name,
+            seed=option_seed if isinstance(option_seed, int) else seed,
+            feasible=feasible,
+            iter_time=iter_time,
+            **values,
+        )
 
     trace = _apply_transforms(trace, coerce_options(transforms, TRANSFORM_HINTS, context), context)
     log.debug("resolved %s: %d jobs over %.1f h", spec, len(trace), trace.span_s / 3600)

@@ -95,7 +95,12 @@ def load_itp_csv(
     fields_rng, redraw_rng = child_rngs(seed, 2)
     try:
         fields = sample_fields(
-            fields_rng, len(order), recipe, feasible=feasible, gpu_types=gpu_types, max_gpus=max_gpus,
+            fields_rng,
+            len(order),
+            recipe,
+            feasible=feasible,
+            gpu_types=gpu_types,
+            max_gpus=max_gpus,
             max_tries=max_tries,
         )
     except InfeasibleJobError as exc:
@@ -113,8 +118,11 @@ def load_itp_csv(
             n_iter = int(redraw_rng.integers(iter_min, iter_max + 1))
         n_iter = max(n_iter, iter_min) if iter_max is None else min(max(n_iter, iter_min), iter_max)
         if n_iter > MAX_EXACT_INT:
-            raise table.error(int(i), f"column 'duration': {duration[i]:g} s gives {n_iter:.3g} iterations of "
-                                      f"{model.name}, out of range (allowed 1..{MAX_EXACT_INT}); set iter_max")
+            raise table.error(
+                int(i),
+                f"column 'duration': {duration[i]:g} s gives {n_iter:.3g} iterations of "
+                f"{model.name}, out of range (allowed 1..{MAX_EXACT_INT}); set iter_max",
+            )
         t = float(submit[i]) - offset
         jobs.append(
             JobSpec(

@@ -87,8 +87,11 @@ class LiveTraceConfig:
 
 def spec_of(config: LiveTraceConfig) -> str:
     """The ``live:key=value,...`` spec that regenerates ``config`` (non-defaults and seed)."""
-    items = [f"{f.name}={format_value(getattr(config, f.name))}" for f in dataclasses.fields(config)
-             if f.name == "seed" or getattr(config, f.name) != f.default]
+    items = [
+        f"{f.name}={format_value(getattr(config, f.name))}"
+        for f in dataclasses.fields(config)
+        if f.name == "seed" or getattr(config, f.name) != f.default
+    ]
     return "live:" + ",".join(items)
 
 
@@ -115,8 +118,17 @@ def live_trace(config: LiveTraceConfig | None = None, *, feasible: FeasibleFn | 
         job_id = f"live-{k:0{width}d}"
         if count < 1:
             raise ValueError(f"live trace: job {job_id} ({name}, batch {batch}) fits on no {cfg.gpu_type} device count")
-        jobs.append(JobSpec(JobId(job_id), model, batch, max(1, round(iters * cfg.work)), float(times[k]),
-                            GpuType(cfg.gpu_type), count))
+        jobs.append(
+            JobSpec(
+                JobId(job_id),
+                model,
+                batch,
+                max(1, round(iters * cfg.work)),
+                float(times[k]),
+                GpuType(cfg.gpu_type),
+                count,
+            )
+        )
     trace = Trace.from_jobs(f"live-{cfg.n_jobs}-s{cfg.seed}", jobs, spec_of(cfg))
     log.debug("generated the live trace: %d jobs over %.0f s", len(trace), trace.span_s)
     return trace

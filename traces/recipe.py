@@ -108,10 +108,19 @@ GPU_MEMORY_GB: dict[str, float] = {"a100": 40.0, "v100": 32.0, "a40": 48.0, "a10
 #: A100 and A40 requests in arena/traces/{philly,pai,testbed}.csv). Sizes not listed have no
 #: data in the artifact's performance database and are infeasible under the built-in rule.
 MIN_GPUS: dict[tuple[str, str], int] = {
-    ("gpt", "760M"): 1, ("gpt", "1.3B"): 1, ("gpt", "2.6B"): 4, ("gpt", "6.7B"): 8,
-    ("moe", "690M"): 1, ("moe", "1.3B"): 1, ("moe", "2.4B"): 2, ("moe", "10B"): 4,
-    ("wide_resnet", "500M"): 1, ("wide_resnet", "1B"): 2, ("wide_resnet", "2B"): 2,
-    ("wide_resnet", "4B"): 4, ("wide_resnet", "6.8B"): 8,
+    ("gpt", "760M"): 1,
+    ("gpt", "1.3B"): 1,
+    ("gpt", "2.6B"): 4,
+    ("gpt", "6.7B"): 8,
+    ("moe", "690M"): 1,
+    ("moe", "1.3B"): 1,
+    ("moe", "2.4B"): 2,
+    ("moe", "10B"): 4,
+    ("wide_resnet", "500M"): 1,
+    ("wide_resnet", "1B"): 2,
+    ("wide_resnet", "2B"): 2,
+    ("wide_resnet", "4B"): 4,
+    ("wide_resnet", "6.8B"): 8,
 }
 
 
@@ -136,12 +145,24 @@ def default_feasible(model: ModelRef, global_batch: int, gpu_type: str, num_gpus
 #: to two figures; sizes without data (GPT 15B/39B, MoE 27B/70B, WRN 13B) extrapolated with the
 #: artifact's 1.8x per size step (PARAM_NUM_SCALE_FACTOR).
 NOMINAL_ITER_S: dict[tuple[str, str], float] = {
-    ("gpt", "760M"): 10.0, ("gpt", "1.3B"): 18.0, ("gpt", "2.6B"): 26.0, ("gpt", "6.7B"): 62.0,
-    ("gpt", "15B"): 110.0, ("gpt", "39B"): 200.0,
-    ("moe", "690M"): 7.2, ("moe", "1.3B"): 12.0, ("moe", "2.4B"): 17.0, ("moe", "10B"): 32.0,
-    ("moe", "27B"): 57.0, ("moe", "70B"): 100.0,
-    ("wide_resnet", "500M"): 15.0, ("wide_resnet", "1B"): 32.0, ("wide_resnet", "2B"): 72.0,
-    ("wide_resnet", "4B"): 140.0, ("wide_resnet", "6.8B"): 230.0, ("wide_resnet", "13B"): 420.0,
+    ("gpt", "760M"): 10.0,
+    ("gpt", "1.3B"): 18.0,
+    ("gpt", "2.6B"): 26.0,
+    ("gpt", "6.7B"): 62.0,
+    ("gpt", "15B"): 110.0,
+    ("gpt", "39B"): 200.0,
+    ("moe", "690M"): 7.2,
+    ("moe", "1.3B"): 12.0,
+    ("moe", "2.4B"): 17.0,
+    ("moe", "10B"): 32.0,
+    ("moe", "27B"): 57.0,
+    ("moe", "70B"): 100.0,
+    ("wide_resnet", "500M"): 15.0,
+    ("wide_resnet", "1B"): 32.0,
+    ("wide_resnet", "2B"): 72.0,
+    ("wide_resnet", "4B"): 140.0,
+    ("wide_resnet", "6.8B"): 230.0,
+    ("wide_resnet", "13B"): 420.0,
 }
 #: Speed relative to an A40 (docs/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
 #: A10 is not in the measured data: 0.7x assumed from its lower clocks and bandwidth).
@@ -291,8 +312,9 @@ def sample_fields(
         c = np.minimum(np.searchsorted(cdf, u, side="right"), cap)
         t = rng.choice(len(type_names), size=k, p=p_type)
         fam[pending], size[pending], batch[pending], cnt[pending], gtype[pending] = f, s, b, c, t
-        ok = np.fromiter((fits((int(f[j]), int(s[j]), int(b[j]), int(t[j]), int(c[j]))) for j in range(k)),
-                         dtype=bool, count=k)
+        ok = np.fromiter(
+            (fits((int(f[j]), int(s[j]), int(b[j]), int(t[j]), int(c[j]))) for j in range(k)), dtype=bool, count=k
+        )
         pending = pending[~ok]
         if not ok.any() and not exhausted_checked:
             exhausted_checked = True

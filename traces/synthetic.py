@@ -111,17 +111,20 @@ class SyntheticConfig:
         if not (0 <= self.iter_log_sigma <= 100 and abs(self.iter_log_mean) <= 100):
             problems.append("need 0 <= iter_log_sigma <= 100 and -100 <= iter_log_mean <= 100")
         if self.arrival == "bursty":
-            if not (1 <= self.burst_factor < math.inf and 0 < self.burst_fraction < 1
-                    and 0 < self.mean_burst_s < math.inf):
+            if not (
+                1 <= self.burst_factor < math.inf and 0 < self.burst_fraction < 1 and 0 < self.mean_burst_s < math.inf
+            ):
                 problems.append("bursty needs burst_factor >= 1, 0 < burst_fraction < 1, mean_burst_s > 0 (finite)")
             elif self.burst_factor * self.burst_fraction >= 1:
                 problems.append(
                     f"burst_factor x burst_fraction must be < 1 (got {self.burst_factor * self.burst_fraction:g})"
                 )
             elif self.n_jobs / (self.rate_per_h / 3600 * self.mean_burst_s / self.burst_fraction) > MAX_BURST_CYCLES:
-                problems.append(f"bursty: n_jobs={self.n_jobs} at rate_per_h={self.rate_per_h:g} needs more than "
-                                f"{MAX_BURST_CYCLES} calm/burst cycles of mean_burst_s={self.mean_burst_s:g}; "
-                                "raise mean_burst_s or rate_per_h")
+                problems.append(
+                    f"bursty: n_jobs={self.n_jobs} at rate_per_h={self.rate_per_h:g} needs more than "
+                    f"{MAX_BURST_CYCLES} calm/burst cycles of mean_burst_s={self.mean_burst_s:g}; "
+                    "raise mean_burst_s or rate_per_h"
+                )
         if self.deadline_factor is not None and not 0 < self.deadline_factor < math.inf:
             problems.append(f"deadline_factor must be > 0 (finite) or None, got {self.deadline_factor}")
         if not 1 <= self.max_tries <= MAX_TRIES:
@@ -150,7 +153,11 @@ def poisson_arrivals(rng: np.random.Generator, n: int, rate_per_h: float) -> np.
 
 
 def bursty_arrivals(
-    rng: np.random.Generator, n: int, rate_per_h: float, burst_factor: float, burst_fraction: float,
+    rng: np.random.Generator,
+    n: int,
+    rate_per_h: float,
+    burst_factor: float,
+    burst_fraction: float,
     mean_burst_s: float,
 ) -> np.ndarray:
     """``n`` arrival times (s) of a two-state Markov-modulated Poisson process, the first at 0.
@@ -208,8 +215,13 @@ def synthetic(
         )
     times = np.round(times, 3)
     fields = sample_fields(
-        fields_rng, cfg.n_jobs, get_mix(cfg.mix), feasible=feasible, gpu_types=cfg.gpu_types,
-        max_gpus=cfg.max_gpus, max_tries=cfg.max_tries,
+        fields_rng,
+        cfg.n_jobs,
+        get_mix(cfg.mix),
+        feasible=feasible,
+        gpu_types=cfg.gpu_types,
+        max_gpus=cfg.max_gpus,
+        max_tries=cfg.max_tries,
     )
     iters = np.clip(
         np.rint(iter_rng.lognormal(cfg.iter_log_mean, cfg.iter_log_sigma, size=cfg.n_jobs)), cfg.iter_min, cfg.iter_max

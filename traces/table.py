@@ -87,7 +87,9 @@ def read_header(path: str | os.PathLike[str]) -> tuple[str, ...]:
     return _read(path, header_only=True)[0]
 
 
-def _read(path: str | os.PathLike[str], header_only: bool = False) -> tuple[tuple[str, ...], list[tuple[int, list[str]]]]:
+def _read(
+    path: str | os.PathLike[str], header_only: bool = False
+) -> tuple[tuple[str, ...], list[tuple[int, list[str]]]]:
     """The stripped header and the ``(line number, cells)`` rows of a CSV file (UTF-8, BOM allowed).
 
     A row's line number is the file line it starts on (quoted fields may span lines); short rows
@@ -186,8 +188,9 @@ class CsvTable:
         out[:] = [cells[i] for cells in self._cells]
         return out
 
-    def numbers(self, col: str, *, optional: bool = False, min_value: float | None = 0.0,
-                what: str = "number") -> np.ndarray:
+    def numbers(
+        self, col: str, *, optional: bool = False, min_value: float | None = 0.0, what: str = "number"
+    ) -> np.ndarray:
         """Parse a numeric column (correctly rounded floats); empty optional cells become NaN.
 
         Problems: empty required cell, non-numeric or non-finite cell, value below ``min_value``.
@@ -212,8 +215,9 @@ class CsvTable:
         self.first_bad(values < 0, lambda i: f"negative time in column {col!r}: {raw[i]}")
         return values
 
-    def counts(self, col: str, *, optional: bool = False, min_value: int = 1,
-               max_value: int = MAX_EXACT_INT) -> np.ndarray:
+    def counts(
+        self, col: str, *, optional: bool = False, min_value: int = 1, max_value: int = MAX_EXACT_INT
+    ) -> np.ndarray:
         """Integers in ``[min_value, max_value]``, read exactly, as int64 (0 for empty optional or bad cells).
 
         Problems: empty required cell, non-numeric cell, fractional value, value below
@@ -269,8 +273,9 @@ class CsvTable:
         """Lower-cased GPU type names (``None`` for empty optional cells); ASCII names only."""
         raw = self.text(col)
         bad = np.array([v != "" and GPU_TYPE_NAME.fullmatch(v) is None for v in raw], dtype=bool)
-        self.first_bad(bad, lambda i: f"column {col!r}: {raw[i]!r} is not a GPU type name "
-                                      "(ASCII letters, digits, '.', '_', '-')")
+        self.first_bad(
+            bad, lambda i: f"column {col!r}: {raw[i]!r} is not a GPU type name (ASCII letters, digits, '.', '_', '-')"
+        )
         return self.labels(col, optional=optional, lower=True)
 
     def job_ids(self, col: str = "job_id") -> list[str]:

@@ -67,8 +67,12 @@ class ArenaPolicy:
             rnd.admit(new)
         decision = rnd.decision()
         self._opportunism = tuple(rnd.opportunism)
-        log.debug("t=%.0f: %d allocation(s), %d preemption(s)", snapshot.now, len(decision.allocations),
-                  len(decision.preemptions))
+        log.debug(
+            "t=%.0f: %d allocation(s), %d preemption(s)",
+            snapshot.now,
+            len(decision.allocations),
+            len(decision.preemptions),
+        )
         return decision
 
     def _new_jobs(self, snapshot: Snapshot) -> list[JobView]:

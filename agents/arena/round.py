@@ -52,8 +52,14 @@ class DecisionRound:
     set of opportunism job ids the policy carries between calls.
     """
 
-    def __init__(self, config: ArenaConfig, snapshot: Snapshot, oracle: ThroughputOracle,
-                 opportunism: Iterable[JobId], runnable: dict[JobId, bool]) -> None:
+    def __init__(
+        self,
+        config: ArenaConfig,
+        snapshot: Snapshot,
+        oracle: ThroughputOracle,
+        opportunism: Iterable[JobId],
+        runnable: dict[JobId, bool],
+    ) -> None:
         self.config = config
         self.snapshot = snapshot
         self.ws = Workspace(snapshot, index=True)  # the searches walk the indexes in order
@@ -88,7 +94,9 @@ class DecisionRound:
         """``fit_new_jobs``: fit each new job in submission order, tag backfills, then the upgrade trial."""
         for view in sorted(arrivals, key=order_key):
             gpu_type, n = requested(view.spec, self.snapshot)
-            if not self.runnable(view.job_id) or (self.config.no_opportunism and self._waits_before(view.job_id, gpu_type)):
+            if not self.runnable(view.job_id) or (
+                self.config.no_opportunism and self._waits_before(view.job_id, gpu_type)
+            ):
                 continue
             if self.search.fit(view, gpu_type, n) and self._waits_before(view.job_id):
                 self.opportunism[view.job_id] = None
@@ -108,11 +116,15 @@ class DecisionRound:
         waiting_ahead = False
         trials = 0
         pending = self.snapshot.pending
-        extra = sorted((self.views[o] for o in self.opportunism if o in exclude or pending.get(o) is None), key=order_key)
+        extra = sorted(
+            (self.views[o] for o in self.opportunism if o in exclude or pending.get(o) is None), key=order_key
+        )
         if self.config.no_opportunism:  # every job passed over blocks its type: walk them all
             queue = FifoMerge({None: (v for v in pending if v.job_id not in exclude), "extra": extra})
         else:  # a failed configuration's jobs would only be passed over: the walk drops them at once
-            groups = {config: (v for v in views if v.job_id not in exclude) for config, views in pending.by_config().items()}
+            groups = {
+                config: (v for v in views if v.job_id not in exclude) for config, views in pending.by_config().items()
+            }
             queue = FifoMerge({**groups, "extra": extra})
         for job in (v.job_id for v in queue):
             if trials >= self.config.max_restart_trials:
@@ -163,8 +175,11 @@ class DecisionRound:
     def _waits_before(self, job: JobId, gpu_type: str | None = None) -> bool:
         """Whether a runnable job submitted before ``job`` still waits (requesting ``gpu_type``, if given)."""
         me = self._order(job)
-        candidates = self.preempted if gpu_type is None else (
-            j for j in self.preempted if requested(self.views[j].spec, self.snapshot)[0] == gpu_type)
+        candidates = (
+            self.preempted
+            if gpu_type is None
+            else (j for j in self.preempted if requested(self.views[j].spec, self.snapshot)[0] == gpu_type)
+        )
         if any(self._order(j) < me and self.runnable(j) for j in candidates):
             return True
         first = self._first_waiting(self._queued(gpu_type), before=me)
@@ -180,7 +195,9 @@ class DecisionRound:
         # a job without a requested type counts as requesting the cluster's first type
         return heapq.merge(pending.requesting(gpu_type), pending.requesting(None), key=order_key)
 
-    def _first_waiting(self, queue: Iterable[JobView], before: tuple[float, str] | None = None) -> tuple[float, str] | None:
+    def _first_waiting(
+        self, queue: Iterable[JobView], before: tuple[float, str] | None = None
+    ) -> tuple[float, str] | None:
         """Queue order of the first runnable job of ``queue`` not placed in this round (before ``before``)."""
         placed = self.ws.placement
         for view in queue:
@@ -198,12 +215,18 @@ class DecisionRound:
         waiting: Sequence[tuple[float, str]] = [self._order(j) for j in self.preempted if self.runnable(j)]
         first_queued = self._first_waiting(self.snapshot.pending)
         first_waiting = min([*waiting, first_queued] if first_queued is not None else waiting, default=None)
-        self.opportunism = {o: None for o in self.opportunism
-                            if o in self.ws.placement and first_waiting is not None and self._order(o) > first_waiting}
+        self.opportunism = {
+            o: None
+            for o in self.opportunism
+            if o in self.ws.placement and first_waiting is not None and self._order(o) > first_waiting
+        }
         held = self.ws.original
         perf = self.snapshot.perf
-        allocations = [(j, allocation(perf, self.views[j].spec, p))
-                       for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order(kv[0])) if held.get(j) != p]
+        allocations = [
+            (j, allocation(perf, self.views[j].spec, p))
+            for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order(kv[0]))
+            if held.get(j) != p
+        ]
         preemptions = sorted((j for j in held if j not in self.ws.placement), key=self._order)
         return Decision(allocations=tuple(allocations), preemptions=tuple(preemptions))
 

@@ -78,8 +78,9 @@ def _net(changes: tuple[Change, ...]) -> tuple[tuple[JobId, Placement | None], .
 class ArenaSearch:
     """The search steps of one decision over a shared workspace and throughput oracle."""
 
-    def __init__(self, config: ArenaConfig, workspace: Workspace, oracle: ThroughputOracle,
-                 views: Mapping[JobId, JobView]) -> None:
+    def __init__(
+        self, config: ArenaConfig, workspace: Workspace, oracle: ThroughputOracle, views: Mapping[JobId, JobView]
+    ) -> None:
         self.config = config
         self.ws = workspace
         self.oracle = oracle
@@ -129,8 +130,12 @@ class ArenaSearch:
         """
         ws = self.ws
         cap = ws.capacity.get(gpu_type)
-        if (cap is None or num_gpus > self.config.max_job_gpus or num_gpus > cap * ws.nodes[gpu_type]
-                or ws.total_free[gpu_type] < num_gpus):
+        if (
+            cap is None
+            or num_gpus > self.config.max_job_gpus
+            or num_gpus > cap * ws.nodes[gpu_type]
+            or ws.total_free[gpu_type] < num_gpus
+        ):
             return None, False
         shapes = localities(gpu_type, num_gpus, cap)
         if self.oracle.rate(job, shape_key(shapes[0])) is None:
@@ -254,8 +259,15 @@ class ArenaSearch:
         ws.rollback(base)
         return candidates
 
-    def _settle(self, job: JobView, child: _Branch, base: int, candidates: list[Candidate], children: list[_Branch],
-                try_place: bool) -> None:
+    def _settle(
+        self,
+        job: JobView,
+        child: _Branch,
+        base: int,
+        candidates: list[Candidate],
+        children: list[_Branch],
+        try_place: bool,
+    ) -> None:
         """Record a candidate if the target now fits; keep searching from ``child`` unless it fit at best locality."""
         if try_place:
             ws = self.ws
@@ -268,8 +280,15 @@ class ArenaSearch:
                     return
         children.append(child)
 
-    def _shrink(self, job: JobView, branch: _Branch, gpu_type: str, base: int, candidates: list[Candidate],
-                children: list[_Branch]) -> None:
+    def _shrink(
+        self,
+        job: JobView,
+        branch: _Branch,
+        gpu_type: str,
+        base: int,
+        candidates: list[Candidate],
+        children: list[_Branch],
+    ) -> None:
         """Halve the big job of ``gpu_type`` that loses least (the target's own request counts)."""
         choice = self._shrink_choice(job, branch, gpu_type)
         if choice is None:
@@ -317,7 +336,9 @@ class ArenaSearch:
                     best = (delta, j)
         return best
 
-    def _retype(self, job: JobView, branch: _Branch, base: int, candidates: list[Candidate], children: list[_Branch]) -> None:
+    def _retype(
+        self, job: JobView, branch: _Branch, base: int, candidates: list[Candidate], children: list[_Branch]
+    ) -> None:
         """Hardware-type change: move the job of the target's type (or the target) that gains most to a type with idle GPUs."""
         ws, oracle = self.ws, self.oracle
         home, n = branch.gpu_type, branch.num_gpus
@@ -338,12 +359,19 @@ class ArenaSearch:
             if move.relaxed:
                 children.append(_Branch(branch.changes, branch.gain, move.gpu_type, move.num_gpus))
         else:
-            self._settle(job, _Branch(ws.changes_since(base), branch.gain + move.gain, home, n), base, candidates, children,
-                         try_place=True)
+            self._settle(
+                job,
+                _Branch(ws.changes_since(base), branch.gain + move.gain, home, n),
+                base,
+                candidates,
+                children,
+                try_place=True,
+            )
         ws.rollback(mark)
 
-    def _best_move(self, movers: list[tuple[JobId, int, float]], exclude_type: str | None,
-                   grow: bool = False) -> _Move | None:
+    def _best_move(
+        self, movers: list[tuple[JobId, int, float]], exclude_type: str | None, grow: bool = False
+    ) -> _Move | None:
         """The best move of one of ``movers`` to another type (never ``exclude_type``).
 
         ``movers`` are (job, GPU count, current samples/s); with ``grow`` a job may also double
@@ -393,8 +421,13 @@ class ArenaSearch:
             if most == 0:
                 break
             placement = ws.placement
-            movers = [(j, c, self.held_rate(j, placement[j])) for t in ws.types
-                      for c, jobs in ws.by_count[t].items() if c <= most for j in jobs]
+            movers = [
+                (j, c, self.held_rate(j, placement[j]))
+                for t in ws.types
+                for c, jobs in ws.by_count[t].items()
+                if c <= most
+                for j in jobs
+            ]
             move = self._best_move(movers, exclude_type=None, grow=True)
             if move is None:
                 break

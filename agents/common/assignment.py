@@ -23,8 +23,13 @@ from arena_gym.types import Decision, JobId, JobView, OverheadClass, Snapshot
 log = logging.getLogger(__name__)
 
 
-def priority_fill(ws: Workspace, ranked: Sequence[JobView], shape_of: Callable[[JobView], TypeCount | None],
-                  ok: Callable[[JobView], ShapeOk], relax: bool = False) -> None:
+def priority_fill(
+    ws: Workspace,
+    ranked: Sequence[JobView],
+    shape_of: Callable[[JobView], TypeCount | None],
+    ok: Callable[[JobView], ShapeOk],
+    relax: bool = False,
+) -> None:
     """Preemptive priority scheduling at fixed shapes, applied to ``ws``.
 
     ``ranked`` lists pending and running jobs from highest to lowest priority. GPUs of each
@@ -41,8 +46,14 @@ def priority_fill(ws: Workspace, ranked: Sequence[JobView], shape_of: Callable[[
             budget[shape[0]] -= shape[1]
             shapes[view.job_id] = shape
     held = ws.placement
-    victims = {t: [v.job_id for v in reversed(ranked) if v.job_id in held and v.job_id not in shapes
-                   and held[v.job_id].gpu_type == t] for t in ws.types}
+    victims = {
+        t: [
+            v.job_id
+            for v in reversed(ranked)
+            if v.job_id in held and v.job_id not in shapes and held[v.job_id].gpu_type == t
+        ]
+        for t in ws.types
+    }
     for view in ranked:
         if view.job_id not in shapes or view.job_id in held:
             continue
@@ -82,8 +93,9 @@ class Assignment:
     by_milp: bool
 
 
-def assign(jobs: Sequence[AssignmentJob], room: Mapping[str, int], max_migrations: int,
-           config: MilpConfig | None = None) -> Assignment:
+def assign(
+    jobs: Sequence[AssignmentJob], room: Mapping[str, int], max_migrations: int, config: MilpConfig | None = None
+) -> Assignment:
     """Pick at most one configuration per job, maximising the summed values (Gavel's and Sia's model).
 
     Pending jobs may stay unassigned (value 0); running jobs (``current`` set) keep exactly
@@ -201,8 +213,10 @@ class AssignmentPolicy(ABC):
         changes = [(job, choice[job.job_id]) for job in movers if choice[job.job_id] != job.current]
         for job, (gpu_type, n) in self._move_order(changes):
             ws.move(job.job_id, gpu_type, n, relax, self.belief.ok(views[job.job_id].spec))
-        admitted = sorted(((choice[job.job_id], views[job.job_id]) for job in waiting if job.job_id in choice),
-                          key=lambda cv: (-cv[0][1], cv[1].spec.submit_time, cv[1].job_id))
+        admitted = sorted(
+            ((choice[job.job_id], views[job.job_id]) for job in waiting if job.job_id in choice),
+            key=lambda cv: (-cv[0][1], cv[1].spec.submit_time, cv[1].job_id),
+        )
         for (gpu_type, n), view in admitted:
             placement = ws.find(gpu_type, n, relax, self.belief.ok(view.spec))
             if placement is not None:
@@ -210,7 +224,9 @@ class AssignmentPolicy(ABC):
         return ws.decision(snapshot.perf)
 
     @abstractmethod
-    def _problem(self, snapshot: Snapshot, free: dict[str, int]) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
+    def _problem(
+        self, snapshot: Snapshot, free: dict[str, int]
+    ) -> tuple[list[AssignmentJob], list[AssignmentJob]] | None:
         """(pending jobs, running jobs offered a change) of this decision's problem; None when nothing would change."""
 
     def _move_order(self, changes: list[tuple[AssignmentJob, TypeCount]]) -> Iterable[tuple[AssignmentJob, TypeCount]]:

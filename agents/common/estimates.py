@@ -132,8 +132,9 @@ class Estimates:
         memo = (gpu_type, num_gpus, capacity)
         t = table.fastest.get(memo)
         if t is None:
-            t = table.fastest[memo] = min((self.time(spec, s) for s in localities(gpu_type, num_gpus, capacity)),
-                                          default=math.inf)
+            t = table.fastest[memo] = min(
+                (self.time(spec, s) for s in localities(gpu_type, num_gpus, capacity)), default=math.inf
+            )
         return t
 
     def throughput(self, spec: JobSpec, shape: ResourceShape) -> float:

@@ -44,8 +44,14 @@ class FreeGpus:
         free = self.free[placement.gpu_type]
         return all(free[n] >= placement.gpus_per_node for n in placement.nodes)
 
-    def find(self, gpu_type: str, num_gpus: int, relax: bool = False, ok: ShapeOk | None = None,
-             free: np.ndarray | None = None) -> Placement | None:
+    def find(
+        self,
+        gpu_type: str,
+        num_gpus: int,
+        relax: bool = False,
+        ok: ShapeOk | None = None,
+        free: np.ndarray | None = None,
+    ) -> Placement | None:
         """A placement of ``num_gpus`` GPUs of ``gpu_type``: best locality, then (``relax``) more spread ones.
 
         Nodes are chosen best-fit (:func:`arena_gym.placement.place_shape`). Only shapes accepted
@@ -134,8 +140,9 @@ class Workspace(FreeGpus):
             raise ValueError(f"job {job}: placement {placement} is not free in the workspace")
         self.set(job, placement)
 
-    def move(self, job: JobId, gpu_type: str, num_gpus: int, relax: bool = False,
-             ok: ShapeOk | None = None) -> Placement | None:
+    def move(
+        self, job: JobId, gpu_type: str, num_gpus: int, relax: bool = False, ok: ShapeOk | None = None
+    ) -> Placement | None:
         """Re-place ``job`` on ``num_gpus`` GPUs of ``gpu_type`` (its own GPUs count as free).
 
         Returns the new placement, or None (and the job takes its old one back) if nothing fits.
@@ -202,7 +209,9 @@ class Workspace(FreeGpus):
         Allocations: jobs whose placement changed, in placement order; preemptions: jobs that
         held GPUs and hold none now, in the snapshot's order.
         """
-        changed = sorted((j for j, p in self.placement.items() if self.original.get(j) != p), key=self._order.__getitem__)
+        changed = sorted(
+            (j for j, p in self.placement.items() if self.original.get(j) != p), key=self._order.__getitem__
+        )
         allocations = tuple((j, allocation(perf, self.views[j].spec, self.placement[j])) for j in changed)
         preemptions = tuple(j for j in self.original if j not in self.placement)
         return Decision(allocations=allocations, preemptions=preemptions)

@@ -43,16 +43,35 @@ class AlgoSpec:
 _PPO_PARAMS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef", "clip_range")
 
 #: Algorithm name -> spec.
-ALGOS: Mapping[str, AlgoSpec] = MappingProxyType({
-    "maskable_ppo": AlgoSpec("sb3_contrib:MaskablePPO", "actor_critic", _PPO_PARAMS,
-                             description="PPO that samples only valid actions (sb3-contrib)"),
-    "ppo": AlgoSpec("stable_baselines3:PPO", "actor_critic", _PPO_PARAMS,
-                    description="PPO without masks (invalid actions are no-ops with a penalty)"),
-    "dqn": AlgoSpec("stable_baselines3:DQN", "q", ("learning_rate", "batch_size", "gamma"),
-                    {"buffer_size": 50_000, "learning_starts": 1_000, "exploration_fraction": 0.2,
-                     "target_update_interval": 1_000, "train_freq": 4},
-                    "deep Q-learning (masked greedy action when deployed)"),
-})
+ALGOS: Mapping[str, AlgoSpec] = MappingProxyType(
+    {
+        "maskable_ppo": AlgoSpec(
+            "sb3_contrib:MaskablePPO",
+            "actor_critic",
+            _PPO_PARAMS,
+            description="PPO that samples only valid actions (sb3-contrib)",
+        ),
+        "ppo": AlgoSpec(
+            "stable_baselines3:PPO",
+            "actor_critic",
+            _PPO_PARAMS,
+            description="PPO without masks (invalid actions are no-ops with a penalty)",
+        ),
+        "dqn": AlgoSpec(
+            "stable_baselines3:DQN",
+            "q",
+            ("learning_rate", "batch_size", "gamma"),
+            {
+                "buffer_size": 50_000,
+                "learning_starts": 1_000,
+                "exploration_fraction": 0.2,
+                "target_update_interval": 1_000,
+                "train_freq": 4,
+            },
+            "deep Q-learning (masked greedy action when deployed)",
+        ),
+    }
+)
 
 
 #: Policy architecture name -> its class for MaskablePPO (``module:Class``; None: the algorithm's own
@@ -103,7 +122,8 @@ def _q_scores(policy: Any, obs: Any) -> th.Tensor:
 
 
 _SCORES: Mapping[str, Callable[[Any, Any], th.Tensor]] = MappingProxyType(
-    {"actor_critic": _actor_critic_scores, "q": _q_scores})
+    {"actor_critic": _actor_critic_scores, "q": _q_scores}
+)
 
 
 def action_scores(model: Any, obs: Any) -> th.Tensor:

@@ -44,8 +44,13 @@ class ModelInfo:
         for key in ("cluster", "perf", "belief"):
             if fields[key] is not None and not isinstance(fields[key], str):
                 raise ValueError(f"cannot save a model whose EnvConfig.{key} is an object; use a spec string")
-        return {"algo": self.algo, "env_id": self.env_id, "env_config": fields, "policy": self.policy,
-                "code_version": self.code_version}
+        return {
+            "algo": self.algo,
+            "env_id": self.env_id,
+            "env_config": fields,
+            "policy": self.policy,
+            "code_version": self.code_version,
+        }
 
 
 def env_config_from_json(fields: Mapping[str, Any]) -> EnvConfig:
@@ -54,7 +59,9 @@ def env_config_from_json(fields: Mapping[str, Any]) -> EnvConfig:
     unknown = sorted(set(fields) - valid)
     if unknown:
         raise ValueError(f"unknown EnvConfig field(s) {', '.join(unknown)}")
-    cooked = {k: (tuple(v) if isinstance(v, list) else float(v) if v in ("inf", "-inf") else v) for k, v in fields.items()}
+    cooked = {
+        k: (tuple(v) if isinstance(v, list) else float(v) if v in ("inf", "-inf") else v) for k, v in fields.items()
+    }
     return EnvConfig(**cooked)
 
 
@@ -73,8 +80,9 @@ def save_model(model: Any, path: Path, info: ModelInfo) -> Path:
     policy = model.policy
     optimizer = policy.optimizer
     # Save a fresh optimizer (no Adam moments): a third of the size, all a deployed model needs.
-    policy.optimizer = policy.optimizer_class(policy.parameters(), **{**policy.optimizer_kwargs,
-                                                                      "lr": optimizer.param_groups[0]["lr"]})
+    policy.optimizer = policy.optimizer_class(
+        policy.parameters(), **{**policy.optimizer_kwargs, "lr": optimizer.param_groups[0]["lr"]}
+    )
     try:
         model.save(tmp)
     finally:
@@ -113,16 +121,22 @@ def read_model_info(path: str | Path) -> ModelInfo:
         raise ValueError(f"model file {path} does not exist")
     try:
         raw = _raw_metadata(path)
-        info = ModelInfo(algo=str(raw["algo"]), env_id=str(raw["env_id"]),
-                         env_config=env_config_from_json(raw["env_config"]),
-                         code_version=str(raw.get("code_version", "unknown")), policy=str(raw.get("policy", "mlp")))
+        info = ModelInfo(
+            algo=str(raw["algo"]),
+            env_id=str(raw["env_id"]),
+            env_config=env_config_from_json(raw["env_config"]),
+            code_version=str(raw.get("code_version", "unknown")),
+            policy=str(raw.get("policy", "mlp")),
+        )
         if info.policy not in POLICIES:
             raise ValueError(f"unknown policy architecture {info.policy!r} (valid: {', '.join(POLICIES)})")
     except KeyError as exc:
         raise ValueError(f"model file {path}: metadata lacks {exc}") from None
     except (TypeError, ValueError) as exc:
         message = str(exc).splitlines()[0]
-        raise ValueError(message if message.startswith("model file") else f"model file {path}: invalid metadata: {message}") from None
+        raise ValueError(
+            message if message.startswith("model file") else f"model file {path}: invalid metadata: {message}"
+        ) from None
     algo_spec(info.algo)
     return info
 
@@ -145,18 +159,31 @@ def load_model(path: str | Path) -> tuple[Any, ModelInfo]:
     expected = policy_class(info.algo, info.policy)
     recorded = recorded_policy_class(path)
     if recorded is not None and recorded != (expected.__module__, expected.__name__):
-        raise ValueError(f"model file {path}: its metadata names {info.algo} ({info.policy} policy) but it holds a "
-                         f"{recorded[1]} policy (another algorithm or architecture)")
+        raise ValueError(
+            f"model file {path}: its metadata names {info.algo} ({info.policy} policy) but it holds a "
+            f"{recorded[1]} policy (another algorithm or architecture)"
+        )
     try:
         custom = safe_custom_objects(path, expected, *env_spaces(info.env_config))
         model = cls.load(str(path), device="cpu", custom_objects=custom)
     except pickle.UnpicklingError:
-        raise ValueError(f"model file {path}: a tensor member holds pickled objects, refused (only plain tensors "
-                         "are loaded)") from None
-    except (zipfile.BadZipFile, ValueError, KeyError, RuntimeError, EOFError, OSError, AssertionError,
-            TypeError) as exc:
+        raise ValueError(
+            f"model file {path}: a tensor member holds pickled objects, refused (only plain tensors are loaded)"
+        ) from None
+    except (
+        zipfile.BadZipFile,
+        ValueError,
+        KeyError,
+        RuntimeError,
+        EOFError,
+        OSError,
+        AssertionError,
+        TypeError,
+    ) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(message if message.startswith("model file") else f"model file {path} cannot be loaded: {message}") from None
+        raise ValueError(
+            message if message.startswith("model file") else f"model file {path} cannot be loaded: {message}"
+        ) from None
     if algo_name(model) != info.algo:
         raise ValueError(f"model file {path}: metadata says {info.algo} but it holds a {algo_name(model)} model")
     return model, info

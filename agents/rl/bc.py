@@ -45,11 +45,15 @@ class BCConfig:
         if not self.experts:
             raise ValueError("BCConfig: name at least one expert")
         if self.samples < 2 or self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(f"BCConfig: need samples >= 2, epochs >= 1, batch_size >= 1; got "
-                             f"{self.samples}, {self.epochs}, {self.batch_size}")
+            raise ValueError(
+                f"BCConfig: need samples >= 2, epochs >= 1, batch_size >= 1; got "
+                f"{self.samples}, {self.epochs}, {self.batch_size}"
+            )
         if not 0.0 <= self.holdout < 1.0 or not 0.0 < self.gamma <= 1.0 or self.learning_rate <= 0:
-            raise ValueError(f"BCConfig: need 0 <= holdout < 1, 0 < gamma <= 1, learning_rate > 0; got "
-                             f"{self.holdout}, {self.gamma}, {self.learning_rate}")
+            raise ValueError(
+                f"BCConfig: need 0 <= holdout < 1, 0 < gamma <= 1, learning_rate > 0; got "
+                f"{self.holdout}, {self.gamma}, {self.learning_rate}"
+            )
 
 
 @dataclass(frozen=True)
@@ -67,15 +71,24 @@ class ExpertData:
 
     def subset(self, index: np.ndarray) -> "ExpertData":
         """The transitions at ``index``."""
-        return ExpertData({k: v[index] for k, v in self.obs.items()}, self.masks[index], self.actions[index],
-                          self.returns[index], self.episodes)
+        return ExpertData(
+            {k: v[index] for k, v in self.obs.items()},
+            self.masks[index],
+            self.actions[index],
+            self.returns[index],
+            self.episodes,
+        )
 
     @staticmethod
     def concat(parts: list["ExpertData"]) -> "ExpertData":
         """The transitions of several collections, in order."""
-        return ExpertData({k: np.concatenate([p.obs[k] for p in parts]) for k in parts[0].obs},
-                          np.concatenate([p.masks for p in parts]), np.concatenate([p.actions for p in parts]),
-                          np.concatenate([p.returns for p in parts]), sum(p.episodes for p in parts))
+        return ExpertData(
+            {k: np.concatenate([p.obs[k] for p in parts]) for k in parts[0].obs},
+            np.concatenate([p.masks for p in parts]),
+            np.concatenate([p.actions for p in parts]),
+            np.concatenate([p.returns for p in parts]),
+            sum(p.episodes for p in parts),
+        )
 
 
 @dataclass(frozen=True)
@@ -137,18 +150,27 @@ def collect_expert_data(env: gym.Env, expert: Policy, samples: int, seed: int, g
         episodes += 1
         obs, _ = env.reset()
     if dropped:
-        log.info("expert %s: %d of %d actions were masked by the env and not kept", expert.name, dropped,
-                 dropped + len(actions))
+        log.info(
+            "expert %s: %d of %d actions were masked by the env and not kept",
+            expert.name,
+            dropped,
+            dropped + len(actions),
+        )
     stacked = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
-    return ExpertData(stacked, np.stack(masks), np.asarray(actions, dtype=np.int64),
-                      np.asarray(returns, dtype=np.float32), episodes)
+    return ExpertData(
+        stacked, np.stack(masks), np.asarray(actions, dtype=np.int64), np.asarray(returns, dtype=np.float32), episodes
+    )
 
 
 def _tensors(policy: Any, data: ExpertData) -> tuple[dict[str, th.Tensor], th.Tensor, th.Tensor, th.Tensor]:
     device = policy.device
     obs = {k: th.as_tensor(v, device=device) for k, v in data.obs.items()}
-    return (obs, th.as_tensor(data.masks, device=device), th.as_tensor(data.actions, device=device),
-            th.as_tensor(data.returns, device=device))
+    return (
+        obs,
+        th.as_tensor(data.masks, device=device),
+        th.as_tensor(data.actions, device=device),
+        th.as_tensor(data.returns, device=device),
+    )
 
 
 def imitation_loss(model: Any, data: ExpertData) -> tuple[float, float]:
@@ -165,7 +187,9 @@ def behaviour_clone(model: Any, data: ExpertData, config: BCConfig) -> BCResult:
     """Fit an actor-critic model's policy (masked cross-entropy) and value head (returns) to ``data``."""
     spec = algo_spec(algo_name(model))
     if spec.family != "actor_critic":
-        raise ValueError(f"behaviour cloning needs an actor-critic algorithm (maskable_ppo, ppo), not {algo_name(model)}")
+        raise ValueError(
+            f"behaviour cloning needs an actor-critic algorithm (maskable_ppo, ppo), not {algo_name(model)}"
+        )
     if len(data) < 2:
         raise ValueError(f"behaviour cloning needs at least 2 expert samples, got {len(data)}")
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7]))
@@ -193,8 +217,13 @@ def behaviour_clone(model: Any, data: ExpertData, config: BCConfig) -> BCResult:
     final_loss, train_agreement = imitation_loss(model, train)
     hold_loss, hold_agreement = imitation_loss(model, hold) if len(hold) else (float("nan"), float("nan"))
     result = BCResult(len(data), data.episodes, initial_loss, final_loss, train_agreement, hold_loss, hold_agreement)
-    log.info("behaviour cloning: %d samples, cross-entropy %.3f -> %.3f, held-out agreement %.1f%%",
-             len(data), initial_loss, final_loss, 100 * hold_agreement)
+    log.info(
+        "behaviour cloning: %d samples, cross-entropy %.3f -> %.3f, held-out agreement %.1f%%",
+        len(data),
+        initial_loss,
+        final_loss,
+        100 * hold_agreement,
+    )
     return result
 
 

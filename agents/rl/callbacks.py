@@ -36,8 +36,15 @@ class ProgressBarCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         # disable=None: no bar when stderr is not a terminal (nohup logs, CI)
-        self._bar = tqdm(total=self.total_steps, initial=self.start, desc="train", unit="step",
-                         disable=None if self.enabled else True, leave=False, mininterval=1.0)
+        self._bar = tqdm(
+            total=self.total_steps,
+            initial=self.start,
+            desc="train",
+            unit="step",
+            disable=None if self.enabled else True,
+            leave=False,
+            mininterval=1.0,
+        )
         self._shown = self.start
 
     def _on_step(self) -> bool:
@@ -76,15 +83,20 @@ class LearningCurveCallback(BaseCallback):
                 continue
             metrics = info.get("metrics", {})
             row = {
-                "timesteps": float(self.num_timesteps), "episode_return": float(episode["r"]),
-                "episode_length": float(episode["l"]), "avg_jct_s": float(metrics.get("avg_jct_s", math.nan)),
+                "timesteps": float(self.num_timesteps),
+                "episode_return": float(episode["r"]),
+                "episode_length": float(episode["l"]),
+                "avg_jct_s": float(metrics.get("avg_jct_s", math.nan)),
                 "jobs_finished": float(metrics.get("jobs_finished", math.nan)),
-                "jobs_total": float(metrics.get("jobs_total", math.nan)), "workload": info.get("workload", ""),
+                "jobs_total": float(metrics.get("jobs_total", math.nan)),
+                "workload": info.get("workload", ""),
             }
             self.rows.append(row)
             if self.run is not None and math.isfinite(row["avg_jct_s"]):
-                self.run.log({"episode/return": row["episode_return"], "episode/avg_jct_h": row["avg_jct_s"] / 3600},
-                             step=self.num_timesteps)
+                self.run.log(
+                    {"episode/return": row["episode_return"], "episode/avg_jct_h": row["avg_jct_s"] / 3600},
+                    step=self.num_timesteps,
+                )
         return True
 
     def _on_rollout_end(self) -> None:
@@ -116,8 +128,9 @@ class WandbScalarCallback(BaseCallback):
         if self.num_timesteps - self._last < self.every:
             return
         self._last = self.num_timesteps
-        data: dict[str, float] = {k: float(v) for k, v in self.model.logger.name_to_value.items()
-                                  if isinstance(v, (int, float, np.floating))}
+        data: dict[str, float] = {
+            k: float(v) for k, v in self.model.logger.name_to_value.items() if isinstance(v, (int, float, np.floating))
+        }
         episodes = list(self.model.ep_info_buffer or ())
         if episodes:
             data["rollout/ep_rew_mean"] = float(np.mean([e["r"] for e in episodes]))
@@ -149,8 +162,16 @@ class ArenaEvalCallback(BaseCallback):
     :func:`selection_score` is the best so far.
     """
 
-    def __init__(self, evaluator: Evaluator, agent: Callable[[Any], Policy], baselines: Mapping[str, Policy],
-                 every: int, history_csv: Path, run: Any, on_new_best: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        agent: Callable[[Any], Policy],
+        baselines: Mapping[str, Policy],
+        every: int,
+        history_csv: Path,
+        run: Any,
+        on_new_best: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__()
         self.evaluator = evaluator
         self.agent = agent
@@ -194,8 +215,12 @@ class ArenaEvalCallback(BaseCallback):
         write_csv(self.history_csv, pd.concat(self.history, ignore_index=True))
         score = selection_score(table, "agent")
         means = {p: mean_avg_jct(table, p) for p in table["policy"].unique()}
-        log.info("validation @%d steps: score %.3f; %s", self.num_timesteps, score,
-                 ", ".join(f"{p} {v / 3600:.2f} h" for p, v in means.items()))
+        log.info(
+            "validation @%d steps: score %.3f; %s",
+            self.num_timesteps,
+            score,
+            ", ".join(f"{p} {v / 3600:.2f} h" for p, v in means.items()),
+        )
         self._log_wandb(table, means, score)
         if score < self.best:
             self.best = score

@@ -14,9 +14,13 @@ from agents.rl.config import TRAIN_SPLIT, add_train_arguments, config_from_args,
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` arguments (one per TrainConfig field, plus ``--resume``) and the handler."""
     add_train_arguments(parser)
-    parser.add_argument("--resume", type=Path, default=None, metavar="DIR",
-                        help="continue the run in DIR from its latest checkpoint (its own config; --steps may raise "
-                             "the budget)")
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="continue the run in DIR from its latest checkpoint (its own config; --steps may raise the budget)",
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -43,16 +43,24 @@ class TrainConfig:
 
     algo: str = field(default="maskable_ppo", metadata=_opt("learning algorithm"))
     env_id: str = field(default="ArenaGym/Tiny-v1", metadata=_opt("registered env id", "--env"))
-    env_overrides: Mapping[str, Any] = field(default_factory=dict, metadata=_opt(
-        "override an EnvConfig field, e.g. --env-arg load_levels=[0.6,0.9] (repeatable; JSON values)", "--env-arg"))
+    env_overrides: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_opt(
+            "override an EnvConfig field, e.g. --env-arg load_levels=[0.6,0.9] (repeatable; JSON values)", "--env-arg"
+        ),
+    )
     steps: int = field(default=100_000, metadata=_opt("environment steps over all envs"))
     n_envs: int = field(default=2, metadata=_opt("parallel environments"))
     vec: str = field(default="dummy", metadata=_opt("VecEnv kind: dummy (measured faster here) or subproc"))
     seed: int = field(default=0, metadata=_opt("seed of the model and the training workloads"))
     learning_rate: float = field(default=3e-4, metadata=_opt("learning rate", "--lr"))
-    policy: str = field(default="mlp", metadata=_opt(
-        "network: mlp (one MLP over the flattened observation) or slots (one network shared by all job slots; "
-        "maskable_ppo only)"))
+    policy: str = field(
+        default="mlp",
+        metadata=_opt(
+            "network: mlp (one MLP over the flattened observation) or slots (one network shared by all job slots; "
+            "maskable_ppo only)"
+        ),
+    )
     n_steps: int = field(default=512, metadata=_opt("PPO rollout length per env"))
     batch_size: int = field(default=128, metadata=_opt("minibatch size"))
     n_epochs: int = field(default=10, metadata=_opt("PPO epochs per rollout"))
@@ -61,19 +69,29 @@ class TrainConfig:
     ent_coef: float = field(default=0.01, metadata=_opt("PPO entropy bonus"))
     clip_range: float = field(default=0.2, metadata=_opt("PPO clip range"))
     net_arch: tuple[int, ...] = field(default=(128, 128), metadata=_opt("hidden layer sizes, e.g. 128,128"))
-    algo_kwargs: Mapping[str, Any] = field(default_factory=dict, metadata=_opt(
-        "any other keyword of the algorithm class (repeatable KEY=VALUE)", "--algo-arg"))
+    algo_kwargs: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_opt("any other keyword of the algorithm class (repeatable KEY=VALUE)", "--algo-arg"),
+    )
     eval_every: int = field(default=10_000, metadata=_opt("validate every N steps (0 = only at the end)"))
-    eval_seeds: tuple[int, ...] = field(default=tuple(range(1_000_000, 1_000_008)), metadata=_opt(
-        "validation seeds of generator traces (file traces use every validation window)"))
+    eval_seeds: tuple[int, ...] = field(
+        default=tuple(range(1_000_000, 1_000_008)),
+        metadata=_opt("validation seeds of generator traces (file traces use every validation window)"),
+    )
     eval_limit: int = field(default=0, metadata=_opt("validate on at most N workloads, evenly spaced (0 = all)"))
-    eval_baselines: tuple[str, ...] = field(default=("fcfs", "arena"), metadata=_opt(
-        "heuristics scored beside the agent; with arena, models are ranked by the mean ratio to it", "--baselines"))
+    eval_baselines: tuple[str, ...] = field(
+        default=("fcfs", "arena"),
+        metadata=_opt(
+            "heuristics scored beside the agent; with arena, models are ranked by the mean ratio to it", "--baselines"
+        ),
+    )
     checkpoint_every: int = field(default=25_000, metadata=_opt("checkpoint every N steps (0 = off)"))
-    bc_warm_start_steps: int = field(default=0, metadata=_opt("behaviour-cloning samples before RL (0 = off)",
-                                                              "--bc-steps"))
-    bc_expert: tuple[str, ...] = field(default=("arena",), metadata=_opt(
-        "heuristic(s) to clone, samples split evenly, e.g. arena,tiresias"))
+    bc_warm_start_steps: int = field(
+        default=0, metadata=_opt("behaviour-cloning samples before RL (0 = off)", "--bc-steps")
+    )
+    bc_expert: tuple[str, ...] = field(
+        default=("arena",), metadata=_opt("heuristic(s) to clone, samples split evenly, e.g. arena,tiresias")
+    )
     bc_epochs: int = field(default=20, metadata=_opt("behaviour-cloning epochs"))
     out_dir: str = field(default="results/train", metadata=_opt("run directory", "--out"))
     wandb_mode: str = field(default="disabled", metadata=_opt("wandb mode (--wandb means offline)"))
@@ -107,8 +125,12 @@ class TrainConfig:
 
     def _problems(self) -> list[str]:
         problems = []
-        for name, valid in (("algo", tuple(ALGO_FAMILIES)), ("vec", VEC_KINDS), ("wandb_mode", WANDB_MODES),
-                            ("policy", tuple(POLICIES))):
+        for name, valid in (
+            ("algo", tuple(ALGO_FAMILIES)),
+            ("vec", VEC_KINDS),
+            ("wandb_mode", WANDB_MODES),
+            ("policy", tuple(POLICIES)),
+        ):
             if getattr(self, name) not in valid:
                 problems.append(f"unknown {name} {getattr(self, name)!r} (valid: {', '.join(sorted(valid))})")
         for name in ("steps", "n_envs", "n_steps", "n_epochs", "bc_epochs"):
@@ -120,8 +142,12 @@ class TrainConfig:
             problems.append("n_steps x n_envs must be >= 2")
         if not self.net_arch or min(self.net_arch) < 1:
             problems.append(f"net_arch needs one or more layer sizes >= 1, got {self.net_arch}")
-        for name, lo, hi in (("learning_rate", 0, math.inf), ("gamma", 0, 1), ("gae_lambda", 0, 1),
-                             ("clip_range", 0, math.inf)):
+        for name, lo, hi in (
+            ("learning_rate", 0, math.inf),
+            ("gamma", 0, 1),
+            ("gae_lambda", 0, 1),
+            ("clip_range", 0, math.inf),
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and lo < value <= hi):
                 problems.append(f"{name} must be in ({lo}, {hi}], got {value}")
@@ -138,8 +164,10 @@ class TrainConfig:
         if not self.bc_expert:
             problems.append("bc_expert must name at least one heuristic")
         if "split" in self.env_overrides:
-            problems.append("env_overrides may not set split: training uses the train split, validation the "
-                            "validation split, and the test the test split")
+            problems.append(
+                "env_overrides may not set split: training uses the train split, validation the "
+                "validation split, and the test the test split"
+            )
         if self.policy != "mlp" and self.algo != "maskable_ppo":
             problems.append(f"policy {self.policy!r} works with maskable_ppo only, not {self.algo}")
         if self.bc_warm_start_steps and self.algo in ALGO_FAMILIES and ALGO_FAMILIES[self.algo] != "actor_critic":
@@ -157,8 +185,12 @@ class TrainConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The fields as JSON-ready values."""
-        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else
-                         list(v) if isinstance(v, tuple) else v) for f in dataclasses.fields(self)}
+        return {
+            f.name: (
+                dict(v) if isinstance(v := getattr(self, f.name), Mapping) else list(v) if isinstance(v, tuple) else v
+            )
+            for f in dataclasses.fields(self)
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "TrainConfig":
@@ -245,7 +277,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             kwargs.update(type=hint, default=default)
             kwargs["help"] += f" (default: {default})"
         parser.add_argument(flag, **kwargs)
-    parser.add_argument("--wandb", action="store_true", help="track the run with wandb, offline (same as --wandb-mode offline)")
+    parser.add_argument(
+        "--wandb", action="store_true", help="track the run with wandb, offline (same as --wandb-mode offline)"
+    )
 
 
 def wandb_mode(args: argparse.Namespace) -> str:

@@ -34,8 +34,9 @@ def make_env(env_id: str, overrides: Mapping[str, Any]) -> gym.Env:
     return gym.make(env_id, **dict(overrides))
 
 
-def make_training_vec_env(env_id: str, overrides: Mapping[str, Any], n_envs: int, vec: str, seed: int,
-                          start_method: str | None = None) -> VecEnv:
+def make_training_vec_env(
+    env_id: str, overrides: Mapping[str, Any], n_envs: int, vec: str, seed: int, start_method: str | None = None
+) -> VecEnv:
     """``n_envs`` monitored copies in a Dummy/Subproc VecEnv; env ``i`` is first reset with ``seed + i``.
 
     Later resets continue each env's own generator, so every episode draws a fresh workload
@@ -44,5 +45,10 @@ def make_training_vec_env(env_id: str, overrides: Mapping[str, Any], n_envs: int
     if vec not in VEC_ENVS:
         raise ValueError(f"unknown vec {vec!r}; valid: {', '.join(VEC_ENVS)}")
     vec_kwargs = {"start_method": start_method} if vec == "subproc" and start_method else None
-    return make_vec_env(functools.partial(make_env, env_id, dict(overrides)), n_envs=n_envs, seed=seed,
-                        vec_env_cls=VEC_ENVS[vec], vec_env_kwargs=vec_kwargs)
+    return make_vec_env(
+        functools.partial(make_env, env_id, dict(overrides)),
+        n_envs=n_envs,
+        seed=seed,
+        vec_env_cls=VEC_ENVS[vec],
+        vec_env_kwargs=vec_kwargs,
+    )

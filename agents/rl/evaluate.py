@@ -33,8 +33,18 @@ from agents.rl.algos import greedy_action
 log = logging.getLogger(__name__)
 
 #: Per-run metric columns of an evaluation table.
-EVAL_COLUMNS = ("avg_jct_s", "median_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "jobs_finished", "jobs_total",
-                "gpu_util", "reconfigurations", "preemptions")
+EVAL_COLUMNS = (
+    "avg_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "makespan_s",
+    "jobs_finished",
+    "jobs_total",
+    "gpu_util",
+    "reconfigurations",
+    "preemptions",
+)
 #: Columns describing the workload of a row.
 WORKLOAD_COLUMNS = ("workload", "trace", "split", "load", "load_basis", "cluster")
 
@@ -87,8 +97,9 @@ class Evaluator:
         self._models: dict[str, tuple[ClusterSpec, PerfModel, PerfModel]] = {}
 
     @classmethod
-    def for_split(cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None,
-                  limit: int = 0) -> "Evaluator":
+    def for_split(
+        cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
+    ) -> "Evaluator":
         """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
 
         ``limit`` > 0 keeps that many, evenly spaced over the list.
@@ -106,7 +117,11 @@ class Evaluator:
         if hit is None:
             spec = resolve_cluster(cluster)
             truth = resolve_perf(self.config.perf, spec, self.config.seed)
-            belief = resolve_perf(self.config.belief, spec, self.config.seed, truth) if self.config.belief is not None else truth
+            belief = (
+                resolve_perf(self.config.belief, spec, self.config.seed, truth)
+                if self.config.belief is not None
+                else truth
+            )
             hit = self._models[cluster] = (spec, truth, belief)
         return hit
 
@@ -119,8 +134,9 @@ class Evaluator:
         """One row per workload: the policy's metrics on it (no padding)."""
         return self.score({label or policy.name: policy})
 
-    def score(self, policies: Mapping[str, Policy], progress: bool = False,
-              jct_rows: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+    def score(
+        self, policies: Mapping[str, Policy], progress: bool = False, jct_rows: list[dict[str, Any]] | None = None
+    ) -> pd.DataFrame:
         """Rows for every (workload, policy), workloads in order, with ``padded_jct_s`` across these policies.
 
         Padding (the Arena artifact's rule): on each workload every policy's finished JCTs are
@@ -128,22 +144,33 @@ class Evaluator:
         ``jct_rows``, when given, receives one dict per finished job (workload, policy, job, JCT).
         """
         rows: list[dict[str, Any]] = []
-        bar = tqdm(total=len(self.workloads) * len(policies), desc="evaluate", unit="run", disable=not progress,
-                   leave=False)
+        bar = tqdm(
+            total=len(self.workloads) * len(policies), desc="evaluate", unit="run", disable=not progress, leave=False
+        )
         for workload in self.workloads:
             jcts: dict[str, list[float]] = {}
             for label, policy in policies.items():
                 record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
                 metrics = compute_metrics(record)
                 jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
-                rows.append({"workload": workload.label, "trace": workload.trace, "split": workload.split,
-                             "load": workload.load, "load_basis": workload.basis, "cluster": workload.cluster,
-                             "seed": workload.window, "policy": label, **policy_facts(policy),
-                             **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS}})
+                rows.append(
+                    {
+                        "workload": workload.label,
+                        "trace": workload.trace,
+                        "split": workload.split,
+                        "load": workload.load,
+                        "load_basis": workload.basis,
+                        "cluster": workload.cluster,
+                        "seed": workload.window,
+                        "policy": label,
+                        **policy_facts(policy),
+                        **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
+                    }
+                )
                 if jct_rows is not None:
                     jct_rows.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
                 bar.update()
-            for row, padded in zip(rows[-len(policies):], padded_means(jcts).values()):
+            for row, padded in zip(rows[-len(policies) :], padded_means(jcts).values()):
                 row["padded_jct_s"] = padded
         bar.close()
         return pd.DataFrame(rows)
@@ -163,13 +190,15 @@ def padded_means(jcts: Mapping[str, Sequence[float]]) -> dict[str, float]:
 def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:
     """Per policy: mean avg JCT over workloads, its ratio to ``reference``, and whether every job finished."""
     grouped = table.groupby("policy", sort=False)
-    summary = pd.DataFrame({
-        "avg_jct_s": grouped["avg_jct_s"].mean(),
-        "p95_jct_s": grouped["p95_jct_s"].mean(),
-        "makespan_s": grouped["makespan_s"].mean(),
-        "jobs_finished": grouped["jobs_finished"].sum(),
-        "jobs_total": grouped["jobs_total"].sum(),
-    })
+    summary = pd.DataFrame(
+        {
+            "avg_jct_s": grouped["avg_jct_s"].mean(),
+            "p95_jct_s": grouped["p95_jct_s"].mean(),
+            "makespan_s": grouped["makespan_s"].mean(),
+            "jobs_finished": grouped["jobs_finished"].sum(),
+            "jobs_total": grouped["jobs_total"].sum(),
+        }
+    )
     summary["all_finished"] = summary["jobs_finished"] == summary["jobs_total"]
     if reference in summary.index:
         summary[f"jct_vs_{reference}"] = summary["avg_jct_s"] / summary.loc[reference, "avg_jct_s"]

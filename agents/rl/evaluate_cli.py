@@ -22,17 +22,32 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``evaluate`` arguments and handler."""
-    parser.add_argument("--policies", type=_names, required=True,
-                        help="comma-separated policies: registered names and sb3:PATH models, LABEL=SPEC to name one "
-                             "(e.g. arena,srtf,tiresias,fcfs,agent=sb3:run/best_model.zip)")
+    parser.add_argument(
+        "--policies",
+        type=_names,
+        required=True,
+        help="comma-separated policies: registered names and sb3:PATH models, LABEL=SPEC to name one "
+        "(e.g. arena,srtf,tiresias,fcfs,agent=sb3:run/best_model.zip)",
+    )
     parser.add_argument("--suite", default="synthetic", choices=[*SUITE_NAMES, "custom"], help="workload suite")
-    parser.add_argument("--trace", action="append", default=[], metavar="SPEC",
-                        help="with --suite custom: a trace file or generator spec (repeatable)")
+    parser.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="with --suite custom: a trace file or generator spec (repeatable)",
+    )
     parser.add_argument("--cluster", default="testbed-64", help="with --suite custom: the cluster")
-    parser.add_argument("--split", default="test", choices=("all", "train", "validation", "test"),
-                        help="with --suite custom: which time range of each trace")
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("all", "train", "validation", "test"),
+        help="with --suite custom: which time range of each trace",
+    )
     parser.add_argument("--window-jobs", type=int, default=50, help="with --suite custom: jobs per window")
-    parser.add_argument("--loads", type=_floats, default=(0.9,), help="with --suite custom: offered loads, cycled over windows")
+    parser.add_argument(
+        "--loads", type=_floats, default=(0.9,), help="with --suite custom: offered loads, cycled over windows"
+    )
     parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")
     parser.add_argument("--metric", default="padded_jct_s", help="per-workload metric of the statistics")
@@ -57,10 +72,24 @@ def handle(args: argparse.Namespace) -> int:
             logging.getLogger(quiet).setLevel(logging.WARNING)
     from agents.rl.protocol import EvalConfig, evaluate
 
-    config = EvalConfig(policies=args.policies, suite=args.suite, out_dir=str(args.out), data_dir=args.data_dir,
-                        reference=args.reference, metric=args.metric, seed=args.seed, resamples=args.resamples,
-                        limit=args.limit, traces=tuple(args.trace), cluster=args.cluster, split=args.split,
-                        window_jobs=args.window_jobs, loads=args.loads, wandb_mode=mode, progress=not args.no_progress)
+    config = EvalConfig(
+        policies=args.policies,
+        suite=args.suite,
+        out_dir=str(args.out),
+        data_dir=args.data_dir,
+        reference=args.reference,
+        metric=args.metric,
+        seed=args.seed,
+        resamples=args.resamples,
+        limit=args.limit,
+        traces=tuple(args.trace),
+        cluster=args.cluster,
+        split=args.split,
+        window_jobs=args.window_jobs,
+        loads=args.loads,
+        wandb_mode=mode,
+        progress=not args.no_progress,
+    )
     result = evaluate(config)
     print((result.out_dir / "summary.md").read_text(), end="")
     print(f"results: {result.out_dir} ({result.wall_s:.0f} s)")

@@ -78,7 +78,7 @@ class SlotNetwork(nn.Module):
         parts, offset = [], 0
         for width in self.widths:
             size = self.n_slots * width
-            parts.append(features[:, offset:offset + size].reshape(batch, self.n_slots, width))
+            parts.append(features[:, offset : offset + size].reshape(batch, self.n_slots, width))
             offset += size
         return th.cat(parts, dim=2), features[:, offset:]
 

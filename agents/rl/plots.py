@@ -20,8 +20,12 @@ def plot_learning_curve(episodes: pd.DataFrame, evals: pd.DataFrame, path: Path,
         window = window or min(50, max(5, len(episodes) // 10))
         hours = episodes["avg_jct_s"] / 3600.0
         top.plot(episodes["timesteps"], hours, ".", ms=2, alpha=0.3, color="tab:blue")
-        top.plot(episodes["timesteps"], hours.rolling(window, min_periods=1).median(), color="tab:blue",
-                 label=f"training episodes ({window}-episode median)")
+        top.plot(
+            episodes["timesteps"],
+            hours.rolling(window, min_periods=1).median(),
+            color="tab:blue",
+            label=f"training episodes ({window}-episode median)",
+        )
         top.set_yscale("log")
         top.legend()
     top.set_ylabel("avg JCT (h)")

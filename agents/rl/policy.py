@@ -19,8 +19,10 @@ def _checked_predict(model: Any, path: Path) -> Any:
         for key, space in spaces.items():
             if key not in obs or obs[key].shape != space.shape:
                 got = obs[key].shape if key in obs else "nothing"
-                raise ValueError(f"model {path} expects observation {key!r} of shape {space.shape}, got {got}: "
-                                 "it was trained for another cluster or slot count")
+                raise ValueError(
+                    f"model {path} expects observation {key!r} of shape {space.shape}, got {got}: "
+                    "it was trained for another cluster or slot count"
+                )
         return greedy_action(model, obs, mask)
 
     return predict
@@ -36,4 +38,6 @@ def load_sb3_policy(path: str, rng: np.random.Generator | None = None) -> Observ
     """
     del rng  # deterministic policy
     model, info = load_model(path)
-    return ObservationPolicy(f"sb3:{path}", _checked_predict(model, Path(path)), info.env_config, info.env_config.ap_search)
+    return ObservationPolicy(
+        f"sb3:{path}", _checked_predict(model, Path(path)), info.env_config, info.env_config.ap_search
+    )

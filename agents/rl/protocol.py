@@ -95,8 +95,10 @@ class EvalConfig:
             return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads)
         suite = get_suite(self.suite, self.data_dir)
         if suite.needs_data and not Path(self.data_dir).is_dir():
-            raise ValueError(f"suite {self.suite!r} needs the real traces: data folder {self.data_dir} does not exist "
-                             "(give --data-dir)")
+            raise ValueError(
+                f"suite {self.suite!r} needs the real traces: data folder {self.data_dir} does not exist "
+                "(give --data-dir)"
+            )
         return suite
 
 
@@ -136,9 +138,17 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     plot_vs_reference(table, config.metric, config.reference, out / "vs_reference.png")
     plot_cdfs(table, jobs, config.metric, config.reference, out / "cdf.png")
     wall = time.perf_counter() - start
-    write_json(out / "config.json", {"evaluate": config, "suite": {"name": suite.name, "description": suite.description},
-                                     "workloads": [w.label for w in workloads], "seed": config.seed,
-                                     "code_version": code_version(), "wall_s": wall})
+    write_json(
+        out / "config.json",
+        {
+            "evaluate": config,
+            "suite": {"name": suite.name, "description": suite.description},
+            "workloads": [w.label for w in workloads],
+            "seed": config.seed,
+            "code_version": code_version(),
+            "wall_s": wall,
+        },
+    )
     if config.wandb_mode != "disabled":
         _log_wandb(out, config, table, summary)
     return EvalResult(table, summary, out, wall)
@@ -148,15 +158,22 @@ def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite) -> str:
     """The summary as a Markdown table in hours, with the suite named above it."""
     rows = []
     for r in summary.itertuples(index=False):
-        rows.append({
-            "policy": r.policy, "clairvoyant": "yes" if r.clairvoyant else "no", "overhead": r.overhead_class,
-            f"mean {metric} (h)": f"{r.mean / 3600:.2f} [{r.mean_ci_low / 3600:.2f}, {r.mean_ci_high / 3600:.2f}]",
-            "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
-            "mean diff (h)": f"{r.mean_diff / 3600:+.2f} [{r.diff_ci_low / 3600:+.2f}, {r.diff_ci_high / 3600:+.2f}]",
-            "mean ratio": f"{r.mean_ratio:.3f}", "Wilcoxon p": f"{r.wilcoxon_p:.2g}",
-        })
-    head = f"Suite `{suite.name}` ({suite.description}); {int(summary['workloads'].max())} workloads; " \
-           f"95% bootstrap intervals; differences are policy - reference.\n\n"
+        rows.append(
+            {
+                "policy": r.policy,
+                "clairvoyant": "yes" if r.clairvoyant else "no",
+                "overhead": r.overhead_class,
+                f"mean {metric} (h)": f"{r.mean / 3600:.2f} [{r.mean_ci_low / 3600:.2f}, {r.mean_ci_high / 3600:.2f}]",
+                "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
+                "mean diff (h)": f"{r.mean_diff / 3600:+.2f} [{r.diff_ci_low / 3600:+.2f}, {r.diff_ci_high / 3600:+.2f}]",
+                "mean ratio": f"{r.mean_ratio:.3f}",
+                "Wilcoxon p": f"{r.wilcoxon_p:.2g}",
+            }
+        )
+    head = (
+        f"Suite `{suite.name}` ({suite.description}); {int(summary['workloads'].max())} workloads; "
+        f"95% bootstrap intervals; differences are policy - reference.\n\n"
+    )
     return head + to_markdown(pd.DataFrame(rows))
 
 
@@ -166,6 +183,12 @@ def _log_wandb(out: Path, config: EvalConfig, table: pd.DataFrame, summary: pd.D
     from arena_gym.tracking import finish_run, start_run
 
     run = start_run(out, config, "evaluate", config.wandb_mode)
-    run.log({"per_workload": wandb.Table(dataframe=table), "summary": wandb.Table(dataframe=summary),
-             "vs_reference": wandb.Image(str(out / "vs_reference.png")), "cdf": wandb.Image(str(out / "cdf.png"))})
+    run.log(
+        {
+            "per_workload": wandb.Table(dataframe=table),
+            "summary": wandb.Table(dataframe=summary),
+            "vs_reference": wandb.Image(str(out / "vs_reference.png")),
+            "cdf": wandb.Image(str(out / "cdf.png")),
+        }
+    )
     finish_run(run)

@@ -36,24 +36,26 @@ def _default(_cls: Any, _obs: gym.Space, _act: gym.Space) -> None:
 
 
 #: Pickled entry -> how to build a safe replacement from (policy class, observation space, action space).
-REPLACEMENTS: Mapping[str, Callable[[Any, gym.Space, gym.Space], Any]] = MappingProxyType({
-    "observation_space": lambda _c, obs, _a: obs,
-    "action_space": lambda _c, _o, act: act,
-    "policy_class": lambda policy, _o, _a: policy,
-    "lr_schedule": _training_only,
-    "clip_range": _training_only,
-    "clip_range_vf": _training_only,
-    "exploration_schedule": _training_only,
-    "rollout_buffer_class": _default,
-    "replay_buffer_class": _default,
-    "train_freq": lambda _c, _o, _a: 1,
-    # rollout state of a model saved while it was learning; SB3 rebuilds it when learning resumes
-    "_last_obs": _default,
-    "_last_original_obs": _default,
-    "_last_episode_starts": _default,
-    "ep_info_buffer": _default,
-    "ep_success_buffer": _default,
-})
+REPLACEMENTS: Mapping[str, Callable[[Any, gym.Space, gym.Space], Any]] = MappingProxyType(
+    {
+        "observation_space": lambda _c, obs, _a: obs,
+        "action_space": lambda _c, _o, act: act,
+        "policy_class": lambda policy, _o, _a: policy,
+        "lr_schedule": _training_only,
+        "clip_range": _training_only,
+        "clip_range_vf": _training_only,
+        "exploration_schedule": _training_only,
+        "rollout_buffer_class": _default,
+        "replay_buffer_class": _default,
+        "train_freq": lambda _c, _o, _a: 1,
+        # rollout state of a model saved while it was learning; SB3 rebuilds it when learning resumes
+        "_last_obs": _default,
+        "_last_original_obs": _default,
+        "_last_episode_starts": _default,
+        "ep_info_buffer": _default,
+        "ep_success_buffer": _default,
+    }
+)
 
 
 def pickled_entries(path: str | Path) -> list[str]:
@@ -82,13 +84,16 @@ def recorded_policy_class(path: str | Path) -> tuple[str, str] | None:
     return (names[0], names[1]) if len(names) >= 2 else None
 
 
-def safe_custom_objects(path: str | Path, policy_cls: Any, observation_space: gym.Space,
-                        action_space: gym.Space) -> dict[str, Any]:
+def safe_custom_objects(
+    path: str | Path, policy_cls: Any, observation_space: gym.Space, action_space: gym.Space
+) -> dict[str, Any]:
     """``custom_objects`` for the algorithm's ``load`` that replace every pickled entry of the zip."""
     objects = {}
     for key in pickled_entries(path):
         build = REPLACEMENTS.get(key)
         if build is None:
-            raise ValueError(f"model file {path}: entry {key!r} is a pickle with no safe replacement; refusing to load it")
+            raise ValueError(
+                f"model file {path}: entry {key!r} is a pickle with no safe replacement; refusing to load it"
+            )
         objects[key] = build(policy_cls, observation_space, action_space)
     return objects

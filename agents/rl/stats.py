@@ -17,8 +17,9 @@ import pandas as pd
 from scipy import stats
 
 
-def bootstrap_ci(values: Sequence[float], resamples: int = 10_000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float], resamples: int = 10_000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (nan, nan for fewer than 2 values)."""
     x = np.asarray(values, dtype=np.float64)
     if len(x) < 2 or not np.isfinite(x).all():
@@ -57,8 +58,14 @@ class PairedComparison:
         return self.wins / self.workloads if self.workloads else math.nan
 
 
-def paired_comparison(policy_values: Sequence[float], reference_values: Sequence[float], policy: str,
-                      reference: str, resamples: int = 10_000, seed: int = 0) -> PairedComparison:
+def paired_comparison(
+    policy_values: Sequence[float],
+    reference_values: Sequence[float],
+    policy: str,
+    reference: str,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> PairedComparison:
     """Compare per-workload values (lower is better) of a policy with the reference's on the same workloads."""
     x = np.asarray(policy_values, dtype=np.float64)
     y = np.asarray(reference_values, dtype=np.float64)
@@ -74,22 +81,39 @@ def paired_comparison(policy_values: Sequence[float], reference_values: Sequence
         ttest_p = float(stats.ttest_rel(x, y).pvalue)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = float(np.mean(x / y)) if len(x) else math.nan
-    return PairedComparison(policy, reference, len(x), wins, len(x) - wins - losses, losses,
-                            float(np.mean(x)) if len(x) else math.nan, lo, hi,
-                            float(np.mean(y)) if len(y) else math.nan, float(np.mean(diff)) if len(x) else math.nan,
-                            dlo, dhi, ratio, wilcoxon_p, ttest_p)
+    return PairedComparison(
+        policy,
+        reference,
+        len(x),
+        wins,
+        len(x) - wins - losses,
+        losses,
+        float(np.mean(x)) if len(x) else math.nan,
+        lo,
+        hi,
+        float(np.mean(y)) if len(y) else math.nan,
+        float(np.mean(diff)) if len(x) else math.nan,
+        dlo,
+        dhi,
+        ratio,
+        wilcoxon_p,
+        ttest_p,
+    )
 
 
-def summary_table(table: pd.DataFrame, metric: str, reference: str, resamples: int = 10_000,
-                  seed: int = 0) -> pd.DataFrame:
+def summary_table(
+    table: pd.DataFrame, metric: str, reference: str, resamples: int = 10_000, seed: int = 0
+) -> pd.DataFrame:
     """One row per policy: the paired comparison of ``metric`` with ``reference`` over the table's workloads.
 
     ``table`` has one row per (workload, policy); columns ``workload``, ``policy``, ``metric``
     and, when present, ``clairvoyant`` and ``overhead_class`` (carried into the summary).
     """
     if reference not in set(table["policy"]):
-        raise ValueError(f"reference policy {reference!r} is not among the evaluated policies "
-                         f"({', '.join(dict.fromkeys(table['policy']))})")
+        raise ValueError(
+            f"reference policy {reference!r} is not among the evaluated policies "
+            f"({', '.join(dict.fromkeys(table['policy']))})"
+        )
     wide = table.pivot(index="workload", columns="policy", values=metric)
     rows = []
     for policy in dict.fromkeys(table["policy"]):

@@ -89,12 +89,18 @@ def _shift(data_dir: str) -> tuple[SuitePart, ...]:
     )
 
 
-_SUITES: Mapping[str, tuple[str, Callable[[str], tuple[SuitePart, ...]], bool]] = MappingProxyType({
-    "synthetic": ("Testbed64 synthetic workloads, 20 test seeds (in distribution)", _synthetic, False),
-    "real-test": ("every 50-job test window of the five real traces on testbed-64", _real_test, True),
-    "real-validation": ("every 50-job validation window of the five real traces (model selection)", _real_validation, True),
-    "shift": ("unseen node split, offered load 1.6, bursty arrivals (20 workloads each)", _shift, True),
-})
+_SUITES: Mapping[str, tuple[str, Callable[[str], tuple[SuitePart, ...]], bool]] = MappingProxyType(
+    {
+        "synthetic": ("Testbed64 synthetic workloads, 20 test seeds (in distribution)", _synthetic, False),
+        "real-test": ("every 50-job test window of the five real traces on testbed-64", _real_test, True),
+        "real-validation": (
+            "every 50-job validation window of the five real traces (model selection)",
+            _real_validation,
+            True,
+        ),
+        "shift": ("unseen node split, offered load 1.6, bursty arrivals (20 workloads each)", _shift, True),
+    }
+)
 SUITE_NAMES: tuple[str, ...] = tuple(_SUITES)
 
 
@@ -107,18 +113,38 @@ def get_suite(name: str, data_dir: str = "../shared/data") -> Suite:
     return Suite(name, description, parts(data_dir), needs_data)
 
 
-def custom_suite(traces: Sequence[str], cluster: str = "testbed-64", split: str = "test", window_jobs: int = 50,
-                 load_levels: Sequence[float] = (0.9,), load_basis: str = "offered", seeds: Sequence[int] = TEST_SEEDS,
-                 perf: str = "estimator") -> Suite:
+def custom_suite(
+    traces: Sequence[str],
+    cluster: str = "testbed-64",
+    split: str = "test",
+    window_jobs: int = 50,
+    load_levels: Sequence[float] = (0.9,),
+    load_basis: str = "offered",
+    seeds: Sequence[int] = TEST_SEEDS,
+    perf: str = "estimator",
+) -> Suite:
     """The windows of ``split`` of the user's own trace specs (files or generators) on ``cluster``."""
-    config = EnvConfig(cluster=cluster, trace=tuple(traces), split=split, window_jobs=window_jobs,
-                       load_levels=tuple(load_levels), load_basis=load_basis, perf=perf)
-    return Suite("custom", f"{split} windows of {', '.join(traces)} on {cluster}",
-                 (SuitePart("custom", config, split, tuple(seeds)),))
+    config = EnvConfig(
+        cluster=cluster,
+        trace=tuple(traces),
+        split=split,
+        window_jobs=window_jobs,
+        load_levels=tuple(load_levels),
+        load_basis=load_basis,
+        perf=perf,
+    )
+    return Suite(
+        "custom",
+        f"{split} windows of {', '.join(traces)} on {cluster}",
+        (SuitePart("custom", config, split, tuple(seeds)),),
+    )
 
 
 def env_suite(config: EnvConfig, seeds: Sequence[int] = TEST_SEEDS, split: str = "test") -> Suite:
     """The fixed workloads of a split of an env config: its file traces' windows and its generators' ``seeds``."""
     config = config.replace(split=split)
-    return Suite(f"env-{split}", f"{split} split of {', '.join(config.traces)} on {config.cluster}",
-                 (SuitePart(f"env-{split}", config, split, tuple(seeds)),))
+    return Suite(
+        f"env-{split}",
+        f"{split} split of {', '.join(config.traces)} on {config.cluster}",
+        (SuitePart(f"env-{split}", config, split, tuple(seeds)),),
+    )

@@ -29,8 +29,13 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, Check
 from agents.rl.algos import algo_spec, policy_class
 from agents.rl.artifact import ModelInfo, load_model, save_model, write_sidecar
 from agents.rl.bc import BCConfig, BCResult, warm_start
-from agents.rl.callbacks import (ArenaEvalCallback, LearningCurveCallback, ProgressBarCallback, WandbScalarCallback,
-                                 selection_score)
+from agents.rl.callbacks import (
+    ArenaEvalCallback,
+    LearningCurveCallback,
+    ProgressBarCallback,
+    WandbScalarCallback,
+    selection_score,
+)
 from agents.rl.config import EVAL_SPLIT, TRAIN_SPLIT, TrainConfig
 from agents.rl.env_factory import env_config, make_env, make_training_vec_env
 from agents.rl.evaluate import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
@@ -65,16 +70,26 @@ def build_model(config: TrainConfig, env: Any) -> Any:
     spec = algo_spec(config.algo)
     kwargs = {**spec.defaults, **{p: getattr(config, p) for p in spec.params}, **dict(config.algo_kwargs)}
     try:
-        return spec.cls()(policy_class(config.algo, config.policy), env, seed=config.seed, device="cpu", verbose=0,
-                          policy_kwargs={"net_arch": list(config.net_arch)}, **kwargs)
+        return spec.cls()(
+            policy_class(config.algo, config.policy),
+            env,
+            seed=config.seed,
+            device="cpu",
+            verbose=0,
+            policy_kwargs={"net_arch": list(config.net_arch)},
+            **kwargs,
+        )
     except (TypeError, AssertionError) as exc:
         raise ValueError(f"bad hyperparameters for {config.algo}: {str(exc).splitlines()[0]}") from None
 
 
 def latest_checkpoint(out_dir: Path) -> tuple[Path, int] | None:
     """The newest ``checkpoints/model_N_steps.zip`` of a run and its step count N, or None."""
-    found = [(int(m.group(1)), p) for p in (Path(out_dir) / "checkpoints").glob("model_*_steps.zip")
-             if (m := _CHECKPOINT.match(p.name))]
+    found = [
+        (int(m.group(1)), p)
+        for p in (Path(out_dir) / "checkpoints").glob("model_*_steps.zip")
+        if (m := _CHECKPOINT.match(p.name))
+    ]
     if not found:
         return None
     steps, path = max(found)
@@ -82,25 +97,48 @@ def latest_checkpoint(out_dir: Path) -> tuple[Path, int] | None:
 
 
 def _validation(config: TrainConfig) -> Evaluator:
-    return Evaluator.for_split(env_config(config.env_id, config.env_overrides_for(EVAL_SPLIT)), EVAL_SPLIT,
-                               config.eval_seeds, limit=config.eval_limit)
+    return Evaluator.for_split(
+        env_config(config.env_id, config.env_overrides_for(EVAL_SPLIT)),
+        EVAL_SPLIT,
+        config.eval_seeds,
+        limit=config.eval_limit,
+    )
 
 
-def _callbacks(config: TrainConfig, out: Path, run: Any, evaluator: Evaluator, baselines: Mapping[str, Any],
-               info: ModelInfo, model: Any, start_steps: int
-               ) -> tuple[list[BaseCallback], LearningCurveCallback, ArenaEvalCallback | None]:
+def _callbacks(
+    config: TrainConfig,
+    out: Path,
+    run: Any,
+    evaluator: Evaluator,
+    baselines: Mapping[str, Any],
+    info: ModelInfo,
+    model: Any,
+    start_steps: int,
+) -> tuple[list[BaseCallback], LearningCurveCallback, ArenaEvalCallback | None]:
     curve = LearningCurveCallback(run, out / "learning_curve.csv")
-    callbacks: list[BaseCallback] = [curve, ProgressBarCallback(config.steps, config.progress, start_steps),
-                                     WandbScalarCallback(run, every=max(config.steps // 200, 1))]
+    callbacks: list[BaseCallback] = [
+        curve,
+        ProgressBarCallback(config.steps, config.progress, start_steps),
+        WandbScalarCallback(run, every=max(config.steps // 200, 1)),
+    ]
     if config.checkpoint_every:
         write_sidecar(out / "checkpoints", info)
-        callbacks.append(CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(out / "checkpoints"),
-                                            name_prefix="model"))
+        callbacks.append(
+            CheckpointCallback(
+                max(config.checkpoint_every // config.n_envs, 1), str(out / "checkpoints"), name_prefix="model"
+            )
+        )
     evaluation = None
     if config.eval_every:
         evaluation = ArenaEvalCallback(
-            evaluator, lambda m: model_policy(m, info.env_config), baselines, config.eval_every,
-            out / "eval_history.csv", run, on_new_best=lambda: save_model(model, out / "best_model.zip", info))
+            evaluator,
+            lambda m: model_policy(m, info.env_config),
+            baselines,
+            config.eval_every,
+            out / "eval_history.csv",
+            run,
+            on_new_best=lambda: save_model(model, out / "best_model.zip", info),
+        )
         callbacks.append(evaluation)
     return callbacks, curve, evaluation
 
@@ -132,8 +170,10 @@ def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
     if checkpoint is None:
         raise ValueError(f"cannot resume {out}: no checkpoints/model_N_steps.zip (checkpoint_every was 0?)")
     if checkpoint[1] >= config.steps:
-        raise ValueError(f"cannot resume {out}: its latest checkpoint is at {checkpoint[1]} of {config.steps} steps "
-                         "(give more steps)")
+        raise ValueError(
+            f"cannot resume {out}: its latest checkpoint is at {checkpoint[1]} of {config.steps} steps "
+            "(give more steps)"
+        )
     return _run(config, resume_from=checkpoint)
 
 
@@ -149,12 +189,20 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
         for name in ("eval_history.csv", "learning_curve.csv"):
             (out / name).unlink(missing_ok=True)
     info = ModelInfo(config.algo, config.env_id, env_cfg, code_version(), config.policy)
-    write_json(out / "config.json", {"train": config.to_json(), "env_config": info.to_json()["env_config"],
-                                     "seed": config.seed, "code_version": info.code_version,
-                                     "resumed_from_steps": start_steps})
+    write_json(
+        out / "config.json",
+        {
+            "train": config.to_json(),
+            "env_config": info.to_json()["env_config"],
+            "seed": config.seed,
+            "code_version": info.code_version,
+            "resumed_from_steps": start_steps,
+        },
+    )
     run = start_run(out, config.to_json(), "train", config.wandb_mode, config.wandb_project)
-    venv = make_training_vec_env(config.env_id, config.env_overrides_for(TRAIN_SPLIT), config.n_envs, config.vec,
-                                 config.seed + start_steps)
+    venv = make_training_vec_env(
+        config.env_id, config.env_overrides_for(TRAIN_SPLIT), config.n_envs, config.vec, config.seed + start_steps
+    )
     try:
         model = build_model(config, venv)
         bc = None
@@ -164,9 +212,17 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
             log.info("resumed from %s (%d steps)", resume_from[0], start_steps)
         elif config.bc_warm_start_steps:
             bc_env = make_env(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
-            bc = warm_start(model, bc_env, BCConfig(experts=config.bc_expert, samples=config.bc_warm_start_steps,
-                                                    epochs=config.bc_epochs, gamma=config.gamma,
-                                                    seed=config.training_seeds[-1]))
+            bc = warm_start(
+                model,
+                bc_env,
+                BCConfig(
+                    experts=config.bc_expert,
+                    samples=config.bc_warm_start_steps,
+                    epochs=config.bc_epochs,
+                    gamma=config.gamma,
+                    seed=config.training_seeds[-1],
+                ),
+            )
             bc_env.close()
             run.log({f"bc/{k}": float(v) for k, v in vars(bc).items()}, step=0)
         evaluator = _validation(config)
@@ -174,8 +230,11 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
         callbacks, curve, evaluation = _callbacks(config, out, run, evaluator, baselines, info, model, start_steps)
         if resume_from is not None and evaluation is not None:
             evaluation.restore(out / "eval_history.csv", start_steps)
-        model.learn(total_timesteps=config.steps - start_steps, callback=CallbackList(callbacks),
-                    reset_num_timesteps=resume_from is None)
+        model.learn(
+            total_timesteps=config.steps - start_steps,
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=resume_from is None,
+        )
         model_path = save_model(model, out / "model.zip", info)
         table, best_path = _final_table(evaluator, evaluation, baselines, model, out / "best_model.zip", info)
         eval_path = write_csv(out / "eval.csv", table)
@@ -191,16 +250,35 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
         venv.close()
         finish_run(run)
     result = TrainResult(out, model_path, best_path, curve_path, eval_path, metrics, int(model.num_timesteps), wall, bc)
-    write_json(out / "result.json", {"metrics": metrics, "timesteps": result.timesteps, "wall_s": wall,
-                                     "resumed_from_steps": start_steps, "bc": bc, "model": str(model_path),
-                                     "best_model": str(best_path) if best_path else None})
-    log.info("trained %d steps in %.0f s: %s", result.timesteps, wall,
-             ", ".join(f"{k} {v / 3600:.2f} h" for k, v in metrics.items() if math.isfinite(v)))
+    write_json(
+        out / "result.json",
+        {
+            "metrics": metrics,
+            "timesteps": result.timesteps,
+            "wall_s": wall,
+            "resumed_from_steps": start_steps,
+            "bc": bc,
+            "model": str(model_path),
+            "best_model": str(best_path) if best_path else None,
+        },
+    )
+    log.info(
+        "trained %d steps in %.0f s: %s",
+        result.timesteps,
+        wall,
+        ", ".join(f"{k} {v / 3600:.2f} h" for k, v in metrics.items() if math.isfinite(v)),
+    )
     return result
 
 
-def _final_table(evaluator: Evaluator, evaluation: ArenaEvalCallback | None, baselines: Mapping[str, Any],
-                 model: Any, best_path: Path, info: ModelInfo) -> tuple[pd.DataFrame, Path | None]:
+def _final_table(
+    evaluator: Evaluator,
+    evaluation: ArenaEvalCallback | None,
+    baselines: Mapping[str, Any],
+    model: Any,
+    best_path: Path,
+    info: ModelInfo,
+) -> tuple[pd.DataFrame, Path | None]:
     """The final model, the best one (best validation score, the final model included) and the baselines.
 
     Returns the table (one row per policy and workload) and the best model's path (None when no

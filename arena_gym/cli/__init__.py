@@ -21,8 +21,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("arena_gym.cli.trace_cmd:configure", "inspect or convert traces"),
     "estimate": ("estimator.cli:configure", "query, validate or calibrate the performance estimator"),
     "train": ("agents.rl.cli:configure", "train a learned scheduling agent (stable-baselines3)"),
-    "evaluate": ("agents.rl.evaluate_cli:configure", "score policies on a workload suite with paired statistics vs Arena"),
-    "deploy": ("real_runner.deploy_cli:configure", "run a policy on a live testbed with real training jobs; sim vs live"),
+    "evaluate": (
+        "agents.rl.evaluate_cli:configure",
+        "score policies on a workload suite with paired statistics vs Arena",
+    ),
+    "deploy": (
+        "real_runner.deploy_cli:configure",
+        "run a policy on a live testbed with real training jobs; sim vs live",
+    ),
 }
 #: Exit codes: bad input, and interrupted by Ctrl-C (128 + SIGINT).
 EXIT_BAD_INPUT = 2
@@ -61,7 +67,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             configure = resolve(target)
         except ImportError as exc:  # an optional extra is not installed
             sub.add_parser(name, help=f"{help_text} (unavailable: {exc})").set_defaults(
-                handler=lambda _args, _e=exc, _n=name: _unavailable(_n, _e))
+                handler=lambda _args, _e=exc, _n=name: _unavailable(_n, _e)
+            )
             continue
         configure(sub.add_parser(name, help=help_text, description=help_text))
     return parser
@@ -95,8 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argument errors (exit 2, one line) and --help (exit 0)
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return int(args.handler(args) or 0)
     except (ValueError, OSError, KeyError) as exc:

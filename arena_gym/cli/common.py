@@ -15,8 +15,9 @@ from arena_gym.sim import OverheadModel
 #: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace
 #: (``arena/traces/testbed.csv``: 244 jobs in 5.7 h, i.e. ~42 jobs/h; the testbed model/GPU mix;
 #: iterations log-normal with the file's log-mean 5.06 and log-std 0.89, 6..500 iterations).
-DEFAULT_TRACE = ("synthetic:mix=testbed,n_jobs=240,rate_per_h=42,iter_log_mean=5.06,"
-                 "iter_log_sigma=0.89,iter_min=6,iter_max=500")
+DEFAULT_TRACE = (
+    "synthetic:mix=testbed,n_jobs=240,rate_per_h=42,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
+)
 #: Folder of the performance tables inside the cache directory.
 TABLES_SUBDIR = "perf-tables"
 #: Seeds are 0 .. 2**32 - 1 (what numpy's SeedSequence takes without surprise).
@@ -106,25 +107,44 @@ def model_spec_file(text: str) -> str:
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """--model-spec: user-defined models the estimator knows besides its zoo."""
-    parser.add_argument("--model-spec", type=model_spec_file, default=None, metavar="FILE",
-                        help="JSON file of user-defined models (a transformer, MoE or Wide-ResNet spec, or a list)")
+    parser.add_argument(
+        "--model-spec",
+        type=model_spec_file,
+        default=None,
+        metavar="FILE",
+        help="JSON file of user-defined models (a transformer, MoE or Wide-ResNet spec, or a list)",
+    )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs, --strict,
     --model-spec, --cache-dir, --no-cache."""
-    parser.add_argument("--trace", default=DEFAULT_TRACE,
-                        help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace")
-    parser.add_argument("--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file")
+    parser.add_argument(
+        "--trace",
+        default=DEFAULT_TRACE,
+        help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace",
+    )
+    parser.add_argument(
+        "--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file"
+    )
     parser.add_argument("--perf", default="estimator", help="ground-truth performance model: estimator | measured:CSV")
     parser.add_argument("--belief", default=None, help="model policies plan with (default: the truth), e.g. noisy:0.2")
     parser.add_argument("--horizon", type=positive_float, default=math.inf, help="stop after this many seconds")
-    parser.add_argument("--round", type=finite_positive_float, default=None, help="also decide every ROUND seconds (Arena: 300)")
+    parser.add_argument(
+        "--round", type=finite_positive_float, default=None, help="also decide every ROUND seconds (Arena: 300)"
+    )
     parser.add_argument("--no-event-decisions", action="store_true", help="decide only on rounds (needs --round)")
-    parser.add_argument("--overhead-scale", type=finite_nonnegative_float, default=1.0,
-                        help="multiply every reconfiguration overhead (0: none)")
-    parser.add_argument("--strict", action="store_true",
-                        help="a job requesting a GPU type the cluster lacks is an error (default: a warning)")
+    parser.add_argument(
+        "--overhead-scale",
+        type=finite_nonnegative_float,
+        default=1.0,
+        help="multiply every reconfiguration overhead (0: none)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a job requesting a GPU type the cluster lacks is an error (default: a warning)",
+    )
     add_model_arguments(parser)
     add_cache_arguments(parser)
 
@@ -132,8 +152,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     """--cache-dir and --no-cache: where the estimator keeps its performance tables between runs."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
-                       help="performance-table cache (default: $XDG_CACHE_HOME/arena-gym or ~/.cache/arena-gym)")
+    group.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="performance-table cache (default: $XDG_CACHE_HOME/arena-gym or ~/.cache/arena-gym)",
+    )
     group.add_argument("--no-cache", action="store_true", help="plan every performance table afresh, write no cache")
 
 
@@ -163,7 +188,16 @@ def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
     """The RunConfig the parsed arguments describe."""
     if args.no_event_decisions and args.round is None:
         raise ValueError("--no-event-decisions needs --round (otherwise nothing is ever decided)")
-    return RunConfig(policy=policy, trace=args.trace, cluster=args.cluster, seed=seed, perf=args.perf,
-                     belief=args.belief, horizon_s=args.horizon, round_s=args.round,
-                     event_decisions=not args.no_event_decisions, overhead=scaled_overhead(args.overhead_scale),
-                     model_spec=args.model_spec)
+    return RunConfig(
+        policy=policy,
+        trace=args.trace,
+        cluster=args.cluster,
+        seed=seed,
+        perf=args.perf,
+        belief=args.belief,
+        horizon_s=args.horizon,
+        round_s=args.round,
+        event_decisions=not args.no_event_decisions,
+        overhead=scaled_overhead(args.overhead_scale),
+        model_spec=args.model_spec,
+    )

@@ -7,8 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from arena_gym.cli.common import (DEFAULT_TRACE, add_run_arguments, bounded_int, cache_dir, out_dir, run_config,
-                                   seed_int)
+from arena_gym.cli.common import DEFAULT_TRACE, add_run_arguments, bounded_int, cache_dir, out_dir, run_config, seed_int
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.results import to_markdown
 
@@ -50,21 +49,38 @@ def trace_list(text: str) -> list[str]:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
-    parser.add_argument("--policies", type=_csv, default=_csv(DEFAULT_POLICIES),
-                        help="comma-separated policy specs (names, sb3:PATH, module:attr)")
+    parser.add_argument(
+        "--policies",
+        type=_csv,
+        default=_csv(DEFAULT_POLICIES),
+        help="comma-separated policy specs (names, sb3:PATH, module:attr)",
+    )
     add_run_arguments(parser)
     parser.set_defaults(trace=None)
-    parser.add_argument("--traces", type=trace_list, action="extend", default=None,
-                        help="traces to compare on (instead of --trace): comma-separated, or the option given "
-                             "several times (e.g. --traces synthetic:n_jobs=50,rate_per_h=5 --traces philly.csv)")
+    parser.add_argument(
+        "--traces",
+        type=trace_list,
+        action="extend",
+        default=None,
+        help="traces to compare on (instead of --trace): comma-separated, or the option given "
+        "several times (e.g. --traces synthetic:n_jobs=50,rate_per_h=5 --traces philly.csv)",
+    )
     parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated seeds")
     parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel processes")
-    parser.add_argument("--pad-jct", metavar="POLICY", default="max",
-                        help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)")
+    parser.add_argument(
+        "--pad-jct",
+        metavar="POLICY",
+        default="max",
+        help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--wandb", action="store_true", help="log the leaderboard and plots to wandb")
-    parser.add_argument("--out", type=out_dir, default=Path("results/compare"),
-                        help="results directory (written complete or not at all)")
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        default=Path("results/compare"),
+        help="results directory (written complete or not at all)",
+    )
     parser.set_defaults(handler=handle)
 
 

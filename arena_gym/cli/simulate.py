@@ -17,12 +17,17 @@ from arena_gym.results import write_run
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the simulate arguments."""
-    parser.add_argument("--policy", default="fcfs",
-                        help="registered policy name, sb3:PATH, an installed entry point or module:attr")
+    parser.add_argument(
+        "--policy", default="fcfs", help="registered policy name, sb3:PATH, an installed entry point or module:attr"
+    )
     add_run_arguments(parser)
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
-    parser.add_argument("--out", type=out_dir, default=Path("results/simulate"),
-                        help="results directory (written complete or not at all)")
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        default=Path("results/simulate"),
+        help="results directory (written complete or not at all)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.set_defaults(handler=handle)
 
@@ -42,9 +47,11 @@ def handle(args: argparse.Namespace) -> int:
     m = result.metrics
     total, submitted = int(m.get("jobs_total", m["jobs_submitted"])), int(m["jobs_submitted"])
     unsubmitted = f" ({total - submitted} of {total} never arrived within the horizon)" if total > submitted else ""
-    print(f"{result.record.policy}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
-          f"avg JCT {m['avg_jct_s'] / 3600:.2f} h, p95 {m['p95_jct_s'] / 3600:.2f} h, "
-          f"avg queue {m['avg_queue_s'] / 3600:.2f} h, avg throughput {m['avg_throughput']:.1f} samples/s")
+    print(
+        f"{result.record.policy}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
+        f"avg JCT {m['avg_jct_s'] / 3600:.2f} h, p95 {m['p95_jct_s'] / 3600:.2f} h, "
+        f"avg queue {m['avg_queue_s'] / 3600:.2f} h, avg throughput {m['avg_throughput']:.1f} samples/s"
+    )
     if unplaceable:
         print(f"{unplaceable} job(s) request a GPU type the cluster lacks (jobs_unplaceable_type)")
     print(f"results: {args.out}")

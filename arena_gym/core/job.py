@@ -15,8 +15,24 @@ class JobState:
     """
 
     __slots__ = (
-        "spec", "status", "submitted", "alloc", "done", "mark", "rate", "samples", "run_start", "version",
-        "first_start", "attained", "queued", "reconfigs", "preempts", "failures", "finish", "view",
+        "spec",
+        "status",
+        "submitted",
+        "alloc",
+        "done",
+        "mark",
+        "rate",
+        "samples",
+        "run_start",
+        "version",
+        "first_start",
+        "attained",
+        "queued",
+        "reconfigs",
+        "preempts",
+        "failures",
+        "finish",
+        "view",
     )
 
     def __init__(self, spec: JobSpec) -> None:

@@ -79,8 +79,9 @@ class ClusterState:
     policies; ``horizon`` is copied into snapshots. Call :meth:`load` to start an episode.
     """
 
-    def __init__(self, cluster: ClusterSpec, truth: PerfModel, belief: PerfModel | None = None,
-                 horizon: float = math.inf) -> None:
+    def __init__(
+        self, cluster: ClusterSpec, truth: PerfModel, belief: PerfModel | None = None, horizon: float = math.inf
+    ) -> None:
         self.cluster = cluster
         self.truth = truth
         self.belief = belief if belief is not None else truth
@@ -94,7 +95,9 @@ class ClusterState:
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
             raise ValueError("job ids must be unique within a workload")
-        self._free: dict[str, np.ndarray] = {g.gpu_type: np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.cluster.groups}
+        self._free: dict[str, np.ndarray] = {
+            g.gpu_type: np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.cluster.groups
+        }
         self._free_ro: dict[str, np.ndarray] = {}
         self._jobs: dict[JobId, JobState] = {spec.job_id: JobState(spec) for spec in jobs}
         self._queue = JobQueue()  # waiting jobs: FIFO order, indexed by requested type and configuration
@@ -197,12 +200,18 @@ class ClusterState:
                 )
             nodes = scratch[p.gpu_type]
             if len(set(p.nodes)) != len(p.nodes) or any(not 0 <= n < len(nodes) for n in p.nodes):
-                raise InvalidDecision(f"job {job_id}: bad node list {p.nodes} for {p.gpu_type} (0..{len(nodes) - 1}, distinct)")
+                raise InvalidDecision(
+                    f"job {job_id}: bad node list {p.nodes} for {p.gpu_type} (0..{len(nodes) - 1}, distinct)"
+                )
             if p.gpus_per_node > self._capacity[p.gpu_type]:
-                raise InvalidDecision(f"job {job_id}: {p.gpus_per_node} GPUs per node exceeds {p.gpu_type} node size {self._capacity[p.gpu_type]}")
+                raise InvalidDecision(
+                    f"job {job_id}: {p.gpus_per_node} GPUs per node exceeds {p.gpu_type} node size {self._capacity[p.gpu_type]}"
+                )
             iter_time = self.truth.grid_iter_time(job.spec.model, job.spec.global_batch, alloc.grid)
             if not math.isfinite(iter_time) or iter_time <= 0:
-                raise InvalidDecision(f"job {job_id}: no feasible plan for {job.spec.model} batch {job.spec.global_batch} on grid {alloc.grid.shape} pp{alloc.grid.n_stages} (out of memory)")
+                raise InvalidDecision(
+                    f"job {job_id}: no feasible plan for {job.spec.model} batch {job.spec.global_batch} on grid {alloc.grid.shape} pp{alloc.grid.n_stages} (out of memory)"
+                )
             if job.alloc is not None:
                 self._give_back(scratch, job.alloc)
             allocate.append((job_id, alloc, iter_time))
@@ -217,8 +226,9 @@ class ClusterState:
         return CheckedDecision(tuple(preempt), tuple(allocate), self._epoch)
 
     # ------------------------------------------------------------------ transitions
-    def commit(self, checked: CheckedDecision, t: float,
-               overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0) -> None:
+    def commit(
+        self, checked: CheckedDecision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
+    ) -> None:
         """Commit a validated decision at ``t``: its preemptions, then its allocations.
 
         Each allocated job is RECONFIGURING and expected to make progress after
@@ -238,8 +248,9 @@ class ClusterState:
         if not checked.is_empty:
             self._tick(t)
 
-    def apply(self, decision: Decision, t: float,
-              overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0) -> CheckedDecision:
+    def apply(
+        self, decision: Decision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
+    ) -> CheckedDecision:
         """:meth:`validate` then :meth:`commit` (InvalidDecision: nothing changed); returns what was committed."""
         checked = self.validate(decision)
         self.commit(checked, t, overhead_s)
@@ -352,8 +363,9 @@ class ClusterState:
                 job.settle(t)
 
     # ------------------------------------------------------------------ outputs
-    def snapshot(self, now: float, arrivals: Iterable[JobId] = (), departures: Iterable[JobId] = (),
-                 round_index: int = 0) -> Snapshot:
+    def snapshot(
+        self, now: float, arrivals: Iterable[JobId] = (), departures: Iterable[JobId] = (), round_index: int = 0
+    ) -> Snapshot:
         """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change)."""
         epoch = lambda: self._epoch  # noqa: E731 - the views compare against the live counter
         return Snapshot(
@@ -369,8 +381,9 @@ class ClusterState:
             horizon=self.horizon,
         )
 
-    def record(self, policy: str, start_time: float, end_time: float, decisions: int = 0,
-               decide_wall_s: float = 0.0) -> EpisodeRecord:
+    def record(
+        self, policy: str, start_time: float, end_time: float, decisions: int = 0, decide_wall_s: float = 0.0
+    ) -> EpisodeRecord:
         """The workload and event log as an EpisodeRecord spanning ``[start_time, end_time]``."""
         return EpisodeRecord(
             policy=policy,

@@ -46,8 +46,13 @@ class QueueViews(_LiveViews):
 
     __slots__ = ("_keys", "_jobs", "_index", "_of_type")
 
-    def __init__(self, epoch_of: Callable[[], int], keys: SortedList, jobs: Mapping[JobId, JobState],
-                 index: JobQueue | None = None) -> None:
+    def __init__(
+        self,
+        epoch_of: Callable[[], int],
+        keys: SortedList,
+        jobs: Mapping[JobId, JobState],
+        index: JobQueue | None = None,
+    ) -> None:
         super().__init__(epoch_of)
         self._keys = keys
         self._jobs = jobs
@@ -103,7 +108,9 @@ class QueueViews(_LiveViews):
         views = self._of_type.get(gpu_type)
         if views is None:
             keys = self._index.by_type.get(gpu_type)
-            views = self._of_type[gpu_type] = QueueViews(self._epoch_of, keys if keys is not None else SortedList(), self._jobs)
+            views = self._of_type[gpu_type] = QueueViews(
+                self._epoch_of, keys if keys is not None else SortedList(), self._jobs
+            )
         return views
 
     def by_config(self) -> Mapping[Config, Sequence[JobView]]:
@@ -111,8 +118,11 @@ class QueueViews(_LiveViews):
         self._check()
         if self._index is None:
             return super().by_config()
-        return {config: QueueViews(self._epoch_of, keys, self._jobs)
-                for config, keys in self._index.by_config.items() if keys}
+        return {
+            config: QueueViews(self._epoch_of, keys, self._jobs)
+            for config, keys in self._index.by_config.items()
+            if keys
+        }
 
 
 class ActiveViews(_LiveViews):

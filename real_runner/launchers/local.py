@@ -31,8 +31,10 @@ def check_local_hosts(hosts: Sequence[str]) -> None:
     """ValueError (one line) when a testbed names another machine, which the local launcher cannot reach."""
     remote = sorted({h for h in hosts if h not in LOCAL_HOSTS and h != os.uname().nodename})
     if remote:
-        raise ValueError(f"the local launcher runs on this machine only, but the testbed names host(s) "
-                         f"{', '.join(remote)}; use the ray launcher (--launcher ray)")
+        raise ValueError(
+            f"the local launcher runs on this machine only, but the testbed names host(s) "
+            f"{', '.join(remote)}; use the ray launcher (--launcher ray)"
+        )
 
 
 class LocalGeneration:
@@ -192,8 +194,17 @@ class LocalLauncher:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(r.device) for r in request.ranks)
         elif all(r.pin_core is not None for r in request.ranks):
             pins = [int(r.pin_core) for r in request.ranks]  # type: ignore[arg-type]
-        job = launch_local(request.spec_path, request.world_size, env=env, log_dir=request.log_dir, pin_cores=pins,
-                           python=self.python, cwd=self.cwd, hold=request.hold, new_session=True)
+        job = launch_local(
+            request.spec_path,
+            request.world_size,
+            env=env,
+            log_dir=request.log_dir,
+            pin_cores=pins,
+            python=self.python,
+            cwd=self.cwd,
+            hold=request.hold,
+            new_session=True,
+        )
         return LocalGeneration(job)
 
     def reattach(self, request: LaunchRequest, described: Mapping[str, Any]) -> ReattachedGeneration | None:

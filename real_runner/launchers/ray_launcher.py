@@ -59,8 +59,14 @@ class RankProcess:
 
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as fh:
-            self.proc = subprocess.Popen(list(cmd), env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT,
-                                         cwd=cwd, start_new_session=True)
+            self.proc = subprocess.Popen(
+                list(cmd),
+                env={**os.environ, **env},
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                start_new_session=True,
+            )
         return self.proc.pid
 
     def poll(self) -> int | None:
@@ -76,8 +82,16 @@ class RankProcess:
 class RayGeneration:
     """A generation's rank actors and placement group."""
 
-    def __init__(self, ray: Any, actors: Sequence[Any], names: Sequence[str], pids: Sequence[int], group: Any,
-                 logs: Sequence[Path], release: Path) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        actors: Sequence[Any],
+        names: Sequence[str],
+        pids: Sequence[int],
+        group: Any,
+        logs: Sequence[Path],
+        release: Path,
+    ) -> None:
         self._ray, self.actors, self.names, self._pids, self.group = ray, list(actors), list(names), tuple(pids), group
         self.logs, self.release_path = list(logs), release
         self._codes: list[int | None] = [None] * len(self.actors)
@@ -158,8 +172,14 @@ class RayLauncher:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, namespace: str = "arena-gym", num_cpus: int | None = None,
-                 python: str = sys.executable, cwd: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        namespace: str = "arena-gym",
+        num_cpus: int | None = None,
+        python: str = sys.executable,
+        cwd: str | Path | None = None,
+    ) -> None:
         try:
             import ray  # noqa: PLC0415 - an optional extra
         except ImportError:
@@ -200,12 +220,22 @@ class RayLauncher:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
 
         bundles, index = self._bundles(request)
-        group = placement_group(bundles, strategy="PACK", name=f"{self.namespace}/{request.job_id}/gen{request.generation}",
-                                lifetime="detached")
+        group = placement_group(
+            bundles,
+            strategy="PACK",
+            name=f"{self.namespace}/{request.job_id}/gen{request.generation}",
+            lifetime="detached",
+        )
         ray.get(group.ready(), timeout=120)
         names = self._names(request)
-        actors = [self._actor.options(name=name, lifetime="detached", scheduling_strategy=PlacementGroupSchedulingStrategy(
-            group, placement_group_bundle_index=index[r])).remote() for r, name in enumerate(names)]
+        actors = [
+            self._actor.options(
+                name=name,
+                lifetime="detached",
+                scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index[r]),
+            ).remote()
+            for r, name in enumerate(names)
+        ]
         master, port = ray.get(actors[0].node.remote(), timeout=CALL_TIMEOUT_S)
         request.log_dir.mkdir(parents=True, exist_ok=True)
         release = release_file(request.log_dir)
@@ -215,9 +245,16 @@ class RayLauncher:
         starts = []
         for r, slot in enumerate(request.ranks):
             local = [s for s in request.ranks if s.node == slot.node]
-            env = {**request.env, "RANK": str(r), "WORLD_SIZE": str(request.world_size),
-                   "LOCAL_RANK": str(local.index(slot)), "LOCAL_WORLD_SIZE": str(len(local)),
-                   "MASTER_ADDR": master, "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
+            env = {
+                **request.env,
+                "RANK": str(r),
+                "WORLD_SIZE": str(request.world_size),
+                "LOCAL_RANK": str(local.index(slot)),
+                "LOCAL_WORLD_SIZE": str(len(local)),
+                "MASTER_ADDR": master,
+                "MASTER_PORT": str(port),
+                "OMP_NUM_THREADS": "1",
+            }
             cmd = [self.python, "-m", "real_runner.worker", "--spec", str(request.spec_path)]
             if request.cuda:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(s.device) for s in local)
@@ -227,8 +264,14 @@ class RayLauncher:
                 cmd += ["--hold-until", str(release)]
             starts.append(actors[r].start.remote(cmd, env, self.cwd, str(logs[r])))
         pids = ray.get(starts, timeout=CALL_TIMEOUT_S)
-        log.info("ray: launched %d ranks of %s (rendezvous %s:%d): pids %s", request.world_size, request.spec_path,
-                 master, port, pids)
+        log.info(
+            "ray: launched %d ranks of %s (rendezvous %s:%d): pids %s",
+            request.world_size,
+            request.spec_path,
+            master,
+            port,
+            pids,
+        )
         return RayGeneration(ray, actors, names, pids, group, logs, release)
 
     def reattach(self, request: LaunchRequest, described: Mapping[str, Any]) -> RayGeneration | None:
@@ -248,10 +291,12 @@ class RayLauncher:
                 for pid in find_processes(str(request.spec_path)):
                     os.kill(pid, signal.SIGKILL)
             return None
-        logs = [Path(p) for p in described.get("logs", [])] or \
-            [request.log_dir / f"rank{r}.log" for r in range(request.world_size)]
-        return RayGeneration(ray, actors, self._names(request), described.get("pids", []), None, logs,
-                             release_file(request.log_dir))
+        logs = [Path(p) for p in described.get("logs", [])] or [
+            request.log_dir / f"rank{r}.log" for r in range(request.world_size)
+        ]
+        return RayGeneration(
+            ray, actors, self._names(request), described.get("pids", []), None, logs, release_file(request.log_dir)
+        )
 
     def close(self) -> None:
         """Shut down the local Ray this launcher started (not a cluster it connected to)."""

@@ -44,7 +44,14 @@ from arena_gym.types import Allocation, Decision, JobId, JobSpec, JobStatus, Per
 from estimator.zoo import get_model
 from real_runner.checkpoint_files import CheckpointError, JobIdentity, select_checkpoint
 from real_runner.launchers.base import GenerationHandle, Launcher, LaunchRequest, RankSlot
-from real_runner.live.codec import alloc_from_dict, alloc_to_dict, job_from_dict, job_to_dict, slots_from_list, slots_to_list
+from real_runner.live.codec import (
+    alloc_from_dict,
+    alloc_to_dict,
+    job_from_dict,
+    job_to_dict,
+    slots_from_list,
+    slots_to_list,
+)
 from real_runner.live.config import LiveConfig
 from real_runner.live.devices import DeviceMap
 from real_runner.live.journal import GenerationRow, Journal
@@ -96,8 +103,15 @@ class _Gen:
     released (training), stopping (SIGTERM sent), exited.
     """
 
-    def __init__(self, job_id: JobId, number: int, alloc: Allocation, slots: tuple[RankSlot, ...],
-                 executed: ExecutedPlan, directory: Path) -> None:
+    def __init__(
+        self,
+        job_id: JobId,
+        number: int,
+        alloc: Allocation,
+        slots: tuple[RankSlot, ...],
+        executed: ExecutedPlan,
+        directory: Path,
+    ) -> None:
         self.job_id, self.number, self.alloc, self.slots, self.executed = job_id, number, alloc, slots, executed
         self.dir = directory
         self.spec_path = directory / "spec.json"
@@ -120,10 +134,16 @@ class _Gen:
 
     def facts(self) -> dict[str, Any]:
         """The journal's record of it."""
-        return {"alloc": alloc_to_dict(self.alloc), "slots": slots_to_list(self.slots),
-                "plan": self.executed.to_dict(), "dir": str(self.dir),
-                "handle": self.handle.describe() if self.handle is not None else None,
-                "launched_at": _num(self.launched_at), "released_at": _num(self.released_at), "end": self.end}
+        return {
+            "alloc": alloc_to_dict(self.alloc),
+            "slots": slots_to_list(self.slots),
+            "plan": self.executed.to_dict(),
+            "dir": str(self.dir),
+            "handle": self.handle.describe() if self.handle is not None else None,
+            "launched_at": _num(self.launched_at),
+            "released_at": _num(self.released_at),
+            "end": self.end,
+        }
 
 
 def _num(x: float) -> float | None:
@@ -171,11 +191,23 @@ class LiveBackend:
     and the wait.
     """
 
-    def __init__(self, testbed: Testbed, perf: PerfModel, run_dir: str | Path, launcher: Launcher, *,
-                 belief: PerfModel | None = None, config: LiveConfig | None = None, journal: Journal | None = None,
-                 env: Mapping[str, str] | None = None, cores: Iterable[int] | None = None,
-                 on_status: Callable[[LiveStatus], None] | None = None, interrupt: Callable[[], bool] | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        testbed: Testbed,
+        perf: PerfModel,
+        run_dir: str | Path,
+        launcher: Launcher,
+        *,
+        belief: PerfModel | None = None,
+        config: LiveConfig | None = None,
+        journal: Journal | None = None,
+        env: Mapping[str, str] | None = None,
+        cores: Iterable[int] | None = None,
+        on_status: Callable[[LiveStatus], None] | None = None,
+        interrupt: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.testbed = testbed
         self.cluster = testbed.cluster()
         self.perf = perf
@@ -190,8 +222,13 @@ class LiveBackend:
         self.oversubscription = testbed.oversubscription(len(self.cores))
         self.devices = DeviceMap(testbed, self.cores)
         if self.oversubscription > 1 or self.devices.oversubscribed:
-            log.warning("testbed %s: %d CPU devices on %d core(s), oversubscribed %.1fx: its jobs slow each other down",
-                        testbed.name, testbed.total_devices, len(self.cores), self.oversubscription)
+            log.warning(
+                "testbed %s: %d CPU devices on %d core(s), oversubscribed %.1fx: its jobs slow each other down",
+                testbed.name,
+                testbed.total_devices,
+                len(self.cores),
+                self.oversubscription,
+            )
         self.state = ClusterState(self.cluster, perf, self.belief, self.config.horizon_s)
         self.on_status, self.interrupt = on_status, interrupt
         self._clock, self._sleep = clock, sleep
@@ -266,9 +303,15 @@ class LiveBackend:
         for job_id in moved:
             self.devices.release(job_id)
         with self.journal.transaction():
-            self.journal.add_op(t, "commit", "", {
-                "preempt": list(checked.preemptions),
-                "alloc": [[job_id, alloc_to_dict(alloc)] for job_id, alloc, _ in checked.allocations]})
+            self.journal.add_op(
+                t,
+                "commit",
+                "",
+                {
+                    "preempt": list(checked.preemptions),
+                    "alloc": [[job_id, alloc_to_dict(alloc)] for job_id, alloc, _ in checked.allocations],
+                },
+            )
             for job_id in moved:
                 job = self._jobs[job_id]
                 if job.current is not None:
@@ -365,12 +408,31 @@ class LiveBackend:
             if st is JobStatus.FINISHED or job_id not in self._submitted:
                 continue
             gen = job.current
-            rate = 1.0 / statistics.median(gen.iter_times) if gen and gen.iter_times and st is JobStatus.RUNNING else 0.0
+            rate = (
+                1.0 / statistics.median(gen.iter_times) if gen and gen.iter_times and st is JobStatus.RUNNING else 0.0
+            )
             devices = ",".join(f"{s.node}:{s.device}" for s in (gen.slots if gen else ()))
-            lines.append(JobLine(job_id, st.value, job.step, job.spec.iterations, rate, devices,
-                                 gen.number if gen else 0, gen.handle.pids if gen and gen.handle else ()))
-        return LiveStatus(self._t, counts[JobStatus.RUNNING], counts[JobStatus.RECONFIGURING], self.state.queued,
-                          counts[JobStatus.FINISHED], len(self._jobs), tuple(lines))
+            lines.append(
+                JobLine(
+                    job_id,
+                    st.value,
+                    job.step,
+                    job.spec.iterations,
+                    rate,
+                    devices,
+                    gen.number if gen else 0,
+                    gen.handle.pids if gen and gen.handle else (),
+                )
+            )
+        return LiveStatus(
+            self._t,
+            counts[JobStatus.RUNNING],
+            counts[JobStatus.RECONFIGURING],
+            self.state.queued,
+            counts[JobStatus.FINISHED],
+            len(self._jobs),
+            tuple(lines),
+        )
 
     # ------------------------------------------------------------------ the cycle
     def _now(self) -> float:
@@ -414,7 +476,12 @@ class LiveBackend:
             if gen.handle is not None and gen.alive:
                 triggered |= self._check_exit(job, gen)
         current = job.current
-        if current is not None and current.phase == "held" and current.handle is not None and current.handle.held_ready():
+        if (
+            current is not None
+            and current.phase == "held"
+            and current.handle is not None
+            and current.handle.held_ready()
+        ):
             self._maybe_release(job, current)
         for gen in job.gens:
             if gen.alive:
@@ -459,8 +526,13 @@ class LiveBackend:
             if status is JobStatus.RECONFIGURING:
                 self._op(self._record_time(rec, rec.iter_s), "run", job_id, {"iter_time": rec.iter_s})
                 self._progress(job, self._record_time(rec), rec.step, rec.iter_s)
-                log.info("job %s runs generation %d (%s) from step %d", job_id, gen.number, gen.executed.describe(),
-                         rec.step - 1)
+                log.info(
+                    "job %s runs generation %d (%s) from step %d",
+                    job_id,
+                    gen.number,
+                    gen.executed.describe(),
+                    rec.step - 1,
+                )
             else:
                 when = self._record_time(rec)
                 last_t, last_step = job.win
@@ -494,7 +566,8 @@ class LiveBackend:
                 if gen.failing is None:
                     gen.failing = f"rank exit code(s) {bad}"
                     (log.warning if gen is job.current else log.debug)(
-                        "job %s generation %d: a rank exited with %s; killing the others", gen.job_id, gen.number, bad)
+                        "job %s generation %d: a rank exited with %s; killing the others", gen.job_id, gen.number, bad
+                    )
                 gen.handle.kill()
             return False
         self._read(job)  # everything it wrote before it exited
@@ -504,7 +577,9 @@ class LiveBackend:
         if EXIT_BAD_INPUT in codes and gen.failing is None:
             last = gen.handle.log_tail(codes.index(EXIT_BAD_INPUT)).strip().splitlines()[-1:]
             raise LiveError(f"job {gen.job_id} generation {gen.number} refused its input (exit 2): {' '.join(last)}")
-        reason = gen.failing or (f"exit codes {codes}" if bad else f"exited without completing ({gen.end or 'no record'})")
+        reason = gen.failing or (
+            f"exit codes {codes}" if bad else f"exited without completing ({gen.end or 'no record'})"
+        )
         self._fail(job, gen, reason)
         return self.config.event_decisions
 
@@ -518,11 +593,20 @@ class LiveBackend:
         """The current generation failed: fall back to the latest checkpoint and relaunch on the same devices."""
         job.retries += 1
         if job.retries > self.config.max_retries:
-            raise LiveError(f"job {job.spec.job_id} failed {job.retries} times (last: {reason}); giving up "
-                            "(fix the cause, then resume the deployment)")
+            raise LiveError(
+                f"job {job.spec.job_id} failed {job.retries} times (last: {reason}); giving up "
+                "(fix the cause, then resume the deployment)"
+            )
         step = self._latest_checkpoint(job)
-        log.warning("job %s generation %d failed (%s); relaunching from step %d (retry %d of %d)", job.spec.job_id,
-                    gen.number, reason, step, job.retries, self.config.max_retries)
+        log.warning(
+            "job %s generation %d failed (%s); relaunching from step %d (retry %d of %d)",
+            job.spec.job_id,
+            gen.number,
+            reason,
+            step,
+            job.retries,
+            self.config.max_retries,
+        )
         self._op(self._now(), "fail", job.spec.job_id, {"done": step, "reason": reason})
         self._new_gen(job, gen.alloc, gen.slots, gen.executed)
 
@@ -573,8 +657,13 @@ class LiveBackend:
             self._kill_failing(gen, f"progress stale for {t - gen.last_record_at:.0f} s (limit {limit:.0f} s)")
 
     def _kill_failing(self, gen: _Gen, reason: str) -> None:
-        log.warning("job %s generation %d: %s; killing its ranks %s", gen.job_id, gen.number, reason,
-                    list(gen.handle.pids) if gen.handle else [])
+        log.warning(
+            "job %s generation %d: %s; killing its ranks %s",
+            gen.job_id,
+            gen.number,
+            reason,
+            list(gen.handle.pids) if gen.handle else [],
+        )
         gen.failing = reason
         if gen.handle is not None:
             gen.handle.kill()
@@ -594,15 +683,26 @@ class LiveBackend:
         cfg = self.config
         device = cfg.device if cfg.device != "auto" else ("cpu" if self.testbed.is_cpu else "cuda")
         return WorkerSpec(
-            job_id=job.spec.job_id, model=job.spec.model.name, global_batch=job.spec.global_batch,
-            plan=gen.executed.plan, target_step=job.spec.iterations, checkpoint_dir=str(job.ckpt_dir),
-            progress_path=str(job.progress_path), seed=cfg.seed, checkpoint_every_steps=cfg.checkpoint_every_steps,
-            checkpoint_every_s=cfg.checkpoint_every_s, lr=cfg.lr, device=device,
-            require_checkpoint=job.ckpt_step is not None, group_timeout_s=cfg.group_timeout_s)
+            job_id=job.spec.job_id,
+            model=job.spec.model.name,
+            global_batch=job.spec.global_batch,
+            plan=gen.executed.plan,
+            target_step=job.spec.iterations,
+            checkpoint_dir=str(job.ckpt_dir),
+            progress_path=str(job.progress_path),
+            seed=cfg.seed,
+            checkpoint_every_steps=cfg.checkpoint_every_steps,
+            checkpoint_every_s=cfg.checkpoint_every_s,
+            lr=cfg.lr,
+            device=device,
+            require_checkpoint=job.ckpt_step is not None,
+            group_timeout_s=cfg.group_timeout_s,
+        )
 
     def _request(self, job: _Job, gen: _Gen) -> LaunchRequest:
-        return LaunchRequest(job.spec.job_id, gen.number, gen.spec_path, gen.slots, gen.dir, self.env,
-                             cuda=not self.testbed.is_cpu)
+        return LaunchRequest(
+            job.spec.job_id, gen.number, gen.spec_path, gen.slots, gen.dir, self.env, cuda=not self.testbed.is_cpu
+        )
 
     def _launch_planned(self, t: float) -> None:
         """Launch the planned generations (their journal entries are on disk by now)."""
@@ -618,8 +718,13 @@ class LiveBackend:
             gen.launched_at = t
             with self.journal.transaction():
                 self._put(gen)
-            log.info("job %s generation %d launched on %s: %s", gen.job_id, gen.number,
-                     [f"{s.host}:{s.device}" for s in gen.slots], gen.executed.describe())
+            log.info(
+                "job %s generation %d launched on %s: %s",
+                gen.job_id,
+                gen.number,
+                [f"{s.host}:{s.device}" for s in gen.slots],
+                gen.executed.describe(),
+            )
 
     def _stop(self, gen: _Gen, t: float) -> None:
         """Stop a generation gracefully: a held one exits at once, a released one checkpoints first."""
@@ -653,8 +758,13 @@ class LiveBackend:
 
     def _stuck(self) -> bool:
         """Jobs wait, none holds devices, none is left to arrive, no round is due: nothing can change."""
-        return (self.state.queued > 0 and not self.state.active and not self._arrival_queue
-                and not self._alive() and self.config.round_s is None)
+        return (
+            self.state.queued > 0
+            and not self.state.active
+            and not self._arrival_queue
+            and not self._alive()
+            and self.config.round_s is None
+        )
 
     def _end(self) -> None:
         self.state.close(self._t)
@@ -698,16 +808,24 @@ class LiveBackend:
         job_id = job.spec.job_id
         view = self.state.view(job_id)
         job.number = max((r.gen for r in rows), default=0)
-        holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)  # a finished job's view keeps its allocation
+        holds = view.status in (
+            JobStatus.RUNNING,
+            JobStatus.RECONFIGURING,
+        )  # a finished job's view keeps its allocation
         current = rows[-1] if rows and holds else None
         if holds and (current is None or alloc_from_dict(current.data["alloc"]) != view.allocation):
-            raise LiveError(f"journal {self.journal.path}: job {job_id} holds devices but its generation is not journaled")
+            raise LiveError(
+                f"journal {self.journal.path}: job {job_id} holds devices but its generation is not journaled"
+            )
         for row in rows:
             if row.phase == "exited" and row is not current:
                 continue
             gen = self._gen_from_row(job, row)
-            handle = self.launcher.reattach(self._request(job, gen), row.data.get("handle") or {}) \
-                if row.phase != "exited" else None
+            handle = (
+                self.launcher.reattach(self._request(job, gen), row.data.get("handle") or {})
+                if row.phase != "exited"
+                else None
+            )
             if row is current:
                 self.devices.restore(job_id, gen.slots)
                 job.current = gen
@@ -748,8 +866,14 @@ class LiveBackend:
         data = row.data
         plan = data["plan"]
         executed = ExecutedPlan(plan_from_dict(plan["requested"]), plan_from_dict(plan["plan"]), tuple(plan["notes"]))
-        gen = _Gen(job.spec.job_id, row.gen, alloc_from_dict(data["alloc"]), slots_from_list(data["slots"]), executed,
-                   Path(data["dir"]))
+        gen = _Gen(
+            job.spec.job_id,
+            row.gen,
+            alloc_from_dict(data["alloc"]),
+            slots_from_list(data["slots"]),
+            executed,
+            Path(data["dir"]),
+        )
         gen.end = data.get("end")
         return gen
 
@@ -764,8 +888,10 @@ def apply_op(state: ClusterState, t: float, op: str, job_id: JobId, data: Mappin
     if op == "submit":
         state.submit(job_id, t)
     elif op == "commit":
-        decision = Decision(allocations=tuple((JobId(j), alloc_from_dict(a)) for j, a in data["alloc"]),
-                            preemptions=tuple(JobId(j) for j in data["preempt"]))
+        decision = Decision(
+            allocations=tuple((JobId(j), alloc_from_dict(a)) for j, a in data["alloc"]),
+            preemptions=tuple(JobId(j) for j in data["preempt"]),
+        )
         state.apply(decision, t)
     elif op == "run":
         state.start_running(job_id, t, data.get("iter_time"))

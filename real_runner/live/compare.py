@@ -39,8 +39,14 @@ def measured_overheads(record: EpisodeRecord) -> list[float]:
     return out
 
 
-def simulate_same(jobs: Sequence[JobSpec], policy: Policy, cluster: ClusterSpec, perf: PerfModel,
-                  overhead_s: float, round_s: float | None = None) -> EpisodeRecord:
+def simulate_same(
+    jobs: Sequence[JobSpec],
+    policy: Policy,
+    cluster: ClusterSpec,
+    perf: PerfModel,
+    overhead_s: float,
+    round_s: float | None = None,
+) -> EpisodeRecord:
     """Run ``policy`` on the simulator with the same jobs, charging ``overhead_s`` per (re)start."""
     config = SimConfig(overhead=OverheadModel(ckpt_resume_s=overhead_s), round_s=round_s, overhead_class="none")
     return run_episode(SimBackend(cluster, perf, perf, config), policy, jobs)
@@ -63,10 +69,15 @@ class SimVsLive:
     def summary(self) -> dict[str, float]:
         """The figures for ``sim_vs_live.json``."""
         errors = self.jobs["jct_error"].abs()
-        return {"avg_jct_live_s": self.avg_jct_live_s, "avg_jct_sim_s": self.avg_jct_sim_s,
-                "avg_jct_error": self.avg_jct_error, "median_abs_job_jct_error": float(errors.median()),
-                "max_abs_job_jct_error": float(errors.max()), "jobs_compared": float(len(self.jobs)),
-                "sim_overhead_s": self.overhead_s}
+        return {
+            "avg_jct_live_s": self.avg_jct_live_s,
+            "avg_jct_sim_s": self.avg_jct_sim_s,
+            "avg_jct_error": self.avg_jct_error,
+            "median_abs_job_jct_error": float(errors.median()),
+            "max_abs_job_jct_error": float(errors.max()),
+            "jobs_compared": float(len(self.jobs)),
+            "sim_overhead_s": self.overhead_s,
+        }
 
 
 def compare(live: EpisodeRecord, sim: EpisodeRecord, overhead_s: float) -> SimVsLive:
@@ -77,12 +88,31 @@ def compare(live: EpisodeRecord, sim: EpisodeRecord, overhead_s: float) -> SimVs
     rows = []
     for job_id in sorted(set(live_jct) & set(sim_jct)):
         spec = specs[job_id]
-        rows.append({"job_id": job_id, "model": spec.model.name, "global_batch": spec.global_batch,
-                     "iterations": spec.iterations, "requested_gpus": spec.requested_gpus or 0,
-                     "live_jct_s": live_jct[job_id], "sim_jct_s": sim_jct[job_id],
-                     "jct_error": (sim_jct[job_id] - live_jct[job_id]) / live_jct[job_id]})
-    frame = pd.DataFrame(rows, columns=["job_id", "model", "global_batch", "iterations", "requested_gpus",
-                                        "live_jct_s", "sim_jct_s", "jct_error"])
+        rows.append(
+            {
+                "job_id": job_id,
+                "model": spec.model.name,
+                "global_batch": spec.global_batch,
+                "iterations": spec.iterations,
+                "requested_gpus": spec.requested_gpus or 0,
+                "live_jct_s": live_jct[job_id],
+                "sim_jct_s": sim_jct[job_id],
+                "jct_error": (sim_jct[job_id] - live_jct[job_id]) / live_jct[job_id],
+            }
+        )
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "job_id",
+            "model",
+            "global_batch",
+            "iterations",
+            "requested_gpus",
+            "live_jct_s",
+            "sim_jct_s",
+            "jct_error",
+        ],
+    )
     avg = lambda col: float(frame[col].mean()) if len(frame) else math.nan  # noqa: E731
     return SimVsLive(frame, avg("live_jct_s"), avg("sim_jct_s"), overhead_s)
 

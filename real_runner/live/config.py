@@ -44,8 +44,16 @@ class LiveConfig:
     status_every_s: float = 5.0
 
     def __post_init__(self) -> None:
-        positive = ("poll_s", "progress_every_s", "stale_timeout_s", "stale_steps", "start_timeout_s", "stop_grace_s",
-                    "group_timeout_s", "status_every_s")
+        positive = (
+            "poll_s",
+            "progress_every_s",
+            "stale_timeout_s",
+            "stale_steps",
+            "start_timeout_s",
+            "stop_grace_s",
+            "group_timeout_s",
+            "status_every_s",
+        )
         for name in positive:
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):

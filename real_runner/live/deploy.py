@@ -90,9 +90,15 @@ class DeployConfig:
 
     def live_config(self) -> LiveConfig:
         """The backend settings."""
-        return LiveConfig(round_s=self.round_s, horizon_s=self.horizon_s, checkpoint_every_s=self.checkpoint_every_s,
-                          stale_timeout_s=self.stale_timeout_s, max_retries=self.max_retries, seed=self.seed,
-                          status_every_s=self.status_every_s)
+        return LiveConfig(
+            round_s=self.round_s,
+            horizon_s=self.horizon_s,
+            checkpoint_every_s=self.checkpoint_every_s,
+            stale_timeout_s=self.stale_timeout_s,
+            max_retries=self.max_retries,
+            seed=self.seed,
+            status_every_s=self.status_every_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -111,9 +117,13 @@ class Deployment:
 
 def testbed_to_dict(testbed: Testbed) -> dict[str, Any]:
     """The testbed in its file form (what :func:`real_runner.testbed.testbed_from_dict` reads)."""
-    return {"name": testbed.name, "device_type": testbed.device_type, "launcher": testbed.launcher,
-            "checkpoint_root": testbed.checkpoint_root,
-            "nodes": [{"host": n.host, "devices": list(n.devices)} for n in testbed.nodes]}
+    return {
+        "name": testbed.name,
+        "device_type": testbed.device_type,
+        "launcher": testbed.launcher,
+        "checkpoint_root": testbed.checkpoint_root,
+        "nodes": [{"host": n.host, "devices": list(n.devices)} for n in testbed.nodes],
+    }
 
 
 def resolve_perf(spec: str, testbed: Testbed, models: list[str], cache_dir: str, env: Mapping[str, str]) -> str:
@@ -124,8 +134,13 @@ def resolve_perf(spec: str, testbed: Testbed, models: list[str], cache_dir: str,
     return f"profiled:{ensure_profile(testbed, models, cache_dir, env=env)}"
 
 
-def prepare(config: DeployConfig, env: Mapping[str, str], testbed: Testbed | None = None,
-            jobs: tuple[JobSpec, ...] | None = None, perf_spec: str | None = None) -> Deployment:
+def prepare(
+    config: DeployConfig,
+    env: Mapping[str, str],
+    testbed: Testbed | None = None,
+    jobs: tuple[JobSpec, ...] | None = None,
+    perf_spec: str | None = None,
+) -> Deployment:
     """Resolve the settings; ValueError (one line) naming what cannot be deployed.
 
     A resume passes the journaled ``testbed``, ``jobs`` and resolved ``perf_spec``.
@@ -164,8 +179,10 @@ def check_deploy_dir(out: str | Path, create: bool = True) -> Path:
         status = journal.meta("status")
         journal.close()
         if status != "finished":
-            raise ValueError(f"--out {out}: holds an unfinished deployment ({status}); resume it with --resume {out} "
-                             "or name another directory")
+            raise ValueError(
+                f"--out {out}: holds an unfinished deployment ({status}); resume it with --resume {out} "
+                "or name another directory"
+            )
     path = check_out_dir(out)
     if not create:
         return path
@@ -184,9 +201,15 @@ def run_dir_of(testbed: Testbed, out: Path) -> Path:
     return out / "run"
 
 
-def open_backend(dep: Deployment, out: Path, env: Mapping[str, str], *, run_dir: Path | None = None,
-                 on_status: Callable[[LiveStatus], None] | None = None,
-                 interrupt: Callable[[], bool] | None = None) -> LiveBackend:
+def open_backend(
+    dep: Deployment,
+    out: Path,
+    env: Mapping[str, str],
+    *,
+    run_dir: Path | None = None,
+    on_status: Callable[[LiveStatus], None] | None = None,
+    interrupt: Callable[[], bool] | None = None,
+) -> LiveBackend:
     """The live backend of a deployment, its journal in ``out`` (a new one records the settings)."""
     journal = Journal(out / Journal.FILENAME)
     if journal.meta("deploy") is None:
@@ -196,11 +219,27 @@ def open_backend(dep: Deployment, out: Path, env: Mapping[str, str], *, run_dir:
             journal.set_meta("testbed", testbed_to_dict(dep.testbed))
             journal.set_meta("perf_spec", dep.perf_spec)
             journal.set_meta("run_dir", str(run_dir))
-    launcher_args = {"address": dep.config.ray_address, "namespace": f"arena-gym-{out.name}",
-                     "num_cpus": max(2, dep.testbed.total_devices)} if dep.testbed.launcher == "ray" else {}
+    launcher_args = (
+        {
+            "address": dep.config.ray_address,
+            "namespace": f"arena-gym-{out.name}",
+            "num_cpus": max(2, dep.testbed.total_devices),
+        }
+        if dep.testbed.launcher == "ray"
+        else {}
+    )
     launcher = make_launcher(dep.testbed.launcher, **launcher_args)
-    return LiveBackend(dep.testbed, dep.perf, Path(journal.meta("run_dir")), launcher, config=dep.config.live_config(),
-                       journal=journal, env=env, on_status=on_status, interrupt=interrupt)
+    return LiveBackend(
+        dep.testbed,
+        dep.perf,
+        Path(journal.meta("run_dir")),
+        launcher,
+        config=dep.config.live_config(),
+        journal=journal,
+        env=env,
+        on_status=on_status,
+        interrupt=interrupt,
+    )
 
 
 def _config_dict(config: DeployConfig) -> dict[str, Any]:
@@ -248,18 +287,28 @@ class DeployResult:
 
 def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> DeployResult:
     """Score the live run, check every job's trajectory, and simulate the same jobs and policy for comparison."""
-    metrics = {**compute_metrics(record), "jobs_unplaceable_type": float(dep.unplaceable),
-               "oversubscription": backend.oversubscription}
+    metrics = {
+        **compute_metrics(record),
+        "jobs_unplaceable_type": float(dep.unplaceable),
+        "oversubscription": backend.oversubscription,
+    }
     rows = []
     for spec in dep.jobs:
         path = backend.progress_path(spec.job_id)
         report = check_progress_file(path, spec.iterations) if path.exists() else None
-        rows.append({"job_id": spec.job_id, "generations": report.generations if report else 0,
-                     "resumes": report.resumes if report else 0, "repeated_steps": report.repeated_steps if report else 0,
-                     "max_repeat_loss_diff": report.max_repeat_diff if report else math.nan,
-                     "final_step": report.final_step if report else 0, "target_step": spec.iterations,
-                     "trajectory_ok": bool(report and report.ok),
-                     "problems": "; ".join(report.problems) if report else "no progress log"})
+        rows.append(
+            {
+                "job_id": spec.job_id,
+                "generations": report.generations if report else 0,
+                "resumes": report.resumes if report else 0,
+                "repeated_steps": report.repeated_steps if report else 0,
+                "max_repeat_loss_diff": report.max_repeat_diff if report else math.nan,
+                "final_step": report.final_step if report else 0,
+                "target_step": spec.iterations,
+                "trajectory_ok": bool(report and report.ok),
+                "problems": "; ".join(report.problems) if report else "no progress log",
+            }
+        )
     live_jobs = pd.DataFrame(rows)
     metrics["trajectories_ok"] = float(live_jobs["trajectory_ok"].sum()) if len(live_jobs) else 0.0
     overhead = median_overhead(record)
@@ -275,10 +324,19 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
 
 def write_results(out: Path, dep: Deployment, result: DeployResult) -> None:
     """The results directory: what a simulation writes, the live extras and the sim-vs-live comparison."""
-    write_json(out / "config.json", {"config": dep.config, "seed": dep.config.seed, "code_version": code_version(),
-                                     "policy": result.record.policy, "cluster": result.record.cluster,
-                                     "testbed": testbed_to_dict(dep.testbed), "perf": dep.perf_spec,
-                                     "oversubscription": result.metrics["oversubscription"]})
+    write_json(
+        out / "config.json",
+        {
+            "config": dep.config,
+            "seed": dep.config.seed,
+            "code_version": code_version(),
+            "policy": result.record.policy,
+            "cluster": result.record.cluster,
+            "testbed": testbed_to_dict(dep.testbed),
+            "perf": dep.perf_spec,
+            "oversubscription": result.metrics["oversubscription"],
+        },
+    )
     write_json(out / "metrics.json", result.metrics)
     write_csv(out / "jobs.csv", jobs_frame(result.record))
     write_csv(out / "timeline.csv", timeline_frame(result.record))

@@ -35,7 +35,8 @@ class DeviceMap:
     def __init__(self, testbed: Testbed, cores: Iterable[int] = ()) -> None:
         self.testbed = testbed
         self._holder: dict[tuple[int, int], str | None] = {
-            (n, d): None for n, node in enumerate(testbed.nodes) for d in node.devices}
+            (n, d): None for n, node in enumerate(testbed.nodes) for d in node.devices
+        }
         self._pins = core_map(testbed, cores) if testbed.is_cpu else {}
         self._held: dict[str, tuple[tuple[int, int], ...]] = {}
 
@@ -73,8 +74,9 @@ class DeviceMap:
             free = [(node, d) for d in self.testbed.nodes[node].devices if self._holder[(node, d)] is None]
             free.sort(key=lambda k: (k not in keep, k[1]))
             if len(free) < placement.gpus_per_node:
-                raise ValueError(f"job {job_id}: node {node} has {len(free)} free device(s), "
-                                 f"{placement.gpus_per_node} wanted")
+                raise ValueError(
+                    f"job {job_id}: node {node} has {len(free)} free device(s), {placement.gpus_per_node} wanted"
+                )
             chosen.extend(free[: placement.gpus_per_node])
         for key in chosen:
             self._holder[key] = job_id

@@ -108,8 +108,9 @@ class Journal:
     # -- ops -------------------------------------------------------------------------------------
     def add_op(self, t: float, op: str, job_id: str = "", data: Mapping[str, Any] | None = None) -> None:
         """Append one operation."""
-        self._db.execute("INSERT INTO ops (t, op, job_id, data) VALUES (?, ?, ?, ?)",
-                         (t, op, job_id, json.dumps(dict(data or {}))))
+        self._db.execute(
+            "INSERT INTO ops (t, op, job_id, data) VALUES (?, ?, ?, ?)", (t, op, job_id, json.dumps(dict(data or {})))
+        )
 
     def ops(self) -> list[Op]:
         """Every operation, in order."""
@@ -121,8 +122,10 @@ class Journal:
         """Insert or update a generation."""
         if phase not in PHASES:
             raise ValueError(f"unknown generation phase {phase!r}; valid: {', '.join(PHASES)}")
-        self._db.execute("INSERT OR REPLACE INTO generations (job_id, gen, phase, data) VALUES (?, ?, ?, ?)",
-                         (job_id, gen, phase, json.dumps(dict(data))))
+        self._db.execute(
+            "INSERT OR REPLACE INTO generations (job_id, gen, phase, data) VALUES (?, ?, ?, ?)",
+            (job_id, gen, phase, json.dumps(dict(data))),
+        )
 
     def generations(self) -> list[GenerationRow]:
         """Every generation, by job and number."""
@@ -136,8 +139,12 @@ class Journal:
 
     def checkpoints(self, job_id: str) -> list[tuple[int, float]]:
         """(step, time) of a job's reported checkpoints, oldest first."""
-        return [(int(s), float(t)) for s, t in self._db.execute(
-            "SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,)).fetchall()]
+        return [
+            (int(s), float(t))
+            for s, t in self._db.execute(
+                "SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,)
+            ).fetchall()
+        ]
 
     def set_offset(self, job_id: str, offset: int) -> None:
         """How far a job's progress channel has been applied."""

@@ -47,7 +47,9 @@ def uniform_plans(spec: TransformerSpec, global_batch: int, world: int, n_stages
         yield Plan(even_stages(n_layers, n_stages, dp, tp), micro, schedule)
 
 
-def candidate_plans(model: ModelRef, global_batch: int, alloc: Allocation, belief: PerfModel) -> Iterator[tuple[str, Plan]]:
+def candidate_plans(
+    model: ModelRef, global_batch: int, alloc: Allocation, belief: PerfModel
+) -> Iterator[tuple[str, Plan]]:
     """(source, plan) candidates for an allocation, best first."""
     if alloc.plan is not None:
         yield "allocation", alloc.plan
@@ -78,8 +80,11 @@ def executable_plan(model: ModelRef, global_batch: int, alloc: Allocation, belie
             problems.append(f"{source}: {exc}")
             continue
         if problems:
-            executed = ExecutedPlan(executed.requested, executed.plan,
-                                    (*executed.notes, f"{source} used; " + "; ".join(problems)))
+            executed = ExecutedPlan(
+                executed.requested, executed.plan, (*executed.notes, f"{source} used; " + "; ".join(problems))
+            )
         return executed
-    raise ValueError(f"no executable plan of {model.name} with global batch {global_batch} on "
-                     f"{alloc.num_gpus} device(s): {'; '.join(problems) or 'no candidate'}")
+    raise ValueError(
+        f"no executable plan of {model.name} with global batch {global_batch} on "
+        f"{alloc.num_gpus} device(s): {'; '.join(problems) or 'no candidate'}"
+    )

@@ -63,8 +63,9 @@ def check_trajectory(records: Sequence[ProgressRecord], target: int, repeat_tol:
                 if resumed not in checkpoints:
                     problems.append(f"generation {generations} resumed from step {resumed}, not a reported checkpoint")
             elif checkpoints:
-                problems.append(f"generation {generations} started from scratch although checkpoints "
-                                f"{sorted(checkpoints)} existed")
+                problems.append(
+                    f"generation {generations} started from scratch although checkpoints {sorted(checkpoints)} existed"
+                )
             expected = rec.step + 1
             resume_at = resumed
         elif rec.event == "step":
@@ -88,8 +89,10 @@ def check_trajectory(records: Sequence[ProgressRecord], target: int, repeat_tol:
                 jump = loss - losses[resume_at]
                 max_jump = max(max_jump, abs(jump))
                 if not abs(jump) < abs(loss - losses[1]):
-                    problems.append(f"after resuming at step {resume_at} the loss {loss:.4f} is closer to a fresh "
-                                    f"start ({losses[1]:.4f}) than to the trajectory ({losses[resume_at]:.4f})")
+                    problems.append(
+                        f"after resuming at step {resume_at} the loss {loss:.4f} is closer to a fresh "
+                        f"start ({losses[1]:.4f}) than to the trajectory ({losses[resume_at]:.4f})"
+                    )
             losses.setdefault(rec.step, loss)
             resume_at = None
         elif rec.event in ("checkpoint", "done", "stopped") and rec.ckpt_step is not None:

@@ -35,17 +35,30 @@ def profile_key(testbed: Testbed, models: Sequence[str], settings: ProfilerSetti
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_version = "none"
-    text = json.dumps([PROFILE_VERSION, testbed.name, testbed.device_type, [list(n.devices) for n in testbed.nodes],
-                       sorted(models), settings.to_dict(), torch_version, host_description(False) if testbed.is_cpu else ""],
-                      sort_keys=True)
+    text = json.dumps(
+        [
+            PROFILE_VERSION,
+            testbed.name,
+            testbed.device_type,
+            [list(n.devices) for n in testbed.nodes],
+            sorted(models),
+            settings.to_dict(),
+            torch_version,
+            host_description(False) if testbed.is_cpu else "",
+        ],
+        sort_keys=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def cached_profile_path(testbed: Testbed, models: Sequence[str], cache_dir: str | Path,
-                        settings: ProfilerSettings | None = None) -> Path:
+def cached_profile_path(
+    testbed: Testbed, models: Sequence[str], cache_dir: str | Path, settings: ProfilerSettings | None = None
+) -> Path:
     """Where :func:`ensure_profile` keeps the profile of this testbed, these models and settings."""
     names = check_models(models)
-    return Path(cache_dir) / f"profile-{testbed.name}-{profile_key(testbed, names, settings or ProfilerSettings())}.json"
+    return (
+        Path(cache_dir) / f"profile-{testbed.name}-{profile_key(testbed, names, settings or ProfilerSettings())}.json"
+    )
 
 
 def _usable(path: Path, testbed: Testbed, models: Sequence[str]) -> bool:
@@ -57,9 +70,17 @@ def _usable(path: Path, testbed: Testbed, models: Sequence[str]) -> bool:
     return all(profile.covers(m, canonical_gpu_name(testbed.device_type)) for m in models)
 
 
-def ensure_profile(testbed: Testbed, models: Sequence[str], cache_dir: str | Path, *, env: Mapping[str, str],
-                   settings: ProfilerSettings | None = None, refresh: bool = False, cwd: str | Path | None = None,
-                   on_progress: Progress | None = None) -> Path:
+def ensure_profile(
+    testbed: Testbed,
+    models: Sequence[str],
+    cache_dir: str | Path,
+    *,
+    env: Mapping[str, str],
+    settings: ProfilerSettings | None = None,
+    refresh: bool = False,
+    cwd: str | Path | None = None,
+    on_progress: Progress | None = None,
+) -> Path:
     """The path of a profile of ``models`` on ``testbed``: the cached one, or a new one profiled now.
 
     ``env`` is the profiling ranks' base environment (the caller's ``os.environ``); ``cwd`` their

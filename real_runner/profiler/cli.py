@@ -35,16 +35,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--testbed", required=True, help="testbed preset (cpu-1, cpu-2, cpu-4) or JSON/TOML file")
     parser.add_argument("--models", required=True, help="comma-separated zoo models, e.g. gpt__tiny,gpt__mini")
     parser.add_argument("--out", required=True, help="profile to write (JSON)")
-    parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds (seconds instead of minutes; noisier)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer sizes and rounds (seconds instead of minutes; noisier)"
+    )
     parser.add_argument("--samples", type=_ints, default=None, help="micro-batch sizes per device, e.g. 1,2,4,8,16")
     parser.add_argument("--tp", type=_ints, default=None, help="tensor-parallel degrees (default: all the node allows)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per item")
-    parser.add_argument("--neighbours", choices=["busy", "idle"], default=None,
-                        help="profile compute on every device at once (busy, default) or on one while the others idle")
-    parser.add_argument("--max-bytes-exp", type=int, default=None, help="largest collective size 2^K bytes (default 26)")
+    parser.add_argument(
+        "--neighbours",
+        choices=["busy", "idle"],
+        default=None,
+        help="profile compute on every device at once (busy, default) or on one while the others idle",
+    )
+    parser.add_argument(
+        "--max-bytes-exp", type=int, default=None, help="largest collective size 2^K bytes (default 26)"
+    )
     parser.add_argument("--batch", type=int, default=16, help="global batch for the cost comparison (default 16)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="GPU testbeds: cuda (auto)")
-    parser.add_argument("--work-dir", default=None, help="keep the ranks' records and logs here (default: a temporary folder)")
+    parser.add_argument(
+        "--work-dir", default=None, help="keep the ranks' records and logs here (default: a temporary folder)"
+    )
     parser.set_defaults(handler=_profile)
 
 
@@ -52,8 +62,17 @@ def _settings(args: argparse.Namespace):
     from real_runner.profiler.settings import ProfilerSettings  # noqa: PLC0415
 
     s = ProfilerSettings.quick() if args.quick else ProfilerSettings()
-    changes = {k: v for k, v in (("samples", args.samples), ("tp", args.tp), ("rounds", args.rounds),
-                                 ("neighbours", args.neighbours), ("comm_max_exp", args.max_bytes_exp)) if v is not None}
+    changes = {
+        k: v
+        for k, v in (
+            ("samples", args.samples),
+            ("tp", args.tp),
+            ("rounds", args.rounds),
+            ("neighbours", args.neighbours),
+            ("comm_max_exp", args.max_bytes_exp),
+        )
+        if v is not None
+    }
     if args.samples is not None:  # keep the overhead sizes among the profiled ones
         changes["overhead_samples"] = tuple(x for x in s.overhead_samples if x in args.samples) or args.samples[:1]
     return replace(s, **changes)
@@ -88,8 +107,9 @@ def _profile(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="arena-profile-") as tmp:
             work = Path(args.work_dir) if args.work_dir else Path(tmp)
-            profile = profile_testbed(testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device,
-                                      on_progress=progress)
+            profile = profile_testbed(
+                testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device, on_progress=progress
+            )
     except RuntimeError as exc:
         print(f"arena-gym estimate: error: {exc}", file=sys.stderr)
         return 1
@@ -109,6 +129,8 @@ def _profile(args: argparse.Namespace) -> int:
                 direct += plan.num_gpus * (profile.cost.get("startup_s", 0.0) + DIRECT_STEPS * est.total_s)
                 count += 1
     print(f"wrote {out}: {cost:.0f} device-s ({profile.cost['wall_s']:.0f} s on {profile.cost['devices']:.0f} devices)")
-    print(f"measuring each of the {count} executable plans of {', '.join(models)} (batch {args.batch}) directly instead: "
-          f"about {direct:.0f} device-s ({direct / max(cost, 1e-9):.1f}x; {DIRECT_STEPS} steps and a start-up each)")
+    print(
+        f"measuring each of the {count} executable plans of {', '.join(models)} (batch {args.batch}) directly instead: "
+        f"about {direct:.0f} device-s ({direct / max(cost, 1e-9):.1f}x; {DIRECT_STEPS} steps and a start-up each)"
+    )
     return 0

@@ -90,8 +90,9 @@ class _Gap:
             self.a @ self.b
 
 
-def _collective(op: str, nbytes: int, p: int, index: int, group: dist.ProcessGroup, peer: int,
-                device: torch.device) -> Callable[[], None]:
+def _collective(
+    op: str, nbytes: int, p: int, index: int, group: dist.ProcessGroup, peer: int, device: torch.device
+) -> Callable[[], None]:
     """The blocking call of one collective of ``nbytes`` (rounded up to a multiple of ``p`` fp32 elements)."""
     elems = max(p, -(-nbytes // ELEMENT_BYTES))
     elems += (-elems) % p
@@ -115,8 +116,9 @@ def _collective(op: str, nbytes: int, p: int, index: int, group: dist.ProcessGro
     raise ValueError(f"unknown collective {op!r}")
 
 
-def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Callable[[str, int, int], None]
-                 ) -> list[dict[str, Any]]:
+def profile_comm(
+    job: ProfileJob, rank: int, device: torch.device, progress: Callable[[str, int, int], None]
+) -> list[dict[str, Any]]:
     """This rank's timings of every tabulated collective: per group, seconds per size and round.
 
     Every rank calls this (groups are created collectively); ranks outside a group compute the
@@ -157,7 +159,9 @@ def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Cal
         dist.barrier()
         progress("comm", i + 1, len(specs))
         if member and not (spec.op == "send_recv" and spec.ranks.index(rank) != 0):
-            out.append({"op": spec.op, "ranks": list(spec.ranks), "nodes": spec.nodes, "bytes": sizes, "seconds": times})
+            out.append(
+                {"op": spec.op, "ranks": list(spec.ranks), "nodes": spec.nodes, "bytes": sizes, "seconds": times}
+            )
     return out
 
 
@@ -165,5 +169,5 @@ def trimmed_mean(values: list[float], trim: float = 0.1) -> float:
     """Mean without the ``trim`` fraction of the lowest and of the highest values."""
     xs = sorted(values)
     k = int(len(xs) * trim)
-    kept = xs[k:len(xs) - k] or xs
+    kept = xs[k : len(xs) - k] or xs
     return statistics.fmean(kept)

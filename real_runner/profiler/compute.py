@@ -16,8 +16,16 @@ import torch.distributed as dist
 from real_runner.model import build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import (
-    KIND_INDEX, backward_call_item, data_item, flat_shard, layer_item, one_rank_mesh, optimizer_item, parameter_counts,
-    pipeline_items, wrap,
+    KIND_INDEX,
+    backward_call_item,
+    data_item,
+    flat_shard,
+    layer_item,
+    one_rank_mesh,
+    optimizer_item,
+    parameter_counts,
+    pipeline_items,
+    wrap,
 )
 from real_runner.profiler.settings import ProfileJob, tp_degrees
 from real_runner.profiler.timing import Stopwatch, interleaved, paired_difference, summarise
@@ -28,8 +36,9 @@ KINDS = ("embed", "block", "head")
 Progress = Callable[[str, int, int], None]
 
 
-def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
-            progress: Progress) -> tuple[list[dict[str, Any]], float]:
+def _layers(
+    job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch, progress: Progress
+) -> tuple[list[dict[str, Any]], float]:
     """Plain curves and wrapper overheads of every layer kind, and the cost of one autograd backward call."""
     s = job.settings
     mesh = one_rank_mesh(group, device)
@@ -39,11 +48,13 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
     for name in job.models:
         spec = model_spec(name)
         tps = tp_degrees(s, spec.heads, job.devices_per_node)
-        wrappers = {kind: (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
-                    for kind in KINDS}
+        wrappers = {
+            kind: (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
+            for kind in KINDS
+        }
         for kind in KINDS:
             index = KIND_INDEX[kind](spec)
-            for tp in (tps if kind == "block" else [1]):
+            for tp in tps if kind == "block" else [1]:
                 for n in s.samples:
                     plain[len(items)] = {"model": name, "layer": kind, "variant": "compute", "tp": tp, "samples": n}
                     items.append(layer_item(build_layer(spec, index, tp).to(device), spec, kind, n, device))
@@ -51,8 +62,12 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
                         continue
                     reference = len(items) - 1
                     for w in wrappers[kind]:
-                        pairs.append((len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n}))
-                        items.append(layer_item(wrap(build_layer(spec, index).to(device), w, mesh), spec, kind, n, device))
+                        pairs.append(
+                            (len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n})
+                        )
+                        items.append(
+                            layer_item(wrap(build_layer(spec, index).to(device), w, mesh), spec, kind, n, device)
+                        )
     call = len(items)
     items.append(backward_call_item(device))
     laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("layers", r, t))
@@ -66,8 +81,9 @@ def _layers(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, wat
     return out, summarise(laps[call], s.statistic)[0]
 
 
-def _pipeline(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
-              progress: Progress) -> list[dict[str, Any]]:
+def _pipeline(
+    job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch, progress: Progress
+) -> list[dict[str, Any]]:
     """Per micro-batch overhead of a one-stage pipeline schedule over the plain micro-batch loop (half to forward, half to backward)."""
     s = job.settings
     items, keys = [], []
@@ -85,20 +101,21 @@ def _pipeline(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, w
     return out
 
 
-def _optimizer(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch,
-               progress: Progress) -> list[dict[str, Any]]:
+def _optimizer(
+    job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch, progress: Progress
+) -> list[dict[str, Any]]:
     """AdamW steps over plain parameter sets (layers, tensor-parallel shapes, FSDP-sized shards) and the wrappers' extra."""
     mesh = one_rank_mesh(group, device)
     items: list = []
     records: list[dict[str, Any] | None] = []  # None for the wrapped items (reported as pairs)
     pairs: list[tuple[int, int, dict[str, Any]]] = []
-    shards = [d for d in (2 ** k for k in range(1, job.world_size.bit_length())) if d <= job.world_size]
+    shards = [d for d in (2**k for k in range(1, job.world_size.bit_length())) if d <= job.world_size]
     for name in job.models:
         spec = model_spec(name)
         tps = tp_degrees(job.settings, spec.heads, job.devices_per_node)
         for kind in KINDS:
             index = KIND_INDEX[kind](spec)
-            for tp in (tps if kind == "block" else [1]):
+            for tp in tps if kind == "block" else [1]:
                 module = build_layer(spec, index, tp).to(device)
                 params = list(module.parameters())
                 items.append(optimizer_item(params))
@@ -110,7 +127,9 @@ def _optimizer(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, 
                     flat = flat_shard(module, d, device)
                     items.append(optimizer_item(flat))
                     records.append({"wrapper": "none", "tensors": len(flat), "elements": sum(p.numel() for p in flat)})
-                wrappers = (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
+                wrappers = (["fsdp"] if job.world_size > 1 else []) + (
+                    ["tp"] if kind == "block" and max(tps) > 1 else []
+                )
                 for w in wrappers:
                     wrapped = wrap(build_layer(spec, index).to(device), w, mesh)
                     dtensors = parameter_counts(spec, kind)["tp_tensors"] if w == "tp" else len(params)
@@ -119,8 +138,14 @@ def _optimizer(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, 
                     pairs.append((len(items) - 1, plain, {"wrapper": w, "tensors": dtensors}))
     s = job.settings
     rounds = s.optimizer_rounds
-    laps = interleaved(items, watch, rounds, min(2, job.settings.warmup_rounds + 1), lambda r, t: progress("optimizer", r, t))
-    out = [{**rec, "step_s": summarise(item_laps, s.statistic)[0]} for rec, item_laps in zip(records, laps) if rec is not None]
+    laps = interleaved(
+        items, watch, rounds, min(2, job.settings.warmup_rounds + 1), lambda r, t: progress("optimizer", r, t)
+    )
+    out = [
+        {**rec, "step_s": summarise(item_laps, s.statistic)[0]}
+        for rec, item_laps in zip(records, laps)
+        if rec is not None
+    ]
     for wrapped, plain, rec in pairs:
         (extra,) = paired_difference(laps[wrapped], laps[plain])
         out.append({**rec, "extra_s": extra})
@@ -135,11 +160,15 @@ def _data(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pro
         for b in job.settings.batches:
             items.append(data_item(spec, b, device))
             keys.append({"model": name, "batch": b})
-    laps = interleaved(items, watch, job.settings.rounds, job.settings.warmup_rounds, lambda r, t: progress("data", r, t))
+    laps = interleaved(
+        items, watch, job.settings.rounds, job.settings.warmup_rounds, lambda r, t: progress("data", r, t)
+    )
     return [{**k, "seconds": summarise(item_laps, s.statistic)[0]} for k, item_laps in zip(keys, laps)]
 
 
-def profile_compute(job: ProfileJob, group: dist.ProcessGroup, device: torch.device, progress: Progress) -> dict[str, Any]:
+def profile_compute(
+    job: ProfileJob, group: dist.ProcessGroup, device: torch.device, progress: Progress
+) -> dict[str, Any]:
     """Everything this rank measures on its own device; ``group`` is a one-rank group of this rank."""
     watch = Stopwatch(device, job.settings.clock)
     out: dict[str, Any] = {"params": {m: {k: parameter_counts(model_spec(m), k) for k in KINDS} for m in job.models}}

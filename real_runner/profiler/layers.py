@@ -105,8 +105,14 @@ def wrap(module: nn.Module, wrapper: str, mesh: DeviceMesh) -> nn.Module:
     return module
 
 
-def pipeline_items(spec: TransformerSpec, samples: int, micro_batches: int, group: dist.ProcessGroup,
-                   device: torch.device, seed: int = 0) -> tuple[Item, Item]:
+def pipeline_items(
+    spec: TransformerSpec,
+    samples: int,
+    micro_batches: int,
+    group: dist.ProcessGroup,
+    device: torch.device,
+    seed: int = 0,
+) -> tuple[Item, Item]:
     """(plain micro-batch loop, one-stage ``ScheduleGPipe``) over the whole model, ``micro_batches`` of ``samples``."""
     x, y = global_batch(seed, 0, samples * micro_batches, spec.seq_len, spec.vocab)
     x, y = x.to(device), y.to(device)
@@ -171,6 +177,7 @@ def flat_shard(module: nn.Module, shards: int, device: torch.device) -> list[tor
 
 def data_item(spec: TransformerSpec, batch: int, device: torch.device) -> Item:
     """Construction of a global batch of ``batch`` sequences and its move to the device (every rank does it each step)."""
+
     def run(watch: Stopwatch) -> list[float]:
         watch.mark()
         x, y = global_batch(0, 1, batch, spec.seq_len, spec.vocab)

@@ -32,7 +32,15 @@ from arena_gym.outputs import atomic_write
 from arena_gym.outputs import code_version
 from estimator.hardware import canonical_gpu_name
 from estimator.profile import (
-    GROUPED_SUFFIX, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
+    GROUPED_SUFFIX,
+    CommTable,
+    Curve,
+    DeviceInfo,
+    LayerParams,
+    ModelInfo,
+    OptimizerFit,
+    Profile,
+    ProfileError,
 )
 from estimator.zoo import get_model
 from real_runner.launch import LocalJob, free_port
@@ -66,22 +74,38 @@ def _pin_cores(testbed: Testbed) -> list[int] | None:
     wanted = [d for node in testbed.nodes for d in node.devices]
     if all(c in cores for c in wanted):
         return wanted
-    log.warning("testbed %s names cores %s, this process may use %s: ranks share cores round-robin", testbed.name,
-                wanted, cores)
+    log.warning(
+        "testbed %s names cores %s, this process may use %s: ranks share cores round-robin", testbed.name, wanted, cores
+    )
     return [cores[i % len(cores)] for i in range(len(wanted))]
 
 
-def launch_ranks(job_path: Path, world: int, *, env: Mapping[str, str], log_dir: Path, pin_cores: Sequence[int] | None,
-                 python: str = sys.executable, cwd: str | Path | None = None) -> LocalJob:
+def launch_ranks(
+    job_path: Path,
+    world: int,
+    *,
+    env: Mapping[str, str],
+    log_dir: Path,
+    pin_cores: Sequence[int] | None,
+    python: str = sys.executable,
+    cwd: str | Path | None = None,
+) -> LocalJob:
     """Start ``world`` profiling ranks on this machine (the runner launcher's conventions)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     launched_at = time.time()
     procs, logs = [], []
     for rank in range(world):
-        rank_env = {**env, "RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                    "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "OMP_NUM_THREADS": "1"}
+        rank_env = {
+            **env,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
         cmd = [python, "-m", "real_runner.profiler.worker", "--spec", str(job_path), "--launched-at", repr(launched_at)]
         if pin_cores is not None:
             cmd += ["--pin-core", str(pin_cores[rank])]
@@ -107,9 +131,19 @@ def _tail_progress(path: Path, offset: int, on_progress: Progress | None) -> int
     return offset + end
 
 
-def profile_testbed(testbed: Testbed, models: Sequence[str], settings: ProfilerSettings, work_dir: str | Path, *,
-                    env: Mapping[str, str], python: str = sys.executable, cwd: str | Path | None = None,
-                    device: str = "auto", timeout_s: float = 4 * 3600.0, on_progress: Progress | None = None) -> Profile:
+def profile_testbed(
+    testbed: Testbed,
+    models: Sequence[str],
+    settings: ProfilerSettings,
+    work_dir: str | Path,
+    *,
+    env: Mapping[str, str],
+    python: str = sys.executable,
+    cwd: str | Path | None = None,
+    device: str = "auto",
+    timeout_s: float = 4 * 3600.0,
+    on_progress: Progress | None = None,
+) -> Profile:
     """Profile ``models`` on every device of ``testbed`` (this machine); the merged profile.
 
     ``env`` is the ranks' base environment, ``work_dir`` receives the job file, the rank records
@@ -118,19 +152,30 @@ def profile_testbed(testbed: Testbed, models: Sequence[str], settings: ProfilerS
     """
     names = check_models(models)
     if testbed.launcher != "local" or any(n.host not in ("localhost", "127.0.0.1") for n in testbed.nodes):
-        raise ValueError(f"testbed {testbed.name}: the profiler runs every rank on this machine (a local launcher on "
-                         "localhost); profile one node of a multi-machine testbed with a one-node testbed file")
+        raise ValueError(
+            f"testbed {testbed.name}: the profiler runs every rank on this machine (a local launcher on "
+            "localhost); profile one node of a multi-machine testbed with a one-node testbed file"
+        )
     work = Path(work_dir)
     out = work / "ranks"
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*"):
         stale.unlink()
     device_ids = tuple(testbed.nodes[0].devices)
-    job = ProfileJob(names, settings, testbed.name, len(testbed.nodes), testbed.devices_per_node, device_ids,
-                     str(out.resolve()), "cpu" if testbed.is_cpu else device)
+    job = ProfileJob(
+        names,
+        settings,
+        testbed.name,
+        len(testbed.nodes),
+        testbed.devices_per_node,
+        device_ids,
+        str(out.resolve()),
+        "cpu" if testbed.is_cpu else device,
+    )
     job_path = job.save(work / "profile-job.json")
-    ranks = launch_ranks(job_path, job.world_size, env=env, log_dir=work / "logs", pin_cores=_pin_cores(testbed),
-                         python=python, cwd=cwd)
+    ranks = launch_ranks(
+        job_path, job.world_size, env=env, log_dir=work / "logs", pin_cores=_pin_cores(testbed), python=python, cwd=cwd
+    )
     offset, deadline = 0, time.monotonic() + timeout_s
     try:
         while True:
@@ -139,8 +184,10 @@ def profile_testbed(testbed: Testbed, models: Sequence[str], settings: ProfilerS
             failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
             if failed:
                 ranks.kill()
-                raise RuntimeError(f"profiling rank {failed[0]} exited with code {codes[failed[0]]}: "
-                                   f"{ranks.log_tail(failed[0], 1200).strip().splitlines()[-1:]}")
+                raise RuntimeError(
+                    f"profiling rank {failed[0]} exited with code {codes[failed[0]]}: "
+                    f"{ranks.log_tail(failed[0], 1200).strip().splitlines()[-1:]}"
+                )
             if all(c == 0 for c in codes):
                 break
             if time.monotonic() > deadline:
@@ -191,7 +238,12 @@ def fit_optimizer(records: list[dict[str, Any]]) -> OptimizerFit:
     """AdamW step model from the optimizer records (non-negative least squares; wrappers: extra per DTensor)."""
     from scipy.optimize import nnls  # noqa: PLC0415
 
-    rows = [(o["tensors"], o["elements"], o["step_s"]) for rec in records for o in rec["optimizer"] if o["wrapper"] == "none"]
+    rows = [
+        (o["tensors"], o["elements"], o["step_s"])
+        for rec in records
+        for o in rec["optimizer"]
+        if o["wrapper"] == "none"
+    ]
     if not rows:
         raise ValueError("no optimizer measurements to fit")
     a = np.array([[r[0], r[1]] for r in rows], dtype=float)
@@ -233,8 +285,16 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
     for name in job.models:
         spec = model_spec(name)
         counts = measured[0]["params"][name]
-        models[name] = ModelInfo(name, spec.layers, spec.hidden, spec.heads, spec.seq_len, spec.vocab, 4,
-                                 {k: LayerParams(**v) for k, v in counts.items()})
+        models[name] = ModelInfo(
+            name,
+            spec.layers,
+            spec.hidden,
+            spec.heads,
+            spec.seq_len,
+            spec.vocab,
+            4,
+            {k: LayerParams(**v) for k, v in counts.items()},
+        )
     data: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
     for name in job.models:
         by_b: dict[int, list[float]] = defaultdict(list)
@@ -245,18 +305,45 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
         bs = sorted(by_b)
         data[name] = (tuple(bs), tuple(float(np.mean(by_b[b])) for b in bs))
     first = records[0]
-    device = DeviceInfo(canonical_gpu_name(testbed.device_type), first["backend"], testbed.name, len(testbed.nodes),
-                        testbed.devices_per_node, first["host"], first["torch"], int(first["threads"]),
-                        job.settings.neighbours)
+    device = DeviceInfo(
+        canonical_gpu_name(testbed.device_type),
+        first["backend"],
+        testbed.name,
+        len(testbed.nodes),
+        testbed.devices_per_node,
+        first["host"],
+        first["torch"],
+        int(first["threads"]),
+        job.settings.neighbours,
+    )
     t = first["timings"]
     world = job.world_size
-    cost = {"wall_s": wall_s, "devices": float(world), "device_s": wall_s * world,
-            "startup_s": float(t.get("launch_to_ready_s", 0.0)), "compute_s": float(t.get("compute_s", 0.0)),
-            "comm_s": float(t.get("comm_s", 0.0)), "grouped_s": float(t.get("grouped_s", 0.0))}
+    cost = {
+        "wall_s": wall_s,
+        "devices": float(world),
+        "device_s": wall_s * world,
+        "startup_s": float(t.get("launch_to_ready_s", 0.0)),
+        "compute_s": float(t.get("compute_s", 0.0)),
+        "comm_s": float(t.get("comm_s", 0.0)),
+        "grouped_s": float(t.get("grouped_s", 0.0)),
+    }
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     backward_call = float(np.mean([rec["backward_call_s"] for rec in measured]))
-    return Profile(device, models, compute, overhead, fit_optimizer(measured), data, _comm(records), backward_call, cost,
-                   job.settings.to_dict(), created, code_version(), grouped=_grouped(records))
+    return Profile(
+        device,
+        models,
+        compute,
+        overhead,
+        fit_optimizer(measured),
+        data,
+        _comm(records),
+        backward_call,
+        cost,
+        job.settings.to_dict(),
+        created,
+        code_version(),
+        grouped=_grouped(records),
+    )
 
 
 def write_profile(profile: Profile, path: str | Path) -> Path:

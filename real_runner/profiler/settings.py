@@ -64,10 +64,16 @@ class ProfilerSettings:
     def __post_init__(self) -> None:
         for name in ("samples", "overhead_samples", "pipeline_samples", "batches"):
             values = getattr(self, name)
-            if not values or any(not isinstance(v, int) or v < 1 for v in values) or list(values) != sorted(set(values)):
+            if (
+                not values
+                or any(not isinstance(v, int) or v < 1 for v in values)
+                or list(values) != sorted(set(values))
+            ):
                 raise ValueError(f"profiler setting {name} must be increasing positive integers, got {values!r}")
         if not set(self.overhead_samples) <= set(self.samples):
-            raise ValueError(f"profiler setting overhead_samples {self.overhead_samples!r} must be among samples {self.samples!r}")
+            raise ValueError(
+                f"profiler setting overhead_samples {self.overhead_samples!r} must be among samples {self.samples!r}"
+            )
         if any(not isinstance(t, int) or t < 1 or t & (t - 1) for t in self.tp):
             raise ValueError(f"profiler setting tp must be powers of two, got {self.tp!r}")
         for name in ("rounds", "comm_rounds", "optimizer_rounds", "pipeline_micro_batches"):
@@ -78,7 +84,9 @@ class ProfilerSettings:
         if self.neighbours not in NEIGHBOURS:
             raise ValueError(f"profiler setting neighbours is {self.neighbours!r}; valid: {', '.join(NEIGHBOURS)}")
         if not (0 <= self.comm_min_exp <= self.comm_max_exp <= 31) or self.comm_step_exp < 1:
-            raise ValueError("profiler message sizes need 0 <= comm_min_exp <= comm_max_exp <= 31 and comm_step_exp >= 1")
+            raise ValueError(
+                "profiler message sizes need 0 <= comm_min_exp <= comm_max_exp <= 31 and comm_step_exp >= 1"
+            )
         if not 0 <= self.gap_s <= 1:
             raise ValueError(f"profiler setting gap_s must be in 0..1 s, got {self.gap_s}")
         if self.clock not in ("cpu", "wall"):
@@ -87,14 +95,27 @@ class ProfilerSettings:
             raise ValueError(f"profiler setting statistic is {self.statistic!r}; valid: mean, median")
         unknown = [op for op in self.comm_ops if op not in COMM_OPS]
         if unknown or not self.comm_ops:
-            raise ValueError(f"profiler setting comm_ops has unknown {unknown or 'nothing'}; valid: {', '.join(COMM_OPS)}")
+            raise ValueError(
+                f"profiler setting comm_ops has unknown {unknown or 'nothing'}; valid: {', '.join(COMM_OPS)}"
+            )
 
     @staticmethod
     def quick() -> "ProfilerSettings":
         """Fewer sizes and rounds (a smoke run and the tests): minutes become seconds."""
-        return ProfilerSettings(samples=(1, 2, 4, 8), overhead_samples=(1, 4), rounds=3, warmup_rounds=1, pipeline_samples=(2,),
-                                batches=(1, 16), comm_min_exp=10, comm_max_exp=20, comm_step_exp=2, comm_rounds=4,
-                                comm_warmup=1, optimizer_rounds=3)
+        return ProfilerSettings(
+            samples=(1, 2, 4, 8),
+            overhead_samples=(1, 4),
+            rounds=3,
+            warmup_rounds=1,
+            pipeline_samples=(2,),
+            batches=(1, 16),
+            comm_min_exp=10,
+            comm_max_exp=20,
+            comm_step_exp=2,
+            comm_rounds=4,
+            comm_warmup=1,
+            optimizer_rounds=3,
+        )
 
     def sizes(self) -> list[int]:
         """Message sizes in bytes."""
@@ -159,10 +180,18 @@ class ProfileJob:
     def save(self, path: str | Path) -> Path:
         """Write the job file the ranks read."""
         path = Path(path)
-        data = {"models": list(self.models), "settings": self.settings.to_dict(), "testbed": self.testbed,
-                "nodes": self.nodes, "devices_per_node": self.devices_per_node, "device_ids": list(self.device_ids),
-                "out_dir": self.out_dir, "device": self.device, "group_timeout_s": self.group_timeout_s,
-                "extra": dict(self.extra)}
+        data = {
+            "models": list(self.models),
+            "settings": self.settings.to_dict(),
+            "testbed": self.testbed,
+            "nodes": self.nodes,
+            "devices_per_node": self.devices_per_node,
+            "device_ids": list(self.device_ids),
+            "out_dir": self.out_dir,
+            "device": self.device,
+            "group_timeout_s": self.group_timeout_s,
+            "extra": dict(self.extra),
+        }
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         return path
 
@@ -171,8 +200,17 @@ class ProfileJob:
         """Read a job file; ValueError naming the problem."""
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))
-            return ProfileJob(tuple(d["models"]), ProfilerSettings.from_dict(d["settings"]), d["testbed"], int(d["nodes"]),
-                              int(d["devices_per_node"]), tuple(int(x) for x in d["device_ids"]), d["out_dir"],
-                              d.get("device", "auto"), float(d.get("group_timeout_s", 300.0)), d.get("extra", {}))
+            return ProfileJob(
+                tuple(d["models"]),
+                ProfilerSettings.from_dict(d["settings"]),
+                d["testbed"],
+                int(d["nodes"]),
+                int(d["devices_per_node"]),
+                tuple(int(x) for x in d["device_ids"]),
+                d["out_dir"],
+                d.get("device", "auto"),
+                float(d.get("group_timeout_s", 300.0)),
+                d.get("extra", {}),
+            )
         except (OSError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: not a profiler job file ({type(exc).__name__}: {exc})") from None

@@ -44,8 +44,13 @@ class Stopwatch:
         return [b - a for a, b in zip(marks, marks[1:])]
 
 
-def interleaved(items: Sequence[Callable[[Stopwatch], list[float]]], watch: Stopwatch, rounds: int, warmup: int,
-                on_round: Callable[[int, int], None] | None = None) -> list[list[list[float]]]:
+def interleaved(
+    items: Sequence[Callable[[Stopwatch], list[float]]],
+    watch: Stopwatch,
+    rounds: int,
+    warmup: int,
+    on_round: Callable[[int, int], None] | None = None,
+) -> list[list[list[float]]]:
     """Run every item once per round, ``warmup + rounds`` rounds; per item the laps of each timed round.
 
     Interleaving spreads slow periods of a shared machine over all items instead of a few.

@@ -79,8 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one profiling rank; return the exit code."""
     main_at = time.time()
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
+    )
     try:
         from real_runner.profiler.settings import ProfileJob  # noqa: PLC0415
 
@@ -121,8 +124,13 @@ def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_a
     out = Path(job.out_dir)
     progress = _Progress(out / "progress.jsonl", rank == 0)
     t_ready = time.time()
-    dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=job.group_timeout_s))
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method="env://",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=job.group_timeout_s),
+    )
     try:
         own, _ = dist.new_subgroups(group_size=1)
         timings = {"launch_to_ready_s": t_ready - launched_at if launched_at else 0.0, "start_s": t_ready - main_at}
@@ -141,9 +149,19 @@ def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_a
         t2 = time.time()
         grouped = profile_grouped(job, rank, device, progress) if job.settings.grouped and world > 1 else []
         timings["grouped_s"] = time.time() - t2
-        record = {"rank": rank, "world_size": world, "device": str(device), "backend": "nccl" if cuda else "gloo",
-                  "host": host_description(cuda), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                  "compute": compute, "comm": comm, "grouped": grouped, "timings": timings}
+        record = {
+            "rank": rank,
+            "world_size": world,
+            "device": str(device),
+            "backend": "nccl" if cuda else "gloo",
+            "host": host_description(cuda),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "compute": compute,
+            "comm": comm,
+            "grouped": grouped,
+            "timings": timings,
+        }
         tmp = out / f".rank{rank}.json.tmp"
         tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
         tmp.replace(out / f"rank{rank}.json")

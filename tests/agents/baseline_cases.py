@@ -21,23 +21,42 @@ SMALL = SimConfig(overhead=OverheadModel(full_per_gpu_s=5.0, full_cap_s=100.0), 
 FREE = SimConfig(overhead=OverheadModel(full_per_gpu_s=0.0, full_cap_s=0.0), overhead_class="full")
 
 
-def random_workload(seed: int, n: int = 30, types: tuple[str, ...] = ("a40", "a10"),
-                    counts: tuple[int, ...] = (1, 2, 4)) -> list[JobSpec]:
+def random_workload(
+    seed: int, n: int = 30, types: tuple[str, ...] = ("a40", "a10"), counts: tuple[int, ...] = (1, 2, 4)
+) -> list[JobSpec]:
     """``n`` jobs with random arrivals, lengths, requested types and counts (GPT or MoE)."""
     rng = np.random.default_rng(seed)
-    return [job(f"j{i}", float(t), int(rng.integers(10, 400)), str(rng.choice(types)), int(rng.choice(counts)),
-                model=GPT if rng.random() < 0.5 else MOE)
-            for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))]
+    return [
+        job(
+            f"j{i}",
+            float(t),
+            int(rng.integers(10, 400)),
+            str(rng.choice(types)),
+            int(rng.choice(counts)),
+            model=GPT if rng.random() < 0.5 else MOE,
+        )
+        for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))
+    ]
 
 
-def run_checked(policy: Policy, jobs: list[JobSpec], cluster: ClusterSpec = TINY, perf: PerfModel | None = None,
-                config: SimConfig = SMALL) -> EpisodeRecord:
+def run_checked(
+    policy: Policy,
+    jobs: list[JobSpec],
+    cluster: ClusterSpec = TINY,
+    perf: PerfModel | None = None,
+    config: SimConfig = SMALL,
+) -> EpisodeRecord:
     """Run an episode, checking the simulator's invariants after every apply and every advance."""
     return checked_run(policy, jobs, cluster, perf if perf is not None else uniform_model(), config)
 
 
-def check_random_traces(make_policy: Callable[[], Policy], seeds: int = 4, same_type: bool = False,
-                        perf: PerfModel | None = None, config: SimConfig = SMALL) -> list[EpisodeRecord]:
+def check_random_traces(
+    make_policy: Callable[[], Policy],
+    seeds: int = 4,
+    same_type: bool = False,
+    perf: PerfModel | None = None,
+    config: SimConfig = SMALL,
+) -> list[EpisodeRecord]:
     """Run each random workload twice: invariants hold, the event logs match, every job finishes.
 
     ``same_type``: also assert that every allocation is on the job's requested GPU type.

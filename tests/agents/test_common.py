@@ -20,8 +20,12 @@ TINY = PRESETS["tiny"]  # a40: 2 nodes x 2 GPUs, a10: 2 nodes x 2 GPUs
 
 def running_snapshot() -> Snapshot:
     """A snapshot at t = 5 with A (a40 x 2), B (a40 x 1) and C (a10 x 2) running and D pending."""
-    jobs = [job("A", 0, 100, "a40", 2), job("B", 0, 100, "a40", 1), job("C", 0, 100, "a10", 2),
-            job("D", 5, 10, "a40", 4)]
+    jobs = [
+        job("A", 0, 100, "a40", 2),
+        job("B", 0, 100, "a40", 1),
+        job("C", 0, 100, "a10", 2),
+        job("D", 5, 10, "a40", 4),
+    ]
     backend = SimBackend(TINY, uniform_model(), config=SimConfig(overhead_class="none"))
     first = backend.reset(jobs)
     backend.apply(FCFS().decide(first))
@@ -66,7 +70,8 @@ def test_indexes_built_on_first_use_match_indexes_kept_from_the_start():
         ws.move(JobId("C"), "a10", 1)
     assert state(lazy) == state(eager)
     assert {t: [list(jobs) for jobs in lazy.by_count[t].values()] for t in lazy.types} == {
-        t: [list(jobs) for jobs in eager.by_count[t].values() if jobs] for t in eager.types}
+        t: [list(jobs) for jobs in eager.by_count[t].values() if jobs] for t in eager.types
+    }
 
 
 def test_hold_refuses_busy_gpus_and_move_keeps_the_old_placement_when_nothing_fits():
@@ -80,12 +85,12 @@ def test_hold_refuses_busy_gpus_and_move_keeps_the_old_placement_when_nothing_fi
 def test_decision_lists_changes_in_placement_order_and_a_rollback_restores_that_order():
     snapshot = running_snapshot()
     ws = Workspace(snapshot)
-    ws.release(JobId("B"))                        # preempted
-    ws.hold(JobId("D"), ws.find("a40", 2))        # D first ...
-    ws.move(JobId("C"), "a10", 1)                 # ... then C
+    ws.release(JobId("B"))  # preempted
+    ws.hold(JobId("D"), ws.find("a40", 2))  # D first ...
+    ws.move(JobId("C"), "a10", 1)  # ... then C
     mark = ws.checkpoint()
-    ws.move(JobId("D"), "a40", 1)                 # D moves again: it would now come after C
-    ws.rollback(mark)                             # ... but the rollback restores D before C
+    ws.move(JobId("D"), "a40", 1)  # D moves again: it would now come after C
+    ws.rollback(mark)  # ... but the rollback restores D before C
     decision = ws.decision(snapshot.perf)
     assert [j for j, _ in decision.allocations] == ["D", "C"] and decision.preemptions == ("B",)
     assert decision.allocations[1][1].placement.num_gpus == 1
@@ -146,11 +151,20 @@ def test_estimates_list_feasible_configurations_and_the_dp_belief_needs_both_vie
     belief = DpBelief()
     belief.bind(perf)
     ap_configs = belief.ap.configs(TINY, spec)
-    assert list(ap_configs) == [TypeCount("a40", 1), TypeCount("a40", 2), TypeCount("a40", 4),
-                                TypeCount("a10", 1), TypeCount("a10", 2)]
+    assert list(ap_configs) == [
+        TypeCount("a40", 1),
+        TypeCount("a40", 2),
+        TypeCount("a40", 4),
+        TypeCount("a10", 1),
+        TypeCount("a10", 2),
+    ]
     assert belief.dp.counts(TINY, spec, "a40") == (1, 2)  # dp_iter_time <= 0 at 4 GPUs: infeasible
-    assert list(belief.configs(TINY, spec)) == [TypeCount("a40", 1), TypeCount("a40", 2), TypeCount("a10", 1),
-                                                TypeCount("a10", 2)]
+    assert list(belief.configs(TINY, spec)) == [
+        TypeCount("a40", 1),
+        TypeCount("a40", 2),
+        TypeCount("a10", 1),
+        TypeCount("a10", 2),
+    ]
     ok = belief.ok(spec)
     assert ok(ResourceShape(GpuType("a40"), 1, 2)) and not ok(ResourceShape(GpuType("a40"), 2, 2))
     other = CountingModel()

@@ -20,8 +20,9 @@ TIMES = {GPT: (2.0, 1.9, 1.8), MOE: (2.0, 1.0, 0.5), WRN: (2.0, 1.5, 1.2)}
 
 def perf(dp_need_gb=None):
     """Measured-style model over TIMES; ``dp_need_gb``: {(model, gpus): GB} for the DP memory rule."""
-    table = MeasuredTable({(m.family, m.size, 128, "a40", 1, n): t
-                           for m, ts in TIMES.items() for n, t in zip((1, 2, 4), ts)})
+    table = MeasuredTable(
+        {(m.family, m.size, 128, "a40", 1, n): t for m, ts in TIMES.items() for n, t in zip((1, 2, 4), ts)}
+    )
     dp = DpMemoryTable({(m.family, m.size, 128, n): gb for (m, n), gb in (dp_need_gb or {}).items()})
     return MeasuredPerfModel(table, dp, ARTIFACT_GPU_MEMORY_GB)
 
@@ -47,8 +48,12 @@ def test_never_chooses_a_dp_infeasible_configuration():
     model = perf({(GPT, 1): 40.0, (GPT, 2): 20.0, (GPT, 4): float("inf")})
     _, counts = first_decision(ElasticFlowLS(), [job("A", 0, 100, "a40", 1)], model)
     assert counts == {"A": 2}
-    record = run_checked(ElasticFlowLS(min_remaining_s=0.0), [job("A", 0, 100, "a40", 1), job("B", 50, 100, "a40", 1)],
-                         cluster=ONE_NODE, perf=model)
+    record = run_checked(
+        ElasticFlowLS(min_remaining_s=0.0),
+        [job("A", 0, 100, "a40", 1), job("B", 50, 100, "a40", 1)],
+        cluster=ONE_NODE,
+        perf=model,
+    )
     assert {e.num_gpus for e in record.events if e.kind is EventKind.ALLOCATE} == {2}
 
 

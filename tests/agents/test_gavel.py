@@ -24,13 +24,22 @@ def test_moves_the_job_that_gains_most_to_the_faster_type():
     # and C (a40 only) waits for 2 of them. At 100 the MILP values (GPUs x normalised throughput,
     # a move costs 0.05 per GPU): C on a40 (2) + J2 moved (2 x 0.95) + J1 stays (2 x 0.83) = 5.57
     # beats moving J1 instead (4.57) or moving both and leaving C out (3.8).
-    perf = table_model({
-        (GPT, 128, "a40", 1, 2): 1.0, (GPT, 128, "a10", 1, 2): 1.2,
-        (MOE, 128, "a40", 1, 2): 1.0, (MOE, 128, "a10", 1, 2): 3.0,
-        (GPT, 256, "a40", 2, 2): 1.0, (MOE, 256, "a40", 1, 2): 1.0,
-    })
-    jobs = [job("B", 0, 100, "a40", 4, batch=256), job("J1", 0, 10_000, "a10", 2), job("J2", 0, 10_000, "a10", 2, model=MOE),
-            job("C", 50, 100, "a40", 2, model=MOE, batch=256)]
+    perf = table_model(
+        {
+            (GPT, 128, "a40", 1, 2): 1.0,
+            (GPT, 128, "a10", 1, 2): 1.2,
+            (MOE, 128, "a40", 1, 2): 1.0,
+            (MOE, 128, "a10", 1, 2): 3.0,
+            (GPT, 256, "a40", 2, 2): 1.0,
+            (MOE, 256, "a40", 1, 2): 1.0,
+        }
+    )
+    jobs = [
+        job("B", 0, 100, "a40", 4, batch=256),
+        job("J1", 0, 10_000, "a10", 2),
+        job("J2", 0, 10_000, "a10", 2, model=MOE),
+        job("C", 50, 100, "a40", 2, model=MOE, batch=256),
+    ]
     policy = Gavel()
     record = run_checked(policy, jobs, cluster=TINY, perf=perf, config=FREE)
     assert moves_at(record, 0) == [("B", "a40:2x2"), ("J1", "a10:1x2"), ("J2", "a10:1x2")]
@@ -63,10 +72,17 @@ def test_migration_cap_limits_type_changes_per_event(cap, moved):
 def test_dp_infeasible_type_is_never_chosen():
     # J fits a10 under the AP table but not under the DP memory rule (20 GB x 1.2 > 0.8 x 24 GB):
     # it waits for a40 instead of taking the idle a10 GPUs.
-    table = table_model({(GPT, 128, "a40", 1, 2): 1.0, (GPT, 128, "a10", 1, 2): 1.0, (GPT, 256, "a40", 2, 2): 1.0}).table
+    table = table_model(
+        {(GPT, 128, "a40", 1, 2): 1.0, (GPT, 128, "a10", 1, 2): 1.0, (GPT, 256, "a40", 2, 2): 1.0}
+    ).table
     perf = MeasuredPerfModel(table, DpMemoryTable({("gpt", "1.3B", 128, 2): 20.0}), ARTIFACT_GPU_MEMORY_GB)
-    record = run_checked(Gavel(), [job("B", 0, 100, "a40", 4, batch=256), job("J", 10, 50, "a10", 2)],
-                         cluster=TINY, perf=perf, config=FREE)
+    record = run_checked(
+        Gavel(),
+        [job("B", 0, 100, "a40", 4, batch=256), job("J", 10, 50, "a10", 2)],
+        cluster=TINY,
+        perf=perf,
+        config=FREE,
+    )
     starts = [(e.time, e.job_id, e.shape) for e in record.events if e.kind is EventKind.ALLOCATE]
     assert starts == [(0, "B", "a40:2x2"), (100, "J", "a40:1x2")]
 

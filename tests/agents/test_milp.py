@@ -21,8 +21,11 @@ def knapsack(values, weights, capacity, lp_first=True):
 def test_knapsack_optimum_matches_enumeration(lp_first):
     values, weights, cap = [10.0, 13.0, 7.0, 8.0, 4.0], [5, 7, 3, 4, 2], 10
     sol, x = knapsack(values, weights, cap, lp_first)
-    best = max(sum(v for v, on in zip(values, pick) if on)
-               for pick in itertools.product([0, 1], repeat=5) if sum(w for w, on in zip(weights, pick) if on) <= cap)
+    best = max(
+        sum(v for v, on in zip(values, pick) if on)
+        for pick in itertools.product([0, 1], repeat=5)
+        if sum(w for w, on in zip(weights, pick) if on) <= cap
+    )
     assert sol.optimal and sol.objective == pytest.approx(best) == 21.0  # items 0, 2, 4: weight 5 + 3 + 2 = 10
     assert sum(w for w, on in zip(weights, sol.chosen(x)) if on) <= cap
 
@@ -39,9 +42,9 @@ def test_lp_first_returns_integral_relaxation_without_branching():
 
 def test_minimise_with_integer_and_continuous_variables():
     b = MilpBuilder()
-    n = b.add_vars([3.0], lb=0, ub=10, integer=True)   # integer count at cost 3
+    n = b.add_vars([3.0], lb=0, ub=10, integer=True)  # integer count at cost 3
     y = b.add_vars([1.0], lb=0, ub=100, integer=False)  # continuous slack at cost 1
-    b.add_row(np.r_[n, y], [2.5, 1.0], lb=7.0)          # 2.5 n + y >= 7
+    b.add_row(np.r_[n, y], [2.5, 1.0], lb=7.0)  # 2.5 n + y >= 7
     sol = b.build(maximize=False).solve()
     # n = 2 gives 5 + y = 2 -> cost 8; n = 3 -> cost 9; n = 0 -> cost 7 (y = 7): optimum 7
     assert sol.objective == pytest.approx(7.0)

@@ -23,7 +23,7 @@ def documented(marker: str) -> str:
     text = DOC.read_text()
     fence = text.index("```", text.index(f"<!-- example: {marker} -->"))
     body = text.index("\n", fence) + 1
-    return text[body:text.index("```", body)]
+    return text[body : text.index("```", body)]
 
 
 @pytest.fixture

@@ -80,13 +80,23 @@ def test_sia_decision_matches_brute_force_over_its_utilities():
     # Three pending jobs on two 4-GPU types, counts {1, 2, 4}: Sia admits the configurations that
     # maximise sum(utility + 1e3) under the capacities, exactly as brute force over its utilities.
     wrn = ModelRef("wide_resnet", "1B")
-    perf = table_model({
-        (GPT, 128, "a40", 1, 1): 1.0, (GPT, 128, "a40", 1, 2): 0.6, (GPT, 128, "a40", 1, 4): 0.4,
-        (GPT, 128, "a10", 1, 1): 1.5, (GPT, 128, "a10", 1, 2): 0.9,
-        (MOE, 128, "a40", 1, 2): 1.0, (MOE, 128, "a40", 1, 4): 0.5,
-        (MOE, 128, "a10", 1, 1): 4.0, (MOE, 128, "a10", 1, 2): 2.0, (MOE, 128, "a10", 1, 4): 1.0,
-        (wrn, 128, "a40", 1, 1): 0.5, (wrn, 128, "a10", 1, 1): 0.6, (wrn, 128, "a10", 1, 4): 0.3,
-    })
+    perf = table_model(
+        {
+            (GPT, 128, "a40", 1, 1): 1.0,
+            (GPT, 128, "a40", 1, 2): 0.6,
+            (GPT, 128, "a40", 1, 4): 0.4,
+            (GPT, 128, "a10", 1, 1): 1.5,
+            (GPT, 128, "a10", 1, 2): 0.9,
+            (MOE, 128, "a40", 1, 2): 1.0,
+            (MOE, 128, "a40", 1, 4): 0.5,
+            (MOE, 128, "a10", 1, 1): 4.0,
+            (MOE, 128, "a10", 1, 2): 2.0,
+            (MOE, 128, "a10", 1, 4): 1.0,
+            (wrn, 128, "a40", 1, 1): 0.5,
+            (wrn, 128, "a10", 1, 1): 0.6,
+            (wrn, 128, "a10", 1, 4): 0.3,
+        }
+    )
     jobs = [job("A", 0, 100, "a40", 1), job("B", 0, 100, "a40", 1, model=MOE), job("C", 0, 100, "a10", 1, model=wrn)]
     snapshot = SimBackend(TWO_TYPES, perf).reset(jobs)
     policy = Sia(max_gpus=4)
@@ -95,16 +105,29 @@ def test_sia_decision_matches_brute_force_over_its_utilities():
     utilities = {j: policy.utilities(snapshot, v) for j, v in views.items()}
     chosen = {j: (a.shape.gpu_type, a.num_gpus) for j, a in decision.allocations}
     objective = sum(utilities[j][c] + 1e3 for j, c in chosen.items())
-    expected = brute_force([AssignmentJob(j, {c: u + 1e3 for c, u in us.items()}) for j, us in utilities.items()],
-                           {"a40": 4, "a10": 4}, 3)
+    expected = brute_force(
+        [AssignmentJob(j, {c: u + 1e3 for c, u in us.items()}) for j, us in utilities.items()], {"a40": 4, "a10": 4}, 3
+    )
     assert len(chosen) == 3 and objective == pytest.approx(expected)
 
 
 def running_view(job_id, gpu_type, n, first_start=0.0, reconfigurations=0):
     shape = ResourceShape(GpuType(gpu_type), 1, n)
     alloc = Allocation(Grid(shape, 1), Placement(GpuType(gpu_type), (0,), n))
-    return JobView(job(job_id, 0, 100, gpu_type, n), JobStatus.RUNNING, alloc, 0.0, 0.0, 1.0, first_start,
-                   first_start, 0.0, 0.0, reconfigurations, 0)
+    return JobView(
+        job(job_id, 0, 100, gpu_type, n),
+        JobStatus.RUNNING,
+        alloc,
+        0.0,
+        0.0,
+        1.0,
+        first_start,
+        first_start,
+        0.0,
+        0.0,
+        reconfigurations,
+        0,
+    )
 
 
 def test_bootstrap_is_exact_at_the_smallest_count_and_learns_online():
@@ -121,7 +144,12 @@ def test_bootstrap_is_exact_at_the_smallest_count_and_learns_online():
 
 def test_reallocation_factor():
     policy = Sia()
-    for age, restarts, factor in ((0.0, 0, 0.0), (3000.0, 0, 3000 / 3600), (10_000.0, 1, 2400 / 3600), (10_000.0, 5, 0.0)):
+    for age, restarts, factor in (
+        (0.0, 0, 0.0),
+        (3000.0, 0, 3000 / 3600),
+        (10_000.0, 1, 2400 / 3600),
+        (10_000.0, 5, 0.0),
+    ):
         view = running_view("A", "a40", 2, reconfigurations=restarts)
         assert policy.reallocation_factor(view, age) == pytest.approx(factor)
 

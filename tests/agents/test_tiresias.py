@@ -23,8 +23,12 @@ def test_long_job_is_demoted_and_newer_short_job_runs_first():
     # threshold 100 GPU-s: L (4 GPUs) starts at 0, pays 20 s, has 4 x 80 = 320 GPU-s at t = 100 -> queue 1.
     # S arrives at 100 in queue 0 and preempts L; S pays 20 s, runs 10 x 1 s: finishes at 130.
     # L resumes at 130, pays 20 s, runs its remaining 1000 - 80 = 920 iterations: finishes at 1070.
-    record = run_checked(Tiresias(thresholds_gpu_s=(100.0,)), [job("L", 0, 1000, "a40", 4), job("S", 100, 10, "a40", 4)],
-                         perf=PERF, config=SMALL)
+    record = run_checked(
+        Tiresias(thresholds_gpu_s=(100.0,)),
+        [job("L", 0, 1000, "a40", 4), job("S", 100, 10, "a40", 4)],
+        perf=PERF,
+        config=SMALL,
+    )
     out = outcomes(record)
     assert out["S"].finish == pytest.approx(130.0)
     assert out["L"].finish == pytest.approx(1070.0)
@@ -33,8 +37,12 @@ def test_long_job_is_demoted_and_newer_short_job_runs_first():
 
 def test_same_queue_jobs_do_not_preempt_each_other():
     # With a threshold far above both jobs' service, both stay in queue 0: S waits for L (FIFO).
-    record = run_checked(Tiresias(thresholds_gpu_s=(1e9,)), [job("L", 0, 1000, "a40", 4), job("S", 100, 10, "a40", 4)],
-                         perf=PERF, config=SMALL)
+    record = run_checked(
+        Tiresias(thresholds_gpu_s=(1e9,)),
+        [job("L", 0, 1000, "a40", 4), job("S", 100, 10, "a40", 4)],
+        perf=PERF,
+        config=SMALL,
+    )
     out = outcomes(record)
     assert out["L"].preemptions == 0
     assert out["L"].finish == pytest.approx(1020.0)
@@ -45,7 +53,9 @@ def test_queue_index_follows_thresholds():
     policy = Tiresias(thresholds_gpu_s=(100.0, 1000.0))
 
     def view(service):
-        return JobView(job("X", 0, 10, "a40", 2), JobStatus.PENDING, None, 0.0, 0.0, 0.0, None, None, service, 0.0, 0, 0)
+        return JobView(
+            job("X", 0, 10, "a40", 2), JobStatus.PENDING, None, 0.0, 0.0, 0.0, None, None, service, 0.0, 0, 0
+        )
 
     assert [policy.queue(view(s), 0.0) for s in (0.0, 99.9, 100.0, 999.0, 5000.0)] == [0, 0, 1, 1, 2]
 
@@ -58,7 +68,9 @@ def test_starved_job_is_promoted_back_to_the_top_queue():
     jobs = [job("L", 0, 1000, "a40", 4)] + [job(f"S{i}", 100 + 30 * i, 10, "a40", 4) for i in range(6)]
 
     def l_starts(factor):
-        record = run_checked(Tiresias(thresholds_gpu_s=(100.0,), starvation_factor=factor), jobs, perf=PERF, config=SMALL)
+        record = run_checked(
+            Tiresias(thresholds_gpu_s=(100.0,), starvation_factor=factor), jobs, perf=PERF, config=SMALL
+        )
         return [e.time for e in record.events if e.kind is EventKind.ALLOCATE and e.job_id == "L"]
 
     assert l_starts(None) == [0.0, 280.0]

@@ -83,9 +83,17 @@ def random_decision(snap: Snapshot, rng: np.random.Generator) -> Decision:
 
 def workload(seed: int, n: int = 40):
     rng = np.random.default_rng(seed)
-    return [job(f"j{i}", float(t), int(rng.integers(10, 400)), str(rng.choice(["a40", "a10"])),
-                int(rng.choice([1, 2, 4])), model=GPT if rng.random() < 0.5 else MOE)
-            for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))]
+    return [
+        job(
+            f"j{i}",
+            float(t),
+            int(rng.integers(10, 400)),
+            str(rng.choice(["a40", "a10"])),
+            int(rng.choice([1, 2, 4])),
+            model=GPT if rng.random() < 0.5 else MOE,
+        )
+        for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))
+    ]
 
 
 @settings(max_examples=25, deadline=None)
@@ -93,8 +101,10 @@ def workload(seed: int, n: int = 40):
 def test_invariants_and_atomic_rejection_under_random_decisions(seed):
     for make in BACKENDS.values():
         rng = np.random.default_rng(seed)
-        jobs = [job(f"j{i}", float(rng.integers(0, 500)), int(rng.integers(1, 200)), "a40", 2,
-                    model=GPT if i % 2 else MOE) for i in range(12)]
+        jobs = [
+            job(f"j{i}", float(rng.integers(0, 500)), int(rng.integers(1, 200)), "a40", 2, model=GPT if i % 2 else MOE)
+            for i in range(12)
+        ]
         # periodic rounds keep decision points coming while random decisions leave jobs waiting
         backend = CheckedBackend(make(TINY, PERF, "pruned", 50.0))
         snap = backend.reset(jobs)
@@ -126,7 +136,9 @@ def test_same_workload_same_trajectory(factory, policy):
     b = run_episode(factory(TINY, PERF, "full", None), policy(), workload(3))
     assert a.events == b.events
     ma, mb = compute_metrics(a), compute_metrics(b)
-    assert {k: v for k, v in ma.items() if k not in WALL_CLOCK_KEYS} == {k: v for k, v in mb.items() if k not in WALL_CLOCK_KEYS}
+    assert {k: v for k, v in ma.items() if k not in WALL_CLOCK_KEYS} == {
+        k: v for k, v in mb.items() if k not in WALL_CLOCK_KEYS
+    }
     assert ma["jobs_finished"] == 40
 
 
@@ -216,8 +228,9 @@ def test_policies_decide_the_same_on_lazy_and_materialised_snapshots(factory, na
     while snap is not None:
         copy = materialised(snap)
         assert [v.job_id for v in copy.pending.requesting("a40")] == [v.job_id for v in snap.pending.requesting("a40")]
-        assert {c: [v.job_id for v in vs] for c, vs in copy.pending.by_config().items()} == \
-               {c: [v.job_id for v in vs] for c, vs in snap.pending.by_config().items()}
+        assert {c: [v.job_id for v in vs] for c, vs in copy.pending.by_config().items()} == {
+            c: [v.job_id for v in vs] for c, vs in snap.pending.by_config().items()
+        }
         expected = plain.decide(copy)
         decision = lazy.decide(snap)
         assert decision == expected

@@ -14,7 +14,10 @@ SMALL = "synthetic:n_jobs=30,rate_per_h=30,max_gpus=4"
 
 def test_simulate_writes_results(tmp_path, capsys):
     out = tmp_path / "sim"
-    assert main(["simulate", "--policy", "fcfs", "--trace", SMALL, "--cluster", "tiny", "--out", str(out), "--seed", "2"]) == 0
+    assert (
+        main(["simulate", "--policy", "fcfs", "--trace", SMALL, "--cluster", "tiny", "--out", str(out), "--seed", "2"])
+        == 0
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["jobs_finished"] == 30
     assert json.loads((out / "config.json").read_text())["seed"] == 2
@@ -23,12 +26,39 @@ def test_simulate_writes_results(tmp_path, capsys):
 
 def test_compare_leaderboard(tmp_path, capsys):
     out = tmp_path / "cmp"
-    assert main(["compare", "--policies", "fcfs,srtf", "--trace", SMALL, "--cluster", "tiny", "--seeds", "0,1",
-                 "--out", str(out), "--pad-jct", "fcfs"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--policies",
+                "fcfs,srtf",
+                "--trace",
+                SMALL,
+                "--cluster",
+                "tiny",
+                "--seeds",
+                "0,1",
+                "--out",
+                str(out),
+                "--pad-jct",
+                "fcfs",
+            ]
+        )
+        == 0
+    )
     board = pd.read_csv(out / "leaderboard.csv")
     assert sorted(board.policy) == ["fcfs", "fcfs", "srtf", "srtf"] and set(board.seed) == {0, 1}
-    assert {"avg_jct_s", "p95_jct_s", "avg_queue_s", "makespan_s", "avg_throughput", "peak_throughput",
-            "jobs_finished", "reconfigurations", "padded_avg_jct_s"} <= set(board.columns)
+    assert {
+        "avg_jct_s",
+        "p95_jct_s",
+        "avg_queue_s",
+        "makespan_s",
+        "avg_throughput",
+        "peak_throughput",
+        "jobs_finished",
+        "reconfigurations",
+        "padded_avg_jct_s",
+    } <= set(board.columns)
     assert (out / "leaderboard.md").read_text().startswith("| policy |")
     assert "| srtf |" in capsys.readouterr().out
 
@@ -51,13 +81,16 @@ def test_trace_info_and_convert(tmp_path, capsys):
     assert len(pd.read_csv(out)) == 30
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["simulate", "--policy", "nope", "--trace", SMALL, "--cluster", "tiny"], "unknown policy 'nope'; valid:"),
-    (["simulate", "--cluster", "mars", "--trace", SMALL], "unknown cluster 'mars'"),
-    (["simulate", "--trace", "missing.csv", "--cluster", "tiny"], "missing.csv"),
-    (["simulate", "--trace", SMALL, "--cluster", "tiny", "--perf", "magic"], "unknown performance model 'magic'"),
-    (["compare", "--trace", SMALL, "--cluster", "tiny", "--workers", "0"], "argument --workers: must be in 1..256"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--policy", "nope", "--trace", SMALL, "--cluster", "tiny"], "unknown policy 'nope'; valid:"),
+        (["simulate", "--cluster", "mars", "--trace", SMALL], "unknown cluster 'mars'"),
+        (["simulate", "--trace", "missing.csv", "--cluster", "tiny"], "missing.csv"),
+        (["simulate", "--trace", SMALL, "--cluster", "tiny", "--perf", "magic"], "unknown performance model 'magic'"),
+        (["compare", "--trace", SMALL, "--cluster", "tiny", "--workers", "0"], "argument --workers: must be in 1..256"),
+    ],
+)
 def test_bad_input_one_line_error(tmp_path, capsys, argv, message):
     assert main(argv + ["--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
@@ -66,8 +99,10 @@ def test_bad_input_one_line_error(tmp_path, capsys, argv, message):
 
 def test_malformed_trace_names_file_and_row(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
-    bad.write_text("job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
-                   "a,0,100,gpt__1.3B,10,128,2,a40\nb,-5,100,gpt__1.3B,10,128,2,a40\n")
+    bad.write_text(
+        "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+        "a,0,100,gpt__1.3B,10,128,2,a40\nb,-5,100,gpt__1.3B,10,128,2,a40\n"
+    )
     assert main(["simulate", "--trace", str(bad), "--cluster", "tiny", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "bad.csv:3" in err and not (tmp_path / "o").exists()
@@ -88,6 +123,9 @@ def test_compare_logs_to_wandb_offline(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     out = tmp_path / "cmp"
-    assert main(["compare", "--policies", "fcfs", "--trace", SMALL, "--cluster", "tiny", "--out", str(out), "--wandb"]) == 0
+    assert (
+        main(["compare", "--policies", "fcfs", "--trace", SMALL, "--cluster", "tiny", "--out", str(out), "--wandb"])
+        == 0
+    )
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and list(runs[0].glob("*.wandb"))

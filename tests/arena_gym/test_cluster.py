@@ -13,7 +13,11 @@ def test_presets_match_the_artifact():
     arena = load_cluster("arena-1280")
     assert arena.total_gpus == 1280
     assert {g.gpu_type: (g.nodes, g.gpus_per_node) for g in arena.groups} == {
-        "a100": (80, 4), "v100": (20, 16), "a40": (160, 2), "a10": (160, 2)}
+        "a100": (80, 4),
+        "v100": (20, 16),
+        "a40": (160, 2),
+        "a10": (160, 2),
+    }
     assert load_cluster("testbed-64").total_gpus == 64
     assert load_cluster("tiny").total_gpus == 8 and len(PRESETS["tiny"].groups) == 2
 
@@ -32,32 +36,62 @@ def a10(**fields) -> str:
     return json.dumps({"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 2, **fields}}})
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "cannot parse cluster file"),
-    ('{"gpu_types": {}}', "non-empty 'gpu_types'"),
-    ('{"gpu_types": {"a10": {"nodes": 2}}}', "needs integer 'nodes' and 'gpus_per_node'"),
-    ('{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 3}}}', r"gpu_types.a10.gpus_per_node: expected a power of two in 1..64, got 3"),
-    ('[1, 2]', "must hold a table"),
-    # nonsense that used to be repaired silently or crash later
-    (a10(intra_node_gbps=-5), r"gpu_types.a10.intra_node_gbps: expected a number of GB/s in \(0, 100000\]"),
-    (a10(inter_node_gbps=float("nan")), r"gpu_types.a10.inter_node_gbps: .* got NaN"),
-    (a10(inter_node_gbps=0), r"inter_node_gbps: .* got 0"),
-    (a10(inter_node_gbps=True), r"inter_node_gbps: .* got true"),
-    ('{"gpu_types": {"a10": {"nodes": true, "gpus_per_node": 2}}}', r"gpu_types.a10.nodes: expected an integer in 1..100000, got true"),
-    ('{"gpu_types": {"a10": {"nodes": 1e30, "gpus_per_node": 2}}}', r"nodes: expected an integer in 1..100000, got 1e\+30"),
-    ('{"gpu_types": {"a10": {"nodes": 2.0, "gpus_per_node": 2}}}', r"nodes: expected an integer .* got 2.0"),
-    ('{"gpu_types": {"a10": {"nodes": "2", "gpus_per_node": 2}}}', r'nodes: expected an integer .* got "2"'),
-    ('{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 128}}}', r"gpus_per_node: expected a power of two in 1..64"),
-    (a10(nodez=1), r"gpu_types.a10: unknown key\(s\) 'nodez'; valid: nodes, gpus_per_node, intra_node_gbps, inter_node_gbps"),
-    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}, "nmae": "x"}', r"unknown key\(s\) 'nmae'; valid: name, gpu_types"),
-    ('{"name": 7, "gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}}', r"name: expected a non-empty one-line string, got 7"),
-    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "A10": {"nodes": 1, "gpus_per_node": 2}}}', "listed twice"),
-    ('{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "a10": {"nodes": 9, "gpus_per_node": 2}}}', "key 'a10' appears twice"),
-    ('{"gpu_types": {"\u00e040": {"nodes": 1, "gpus_per_node": 2}}}', r'"\\u00e040" is not a GPU type name'),
-    ("[" * 100_000, "nested too deeply"),
-    ('{"gpu_types": ' * 50_000, "nested too deeply"),
-    (b"\xff\xfe".decode("latin-1"), "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "cannot parse cluster file"),
+        ('{"gpu_types": {}}', "non-empty 'gpu_types'"),
+        ('{"gpu_types": {"a10": {"nodes": 2}}}', "needs integer 'nodes' and 'gpus_per_node'"),
+        (
+            '{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 3}}}',
+            r"gpu_types.a10.gpus_per_node: expected a power of two in 1..64, got 3",
+        ),
+        ("[1, 2]", "must hold a table"),
+        # nonsense that used to be repaired silently or crash later
+        (a10(intra_node_gbps=-5), r"gpu_types.a10.intra_node_gbps: expected a number of GB/s in \(0, 100000\]"),
+        (a10(inter_node_gbps=float("nan")), r"gpu_types.a10.inter_node_gbps: .* got NaN"),
+        (a10(inter_node_gbps=0), r"inter_node_gbps: .* got 0"),
+        (a10(inter_node_gbps=True), r"inter_node_gbps: .* got true"),
+        (
+            '{"gpu_types": {"a10": {"nodes": true, "gpus_per_node": 2}}}',
+            r"gpu_types.a10.nodes: expected an integer in 1..100000, got true",
+        ),
+        (
+            '{"gpu_types": {"a10": {"nodes": 1e30, "gpus_per_node": 2}}}',
+            r"nodes: expected an integer in 1..100000, got 1e\+30",
+        ),
+        ('{"gpu_types": {"a10": {"nodes": 2.0, "gpus_per_node": 2}}}', r"nodes: expected an integer .* got 2.0"),
+        ('{"gpu_types": {"a10": {"nodes": "2", "gpus_per_node": 2}}}', r'nodes: expected an integer .* got "2"'),
+        (
+            '{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 128}}}',
+            r"gpus_per_node: expected a power of two in 1..64",
+        ),
+        (
+            a10(nodez=1),
+            r"gpu_types.a10: unknown key\(s\) 'nodez'; valid: nodes, gpus_per_node, intra_node_gbps, inter_node_gbps",
+        ),
+        (
+            '{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}, "nmae": "x"}',
+            r"unknown key\(s\) 'nmae'; valid: name, gpu_types",
+        ),
+        (
+            '{"name": 7, "gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}}',
+            r"name: expected a non-empty one-line string, got 7",
+        ),
+        (
+            '{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "A10": {"nodes": 1, "gpus_per_node": 2}}}',
+            "listed twice",
+        ),
+        (
+            '{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}, "a10": {"nodes": 9, "gpus_per_node": 2}}}',
+            "key 'a10' appears twice",
+        ),
+        ('{"gpu_types": {"\u00e040": {"nodes": 1, "gpus_per_node": 2}}}', r'"\\u00e040" is not a GPU type name'),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"gpu_types": ' * 50_000, "nested too deeply"),
+        (b"\xff\xfe".decode("latin-1"), "not UTF-8 text"),
+    ],
+)
 def test_bad_cluster_files(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="latin-1" if content.startswith("\xff") else "utf-8")

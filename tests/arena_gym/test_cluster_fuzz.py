@@ -23,7 +23,8 @@ TIMEOUT_S = 5.0
 LINK = st.floats(1e-6, MAX_LINK_GBPS, allow_nan=False) | st.integers(1, int(MAX_LINK_GBPS))
 GROUP = st.fixed_dictionaries(
     {"nodes": st.integers(1, MAX_NODES), "gpus_per_node": st.sampled_from([2**k for k in range(7)])},
-    optional={"intra_node_gbps": LINK, "inter_node_gbps": LINK})
+    optional={"intra_node_gbps": LINK, "inter_node_gbps": LINK},
+)
 
 
 def _lower_key(item: tuple[str, dict]) -> str:
@@ -31,15 +32,24 @@ def _lower_key(item: tuple[str, dict]) -> str:
 
 
 CLUSTER = st.fixed_dictionaries(
-    {"gpu_types": st.lists(st.tuples(st.sampled_from(TYPES), GROUP), min_size=1, max_size=5, unique_by=_lower_key).map(dict)},
-    optional={"name": st.text("abcxyz-_ 0123", min_size=1, max_size=12).filter(str.strip)})
+    {
+        "gpu_types": st.lists(
+            st.tuples(st.sampled_from(TYPES), GROUP), min_size=1, max_size=5, unique_by=_lower_key
+        ).map(dict)
+    },
+    optional={"name": st.text("abcxyz-_ 0123", min_size=1, max_size=12).filter(str.strip)},
+)
 
 
 def toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
+        )
     if value is None or isinstance(value, (int, str)):
         return json.dumps(value)  # None -> null: not TOML, so such a file is refused at parsing
     if isinstance(value, list):
@@ -147,9 +157,15 @@ def test_one_nonsense_value_is_refused_in_one_line(case, as_toml):
 
 
 @fuzz(250)
-@given(blob=st.one_of(st.binary(max_size=400), st.text(max_size=400),
-                      st.integers(1, 3000).map(lambda n: "[" * n), st.integers(1, 3000).map(lambda n: '{"a":' * n)),
-       suffix=st.sampled_from([".json", ".toml", ".cfg"]))
+@given(
+    blob=st.one_of(
+        st.binary(max_size=400),
+        st.text(max_size=400),
+        st.integers(1, 3000).map(lambda n: "[" * n),
+        st.integers(1, 3000).map(lambda n: '{"a":' * n),
+    ),
+    suffix=st.sampled_from([".json", ".toml", ".cfg"]),
+)
 def test_arbitrary_bytes_never_escape(blob, suffix):
     path = Path(_SCRATCH.name) / f"junk{suffix}"
     path.write_bytes(blob if isinstance(blob, bytes) else blob.encode("utf-8", "surrogatepass"))

@@ -11,13 +11,19 @@ from arena_gym.compare import CompareConfig, slug, unique_slugs
 from arena_gym.experiment import RunConfig
 
 
-@pytest.mark.parametrize("text, specs", [
-    ("a.csv,b.csv", ["a.csv", "b.csv"]),
-    ("synthetic:n_jobs=50,rate_per_h=5,philly.csv", ["synthetic:n_jobs=50,rate_per_h=5", "philly.csv"]),
-    ("x.csv?head=5,load=2,synthetic", ["x.csv?head=5,load=2", "synthetic"]),
-    ("synthetic:n_jobs=5,gpu_types=a40+a10,synthetic:seed=3", ["synthetic:n_jobs=5,gpu_types=a40+a10", "synthetic:seed=3"]),
-    (" a.csv , ,b.csv ", ["a.csv", "b.csv"]),
-])
+@pytest.mark.parametrize(
+    "text, specs",
+    [
+        ("a.csv,b.csv", ["a.csv", "b.csv"]),
+        ("synthetic:n_jobs=50,rate_per_h=5,philly.csv", ["synthetic:n_jobs=50,rate_per_h=5", "philly.csv"]),
+        ("x.csv?head=5,load=2,synthetic", ["x.csv?head=5,load=2", "synthetic"]),
+        (
+            "synthetic:n_jobs=5,gpu_types=a40+a10,synthetic:seed=3",
+            ["synthetic:n_jobs=5,gpu_types=a40+a10", "synthetic:seed=3"],
+        ),
+        (" a.csv , ,b.csv ", ["a.csv", "b.csv"]),
+    ],
+)
 def test_trace_list_keeps_options_with_their_spec(text, specs):
     assert trace_list(text) == specs
 
@@ -30,12 +36,15 @@ def test_unique_slugs():
     assert slug("..") == "run" and unique_slugs(["a.csv", "b.csv"]) == {"a.csv": "a.csv", "b.csv": "b.csv"}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"policies": ()}, "at least one of policies"),
-    ({"traces": ("t", "t")}, "traces lists 't' twice"),
-    ({"workers": 0}, "--workers must be >= 1"),
-    ({"pad_reference": "srtf"}, "padding reference policy 'srtf' is not among fcfs"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"policies": ()}, "at least one of policies"),
+        ({"traces": ("t", "t")}, "traces lists 't' twice"),
+        ({"workers": 0}, "--workers must be >= 1"),
+        ({"pad_reference": "srtf"}, "padding reference policy 'srtf' is not among fcfs"),
+    ],
+)
 def test_compare_config_checks(change, message):
     good = CompareConfig(("fcfs",), ("t",), (0,), RunConfig("fcfs"), pad_reference="fcfs")
     with pytest.raises(ValueError, match=message):

@@ -40,7 +40,8 @@ def test_every_run_is_written_and_equals_a_single_run(tmp_path):
     config = CompareConfig(("fcfs", "srtf", LATEST), TRACES, (0, 1), base)
     results, board = compare(config, tmp_path / "out", progress=False, plots=False)
     assert [(r.config.trace, r.config.seed, r.config.policy) for r in results] == [
-        (t, s, p) for t in TRACES for s in (0, 1) for p in config.policies]
+        (t, s, p) for t in TRACES for s in (0, 1) for p in config.policies
+    ]
     cluster = load_cluster("tiny")
     truth = make_perf("estimator", cluster)
     for r in results[:3]:

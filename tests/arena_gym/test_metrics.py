@@ -25,10 +25,19 @@ def ev(t, kind, jid, n=0, rate=0.0):
 
 def test_queueing_with_preemption_and_deadlines():
     jobs = [job("A", 0, 10, "a40", 2, deadline=500.0), job("B", 100, 10, "a40", 2, deadline=150.0)]
-    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(10, E.RUN, "A", 2, 100.0),
-              ev(100, E.SUBMIT, "B"), ev(100, E.PREEMPT, "A", 2), ev(100, E.ALLOCATE, "B", 2),
-              ev(110, E.RUN, "B", 2, 50.0), ev(200, E.FINISH, "B", 2), ev(200, E.ALLOCATE, "A", 2),
-              ev(210, E.RUN, "A", 2, 100.0), ev(400, E.FINISH, "A", 2)]
+    events = [
+        ev(0, E.SUBMIT, "A"),
+        ev(0, E.ALLOCATE, "A", 2),
+        ev(10, E.RUN, "A", 2, 100.0),
+        ev(100, E.SUBMIT, "B"),
+        ev(100, E.PREEMPT, "A", 2),
+        ev(100, E.ALLOCATE, "B", 2),
+        ev(110, E.RUN, "B", 2, 50.0),
+        ev(200, E.FINISH, "B", 2),
+        ev(200, E.ALLOCATE, "A", 2),
+        ev(210, E.RUN, "A", 2, 100.0),
+        ev(400, E.FINISH, "A", 2),
+    ]
     out = {o.job_id: o for o in job_outcomes(record(events, jobs, 400.0))}
     assert out["A"].queued_s == 100 and out["A"].reconfigurations == 1 and out["A"].preemptions == 1
     assert out["B"].queued_s == 0 and out["B"].jct == 100
@@ -53,9 +62,16 @@ def test_unfinished_jobs_queue_until_the_end():
 def test_binning_stays_bounded_whatever_the_span():
     # one job submitted at 1e15 s: 300 s bins over the span would need 3e12 of them
     jobs = [job("A", 0, 10, "a40", 2), job("B", 1e15, 10, "a40", 2)]
-    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(10, E.RUN, "A", 2, 64.0), ev(30, E.FINISH, "A", 2),
-              ev(1e15, E.SUBMIT, "B"), ev(1e15, E.ALLOCATE, "B", 2), ev(1e15 + 10, E.RUN, "B", 2, 64.0),
-              ev(1e15 + 30, E.FINISH, "B", 2)]
+    events = [
+        ev(0, E.SUBMIT, "A"),
+        ev(0, E.ALLOCATE, "A", 2),
+        ev(10, E.RUN, "A", 2, 64.0),
+        ev(30, E.FINISH, "A", 2),
+        ev(1e15, E.SUBMIT, "B"),
+        ev(1e15, E.ALLOCATE, "B", 2),
+        ev(1e15 + 10, E.RUN, "B", 2, 64.0),
+        ev(1e15 + 30, E.FINISH, "B", 2),
+    ]
     rec = record(events, jobs, 1e15 + 30)
     tl = timeline(rec)
     starts, means = tl.binned(tl.throughput, 300.0)
@@ -67,7 +83,12 @@ def test_binning_stays_bounded_whatever_the_span():
 
 def test_short_spans_keep_the_requested_bin_width():
     jobs = [job("A", 0, 10, "a40", 2)]
-    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(100, E.RUN, "A", 2, 64.0), ev(12_000, E.FINISH, "A", 2)]
+    events = [
+        ev(0, E.SUBMIT, "A"),
+        ev(0, E.ALLOCATE, "A", 2),
+        ev(100, E.RUN, "A", 2, 64.0),
+        ev(12_000, E.FINISH, "A", 2),
+    ]
     tl = timeline(record(events, jobs, 12_000.0))
     starts, means = tl.binned(tl.throughput, 300.0)
     assert starts.tolist() == [300.0 * i for i in range(40)]

@@ -25,9 +25,15 @@ def test_check_out_dir(tmp_path, monkeypatch):
     assert check_out_dir("new/deeper") == tmp_path / "new" / "deeper"
     assert check_out_dir("empty") == tmp_path / "empty"
     assert check_out_dir(results_dir(tmp_path / "old")) == tmp_path / "old" and is_results_dir(tmp_path / "old")
-    for path, message in (("f", "--out f: exists and is not a directory"), ("f/sub", f"{tmp_path / 'f'} is not a directory"),
-                          ("other", "not an arena-gym results directory"), (".", "current directory"),
-                          ("..", "current directory"), ("", "--out: empty path"), ("a\0b", "NUL byte")):
+    for path, message in (
+        ("f", "--out f: exists and is not a directory"),
+        ("f/sub", f"{tmp_path / 'f'} is not a directory"),
+        ("other", "not an arena-gym results directory"),
+        (".", "current directory"),
+        ("..", "current directory"),
+        ("", "--out: empty path"),
+        ("a\0b", "NUL byte"),
+    ):
         with pytest.raises(ValueError, match=message):
             check_out_dir(path)
 
@@ -36,8 +42,12 @@ def test_check_out_file(tmp_path):
     (tmp_path / "f").write_text("x")
     assert check_out_file(tmp_path / "f") == tmp_path / "f"
     assert check_out_file(tmp_path / "new" / "x.csv") == tmp_path / "new" / "x.csv"
-    for path, message in ((tmp_path, "is a directory"), (f"{tmp_path}/x/", "is a directory"),
-                          ("/dev/null", "exists and is not a regular file"), (tmp_path / "f" / "x", "is not a directory")):
+    for path, message in (
+        (tmp_path, "is a directory"),
+        (f"{tmp_path}/x/", "is a directory"),
+        ("/dev/null", "exists and is not a regular file"),
+        (tmp_path / "f" / "x", "is not a directory"),
+    ):
         with pytest.raises(ValueError, match=message):
             check_out_file(path, "--out")
 

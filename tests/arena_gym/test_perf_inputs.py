@@ -16,14 +16,17 @@ BASE = table_model({(GPT, 128, "a40", 1, 2): 5.0})
 SHAPE = ResourceShape(GpuType("a40"), 1, 2)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("noisy:1e9", r"noisy:SIGMA needs 0 <= SIGMA <= 10, got '1e9'"),
-    ("noisy:-1", r"noisy:SIGMA needs 0 <= SIGMA <= 10"),
-    ("noisy:nan", r"noisy:SIGMA needs 0 <= SIGMA <= 10, got 'nan'"),
-    ("noisy:", r"performance model spec 'noisy:' needs an argument after 'noisy:'"),
-    ("measured:", r"performance model spec 'measured:' needs an argument after 'measured:'"),
-    ("measured:  ", r"needs an argument after 'measured:'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("noisy:1e9", r"noisy:SIGMA needs 0 <= SIGMA <= 10, got '1e9'"),
+        ("noisy:-1", r"noisy:SIGMA needs 0 <= SIGMA <= 10"),
+        ("noisy:nan", r"noisy:SIGMA needs 0 <= SIGMA <= 10, got 'nan'"),
+        ("noisy:", r"performance model spec 'noisy:' needs an argument after 'noisy:'"),
+        ("measured:", r"performance model spec 'measured:' needs an argument after 'measured:'"),
+        ("measured:  ", r"needs an argument after 'measured:'"),
+    ],
+)
 def test_bad_perf_specs_are_one_line_errors(spec, message):
     with pytest.raises(ValueError, match=message):
         make_perf(spec, PRESETS["tiny"], truth=BASE)

@@ -16,8 +16,12 @@ def test_plots_of_a_huge_span_are_written(tmp_path):
     events = []
     for j, t0 in (("A", 0.0), ("B", 1e15)):
         jid = JobId(j)
-        events += [Event(t0, EventKind.SUBMIT, jid), Event(t0, EventKind.ALLOCATE, jid, "a40", 2),
-                   Event(t0 + 10, EventKind.RUN, jid, "a40", 2, "", 64.0), Event(t0 + 30, EventKind.FINISH, jid, "a40", 2)]
+        events += [
+            Event(t0, EventKind.SUBMIT, jid),
+            Event(t0, EventKind.ALLOCATE, jid, "a40", 2),
+            Event(t0 + 10, EventKind.RUN, jid, "a40", 2, "", 64.0),
+            Event(t0 + 30, EventKind.FINISH, jid, "a40", 2),
+        ]
     rec = EpisodeRecord("fcfs", PRESETS["tiny"], jobs, tuple(events), 0.0, 1e15 + 30, math.inf, 4, 0.1)
     paths = plot_all([rec], tmp_path)
     assert [p.name for p in paths] == ["jct_cdf.png", "throughput.png", "queue.png"]

@@ -36,6 +36,7 @@ class ToyPolicy:
     def decide(self, snapshot):
         """Start nothing."""
         from arena_gym.types import Decision
+
         return Decision()
 
 
@@ -77,10 +78,15 @@ def test_registering_the_same_entry_again_is_a_no_op_and_a_different_one_needs_r
         policies.register("arena", "agents.fcfs:FCFS")
 
 
-@pytest.mark.parametrize("name, target, message", [
-    ("", "agents.fcfs:FCFS", "non-empty"), ("a:b", "agents.fcfs:FCFS", "without ':'"),
-    ("ok", "agents.fcfs.FCFS", "module:attr"), ("ok", "agents/fcfs.py:FCFS", "module:attr"),
-])
+@pytest.mark.parametrize(
+    "name, target, message",
+    [
+        ("", "agents.fcfs:FCFS", "non-empty"),
+        ("a:b", "agents.fcfs:FCFS", "without ':'"),
+        ("ok", "agents.fcfs.FCFS", "module:attr"),
+        ("ok", "agents/fcfs.py:FCFS", "module:attr"),
+    ],
+)
 def test_bad_registrations_are_refused(policies, name, target, message):
     with pytest.raises(ValueError, match=message):
         policies.register(name, target)
@@ -123,13 +129,16 @@ def test_module_attr_specs_build_policies_perf_models_and_traces():
     assert [j.submit_time for j in jobs] == [100.0, 110.0, 120.0]
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_such_module_here:Policy", "policy 'no_such_module_here:Policy': cannot import no_such_module_here"),
-    (f"{HERE}:Missing", f"module {HERE} has no attribute Missing"),
-    (f"{HERE}:HERE", "not callable"),
-    ("fcsf", r"unknown policy 'fcsf'; valid: .*arena.*fcfs.*sb3:\.\.\., module:attr"),
-    ("sb3:", "needs an argument"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_such_module_here:Policy", "policy 'no_such_module_here:Policy': cannot import no_such_module_here"),
+        (f"{HERE}:Missing", f"module {HERE} has no attribute Missing"),
+        (f"{HERE}:HERE", "not callable"),
+        ("fcsf", r"unknown policy 'fcsf'; valid: .*arena.*fcfs.*sb3:\.\.\., module:attr"),
+        ("sb3:", "needs an argument"),
+    ],
+)
 def test_bad_specs_are_one_line_errors(spec, message):
     with pytest.raises(ValueError, match=message) as err:
         make_policy(spec)
@@ -146,16 +155,21 @@ def _install_entry_points(root: Path, groups: dict[str, dict[str, str]]) -> None
     info = root / "toy_plugins-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugins\nVersion: 1.0\n")
-    body = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in names.items()) for group, names in groups.items())
+    body = "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in names.items()) for group, names in groups.items()
+    )
     (info / "entry_points.txt").write_text(textwrap.dedent(body))
 
 
 def test_entry_points_of_installed_packages_are_found_by_name(tmp_path, monkeypatch):
-    _install_entry_points(tmp_path, {
-        "arena_gym.policies": {"toy-ep": f"{HERE}:ToyPolicy"},
-        "arena_gym.perf_models": {"toy-perf": f"{HERE}:toy_perf"},
-        "arena_gym.traces": {"toy-trace": f"{HERE}:toy_trace"},
-    })
+    _install_entry_points(
+        tmp_path,
+        {
+            "arena_gym.policies": {"toy-ep": f"{HERE}:ToyPolicy"},
+            "arena_gym.perf_models": {"toy-perf": f"{HERE}:toy_perf"},
+            "arena_gym.traces": {"toy-trace": f"{HERE}:toy_trace"},
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     assert "toy-ep" in policy_registry().names()

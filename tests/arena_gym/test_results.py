@@ -29,7 +29,15 @@ def test_write_run_files(tmp_path):
     r = result(FCFS())
     out = write_run(tmp_path / "run", r)
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["config.json", "jct_cdf.png", "jobs.csv", "metrics.json", "queue.png", "throughput.png", "timeline.csv"]
+    assert names == [
+        "config.json",
+        "jct_cdf.png",
+        "jobs.csv",
+        "metrics.json",
+        "queue.png",
+        "throughput.png",
+        "timeline.csv",
+    ]
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] == 0 and config["config"]["policy"] == "fcfs" and config["code_version"]
     metrics = json.loads((out / "metrics.json").read_text())

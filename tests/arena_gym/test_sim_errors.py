@@ -25,16 +25,19 @@ def backend():
     return b
 
 
-@pytest.mark.parametrize("decision, message", [
-    (Decision(((JobId("A"), alloc()), (JobId("B"), alloc()))), "too few free GPUs"),
-    (Decision(((JobId("A"), alloc(nodes=(7,))),)), "bad node list"),
-    (Decision(((JobId("A"), alloc("h100")),)), "unknown GPU type 'h100'"),
-    (Decision(((JobId("A"), alloc("a10")),)), "no feasible plan"),
-    (Decision(((JobId("F"), alloc()),)), "not yet submitted"),
-    (Decision(((JobId("zzz"), alloc()),)), "not in the cluster"),
-    (Decision(((JobId("A"), alloc()), (JobId("A"), alloc(nodes=(1,))))), "appears twice"),
-    (Decision(preemptions=(JobId("A"),)), "holds no GPUs"),
-])
+@pytest.mark.parametrize(
+    "decision, message",
+    [
+        (Decision(((JobId("A"), alloc()), (JobId("B"), alloc()))), "too few free GPUs"),
+        (Decision(((JobId("A"), alloc(nodes=(7,))),)), "bad node list"),
+        (Decision(((JobId("A"), alloc("h100")),)), "unknown GPU type 'h100'"),
+        (Decision(((JobId("A"), alloc("a10")),)), "no feasible plan"),
+        (Decision(((JobId("F"), alloc()),)), "not yet submitted"),
+        (Decision(((JobId("zzz"), alloc()),)), "not in the cluster"),
+        (Decision(((JobId("A"), alloc()), (JobId("A"), alloc(nodes=(1,))))), "appears twice"),
+        (Decision(preemptions=(JobId("A"),)), "holds no GPUs"),
+    ],
+)
 def test_rejected_whole(backend, decision, message):
     before = fingerprint(backend.state)
     with pytest.raises(InvalidDecision, match=message):

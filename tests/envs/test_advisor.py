@@ -25,8 +25,9 @@ def follow(obs, mask, done):
 
 @pytest.mark.parametrize("name", ["arena", "fcfs"])
 def test_following_the_advice_replays_the_heuristic(perf, name):
-    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, advisor=name,
-                   ap_search=make_policy(name).ap_search).unwrapped
+    env = gym.make(
+        "ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, advisor=name, ap_search=make_policy(name).ap_search
+    ).unwrapped
     obs, info = env.reset(seed=1)
     assert obs["advice"].shape == obs["mask"].shape and obs["advice"].sum() >= 1
     assert not (obs["advice"] > obs["mask"]).any()  # only valid actions are advised

@@ -47,8 +47,9 @@ def reference_mask(builder: DecisionBuilder) -> np.ndarray:
     return mask
 
 
-@pytest.mark.parametrize(("env_id", "fold"), [("ArenaGym/Tiny-v1", True), ("ArenaGym/Testbed64-v1", True),
-                                              ("ArenaGym/Testbed64-v1", False)])
+@pytest.mark.parametrize(
+    ("env_id", "fold"), [("ArenaGym/Tiny-v1", True), ("ArenaGym/Testbed64-v1", True), ("ArenaGym/Testbed64-v1", False)]
+)
 def test_mask_is_exact_and_never_rejected(perf, env_id, fold, caplog):
     env = gym.make(env_id, perf=perf, trace=TRACE, fold_stages=fold, max_running=24)
     base = env.unwrapped
@@ -103,7 +104,9 @@ def test_each_job_is_touched_once_and_decision_is_valid(perf):
         slot = action // base.codec.width
         assert builder.apply(action)
         applied += 1
-        assert builder.touched[slot] and not builder.mask()[slot * base.codec.width:(slot + 1) * base.codec.width].any()
+        assert (
+            builder.touched[slot] and not builder.mask()[slot * base.codec.width : (slot + 1) * base.codec.width].any()
+        )
     decision = builder.decision()
     jobs = [j for j, _ in decision.allocations] + list(decision.preemptions)
     assert len(jobs) == len(set(jobs)) == applied

@@ -13,8 +13,14 @@ def test_layout_and_round_trip():
     config = EnvConfig(max_pending=3, max_running=2)
     codec = ActionCodec(PRESETS["tiny"], config)
     # tiny: a40 and a10 with 4 GPUs each -> counts 1, 2, 4 per type
-    assert codec.cells == (("a40", 1, None), ("a40", 2, None), ("a40", 4, None),
-                           ("a10", 1, None), ("a10", 2, None), ("a10", 4, None))
+    assert codec.cells == (
+        ("a40", 1, None),
+        ("a40", 2, None),
+        ("a40", 4, None),
+        ("a10", 1, None),
+        ("a10", 2, None),
+        ("a10", 4, None),
+    )
     assert codec.width == 7 and codec.n_slots == 5
     assert codec.n_actions == 5 * 7 + 1 and codec.done_action == 35
     assert codec.decode(codec.done_action) is None

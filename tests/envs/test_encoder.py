@@ -27,8 +27,8 @@ def test_features_of_a_small_scenario(perf):
     assert obs["jobs"][0, col("model_size")] == pytest.approx(model_size_feature(GPT.size))
     assert obs["jobs"][0, col("family_gpt")] == 1 and obs["jobs"][0, col("family_moe")] == 0
     n = len(JOB_FEATURES)
-    assert obs["jobs"][0, n:n + 2].tolist() == [1, 0]  # requested a40
-    assert obs["jobs"][1, n:n + 2].tolist() == [0, 1]  # requested a10
+    assert obs["jobs"][0, n : n + 2].tolist() == [1, 0]  # requested a40
+    assert obs["jobs"][1, n : n + 2].tolist() == [0, 1]  # requested a10
     # grid: relative belief throughput, 1 on the job's fastest cell
     assert obs["grid"][0].max() == pytest.approx(1.0) and (obs["grid"] <= 1).all()
     fastest = codec.cells[int(np.argmax(obs["grid"][0]))]
@@ -50,8 +50,12 @@ def test_squash_and_counts():
 
 
 def test_time_dependent_features_follow_the_job_views(perf):
-    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, oracle_remaining=True,
-                   trace="synthetic:n_jobs=30,arrival=poisson,rate_per_h=40,max_gpus=8,iter_log_mean=7")
+    env = gym.make(
+        "ArenaGym/Testbed64-v1",
+        perf=perf,
+        oracle_remaining=True,
+        trace="synthetic:n_jobs=30,arrival=poisson,rate_per_h=40,max_gpus=8,iter_log_mean=7",
+    )
     base = env.unwrapped
     features = base.encoder.job_features
     assert features[-2:] == ("progress", "remaining")
@@ -67,8 +71,11 @@ def test_time_dependent_features_follow_the_job_views(perf):
             spec = view.spec
             assert row[col("waiting")] == pytest.approx(squash(view.queued_s(now), 3600), abs=1e-6)
             assert row[col("attained_iterations")] == pytest.approx(
-                min(1.0, np.log10(1 + view.iterations_done(now)) / 6), abs=1e-6)
-            assert row[features.index("progress")] == pytest.approx(view.iterations_done(now) / spec.iterations, abs=1e-6)
+                min(1.0, np.log10(1 + view.iterations_done(now)) / 6), abs=1e-6
+            )
+            assert row[features.index("progress")] == pytest.approx(
+                view.iterations_done(now) / spec.iterations, abs=1e-6
+            )
             assert row[col("attained")] == pytest.approx(squash(view.attained_gpu_seconds(now), 8 * 3600), abs=1e-6)
             assert row[col("holds_gpus")] == (view.allocation is not None)
             if view.allocation is not None:
@@ -103,8 +110,12 @@ def _play_until_finish(env, jobs, job_id, steps=2000, seed=0):
 @pytest.mark.parametrize("oracle", [False, True])
 def test_default_observation_does_not_depend_on_total_iterations(perf, oracle):
     """Perturb one job's total iterations: the non-clairvoyant observation is unchanged until it finishes."""
-    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, oracle_remaining=oracle,
-                   trace="synthetic:n_jobs=20,arrival=poisson,rate_per_h=30,max_gpus=8,iter_log_mean=7").unwrapped
+    env = gym.make(
+        "ArenaGym/Testbed64-v1",
+        perf=perf,
+        oracle_remaining=oracle,
+        trace="synthetic:n_jobs=20,arrival=poisson,rate_per_h=30,max_gpus=8,iter_log_mean=7",
+    ).unwrapped
     env.reset(seed=2)
     jobs = list(env.jobs)
     target = jobs[0]

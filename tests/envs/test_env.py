@@ -129,14 +129,17 @@ def test_slowdown_reward_sums_to_minus_total_slowdown(perf):
     _, rewards, _ = rollout(env, seed=4)
     base = env.unwrapped
     specs = {s.job_id: s for s in base.jobs}
-    slowdowns = [o.jct / (specs[o.job_id].iterations * base.table.best_time(specs[o.job_id].model,
-                                                                              specs[o.job_id].global_batch))
-                 for o in job_outcomes(base.last_record)]
+    slowdowns = [
+        o.jct / (specs[o.job_id].iterations * base.table.best_time(specs[o.job_id].model, specs[o.job_id].global_batch))
+        for o in job_outcomes(base.last_record)
+    ]
     assert math.isclose(sum(rewards), -sum(slowdowns), rel_tol=1e-9)
 
 
 def test_throughput_reward_sums_to_samples_trained(perf):
-    env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6, reward_norm="none")
+    env = gym.make(
+        "ArenaGym/Tiny-v1", perf=perf, trace=TRACE, reward="throughput", reward_scale=1e-6, reward_norm="none"
+    )
     _, rewards, info = rollout(env, seed=5)
     assert info["metrics"]["jobs_finished"] == len(env.unwrapped.jobs)
     samples = sum(s.iterations * s.global_batch for s in env.unwrapped.jobs)
@@ -163,8 +166,9 @@ def test_window_and_load_levels_of_a_file_trace(perf, tmp_path):
     from traces import resolve_trace, save_trace
 
     feasible, iter_time = trace_hooks(perf, PRESETS["tiny"])
-    full = resolve_trace("synthetic:n_jobs=40,rate_per_h=10,gpu_types=a40+a10,max_gpus=4", seed=1,
-                         feasible=feasible, iter_time=iter_time)
+    full = resolve_trace(
+        "synthetic:n_jobs=40,rate_per_h=10,gpu_types=a40+a10,max_gpus=4", seed=1, feasible=feasible, iter_time=iter_time
+    )
     path = save_trace(full, tmp_path / "trace.csv")
     env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=str(path), window_jobs=10, load_levels=(1.0, 4.0))
     source = {j.job_id: j for j in full.jobs}
@@ -175,7 +179,7 @@ def test_window_and_load_levels_of_a_file_trace(perf, tmp_path):
         jobs = env.unwrapped.jobs
         ids = [j.job_id for j in jobs]
         start = order.index(ids[0])
-        assert ids == order[start:start + 10] and jobs[0].submit_time == 0.0
+        assert ids == order[start : start + 10] and jobs[0].submit_time == 0.0
         gap, original = jobs[-1].submit_time, source[ids[-1]].submit_time - source[ids[0]].submit_time
         loads.add(round(original / gap, 6))
         starts.add(start)
@@ -206,8 +210,14 @@ def test_runs_under_subproc_vec_env(perf):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
-    venv = make_vec_env("ArenaGym/Tiny-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
-                        vec_env_kwargs={"start_method": "fork"}, env_kwargs={"perf": perf, "trace": TRACE})
+    venv = make_vec_env(
+        "ArenaGym/Tiny-v1",
+        n_envs=2,
+        seed=0,
+        vec_env_cls=SubprocVecEnv,
+        vec_env_kwargs={"start_method": "fork"},
+        env_kwargs={"perf": perf, "trace": TRACE},
+    )
     try:
         rng = np.random.default_rng(0)
         venv.reset()

@@ -17,8 +17,23 @@ from arena_gym.sim import SimBackend
 from envs.expert import HeuristicAgent, expert_actions
 
 #: Heuristic policies to drive the env with, once their module exists (learned ones excluded).
-HEURISTICS = ("fcfs", "fcfs-r", "srtf", "arena", "arena-dp", "arena-ns", "arena-nh", "arena-no", "arena-ddl",
-              "arena-np", "tiresias", "gandiva", "elasticflow-ls", "gavel", "sia")
+HEURISTICS = (
+    "fcfs",
+    "fcfs-r",
+    "srtf",
+    "arena",
+    "arena-dp",
+    "arena-ns",
+    "arena-nh",
+    "arena-no",
+    "arena-ddl",
+    "arena-np",
+    "tiresias",
+    "gandiva",
+    "elasticflow-ls",
+    "gavel",
+    "sia",
+)
 #: Policies whose every decision the codec expresses exactly (same cells, same best-fit nodes).
 EXACT = ("fcfs", "fcfs-r", "srtf")
 TRACE = "synthetic:n_jobs=40,arrival=poisson,rate_per_h=30,gpu_types=a40+a10,max_gpus=4,iter_log_mean=7.5"
@@ -52,8 +67,15 @@ def assert_same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
 @pytest.mark.parametrize("env_id", list(EXACT_TRACES))
 def test_env_driven_by_exact_heuristic_equals_simulate(perf, policy_name, env_id):
     policy = make_policy(policy_name)
-    env = gym.make(env_id, perf=perf, trace=EXACT_TRACES[env_id], max_pending=64, max_running=64, max_substeps=128,
-                   ap_search=policy.ap_search)
+    env = gym.make(
+        env_id,
+        perf=perf,
+        trace=EXACT_TRACES[env_id],
+        max_pending=64,
+        max_running=64,
+        max_substeps=128,
+        ap_search=policy.ap_search,
+    )
     result = HeuristicAgent(policy, env, strict=True).play(seed=3)
     assert result.invalid_actions == 0
     reference = simulate(env, policy_name)
@@ -120,8 +142,14 @@ def test_env_with_the_default_estimator_equals_arena_gym_simulate(policy_name):
     if not hasattr(estimator, "default_perf_model"):
         pytest.skip("the estimator package has no default_perf_model yet")
     policy = make_policy(policy_name)
-    env = gym.make("ArenaGym/Testbed64-v1", trace=EXACT_TRACES["ArenaGym/Testbed64-v1"], max_pending=64,
-                   max_running=64, max_substeps=128, ap_search=policy.ap_search)
+    env = gym.make(
+        "ArenaGym/Testbed64-v1",
+        trace=EXACT_TRACES["ArenaGym/Testbed64-v1"],
+        max_pending=64,
+        max_running=64,
+        max_substeps=128,
+        ap_search=policy.ap_search,
+    )
     result = HeuristicAgent(policy, env, strict=True).play(seed=5)
     reference = run(RunConfig(policy=policy_name, cluster="testbed-64", perf="estimator"), jobs=env.unwrapped.jobs)
     assert_same_metrics(result.metrics, reference.metrics)

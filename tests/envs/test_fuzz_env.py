@@ -33,11 +33,18 @@ def tiny_env(table_perf):
 
 
 ACTION = st.one_of(
-    st.integers(0, 112), st.integers(0, 112), st.integers(0, 112),
+    st.integers(0, 112),
+    st.integers(0, 112),
+    st.integers(0, 112),
     st.integers(-(2**70), 2**70),
-    st.integers(0, 112).map(np.int64), st.integers(0, 112).map(np.int32), st.integers(0, 112).map(np.array),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([True, False, None, "3", b"3", [3], (3,), {"a": 3}]),
-    st.integers(0, 112).map(np.float32), st.integers(0, 112).map(lambda i: np.array([i])))
+    st.integers(0, 112).map(np.int64),
+    st.integers(0, 112).map(np.int32),
+    st.integers(0, 112).map(np.array),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([True, False, None, "3", b"3", [3], (3,), {"a": 3}]),
+    st.integers(0, 112).map(np.float32),
+    st.integers(0, 112).map(lambda i: np.array([i])),
+)
 
 
 def _is_int(action: object) -> bool:

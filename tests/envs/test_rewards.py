@@ -10,9 +10,17 @@ from envs.rewards import JctReward, SlowdownReward, ThroughputReward, reward_reg
 from tests.helpers import job
 
 A, B = JobId("a"), JobId("b")
-FIRST = [Event(0.0, EventKind.SUBMIT, A), Event(10.0, EventKind.SUBMIT, B), Event(10.0, EventKind.ALLOCATE, A),
-         Event(20.0, EventKind.RUN, A, samples_per_s=100.0)]
-SECOND = [Event(50.0, EventKind.FINISH, A), Event(55.0, EventKind.ALLOCATE, B), Event(60.0, EventKind.RUN, B, samples_per_s=40.0)]
+FIRST = [
+    Event(0.0, EventKind.SUBMIT, A),
+    Event(10.0, EventKind.SUBMIT, B),
+    Event(10.0, EventKind.ALLOCATE, A),
+    Event(20.0, EventKind.RUN, A, samples_per_s=100.0),
+]
+SECOND = [
+    Event(50.0, EventKind.FINISH, A),
+    Event(55.0, EventKind.ALLOCATE, B),
+    Event(60.0, EventKind.RUN, B, samples_per_s=40.0),
+]
 JOBS = [job("a", 0, 100, "a40", 1), job("b", 10, 200, "a40", 1)]
 
 

@@ -47,12 +47,15 @@ def test_unknown_reset_options_are_refused_with_the_valid_list(env):
         env.reset(options={"foo": 1})
 
 
-@pytest.mark.parametrize("jobs, error, message", [
-    ([1, 2, 3], TypeError, r"options\['jobs'\]\[0\] must be a JobSpec, got 1"),
-    ("abc", TypeError, "must be a sequence of JobSpec"),
-    (5, TypeError, "must be a sequence of JobSpec"),
-    ([], ValueError, "is empty"),
-])
+@pytest.mark.parametrize(
+    "jobs, error, message",
+    [
+        ([1, 2, 3], TypeError, r"options\['jobs'\]\[0\] must be a JobSpec, got 1"),
+        ("abc", TypeError, "must be a sequence of JobSpec"),
+        (5, TypeError, "must be a sequence of JobSpec"),
+        ([], ValueError, "is empty"),
+    ],
+)
 def test_bad_jobs_option_is_a_clear_error(env, jobs, error, message):
     with pytest.raises(error, match=message):
         env.reset(options={"jobs": jobs})
@@ -64,27 +67,30 @@ def test_cluster_option_names_one_of_the_envs_clusters(env):
     env.reset(options={"jobs": [job("a", 0, 10, "a40", 1)], "cluster": "tiny"})
 
 
-@pytest.mark.parametrize("field, value, error", [
-    ("fold_stages", "no", TypeError),
-    ("oracle_remaining", 1, TypeError),
-    ("max_pending", "8", TypeError),
-    ("max_pending", 8.0, TypeError),
-    ("max_running", True, TypeError),
-    ("reward_scale", "1e-3", TypeError),
-    ("reward_scale", math.nan, ValueError),
-    ("reward_scale", -1.0, ValueError),
-    ("load_levels", (1.0, "2"), TypeError),
-    ("load_levels", (), ValueError),
-    ("window_jobs", 2.5, TypeError),
-    ("split", "holdout", ValueError),
-    ("split_fractions", (0.5, 0.5, 0.5), ValueError),
-    ("load_basis", "jobs", ValueError),
-    ("pending_order", "random", ValueError),
-    ("round_s", 0.01, ValueError),
-    ("trace", 3, TypeError),
-    ("cluster", 64, TypeError),
-    ("seed", "0", TypeError),
-])
+@pytest.mark.parametrize(
+    "field, value, error",
+    [
+        ("fold_stages", "no", TypeError),
+        ("oracle_remaining", 1, TypeError),
+        ("max_pending", "8", TypeError),
+        ("max_pending", 8.0, TypeError),
+        ("max_running", True, TypeError),
+        ("reward_scale", "1e-3", TypeError),
+        ("reward_scale", math.nan, ValueError),
+        ("reward_scale", -1.0, ValueError),
+        ("load_levels", (1.0, "2"), TypeError),
+        ("load_levels", (), ValueError),
+        ("window_jobs", 2.5, TypeError),
+        ("split", "holdout", ValueError),
+        ("split_fractions", (0.5, 0.5, 0.5), ValueError),
+        ("load_basis", "jobs", ValueError),
+        ("pending_order", "random", ValueError),
+        ("round_s", 0.01, ValueError),
+        ("trace", 3, TypeError),
+        ("cluster", 64, TypeError),
+        ("seed", "0", TypeError),
+    ],
+)
 def test_badly_typed_or_valued_config_names_the_field(perf, field, value, error):
     with pytest.raises(error, match=field):
         gym.make("ArenaGym/Tiny-v1", perf=perf, **{field: value})
@@ -95,13 +101,16 @@ def test_config_that_is_not_an_envconfig_is_refused():
         envs.ArenaSchedEnv({"cluster": "tiny"})
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"max_pending": 10**9}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 1000000000$"),
-    ({"max_pending": 0}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 0$"),
-    ({"max_running": 10**9}, r"^EnvConfig: max_running must be in \[0, 1024\], got 1000000000$"),
-    ({"max_running": -1}, r"^EnvConfig: max_running must be in \[0, 1024\], got -1$"),
-    ({"seed": -1}, r"^EnvConfig: seed must be >= 0, got -1$"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"max_pending": 10**9}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 1000000000$"),
+        ({"max_pending": 0}, r"^EnvConfig: max_pending must be in \[1, 1024\], got 0$"),
+        ({"max_running": 10**9}, r"^EnvConfig: max_running must be in \[0, 1024\], got 1000000000$"),
+        ({"max_running": -1}, r"^EnvConfig: max_running must be in \[0, 1024\], got -1$"),
+        ({"seed": -1}, r"^EnvConfig: seed must be >= 0, got -1$"),
+    ],
+)
 def test_out_of_range_slots_and_seed_are_one_line_value_errors(overrides, message):
     with pytest.raises(ValueError, match=message) as caught:
         EnvConfig(**overrides)

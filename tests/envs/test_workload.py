@@ -64,8 +64,10 @@ def test_sampled_training_windows_stay_inside_the_train_range(perf, trace_file):
 
 def test_generator_splits_use_separate_seed_streams(perf):
     config = EnvConfig(perf=perf, trace=GEN)
-    jobs = {s: WorkloadSampler(config.replace(split=s), PRESETS["tiny"], perf).fixed(s, seeds=(7,))[0].jobs
-            for s in ("train", "validation", "test")}
+    jobs = {
+        s: WorkloadSampler(config.replace(split=s), PRESETS["tiny"], perf).fixed(s, seeds=(7,))[0].jobs
+        for s in ("train", "validation", "test")
+    }
     assert jobs["train"] != jobs["validation"] != jobs["test"] != jobs["train"]
     env = gym.make("ArenaGym/Tiny-v1", perf=perf, trace=GEN, split="validation").unwrapped
     env.reset(seed=7)
@@ -101,13 +103,17 @@ def test_requests_the_cluster_cannot_serve_are_retargeted(perf):
     jobs, changed, dropped = retarget([v100, huge, nowhere, fine])
     assert (changed, dropped) == (2, 1)
     assert [(j.job_id, j.requested_gpu_type, j.requested_gpus) for j in jobs] == [
-        ("v", "a10", 2), ("h", "a40", 4), ("f", "a40", 2)]
+        ("v", "a10", 2),
+        ("h", "a40", 4),
+        ("f", "a40", 2),
+    ]
     assert jobs[2] is fine
 
 
 def test_cluster_variants_are_drawn_and_keep_the_spaces(perf):
-    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=GEN,
-                   cluster_variants=("testbed-64[a40=8,a10=24]",)).unwrapped
+    env = gym.make(
+        "ArenaGym/Testbed64-v1", perf=perf, trace=GEN, cluster_variants=("testbed-64[a40=8,a10=24]",)
+    ).unwrapped
     assert env.cluster_names == ("testbed-64", "testbed-64[a40=8,a10=24]")
     seen = set()
     for seed in range(8):
@@ -141,8 +147,10 @@ def test_real_traces_split_without_overlap(shared_data):
     per_split = {s: sampler.fixed(s) for s in ("train", "validation", "test")}
     assert len(per_split["test"]) >= 20 and len(per_split["validation"]) >= 5
     for trace in config.traces:
-        ids = {s: set().union(set(), *_ids([w for w in ws if w.trace == expand_spec(trace, config.data_dir)]))
-               for s, ws in per_split.items()}
+        ids = {
+            s: set().union(set(), *_ids([w for w in ws if w.trace == expand_spec(trace, config.data_dir)]))
+            for s, ws in per_split.items()
+        }
         assert not (ids["train"] & ids["test"]) and not (ids["train"] & ids["validation"])
         assert not (ids["validation"] & ids["test"])
     for ranges in sampler.split_ranges().values():

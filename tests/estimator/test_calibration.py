@@ -11,9 +11,14 @@ from estimator.params import EstimatorParams, KindParams, TypeParams, default_pa
 from estimator.perfmodel import EstimatorPerfModel
 
 TRUTH = EstimatorParams(
-    kinds={"transformer": KindParams(0.6, 0.55, 64.0), "moe": KindParams(0.5, 0.6, 200.0),
-           "wide_resnet": KindParams(0.45, 0.3, 300.0)},
-    nu_intra=0.2, nu_inter=0.3, kernel_us=10.0,
+    kinds={
+        "transformer": KindParams(0.6, 0.55, 64.0),
+        "moe": KindParams(0.5, 0.6, 200.0),
+        "wide_resnet": KindParams(0.45, 0.3, 300.0),
+    },
+    nu_intra=0.2,
+    nu_inter=0.3,
+    kernel_us=10.0,
     gpu_types={"a100-40gb": TypeParams(1.1, 1.0, 1.0, 1.2)},
 )
 

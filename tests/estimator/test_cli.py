@@ -43,8 +43,17 @@ def test_validate_writes_predictions(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "MAPE" in text and "by GPU count" in text and "by GPU type" in text and "by model family" in text
     frame = pd.read_csv(out)
-    assert list(frame.columns[:9]) == ["family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node",
-                                       "num_gpus", "iter_time_s", "oom"]
+    assert list(frame.columns[:9]) == [
+        "family",
+        "size",
+        "global_batch",
+        "gpu_type",
+        "num_nodes",
+        "gpus_per_node",
+        "num_gpus",
+        "iter_time_s",
+        "oom",
+    ]
     assert {"predicted_iter_time_s", "predicted_oom"} <= set(frame.columns)
     assert set(frame["predicted_oom"]) <= {0, 1} and len(frame) == 5
 
@@ -78,7 +87,9 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     rows += ["gpt,1.3B,512,8,13.7,0", "gpt,1.3B,512,16,10.8,0", "gpt,1.3B,128,1,,1"]
     dp.write_text("\n".join(rows) + "\n")
     out = tmp_path / "p.json"
-    assert run(["calibrate", "--measured", measured, "--dp-memory", str(dp), "--out", str(out), "--max-evals", "2"]) == 0
+    assert (
+        run(["calibrate", "--measured", measured, "--dp-memory", str(dp), "--out", str(out), "--max-evals", "2"]) == 0
+    )
     from estimator.params import EstimatorParams
 
     fitted = EstimatorParams.load(out).dp_memory["transformer"]
@@ -86,15 +97,18 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     assert "DP memory of transformer" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["query", "--model", "gpt__9Z", "--batch", "128"], "unknown model 'gpt__9Z'"),
-    (["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "z100"], "unknown GPU type 'z100'"),
-    (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
-    (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
-    (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
-    (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
-    ([], "choose an action"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["query", "--model", "gpt__9Z", "--batch", "128"], "unknown model 'gpt__9Z'"),
+        (["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "z100"], "unknown GPU type 'z100'"),
+        (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
+        (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+        (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+        (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
+        ([], "choose an action"),
+    ],
+)
 def test_bad_input_is_one_line(argv, needle, capsys):
     from arena_gym.cli import main
 

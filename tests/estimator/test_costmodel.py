@@ -62,12 +62,15 @@ def test_gpipe_holds_more_activations_than_1f1b():
     assert gpipe.total_s == pytest.approx(one_f.total_s)
 
 
-@pytest.mark.parametrize("plan,needle", [
-    (Plan((StagePlan(0, 26, 2, 1),), 16), "uses 2 GPUs but shape a100:1x4 has 4"),
-    (Plan((StagePlan(0, 26, 3, 1),), 16), "powers of two"),
-    (Plan((StagePlan(0, 10, 2, 1), StagePlan(12, 26, 2, 1)), 16), "do not continue"),
-    (Plan((StagePlan(0, 20, 4, 1),), 16), "has 26 layers"),
-])
+@pytest.mark.parametrize(
+    "plan,needle",
+    [
+        (Plan((StagePlan(0, 26, 2, 1),), 16), "uses 2 GPUs but shape a100:1x4 has 4"),
+        (Plan((StagePlan(0, 26, 3, 1),), 16), "powers of two"),
+        (Plan((StagePlan(0, 10, 2, 1), StagePlan(12, 26, 2, 1)), 16), "do not continue"),
+        (Plan((StagePlan(0, 20, 4, 1),), 16), "has 26 layers"),
+    ],
+)
 def test_bad_plans_fail_with_one_line(plan, needle):
     arch, r = rates("gpt__1.3B", "a100")
     with pytest.raises(ValueError) as err:

@@ -9,8 +9,15 @@ import pytest
 
 from arena_gym.cluster import PRESETS
 from arena_gym.types import ModelRef, best_locality
-from estimator.dpmemory import (GIB, REPLICATED_COPIES, activation_bytes_per_sample, dp_need_gib, dp_rule_fits,
-                                fit_dp_memory, validate_dp_memory)
+from estimator.dpmemory import (
+    GIB,
+    REPLICATED_COPIES,
+    activation_bytes_per_sample,
+    dp_need_gib,
+    dp_rule_fits,
+    fit_dp_memory,
+    validate_dp_memory,
+)
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import DpMemoryParams, EstimatorParams, default_params
 from estimator.perfmodel import EstimatorPerfModel
@@ -25,18 +32,27 @@ def test_default_need_is_states_plus_sharded_optimizer_plus_one_micro_batch():
     n = np.array([1, 2, 4, 8])
     need = dp_need_gib(GPT, 256, n, params)
     wb, _, ob = GPT.state_bytes_per_param
-    expected = (REPLICATED_COPIES * wb * GPT.param_count + ob * GPT.param_count / n
-                + activation_bytes_per_sample(GPT) * 256 / 16 / n) / GIB
+    expected = (
+        REPLICATED_COPIES * wb * GPT.param_count
+        + ob * GPT.param_count / n
+        + activation_bytes_per_sample(GPT) * 256 / 16 / n
+    ) / GIB
     assert need == pytest.approx(expected)
     assert np.all(np.diff(need) < 0)  # more replicas, less memory each
     assert dp_need_gib(GPT, 512, 4, params) > dp_need_gib(GPT, 256, 4, params)  # bigger micro-batches
 
 
 def test_fit_recovers_known_coefficients():
-    truth = EstimatorParams(dp_memory={"transformer": DpMemoryParams(10.0, 2.5), "wide_resnet": DpMemoryParams(4.0, 2.0)})
+    truth = EstimatorParams(
+        dp_memory={"transformer": DpMemoryParams(10.0, 2.5), "wide_resnet": DpMemoryParams(4.0, 2.0)}
+    )
     table = {}
-    for name, arch in (("gpt__760M", get_model("gpt__760M")), ("gpt__1.3B", GPT), ("wide_resnet__1B", WRN),
-                       ("wide_resnet__500M", get_model("wide_resnet__500M"))):
+    for name, arch in (
+        ("gpt__760M", get_model("gpt__760M")),
+        ("gpt__1.3B", GPT),
+        ("wide_resnet__1B", WRN),
+        ("wide_resnet__500M", get_model("wide_resnet__500M")),
+    ):
         ref = ModelRef.parse(name)
         for batch in (256, 512):
             for n in (2, 4, 8, 16):

@@ -32,17 +32,25 @@ def mostly(good: st.SearchStrategy, *bad: st.SearchStrategy) -> st.SearchStrateg
     return st.integers(0, 3).flatmap(lambda i: good if i else st.one_of(*bad))
 
 
-MODEL = mostly(st.sampled_from(MODELS).map(lambda m: ("ok", m)),
-                  st.sampled_from([ModelRef("gpt", "9Z"), ModelRef("llama", "7B")]).map(lambda m: ("unknown model", m)),
-                  st.sampled_from(["gpt__1.3B", None, 3, ("gpt", "1.3B")]).map(lambda m: ("model", m)))
-BATCH = mostly(st.sampled_from(BATCHES).map(lambda b: ("ok", b) if b % 2 else ("ok", np.int64(b))),
-                  st.sampled_from([0, -1, -(2**70), 2**24 + 1, 2**63, 1.5, 128.0, float("nan"), "128", True, None,
-                                   np.float64(8), b"8"]).map(lambda b: ("global_batch", b)))
-TYPE = st.sampled_from([("ok", "a100"), ("ok", "a40"), ("ok", "h100"), ("ok", "v100"), ("ok", "a10"),
-                        ("unknown GPU type", "zz")])
+MODEL = mostly(
+    st.sampled_from(MODELS).map(lambda m: ("ok", m)),
+    st.sampled_from([ModelRef("gpt", "9Z"), ModelRef("llama", "7B")]).map(lambda m: ("unknown model", m)),
+    st.sampled_from(["gpt__1.3B", None, 3, ("gpt", "1.3B")]).map(lambda m: ("model", m)),
+)
+BATCH = mostly(
+    st.sampled_from(BATCHES).map(lambda b: ("ok", b) if b % 2 else ("ok", np.int64(b))),
+    st.sampled_from(
+        [0, -1, -(2**70), 2**24 + 1, 2**63, 1.5, 128.0, float("nan"), "128", True, None, np.float64(8), b"8"]
+    ).map(lambda b: ("global_batch", b)),
+)
+TYPE = st.sampled_from(
+    [("ok", "a100"), ("ok", "a40"), ("ok", "h100"), ("ok", "v100"), ("ok", "a10"), ("unknown GPU type", "zz")]
+)
 POW2 = st.sampled_from([1, 2, 4, 8])
-SHAPE = mostly(st.tuples(TYPE, POW2, POW2).map(lambda t: (t[0][0], (t[0][1], t[1], t[2]))),
-                  st.sampled_from(["a100:1x4", None, (1, 4), 4]).map(lambda s: ("shape", s)))
+SHAPE = mostly(
+    st.tuples(TYPE, POW2, POW2).map(lambda t: (t[0][0], (t[0][1], t[1], t[2]))),
+    st.sampled_from(["a100:1x4", None, (1, 4), 4]).map(lambda s: ("shape", s)),
+)
 METHOD = st.sampled_from(["iter_time", "dp_iter_time", "proxy_plan", "grid_iter_time", "grid_plan", "dp_estimate"])
 
 

@@ -8,8 +8,21 @@ from arena_gym.types import ModelRef
 from estimator.hardware import GPUS, LINKS, NETWORKS, get_gpu, known_gpus, node_links
 from estimator.zoo import TransformerSpec, build_transformer, describe, get_model, known_models, model_from_dict
 
-REQUIRED = ("a100-40gb", "a100-80gb", "v100-16gb", "v100-32gb", "a40", "a10", "h100", "h800", "l20", "l40s",
-            "rtx3090", "t4", "p100")
+REQUIRED = (
+    "a100-40gb",
+    "a100-80gb",
+    "v100-16gb",
+    "v100-32gb",
+    "a40",
+    "a10",
+    "h100",
+    "h800",
+    "l20",
+    "l40s",
+    "rtx3090",
+    "t4",
+    "p100",
+)
 
 
 def test_catalogue_has_required_types_with_sourced_figures():
@@ -43,11 +56,21 @@ def test_cluster_links_override_presets():
     assert (custom.intra_gbs, custom.inter_gbs) == (56.0, 3.0)
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("gpt__350M", 0.35e9), ("gpt__1.3B", 1.3e9), ("gpt__6.7B", 6.7e9), ("gpt__39B", 39e9),
-    ("moe__690M", 0.69e9), ("moe__2.4B", 2.4e9), ("moe__70B", 70e9),
-    ("wide_resnet__500M", 0.5e9), ("wide_resnet__6.8B", 6.8e9), ("wide_resnet__13B", 13e9),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("gpt__350M", 0.35e9),
+        ("gpt__1.3B", 1.3e9),
+        ("gpt__6.7B", 6.7e9),
+        ("gpt__39B", 39e9),
+        ("moe__690M", 0.69e9),
+        ("moe__2.4B", 2.4e9),
+        ("moe__70B", 70e9),
+        ("wide_resnet__500M", 0.5e9),
+        ("wide_resnet__6.8B", 6.8e9),
+        ("wide_resnet__13B", 13e9),
+    ],
+)
 def test_zoo_parameter_counts_match_labels(name, expected):
     arch = get_model(ModelRef.parse(name))
     assert abs(arch.param_count - expected) / expected < 0.08

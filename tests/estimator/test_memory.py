@@ -14,9 +14,14 @@ from estimator.zoo import get_model
 #: The measured-feasible rows the estimator used to call out of memory (Adam's 12 bytes per
 #: parameter on MoE): model, batch, GPU type, nodes, GPUs per node.
 MOE_ROWS = [
-    ("moe__10B", 256, "a100", 1, 4), ("moe__10B", 512, "a100", 1, 4), ("moe__10B", 512, "a100", 2, 2),
-    ("moe__10B", 256, "a40", 2, 2), ("moe__10B", 512, "a40", 2, 2), ("moe__10B", 1024, "a40", 2, 2),
-    ("moe__27B", 512, "v100", 1, 16), ("moe__27B", 1024, "v100", 1, 16),
+    ("moe__10B", 256, "a100", 1, 4),
+    ("moe__10B", 512, "a100", 1, 4),
+    ("moe__10B", 512, "a100", 2, 2),
+    ("moe__10B", 256, "a40", 2, 2),
+    ("moe__10B", 512, "a40", 2, 2),
+    ("moe__10B", 1024, "a40", 2, 2),
+    ("moe__27B", 512, "v100", 1, 16),
+    ("moe__27B", 1024, "v100", 1, 16),
 ]
 
 
@@ -60,8 +65,14 @@ def test_every_measured_feasible_row_is_predicted_feasible(shared_data):
     errors = []
     for model, batch, gpu_type, nodes, per_node in MOE_ROWS:
         family, size = model.split("__")
-        row = frame[(frame["family"] == family) & (frame["size"] == size) & (frame["global_batch"] == batch)
-                    & (frame["gpu_type"] == gpu_type) & (frame["num_nodes"] == nodes) & (frame["gpus_per_node"] == per_node)]
+        row = frame[
+            (frame["family"] == family)
+            & (frame["size"] == size)
+            & (frame["global_batch"] == batch)
+            & (frame["gpu_type"] == gpu_type)
+            & (frame["num_nodes"] == nodes)
+            & (frame["gpus_per_node"] == per_node)
+        ]
         assert len(row) == 1 and int(row["predicted_oom"].iloc[0]) == 0, (model, batch, gpu_type, nodes, per_node)
         errors.append(float(row["ape"].iloc[0]))
     # their times are predicted too: 2x2 A100 at batch 512 is the worst (Alpa ran a slower plan there)

@@ -20,27 +20,33 @@ def perf() -> EstimatorPerfModel:
 
 
 @pytest.mark.parametrize("method", ["iter_time", "dp_iter_time", "proxy_plan", "dp_estimate"])
-@pytest.mark.parametrize("batch, error, message", [
-    (1.5, TypeError, "global_batch must be an integer, got 1.5"),
-    (128.0, TypeError, "global_batch must be an integer, got 128.0"),
-    ("128", TypeError, "global_batch must be an integer, got '128'"),
-    (True, TypeError, "global_batch must be an integer, got True"),
-    (0, ValueError, "global_batch must be in 1..16777216, got 0"),
-    (-3, ValueError, "global_batch must be in 1..16777216, got -3"),
-    (2**63, ValueError, "global_batch must be in 1..16777216"),
-])
+@pytest.mark.parametrize(
+    "batch, error, message",
+    [
+        (1.5, TypeError, "global_batch must be an integer, got 1.5"),
+        (128.0, TypeError, "global_batch must be an integer, got 128.0"),
+        ("128", TypeError, "global_batch must be an integer, got '128'"),
+        (True, TypeError, "global_batch must be an integer, got True"),
+        (0, ValueError, "global_batch must be in 1..16777216, got 0"),
+        (-3, ValueError, "global_batch must be in 1..16777216, got -3"),
+        (2**63, ValueError, "global_batch must be in 1..16777216"),
+    ],
+)
 def test_bad_batch_names_the_argument(perf, method, batch, error, message):
     with pytest.raises(error, match=message.replace(".", r"\.").replace("(", r"\(")):
         getattr(perf, method)(GPT, batch, SHAPE)
 
 
-@pytest.mark.parametrize("args, error, name", [
-    (("gpt__1.3B", 128, SHAPE), TypeError, "model must be a ModelRef"),
-    ((GPT, 128, "a40:1x2"), TypeError, "shape must be a ResourceShape"),
-    ((GPT, 128, None), TypeError, "shape must be a ResourceShape"),
-    ((ModelRef("gpt", "9Z"), 128, SHAPE), ValueError, "unknown model"),
-    ((GPT, 128, ResourceShape(GpuType("zz"), 1, 2)), ValueError, "unknown GPU type 'zz'"),
-])
+@pytest.mark.parametrize(
+    "args, error, name",
+    [
+        (("gpt__1.3B", 128, SHAPE), TypeError, "model must be a ModelRef"),
+        ((GPT, 128, "a40:1x2"), TypeError, "shape must be a ResourceShape"),
+        ((GPT, 128, None), TypeError, "shape must be a ResourceShape"),
+        ((ModelRef("gpt", "9Z"), 128, SHAPE), ValueError, "unknown model"),
+        ((GPT, 128, ResourceShape(GpuType("zz"), 1, 2)), ValueError, "unknown GPU type 'zz'"),
+    ],
+)
 def test_bad_model_or_shape(perf, args, error, name):
     with pytest.raises(error, match=name):
         perf.iter_time(*args)

@@ -29,11 +29,14 @@ def test_units_coarsen_long_models():
     assert len(pipeline_units(get_model("moe__690M"), 16)) == 11  # 10 layers stay as they are
 
 
-@pytest.mark.parametrize("model,batch,shape", [
-    ("gpt__760M", 128, ResourceShape("a40", 2, 2)),
-    ("wide_resnet__500M", 256, ResourceShape("v100", 1, 4)),
-    ("moe__1.3B", 512, ResourceShape("a100", 1, 4)),
-])
+@pytest.mark.parametrize(
+    "model,batch,shape",
+    [
+        ("gpt__760M", 128, ResourceShape("a40", 2, 2)),
+        ("wide_resnet__500M", 256, ResourceShape("v100", 1, 4)),
+        ("moe__1.3B", 512, ResourceShape("a100", 1, 4)),
+    ],
+)
 def test_exhaustive_search_is_never_worse_and_pruning_stays_close(model, batch, shape):
     arch, gpu = get_model(model), get_gpu(shape.gpu_type)
     rates = rates_for(arch, gpu, node_links(gpu), default_params())

@@ -11,14 +11,31 @@ import numpy as np
 import pytest
 
 from estimator.profile import (
-    GROUPED_SUFFIX, PROFILE_VERSION, CommTable, Curve, DeviceInfo, LayerParams, ModelInfo, OptimizerFit, Profile, ProfileError,
-    interp_curve, interp_table, load_profile, monotone,
+    GROUPED_SUFFIX,
+    PROFILE_VERSION,
+    CommTable,
+    Curve,
+    DeviceInfo,
+    LayerParams,
+    ModelInfo,
+    OptimizerFit,
+    Profile,
+    ProfileError,
+    interp_curve,
+    interp_table,
+    load_profile,
+    monotone,
 )
 
 SIZES = tuple(2**k for k in range(10, 21, 2))  # 1 KiB .. 1 MiB
 #: (latency s, bandwidth B/s) of each synthetic collective: t = latency + bytes / bandwidth (exactly linear)
-LINKS = {"all_reduce": (1e-4, 1e9), "all_gather": (2e-4, 5e8), "reduce_scatter": (3e-4, 5e8),
-         "send_recv": (5e-5, 2e9), "all_to_all": (1e-4, 1e9)}
+LINKS = {
+    "all_reduce": (1e-4, 1e9),
+    "all_gather": (2e-4, 5e8),
+    "reduce_scatter": (3e-4, 5e8),
+    "send_recv": (5e-5, 2e9),
+    "all_to_all": (1e-4, 1e9),
+}
 
 
 def linear(per_sample_s: float, samples=(1, 8, 16)) -> tuple[tuple[int, ...], tuple[float, ...]]:
@@ -27,8 +44,16 @@ def linear(per_sample_s: float, samples=(1, 8, 16)) -> tuple[tuple[int, ...], tu
 
 def synthetic_profile() -> Profile:
     """A profile of gpt__tiny on cpu-2 with round numbers (seconds linear in samples and bytes)."""
-    info = ModelInfo("gpt__tiny", 4, 64, 4, 64, 1024, 4, {
-        "embed": LayerParams(2, 69632), "block": LayerParams(16, 49984, 12, 49600), "head": LayerParams(3, 65664)})
+    info = ModelInfo(
+        "gpt__tiny",
+        4,
+        64,
+        4,
+        64,
+        1024,
+        4,
+        {"embed": LayerParams(2, 69632), "block": LayerParams(16, 49984, 12, 49600), "head": LayerParams(3, 65664)},
+    )
 
     def curve(layer, variant, tp, fw, bw, constant=False):
         samples = (1, 8, 16)
@@ -36,16 +61,34 @@ def synthetic_profile() -> Profile:
         b = tuple(bw if constant else bw * n for n in samples)
         return Curve("gpt__tiny", layer, variant, tp, samples, f, b)
 
-    compute = (curve("embed", "compute", 1, 1e-4, 2e-4), curve("block", "compute", 1, 1e-3, 2e-3),
-               curve("block", "compute", 2, 6e-4, 1.2e-3), curve("head", "compute", 1, 2e-3, 3e-3))
-    overhead = (curve("block", "tp", 1, 5e-4, 1e-3, True), curve("embed", "fsdp", 1, 2e-4, 3e-4, True),
-                curve("block", "fsdp", 1, 2e-4, 3e-4, True), curve("head", "fsdp", 1, 2e-4, 3e-4, True),
-                curve("model", "pipeline", 1, 1e-4, 1e-4, True))
+    compute = (
+        curve("embed", "compute", 1, 1e-4, 2e-4),
+        curve("block", "compute", 1, 1e-3, 2e-3),
+        curve("block", "compute", 2, 6e-4, 1.2e-3),
+        curve("head", "compute", 1, 2e-3, 3e-3),
+    )
+    overhead = (
+        curve("block", "tp", 1, 5e-4, 1e-3, True),
+        curve("embed", "fsdp", 1, 2e-4, 3e-4, True),
+        curve("block", "fsdp", 1, 2e-4, 3e-4, True),
+        curve("head", "fsdp", 1, 2e-4, 3e-4, True),
+        curve("model", "pipeline", 1, 1e-4, 1e-4, True),
+    )
     comm = tuple(CommTable(op, 2, 1, SIZES, tuple(lat + s / bw for s in SIZES)) for op, (lat, bw) in LINKS.items())
-    return Profile(DeviceInfo("cpu", "gloo", "cpu-2", 1, 2, "test CPU", "2.13.0+cpu", 1, "busy"), {"gpt__tiny": info},
-                   compute, overhead, OptimizerFit(1e-5, 1e-9, {"tp": 2e-5, "fsdp": 3e-5}),
-                   {"gpt__tiny": ((1, 16), (1e-4, 1.6e-3))}, comm, 1e-5, {"device_s": 10.0, "wall_s": 5.0, "devices": 2.0},
-                   {"rounds": 3}, "2026-01-01T00:00:00+00:00", "test")
+    return Profile(
+        DeviceInfo("cpu", "gloo", "cpu-2", 1, 2, "test CPU", "2.13.0+cpu", 1, "busy"),
+        {"gpt__tiny": info},
+        compute,
+        overhead,
+        OptimizerFit(1e-5, 1e-9, {"tp": 2e-5, "fsdp": 3e-5}),
+        {"gpt__tiny": ((1, 16), (1e-4, 1.6e-3))},
+        comm,
+        1e-5,
+        {"device_s": 10.0, "wall_s": 5.0, "devices": 2.0},
+        {"rounds": 3},
+        "2026-01-01T00:00:00+00:00",
+        "test",
+    )
 
 
 def grouped_profile() -> Profile:
@@ -53,11 +96,28 @@ def grouped_profile() -> Profile:
     and FSDP2 units (every kind: fw 1.5e-3 s/sample + 1e-3 s, bw 2.5e-3 s/sample + 2e-3 s without gradient
     synchronisation; 4e-3 s more in backward with it)."""
     samples = (1, 8, 16)
-    tp = Curve("gpt__tiny", "block", "tp" + GROUPED_SUFFIX, 2, samples, tuple(1e-3 + 5e-4 * n for n in samples),
-               tuple(2e-3 + 1e-3 * n for n in samples))
-    fsdp = tuple(Curve("gpt__tiny", kind, wrapper + GROUPED_SUFFIX, 2, samples, tuple(1e-3 + 1.5e-3 * n for n in samples),
-                       tuple(2e-3 + 2.5e-3 * n + extra for n in samples))
-                 for kind in ("embed", "block", "head") for wrapper, extra in (("fsdp", 0.0), ("fsdp_sync", 4e-3)))
+    tp = Curve(
+        "gpt__tiny",
+        "block",
+        "tp" + GROUPED_SUFFIX,
+        2,
+        samples,
+        tuple(1e-3 + 5e-4 * n for n in samples),
+        tuple(2e-3 + 1e-3 * n for n in samples),
+    )
+    fsdp = tuple(
+        Curve(
+            "gpt__tiny",
+            kind,
+            wrapper + GROUPED_SUFFIX,
+            2,
+            samples,
+            tuple(1e-3 + 1.5e-3 * n for n in samples),
+            tuple(2e-3 + 2.5e-3 * n + extra for n in samples),
+        )
+        for kind in ("embed", "block", "head")
+        for wrapper, extra in (("fsdp", 0.0), ("fsdp_sync", 4e-3))
+    )
     return dataclasses.replace(synthetic_profile(), grouped=(tp, *fsdp))
 
 
@@ -97,13 +157,16 @@ def test_grouped_curves_round_trip_and_a_version_2_profile_still_loads(tmp_path)
     assert load_profile(path).grouped == () and load_profile(path).version == 2
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["grouped"][0].update(wrapper="pipeline"), "grouped[0].wrapper"),
-    (lambda d: d["grouped"][0].update(group=1), "grouped[0].group"),
-    (lambda d: d["grouped"][1].update(layer="model"), "grouped[1].layer"),
-    (lambda d: d["grouped"][0].update(layer="head"), "grouped[0].layer"),  # tensor parallelism wraps blocks only
-    (lambda d: d["grouped"].append(copy.deepcopy(d["grouped"][0])), "grouped lists a curve twice"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["grouped"][0].update(wrapper="pipeline"), "grouped[0].wrapper"),
+        (lambda d: d["grouped"][0].update(group=1), "grouped[0].group"),
+        (lambda d: d["grouped"][1].update(layer="model"), "grouped[1].layer"),
+        (lambda d: d["grouped"][0].update(layer="head"), "grouped[0].layer"),  # tensor parallelism wraps blocks only
+        (lambda d: d["grouped"].append(copy.deepcopy(d["grouped"][0])), "grouped lists a curve twice"),
+    ],
+)
 def test_bad_grouped_curves_are_named(tmp_path, mutate, message):
     data = grouped_profile().to_dict()
     mutate(data)
@@ -116,7 +179,18 @@ def test_bad_grouped_curves_are_named(tmp_path, mutate, message):
 def test_the_file_format_is_plain_json(profile_file):
     data = json.loads(profile_file.read_text())
     assert data["format"] == "arena-gym-profile" and data["version"] == PROFILE_VERSION
-    assert set(data) >= {"device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls", "cost", "settings"}
+    assert set(data) >= {
+        "device",
+        "models",
+        "compute",
+        "overhead",
+        "optimizer",
+        "data",
+        "comm",
+        "calls",
+        "cost",
+        "settings",
+    }
     assert data["comm"][0]["bytes"] == list(SIZES)
 
 
@@ -126,23 +200,26 @@ def _broken(mutate) -> dict:
     return data
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(version=PROFILE_VERSION + 1), "version"),
-    (lambda d: d.update(format="something"), "not a profile"),
-    (lambda d: d.pop("comm"), "lacks comm"),
-    (lambda d: d.update(extra=1), "unknown key"),
-    (lambda d: d["device"].update(backend="mpi"), "device.backend"),
-    (lambda d: d["device"].pop("device_type"), "device lacks device_type"),
-    (lambda d: d["compute"][0].update(samples=[8, 1, 16]), "strictly increasing"),
-    (lambda d: d["compute"][0].update(fw_s=[1.0, -1.0, 2.0]), "compute[0].fw_s[1]"),
-    (lambda d: d["compute"][0].update(fw_s=[1.0, 2.0]), "differ in length"),
-    (lambda d: d["compute"][0].update(model="gpt__mini"), "not in models"),
-    (lambda d: d["comm"][0].update(ranks=1), "comm[0].ranks"),
-    (lambda d: d["comm"].append(copy.deepcopy(d["comm"][0])), "twice"),
-    (lambda d: d["overhead"][0].update(wrapper="ddp"), "wrapper"),
-    (lambda d: d.update(compute=[c for c in d["compute"] if c["layer"] != "head"]), "no head curve"),
-    (lambda d: d["models"]["gpt__tiny"]["layers"]["block"].update(tp_elements=10**9), "tensor-parallel part"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.update(version=PROFILE_VERSION + 1), "version"),
+        (lambda d: d.update(format="something"), "not a profile"),
+        (lambda d: d.pop("comm"), "lacks comm"),
+        (lambda d: d.update(extra=1), "unknown key"),
+        (lambda d: d["device"].update(backend="mpi"), "device.backend"),
+        (lambda d: d["device"].pop("device_type"), "device lacks device_type"),
+        (lambda d: d["compute"][0].update(samples=[8, 1, 16]), "strictly increasing"),
+        (lambda d: d["compute"][0].update(fw_s=[1.0, -1.0, 2.0]), "compute[0].fw_s[1]"),
+        (lambda d: d["compute"][0].update(fw_s=[1.0, 2.0]), "differ in length"),
+        (lambda d: d["compute"][0].update(model="gpt__mini"), "not in models"),
+        (lambda d: d["comm"][0].update(ranks=1), "comm[0].ranks"),
+        (lambda d: d["comm"].append(copy.deepcopy(d["comm"][0])), "twice"),
+        (lambda d: d["overhead"][0].update(wrapper="ddp"), "wrapper"),
+        (lambda d: d.update(compute=[c for c in d["compute"] if c["layer"] != "head"]), "no head curve"),
+        (lambda d: d["models"]["gpt__tiny"]["layers"]["block"].update(tp_elements=10**9), "tensor-parallel part"),
+    ],
+)
 def test_bad_profiles_fail_with_one_line_naming_the_problem(tmp_path, mutate, message):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(_broken(mutate)))

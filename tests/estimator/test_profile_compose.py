@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from arena_gym.registry import perf_registry
-from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, NodeGroup, PipeSchedule, Plan, ResourceShape, StagePlan
+from arena_gym.types import (
+    ClusterSpec,
+    GpuType,
+    Grid,
+    ModelRef,
+    NodeGroup,
+    PipeSchedule,
+    Plan,
+    ResourceShape,
+    StagePlan,
+)
 from estimator.perfmodel import EstimatorPerfModel
 from estimator.pipeline import closed_form, simulate, stage_order
 from estimator.planner import PlannerConfig
@@ -126,7 +136,8 @@ def test_grouped_fsdp_units_replace_the_one_rank_overheads_and_the_gathers():
     shape4 = ResourceShape(GpuType("cpu"), 1, 4)
     cpu4 = ClusterSpec("c", (NodeGroup(GpuType("cpu"), 1, 4),))
     assert ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, plan).total_s == pytest.approx(
-        ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, plan).total_s)
+        ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, plan).total_s
+    )
 
 
 def test_a_grouped_tensor_parallel_block_replaces_local_heads_dtensor_and_the_all_reduces():
@@ -143,8 +154,10 @@ def test_a_grouped_tensor_parallel_block_replaces_local_heads_dtensor_and_the_al
     two_d = Plan((StagePlan(0, 6, 2, 2),), 1)
     with pytest.raises(Exception, match="tp=4"):
         ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, Plan((StagePlan(0, 6, 1, 4),), 1))
-    assert ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s < \
-        ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s
+    assert (
+        ProfiledPerfModel(grouped_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s
+        < ProfiledPerfModel(synthetic_profile(), cpu4).estimate(TINY, 16, shape4, two_d).total_s
+    )
 
 
 def test_non_uniform_meshes_are_refused_with_the_reason():
@@ -213,9 +226,16 @@ def test_the_simulator_runs_jobs_at_the_profiled_speed(tmp_path):
     cluster = tmp_path / "cpu2.json"
     cluster.write_text(json.dumps({"name": "cpu-2", "gpu_types": {"cpu": {"nodes": 1, "gpus_per_node": 2}}}))
     jobs = (JobSpec(JobId("a"), TINY, 16, 1000, 0.0, GpuType("cpu"), 2),)
-    result = run(RunConfig(policy="fcfs", trace="synthetic", cluster=str(cluster), perf=f"profiled:{profile}",
-                           overhead=OverheadModel(0, 0, 0, 0, 0)),
-                 jobs=jobs)
+    result = run(
+        RunConfig(
+            policy="fcfs",
+            trace="synthetic",
+            cluster=str(cluster),
+            perf=f"profiled:{profile}",
+            overhead=OverheadModel(0, 0, 0, 0, 0),
+        ),
+        jobs=jobs,
+    )
     iter_s = ProfiledPerfModel(synthetic_profile(), CPU2).iter_time(TINY, 16, SHAPE)
     assert result.metrics["jobs_finished"] == 1
     assert result.metrics["avg_jct_s"] == pytest.approx(1000 * iter_s, rel=1e-6)

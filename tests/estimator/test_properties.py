@@ -27,15 +27,22 @@ def plans(draw):
     arch = get_model(model)
     n_stages = draw(st.sampled_from([1, 2, 4]))
     per_stage = draw(st.sampled_from([1, 2, 4]))
-    meshes = [(per_stage // t, t) for t in (draw(st.sampled_from([x for x in (1, 2, 4) if x <= per_stage]))
-                                            for _ in range(n_stages))]
+    meshes = [
+        (per_stage // t, t)
+        for t in (draw(st.sampled_from([x for x in (1, 2, 4) if x <= per_stage])) for _ in range(n_stages))
+    ]
     n = n_stages * per_stage
     per_node = draw(st.sampled_from([x for x in (1, 2, 4, 8, 16) if x <= n]))
     n_layers = len(arch.layers)
-    cuts = sorted(draw(st.lists(st.integers(1, n_layers - 1), min_size=n_stages - 1, max_size=n_stages - 1, unique=True)))
+    cuts = sorted(
+        draw(st.lists(st.integers(1, n_layers - 1), min_size=n_stages - 1, max_size=n_stages - 1, unique=True))
+    )
     bounds = [0, *cuts, n_layers]
-    plan = Plan(tuple(StagePlan(bounds[i], bounds[i + 1], d, t) for i, (d, t) in enumerate(meshes)),
-                draw(st.sampled_from([1, 4, 16])), draw(st.sampled_from(list(PipeSchedule))))
+    plan = Plan(
+        tuple(StagePlan(bounds[i], bounds[i + 1], d, t) for i, (d, t) in enumerate(meshes)),
+        draw(st.sampled_from([1, 4, 16])),
+        draw(st.sampled_from(list(PipeSchedule))),
+    )
     batch = draw(st.sampled_from([64, 128, 512]))
     gpu = draw(st.sampled_from(TYPES))
     return arch, batch, ResourceShape(gpu, n // per_node, per_node), plan
@@ -51,8 +58,13 @@ def base_rates(arch, shape):
 def test_faster_gpus_are_never_slower(case, factors):
     arch, batch, shape, plan = case
     r = base_rates(arch, shape)
-    fast = r._replace(flops=r.flops * factors[0], mem_bw=r.mem_bw * factors[1], intra_bw=r.intra_bw * factors[2],
-                      inter_bw=r.inter_bw * factors[3], weight_s=r.weight_s / min(factors[0], factors[1]))
+    fast = r._replace(
+        flops=r.flops * factors[0],
+        mem_bw=r.mem_bw * factors[1],
+        intra_bw=r.intra_bw * factors[2],
+        inter_bw=r.inter_bw * factors[3],
+        weight_s=r.weight_s / min(factors[0], factors[1]),
+    )
     slow_t = estimate_plan(arch, batch, shape, plan, r).total_s
     fast_t = estimate_plan(arch, batch, shape, plan, fast).total_s
     assert fast_t <= slow_t * (1 + 1e-9)
@@ -63,8 +75,14 @@ def test_faster_gpus_are_never_slower(case, factors):
 def test_times_are_finite_and_non_negative(case):
     arch, batch, shape, plan = case
     est = estimate_plan(arch, batch, shape, plan, base_rates(arch, shape))
-    parts = [est.total_s, est.compute_s, est.intra_stage_comm_s, est.inter_stage_comm_s, est.bubble_s,
-             est.memory_per_gpu_gb]
+    parts = [
+        est.total_s,
+        est.compute_s,
+        est.intra_stage_comm_s,
+        est.inter_stage_comm_s,
+        est.bubble_s,
+        est.memory_per_gpu_gb,
+    ]
     assert all(math.isfinite(x) and x >= 0 for x in parts)
     assert est.compute_s > 0
 
@@ -91,8 +109,11 @@ def test_memory_never_rises_with_more_pp_or_tp(case, axis):
     r = base_rates(arch, shape)
     base = estimate_plan(arch, batch, shape, plan, r).memory_per_gpu_gb
     if axis == "tp":
-        more = Plan(tuple(StagePlan(s.layer_start, s.layer_end, s.dp, s.tp * 2) for s in plan.stages), plan.micro_batches,
-                    plan.schedule)
+        more = Plan(
+            tuple(StagePlan(s.layer_start, s.layer_end, s.dp, s.tp * 2) for s in plan.stages),
+            plan.micro_batches,
+            plan.schedule,
+        )
     else:  # split every stage in two along its layers (where it has two or more)
         stages = []
         for s in plan.stages:
@@ -109,7 +130,11 @@ def test_memory_never_rises_with_more_pp_or_tp(case, axis):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(MODELS), st.sampled_from([128, 256, 512, 1024]), st.sampled_from([("a100", 4), ("v100", 16), ("h100", 8)]))
+@given(
+    st.sampled_from(MODELS),
+    st.sampled_from([128, 256, 512, 1024]),
+    st.sampled_from([("a100", 4), ("v100", 16), ("h100", 8)]),
+)
 def test_more_gpus_inside_an_nvlink_node_are_never_slower(model, batch, gpu_node):
     gpu, cap = gpu_node
     perf = EstimatorPerfModel()

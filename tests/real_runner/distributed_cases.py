@@ -78,8 +78,18 @@ CONTROL_STEPS = 3
 
 def chain_spec(work: Path, plan: Plan, target: int, index: int) -> WorkerSpec:
     """The job spec of chain segment ``index`` (the first starts fresh, the others must resume)."""
-    return WorkerSpec("chain", MODEL, BATCH, plan, target, str(work / "ckpt"), str(work / f"chain{index}.jsonl"),
-                      seed=SEED, lr=LR, require_checkpoint=index > 0)
+    return WorkerSpec(
+        "chain",
+        MODEL,
+        BATCH,
+        plan,
+        target,
+        str(work / "ckpt"),
+        str(work / f"chain{index}.jsonl"),
+        seed=SEED,
+        lr=LR,
+        require_checkpoint=index > 0,
+    )
 
 
 def reference_losses(steps: int) -> list[float]:
@@ -95,8 +105,13 @@ def _group(workdir: Path, tag: str, rank: int, world: int, backend: str) -> Iter
     if world == 1:
         yield
         return
-    dist.init_process_group(backend, init_method=f"file://{workdir}/store-{tag}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=90))
+    dist.init_process_group(
+        backend,
+        init_method=f"file://{workdir}/store-{tag}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=90),
+    )
     try:
         yield
     finally:
@@ -154,12 +169,14 @@ def chain_case(proc: int, nprocs: int, workdir: str) -> None:
         if proc >= 2:
             continue
         with _group(work, f"control{restore}", proc, 2, "gloo"):
-            trainer = Trainer(spec, executed, rank=proc, global_batch=BATCH, lr=LR, seed=SEED,
-                              device=torch.device("cpu"))
+            trainer = Trainer(
+                spec, executed, rank=proc, global_batch=BATCH, lr=LR, seed=SEED, device=torch.device("cpu")
+            )
             info = select_checkpoint(work / "ckpt", chain_spec(work, executed.plan, 1, 0).identity(), require=True)
             step = checkpoint.load(trainer, info, restore_optimizer=restore)
-            out["restored" if restore else "fresh optimizer"] = [trainer.train_step(step + s)
-                                                                  for s in range(CONTROL_STEPS)]
+            out["restored" if restore else "fresh optimizer"] = [
+                trainer.train_step(step + s) for s in range(CONTROL_STEPS)
+            ]
     if proc == 0:
         _write(work, "control", out)
 

@@ -41,8 +41,18 @@ def trainer(micro=1):
 
 def identity(**kw):
     plan = Plan((StagePlan(0, 6, 1, 1),), 1)
-    return WorkerSpec(**{"job_id": "j", "model": "gpt__tiny", "global_batch": 8, "plan": plan, "target_step": 1,
-                         "checkpoint_dir": "-", "progress_path": "-", **kw}).identity()
+    return WorkerSpec(
+        **{
+            "job_id": "j",
+            "model": "gpt__tiny",
+            "global_batch": 8,
+            "plan": plan,
+            "target_step": 1,
+            "checkpoint_dir": "-",
+            "progress_path": "-",
+            **kw,
+        }
+    ).identity()
 
 
 def save(tr, ckpt, step):
@@ -137,15 +147,16 @@ class _Payload:
         return (os.system, ("touch pwned",))
 
 
-def test_a_metadata_pickle_naming_other_globals_is_refused_even_with_a_matching_manifest(ckpt, tmp_path,
-                                                                                       monkeypatch):
+def test_a_metadata_pickle_naming_other_globals_is_refused_even_with_a_matching_manifest(ckpt, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     newest = ckpt / "step_00000006"
     (newest / ".metadata").write_bytes(pickle.dumps(_Payload()))
     manifest = json.loads((newest / MANIFEST).read_text())
     size = (newest / ".metadata").stat().st_size
-    manifest["files"][".metadata"] = {"size": size,
-                                      "sha256": hashlib.sha256((newest / ".metadata").read_bytes()).hexdigest()}
+    manifest["files"][".metadata"] = {
+        "size": size,
+        "sha256": hashlib.sha256((newest / ".metadata").read_bytes()).hexdigest(),
+    }
     (newest / MANIFEST).write_text(json.dumps(manifest))
     info = verify(newest)
     with pytest.raises(CheckpointError, match="forbidden global posix.system"):

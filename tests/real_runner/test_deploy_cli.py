@@ -16,14 +16,17 @@ def run(capsys, *args: str) -> tuple[int, str]:
     return code, err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--policy", "nope"], "unknown policy 'nope'"),
-    (["--testbed", "cpu-9"], "unknown testbed 'cpu-9'"),
-    (["--trace", "live:work=0"], "work must be in"),
-    (["--time-scale", "-1"], "--time-scale: must be finite and > 0"),
-    (["--launcher", "slurm"], "invalid choice: 'slurm'"),
-    (["--perf", "noisy:"], "needs an argument"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "nope"], "unknown policy 'nope'"),
+        (["--testbed", "cpu-9"], "unknown testbed 'cpu-9'"),
+        (["--trace", "live:work=0"], "work must be in"),
+        (["--time-scale", "-1"], "--time-scale: must be finite and > 0"),
+        (["--launcher", "slurm"], "invalid choice: 'slurm'"),
+        (["--perf", "noisy:"], "needs an argument"),
+    ],
+)
 def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message) -> None:
     out = tmp_path / "out"
     code, err = run(capsys, *args, "--out", str(out))
@@ -33,8 +36,9 @@ def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, a
 
 def test_jobs_the_runner_cannot_train_or_machines_it_cannot_reach_are_refused(tmp_path, capsys) -> None:
     trace = tmp_path / "moe.csv"
-    trace.write_text("job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\n"
-                     "m1,0,moe__2.4B,32,10,cpu,1,\n")
+    trace.write_text(
+        "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\nm1,0,moe__2.4B,32,10,cpu,1,\n"
+    )
     code, err = run(capsys, "--trace", str(trace), "--out", str(tmp_path / "a"))
     assert code == 2 and "the runner cannot train moe__2.4B" in err
     lab = tmp_path / "lab.json"

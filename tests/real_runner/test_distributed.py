@@ -72,6 +72,6 @@ def test_a_chain_of_plans_continues_the_uninterrupted_trajectory(run):
 def test_without_the_optimizer_state_the_trajectory_diverges(run):
     work, reference = run
     control = json.loads((work / "control.json").read_text())
-    expected = reference[CHAIN_STEPS:CHAIN_STEPS + CONTROL_STEPS]
+    expected = reference[CHAIN_STEPS : CHAIN_STEPS + CONTROL_STEPS]
     assert _max_diff(control["restored"], expected) <= TOL
     assert _max_diff(control["fresh optimizer"], expected) > 100 * TOL

@@ -23,16 +23,26 @@ from tests.real_runner.distributed_cases import (  # noqa: E402
     spawn,
 )
 
-pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600),
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
 TOL = 1e-4  # CUDA kernels sum in another order than the CPU reference
 
 
 def test_one_gpu_reproduces_the_cpu_losses():
     torch.backends.cuda.matmul.allow_tf32 = False
     spec = model_spec(MODEL)
-    trainer = Trainer(spec, resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1), rank=0, global_batch=BATCH, lr=LR,
-                      seed=SEED, device=torch.device("cuda", 0))
+    trainer = Trainer(
+        spec,
+        resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1),
+        rank=0,
+        global_batch=BATCH,
+        lr=LR,
+        seed=SEED,
+        device=torch.device("cuda", 0),
+    )
     losses = [trainer.train_step(s) for s in range(ORACLE_STEPS)]
     assert max(abs(a - b) for a, b in zip(losses, reference_losses(ORACLE_STEPS))) <= TOL
 

@@ -24,16 +24,19 @@ def test_a_uniform_plan_runs_as_given():
     assert ex.describe() == "pp2[dp2tp1|dp2tp1]x2 1f1b"
 
 
-@pytest.mark.parametrize("p,world,batch,message", [
-    (plan((0, 6, 2, 1)), 4, 8, "needs 2 ranks .* but the world size is 4"),
-    (plan((0, 6, 1, 3)), 3, 8, "tensor-parallel degree 3 does not divide the 4 heads"),
-    (plan((0, 3, 1, 1), (4, 6, 1, 1)), 2, 8, r"stage 1 layers \[4, 6\) do not continue from layer 3"),
-    (plan((0, 5, 1, 1)), 1, 8, "stages end at layer 5, but gpt__tiny has 6 layers"),
-    (plan((0, 6, 2, 1), micro=3), 2, 8, "3 micro-batches do not divide the per-replica batch 4"),
-    (plan((0, 6, 4, 1)), 4, 6, "data-parallel degree 4 does not divide the global batch 6"),
-    (plan((0, 6, 1, 1), micro=0), 1, 8, "micro-batches must be >= 1"),
-    (Plan((), 1), 1, 8, "plan has no stages"),
-])
+@pytest.mark.parametrize(
+    "p,world,batch,message",
+    [
+        (plan((0, 6, 2, 1)), 4, 8, "needs 2 ranks .* but the world size is 4"),
+        (plan((0, 6, 1, 3)), 3, 8, "tensor-parallel degree 3 does not divide the 4 heads"),
+        (plan((0, 3, 1, 1), (4, 6, 1, 1)), 2, 8, r"stage 1 layers \[4, 6\) do not continue from layer 3"),
+        (plan((0, 5, 1, 1)), 1, 8, "stages end at layer 5, but gpt__tiny has 6 layers"),
+        (plan((0, 6, 2, 1), micro=3), 2, 8, "3 micro-batches do not divide the per-replica batch 4"),
+        (plan((0, 6, 4, 1)), 4, 6, "data-parallel degree 4 does not divide the global batch 6"),
+        (plan((0, 6, 1, 1), micro=0), 1, 8, "micro-batches must be >= 1"),
+        (Plan((), 1), 1, 8, "plan has no stages"),
+    ],
+)
 def test_bad_plans_fail_with_one_line_naming_the_problem(p, world, batch, message):
     with pytest.raises(ValueError, match=message) as err:
         resolve_plan(TINY, p, batch, world)
@@ -47,8 +50,9 @@ def test_stages_with_different_meshes_run_on_the_nearest_uniform_mesh():
     # 4 ranks per stage; distance (layers x log2 steps): dp2tp2 -> 2 x 2 = 4, dp1tp4 -> 4 x 2 = 8, dp4tp1 -> 16
     ex = resolve_plan(TINY, plan((0, 4, 2, 2), (4, 6, 1, 4), micro=4), 8, 8)
     assert ex.plan == plan((0, 4, 2, 2), (4, 6, 2, 2), micro=4)
-    assert ex.requested.stages[1].tp == 4 and ex.notes == ("stages with different meshes run on the nearest "
-                                                            "uniform mesh dp2tp2",)
+    assert ex.requested.stages[1].tp == 4 and ex.notes == (
+        "stages with different meshes run on the nearest uniform mesh dp2tp2",
+    )
     ex = resolve_plan(TINY, plan((0, 1, 1, 1), (1, 6, 3, 1), micro=4, schedule=PipeSchedule.ONE_F_ONE_B), 8, 4)
     assert (ex.dp, ex.tp) == (2, 1) and ex.plan.micro_batches == 4
     assert "nearest uniform mesh dp2tp1" in ex.notes[0]
@@ -58,8 +62,9 @@ def test_a_changed_micro_batch_count_and_schedule_are_recorded():
     ex = resolve_plan(TINY, plan((0, 4, 4, 1), (4, 6, 2, 2), micro=4), 8, 8)
     assert (ex.dp, ex.tp) == (4, 1) and ex.plan.micro_batches == 2
     assert any("micro-batches 4 -> 2" in n for n in ex.notes)
-    ex = resolve_plan(TINY, plan((0, 2, 1, 1), (2, 4, 1, 1), (4, 6, 1, 1), micro=2,
-                                 schedule=PipeSchedule.ONE_F_ONE_B), 8, 3)
+    ex = resolve_plan(
+        TINY, plan((0, 2, 1, 1), (2, 4, 1, 1), (4, 6, 1, 1), micro=2, schedule=PipeSchedule.ONE_F_ONE_B), 8, 3
+    )
     assert ex.plan.schedule is PipeSchedule.GPIPE and "running GPipe" in ex.notes[0]
 
 
@@ -102,7 +107,8 @@ def test_the_planners_plans_for_the_presets_are_executable(name):
                 continue
             ex = resolve_plan(spec, p, 16, gpus)
             assert ex.world_size == gpus and ex.plan.n_stages == stages
-            assert [(s.layer_start, s.layer_end) for s in ex.plan.stages] == \
-                [(s.layer_start, s.layer_end) for s in p.stages]
+            assert [(s.layer_start, s.layer_end) for s in ex.plan.stages] == [
+                (s.layer_start, s.layer_end) for s in p.stages
+            ]
             ran += 1
     assert ran >= 5

@@ -12,8 +12,15 @@ from real_runner.progress import ProgressRecord, ProgressTail, ProgressWriter, r
 def test_records_round_trip_and_leave_out_empty_fields():
     rec = ProgressRecord(12.5, "step", "j1", 3, loss=5.5, iter_s=0.1, samples_per_s=80.0)
     line = rec.to_json()
-    assert json.loads(line) == {"t": 12.5, "event": "step", "job_id": "j1", "step": 3, "loss": 5.5,
-                                "iter_s": 0.1, "samples_per_s": 80.0}
+    assert json.loads(line) == {
+        "t": 12.5,
+        "event": "step",
+        "job_id": "j1",
+        "step": 3,
+        "loss": 5.5,
+        "iter_s": 0.1,
+        "samples_per_s": 80.0,
+    }
     assert ProgressRecord.from_json(line) == rec
     start = ProgressRecord(1.0, "start", "j1", 0, info={"plan": {"pp": 2}, "timings": {"load_s": 0.3}})
     assert ProgressRecord.from_json(start.to_json()) == start

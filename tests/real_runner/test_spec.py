@@ -13,8 +13,18 @@ PLAN = Plan((StagePlan(0, 3, 1, 1), StagePlan(3, 6, 1, 1)), 4, PipeSchedule.ONE_
 
 
 def spec(**kw):
-    return WorkerSpec(**{"job_id": "j1", "model": "gpt__tiny", "global_batch": 8, "plan": PLAN, "target_step": 10,
-                         "checkpoint_dir": "ck", "progress_path": "p.jsonl", **kw})
+    return WorkerSpec(
+        **{
+            "job_id": "j1",
+            "model": "gpt__tiny",
+            "global_batch": 8,
+            "plan": PLAN,
+            "target_step": 10,
+            "checkpoint_dir": "ck",
+            "progress_path": "p.jsonl",
+            **kw,
+        }
+    )
 
 
 def test_json_round_trip(tmp_path):
@@ -32,17 +42,20 @@ def test_identity_names_the_model_and_training_settings():
     assert a.mismatch(b) == "lr 0.002 in the checkpoint, 0.001 in the job"
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"extra": 1}, "unknown field.s. extra"),
-    ({"model": None}, "model must be a string"),
-    ({"global_batch": 8.5}, "global_batch must be an integer"),
-    ({"global_batch": 0}, "global_batch must be >= 1"),
-    ({"target_step": 0}, "target_step must be >= 1"),
-    ({"lr": -1}, "lr must be a positive number"),
-    ({"device": "tpu"}, "device 'tpu' is unknown; valid: auto, cpu, cuda"),
-    ({"require_checkpoint": 1}, "require_checkpoint must be true or false"),
-    ({"plan": [1]}, "plan must be an object"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"extra": 1}, "unknown field.s. extra"),
+        ({"model": None}, "model must be a string"),
+        ({"global_batch": 8.5}, "global_batch must be an integer"),
+        ({"global_batch": 0}, "global_batch must be >= 1"),
+        ({"target_step": 0}, "target_step must be >= 1"),
+        ({"lr": -1}, "lr must be a positive number"),
+        ({"device": "tpu"}, "device 'tpu' is unknown; valid: auto, cpu, cuda"),
+        ({"require_checkpoint": 1}, "require_checkpoint must be true or false"),
+        ({"plan": [1]}, "plan must be an object"),
+    ],
+)
 def test_invalid_specs_fail_with_one_line(change, message):
     data = {**spec().to_dict(), **change}
     with pytest.raises(ValueError, match=message) as err:

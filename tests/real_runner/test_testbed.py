@@ -27,8 +27,17 @@ def test_oversubscription_counts_devices_per_core() -> None:
 
 def test_gpu_testbed_file_round_trips_hosts_and_devices(tmp_path) -> None:
     path = tmp_path / "lab.json"
-    path.write_text(json.dumps({"name": "lab", "device_type": "A100", "launcher": "ray", "checkpoint_root": "/ckpt",
-                                "nodes": [{"host": "10.0.0.1", "devices": [0, 1]}, {"host": "10.0.0.2", "devices": [2, 3]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "lab",
+                "device_type": "A100",
+                "launcher": "ray",
+                "checkpoint_root": "/ckpt",
+                "nodes": [{"host": "10.0.0.1", "devices": [0, 1]}, {"host": "10.0.0.2", "devices": [2, 3]}],
+            }
+        )
+    )
     bed = load_testbed(str(path))
     assert bed.device_type == "a100" and bed.launcher == "ray" and bed.checkpoint_root == "/ckpt"
     assert bed.nodes[1] == TestbedNode("10.0.0.2", (2, 3))
@@ -42,17 +51,20 @@ def test_toml_testbed_file(tmp_path) -> None:
     assert bed.name == "bed" and bed.nodes == (TestbedNode("localhost", (0,)),)
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"device_type": "tpu", "nodes": [{"devices": [0]}]}, "unknown GPU type 'tpu'"),
-    ({"device_type": "cpu", "nodes": []}, "'nodes' must be a non-empty list"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0, 1]}, {"devices": [2]}]}, "same device count"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0, 1, 2]}]}, "power of two"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0, 0]}]}, "lists a device twice"),
-    ({"device_type": "cpu", "nodes": [{"devices": [True]}]}, "device ids 0..4095"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0]}], "launcher": "slurm"}, "unknown launcher 'slurm'"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0]}], "gpus": 3}, "unknown key(s) gpus"),
-    ({"device_type": "cpu", "nodes": [{"devices": [0], "port": 1}]}, "nodes[0]: unknown key(s) port"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"device_type": "tpu", "nodes": [{"devices": [0]}]}, "unknown GPU type 'tpu'"),
+        ({"device_type": "cpu", "nodes": []}, "'nodes' must be a non-empty list"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0, 1]}, {"devices": [2]}]}, "same device count"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0, 1, 2]}]}, "power of two"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0, 0]}]}, "lists a device twice"),
+        ({"device_type": "cpu", "nodes": [{"devices": [True]}]}, "device ids 0..4095"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0]}], "launcher": "slurm"}, "unknown launcher 'slurm'"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0]}], "gpus": 3}, "unknown key(s) gpus"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0], "port": 1}]}, "nodes[0]: unknown key(s) port"),
+    ],
+)
 def test_bad_testbed_files_fail_with_one_line(tmp_path, data, message) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))

@@ -24,8 +24,18 @@ PP2_1F1B = Plan((StagePlan(0, 2, 1, 1), StagePlan(2, 6, 1, 1)), 4, PipeSchedule.
 
 
 def make_spec(tmp: Path, plan: Plan = DP2, **kw) -> WorkerSpec:
-    return WorkerSpec(**{"job_id": "j1", "model": "gpt__tiny", "global_batch": 8, "plan": plan, "target_step": 30,
-                         "checkpoint_dir": str(tmp / "ckpt"), "progress_path": str(tmp / "progress.jsonl"), **kw})
+    return WorkerSpec(
+        **{
+            "job_id": "j1",
+            "model": "gpt__tiny",
+            "global_batch": 8,
+            "plan": plan,
+            "target_step": 30,
+            "checkpoint_dir": str(tmp / "ckpt"),
+            "progress_path": str(tmp / "progress.jsonl"),
+            **kw,
+        }
+    )
 
 
 def fake_checkpoint(ckpt: Path, step: int, identity: JobIdentity) -> Path:
@@ -35,8 +45,11 @@ def fake_checkpoint(ckpt: Path, step: int, identity: JobIdentity) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _bad_case(tmp: Path, name: str) -> tuple[Path, dict[str, str], str]:
@@ -80,16 +93,33 @@ def _bad_case(tmp: Path, name: str) -> tuple[Path, dict[str, str], str]:
     return path, env, expected
 
 
-BAD = ["world size", "tp", "layers", "micro-batches", "missing checkpoint", "corrupt checkpoint", "another model",
-       "unknown model", "spec field", "rank"]
+BAD = [
+    "world size",
+    "tp",
+    "layers",
+    "micro-batches",
+    "missing checkpoint",
+    "corrupt checkpoint",
+    "another model",
+    "unknown model",
+    "spec field",
+    "rank",
+]
 
 
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
     cases = {name: _bad_case(tmp_path / name.replace(" ", "_"), name) for name in BAD}
     before = snapshot(tmp_path)
-    procs = {name: subprocess.Popen([sys.executable, "-m", "real_runner.worker", "--spec", str(path)], cwd=REPO,
-                                    env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for name, (path, env, _) in cases.items()}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "real_runner.worker", "--spec", str(path)],
+            cwd=REPO,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name, (path, env, _) in cases.items()
+    }
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
         lines = err.decode().strip().splitlines()  # log lines (e.g. a skipped checkpoint), then one error line
@@ -99,8 +129,9 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path):
         assert not out
     assert snapshot(tmp_path) == before
     assert not any(p.name == "progress.jsonl" for p in tmp_path.rglob("*"))
-    usage = subprocess.run([sys.executable, "-m", "real_runner.worker"], cwd=REPO, capture_output=True, text=True,
-                           timeout=60)
+    usage = subprocess.run(
+        [sys.executable, "-m", "real_runner.worker"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert usage.returncode == 2 and usage.stderr.startswith("error: the following arguments are required: --spec")
     assert len(usage.stderr.strip().splitlines()) == 1
 
@@ -112,11 +143,18 @@ def test_a_failure_exits_1_with_the_cause_and_an_error_record(tmp_path):
         pytest.skip("the failure provoked here (device cuda without CUDA) needs a machine without CUDA")
     spec = make_spec(tmp_path, Plan((StagePlan(0, 6, 1, 1),), 1), device="cuda")
     (tmp_path / "spec.json").write_text(spec.to_json())
-    proc = subprocess.run([sys.executable, "-m", "real_runner.worker", "--spec", str(tmp_path / "spec.json")],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "real_runner.worker", "--spec", str(tmp_path / "spec.json")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines()[-1] == "error: RuntimeError: the spec asks for device cuda but CUDA is " \
-                                                   "not available"
+    assert (
+        proc.stderr.strip().splitlines()[-1] == "error: RuntimeError: the spec asks for device cuda but CUDA is "
+        "not available"
+    )
     (rec,) = read_progress(tmp_path / "progress.jsonl")
     assert rec.event == "error" and "device cuda" in rec.info["message"]
 
@@ -140,20 +178,27 @@ def test_sigterm_checkpoints_and_the_job_resumes_under_other_plans(tmp_path):
     pytest.importorskip("torch")
     from tests.real_runner.distributed_cases import reference_losses
 
-    specs = {"a": make_spec(tmp_path, DP2, target_step=500, checkpoint_every_steps=4),
-             "b": make_spec(tmp_path, PP2_1F1B, target_step=500, require_checkpoint=True)}
+    specs = {
+        "a": make_spec(tmp_path, DP2, target_step=500, checkpoint_every_steps=4),
+        "b": make_spec(tmp_path, PP2_1F1B, target_step=500, require_checkpoint=True),
+    }
     for name, spec in specs.items():
         (tmp_path / f"{name}.json").write_text(spec.to_json())
     cores = sorted(os.sched_getaffinity(0))
     tail, seen = ProgressTail(specs["a"].progress_path), []
-    job_a = launch_local(tmp_path / "a.json", 2, env=os.environ, log_dir=tmp_path / "logs-a", cwd=REPO,
-                         pin_cores=cores[:2] if len(cores) >= 2 else None)
+    job_a = launch_local(
+        tmp_path / "a.json",
+        2,
+        env=os.environ,
+        log_dir=tmp_path / "logs-a",
+        cwd=REPO,
+        pin_cores=cores[:2] if len(cores) >= 2 else None,
+    )
     job_b = None
     try:
         _wait_until(job_a, tail, seen, lambda r: r.event == "step" and r.step >= 6, "6 steps of DP2")
         # the next generation imports torch while DP2 trains, and waits for its release
-        job_b = launch_local(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO,
-                             hold=True)
+        job_b = launch_local(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO, hold=True)
         deadline = time.monotonic() + 240
         while not job_b.held_ready():
             assert all(c is None for c in job_b.poll()), job_b.log_tail(0)
@@ -181,8 +226,13 @@ def test_sigterm_checkpoints_and_the_job_resumes_under_other_plans(tmp_path):
 
     final = make_spec(tmp_path, Plan((StagePlan(0, 6, 1, 1),), 2), target_step=m + 3, require_checkpoint=True)
     (tmp_path / "c.json").write_text(final.to_json())
-    proc = subprocess.run([sys.executable, "-m", "real_runner.worker", "--spec", str(tmp_path / "c.json")],
-                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "real_runner.worker", "--spec", str(tmp_path / "c.json")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     seen += tail.poll()
     assert seen[-1].event == "done" and seen[-1].step == seen[-1].ckpt_step == m + 3

@@ -24,10 +24,12 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_table_block_selects_sorts_and_formats(root: Path) -> None:
-    text = ("intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\nstale\n<!-- /table -->\nend\n")
+    text = "intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\nstale\n<!-- /table -->\nend\n"
     out = docs.update(text, "doc.md", root)
-    assert out == ("intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\n"
-                   "| policy | avg_jct_s |\n|---|---|\n| fcfs | 99.2 |\n| arena | 1,234 |\n<!-- /table -->\nend\n")
+    assert out == (
+        "intro\n<!-- table:board.csv columns=policy,avg_jct_s sort=avg_jct_s -->\n"
+        "| policy | avg_jct_s |\n|---|---|\n| fcfs | 99.2 |\n| arena | 1,234 |\n<!-- /table -->\nend\n"
+    )
     assert docs.update(out, "doc.md", root) == out  # idempotent
 
 
@@ -36,19 +38,23 @@ def test_text_block_is_fenced_verbatim(root: Path) -> None:
     assert out == "<!-- text:summary.txt -->\n```text\nline one\nline two\n```\n<!-- /text -->\n"
 
 
-@pytest.mark.parametrize("block, message", [
-    ("<!-- table:missing.csv -->\n<!-- /table -->", "doc.md:2: missing.csv does not exist"),
-    ("<!-- table:board.csv colums=policy -->\n<!-- /table -->", "unknown option(s) colums for table"),
-    ("<!-- table:board.csv columns=policy,nope -->\n<!-- /table -->", "column(s) nope not in board.csv"),
-    ("<!-- table:board.csv sort=nope -->\n<!-- /table -->", "sort column 'nope' is not in board.csv"),
-])
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ("<!-- table:missing.csv -->\n<!-- /table -->", "doc.md:2: missing.csv does not exist"),
+        ("<!-- table:board.csv colums=policy -->\n<!-- /table -->", "unknown option(s) colums for table"),
+        ("<!-- table:board.csv columns=policy,nope -->\n<!-- /table -->", "column(s) nope not in board.csv"),
+        ("<!-- table:board.csv sort=nope -->\n<!-- /table -->", "sort column 'nope' is not in board.csv"),
+    ],
+)
 def test_bad_blocks_name_the_problem(root: Path, block: str, message: str) -> None:
     with pytest.raises(docs.DocsError, match=message.replace("(", r"\(").replace(")", r"\)")):
         docs.update("x\n" + block + "\n", "doc.md", root)
 
 
-def test_check_mode_and_in_place_update(root: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_mode_and_in_place_update(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     doc = root / "doc.md"
     doc.write_text("<!-- text:summary.txt -->\nold\n<!-- /text -->\n")
     monkeypatch.setattr(docs, "REPO", root.resolve())
@@ -58,8 +64,9 @@ def test_check_mode_and_in_place_update(root: Path, capsys: pytest.CaptureFixtur
     assert docs.main([str(doc), "--check"]) == 0
 
 
-def test_a_missing_source_changes_no_file(root: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_source_changes_no_file(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     good, bad = root / "good.md", root / "bad.md"
     good.write_text("<!-- text:summary.txt -->\n<!-- /text -->\n")
     bad.write_text("<!-- text:gone.txt -->\n<!-- /text -->\n")

@@ -77,22 +77,43 @@ BAD_CASES = {
         "job_id,submission_time,num_iteration,deadline,batch_size,num_gpu,gpu_type\nj,1,5,9,256,4,a40\n",
         r"^{f}: missing column\(s\) model_name \(the arena format needs job_id, submission_time, .*\)$",
     ),
-    "negative time": (HEADER + GOOD + "j2,-5,50,moe__1.3B,,256,4,a40\n", r"^{f}:3: negative time in column 'submission_time': -5$"),
+    "negative time": (
+        HEADER + GOOD + "j2,-5,50,moe__1.3B,,256,4,a40\n",
+        r"^{f}:3: negative time in column 'submission_time': -5$",
+    ),
     "unknown family": (
         HEADER + GOOD + "j2,5,50,llama__7B,,256,4,a40\n",
         r"^{f}:3: column 'model_name': unknown model family 'llama' in 'llama__7B' "
         r"\(valid: gpt, moe, wide_resnet; aliases .*bert->gpt.*\)$",
     ),
-    "not family__size": (HEADER + "j2,5,50,gpt,,256,4,a40\n", r"^{f}:2: column 'model_name': model name 'gpt' is not of the form family__size"),
-    "non-power-of-two GPUs": (HEADER + GOOD + GOOD.replace("j1", "j2").replace(",4,", ",3,"), r"^{f}:3: column 'num_gpu': GPU count 3 is not a power of two$"),
+    "not family__size": (
+        HEADER + "j2,5,50,gpt,,256,4,a40\n",
+        r"^{f}:2: column 'model_name': model name 'gpt' is not of the form family__size",
+    ),
+    "non-power-of-two GPUs": (
+        HEADER + GOOD + GOOD.replace("j1", "j2").replace(",4,", ",3,"),
+        r"^{f}:3: column 'num_gpu': GPU count 3 is not a power of two$",
+    ),
     "duplicate id": (HEADER + GOOD + GOOD, r"^{f}:3: duplicate job id 'j1' \(first on line 2\)$"),
-    "garbage number": (HEADER + GOOD + "j2,5,lots,moe__1.3B,,256,4,a40\n", r"^{f}:3: column 'num_iteration': 'lots' is not a finite integer$"),
-    "fractional batch": (HEADER + "j2,5,50,moe__1.3B,,25.5,4,a40\n", r"^{f}:2: column 'batch_size': '25.5' is not an integer$"),
+    "garbage number": (
+        HEADER + GOOD + "j2,5,lots,moe__1.3B,,256,4,a40\n",
+        r"^{f}:3: column 'num_iteration': 'lots' is not a finite integer$",
+    ),
+    "fractional batch": (
+        HEADER + "j2,5,50,moe__1.3B,,25.5,4,a40\n",
+        r"^{f}:2: column 'batch_size': '25.5' is not an integer$",
+    ),
     "zero batch": (HEADER + "j2,5,50,moe__1.3B,,0,4,a40\n", r"^{f}:2: column 'batch_size': 0 is below 1$"),
     "zero iterations": (HEADER + "j2,5,0,moe__1.3B,,256,4,a40\n", r"^{f}:2: column 'num_iteration': 0 is below 1$"),
-    "infinite time": (HEADER + "j2,inf,50,moe__1.3B,,256,4,a40\n", r"^{f}:2: column 'submission_time': 'inf' is not a finite time$"),
+    "infinite time": (
+        HEADER + "j2,inf,50,moe__1.3B,,256,4,a40\n",
+        r"^{f}:2: column 'submission_time': 'inf' is not a finite time$",
+    ),
     "empty gpu type": (HEADER + "j2,5,50,moe__1.3B,,256,4,\n", r"^{f}:2: column 'gpu_type' is empty$"),
-    "deadline before submit": (HEADER + "j2,50,50,moe__1.3B,40,256,4,a40\n", r"^{f}:2: column 'deadline': deadline 40 is before the submission time 50$"),
+    "deadline before submit": (
+        HEADER + "j2,50,50,moe__1.3B,40,256,4,a40\n",
+        r"^{f}:2: column 'deadline': deadline 40 is before the submission time 50$",
+    ),
     "extra field": (HEADER + GOOD + "j2,5,50,moe__1.3B,,256,4,a40,extra\n", r"^{f}:3: expected 8 fields, saw 9$"),
     "empty file": ("", r"^{f}: empty file \(no header row\)$"),
     "header only": (HEADER, r"^{f}: no job rows \(header only\)$"),

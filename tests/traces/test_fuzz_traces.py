@@ -36,7 +36,13 @@ def _scratch() -> Path:
 def spell_int(n: int, form: int) -> str:
     """An exact decimal spelling of ``n``: ``1000``, ``+1000``, ``1000.0``, `` 1000 `` or ``1e3``."""
     zeros = len(str(n)) - len(str(n).rstrip("0"))
-    forms = [str(n), f"+{n}", f"{n}.0", f" {n} ", f"{str(n)[: len(str(n)) - zeros]}e{zeros}" if n and zeros else f"{n}e0"]
+    forms = [
+        str(n),
+        f"+{n}",
+        f"{n}.0",
+        f" {n} ",
+        f"{str(n)[: len(str(n)) - zeros]}e{zeros}" if n and zeros else f"{n}e0",
+    ]
     return forms[form]
 
 
@@ -46,14 +52,26 @@ def spell_time(value: float, form: int) -> str:
 
 
 FORM = st.integers(0, 4)
-TIME = st.tuples(st.one_of(st.integers(0, 10**12).map(float), st.floats(0, 1e12, allow_nan=False, allow_infinity=False)),
-                 st.integers(0, 2))
+TIME = st.tuples(
+    st.one_of(st.integers(0, 10**12).map(float), st.floats(0, 1e12, allow_nan=False, allow_infinity=False)),
+    st.integers(0, 2),
+)
 POW2 = st.sampled_from([2**k for k in range(17)])
 ID = st.text(ID_CHARS, min_size=1, max_size=6)
 #: One job's drawn values: submit (value, form), model, batch (value, form), iterations (value, form),
 #: GPU type, GPU count, deadline slack (None: no deadline).
-JOB = st.tuples(TIME, st.sampled_from(MODELS), st.integers(1, MAX_BATCH), FORM, st.integers(1, MAX_EXACT_INT), FORM,
-                st.sampled_from(GPU_NAMES), POW2, st.none() | st.floats(0, 1e9, allow_nan=False), st.booleans())
+JOB = st.tuples(
+    TIME,
+    st.sampled_from(MODELS),
+    st.integers(1, MAX_BATCH),
+    FORM,
+    st.integers(1, MAX_EXACT_INT),
+    FORM,
+    st.sampled_from(GPU_NAMES),
+    POW2,
+    st.none() | st.floats(0, 1e9, allow_nan=False),
+    st.booleans(),
+)
 ITP_JOB = st.tuples(TIME, st.floats(1e-3, 1e9, allow_nan=False, allow_infinity=False), st.integers(1, 64), FORM)
 
 
@@ -74,8 +92,14 @@ def build(fmt: str, drawn: list[tuple]) -> tuple[list[dict[str, str]], list[dict
         submit_text = spell_time(submit, submit_form)
         if fmt == "itp":
             _, duration, gpus, gpus_form = job
-            rows.append({"job_id": job_id, "submission_time": submit_text, "duration": repr(duration),
-                         "num_gpu": spell_int(gpus, gpus_form)})
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "submission_time": submit_text,
+                    "duration": repr(duration),
+                    "num_gpu": spell_int(gpus, gpus_form),
+                }
+            )
             values.append({"id": job_id, "submit": submit, "duration": duration})
             continue
         _, model, batch, batch_form, iters, iters_form, gpu_type, gpus, slack, request = job
@@ -83,16 +107,44 @@ def build(fmt: str, drawn: list[tuple]) -> tuple[list[dict[str, str]], list[dict
             gpu_type, gpus = "", 0
         deadline = None if slack is None else submit + slack
         deadline_text = "" if deadline is None else repr(deadline)
-        values.append({"id": job_id, "submit": submit, "model": model, "batch": batch, "iters": iters,
-                       "gpu_type": gpu_type, "gpus": gpus, "deadline": deadline})
+        values.append(
+            {
+                "id": job_id,
+                "submit": submit,
+                "model": model,
+                "batch": batch,
+                "iters": iters,
+                "gpu_type": gpu_type,
+                "gpus": gpus,
+                "deadline": deadline,
+            }
+        )
         if fmt == "canonical":
-            rows.append({"job_id": job_id, "submit_time_s": submit_text, "model": model,
-                         "global_batch": spell_int(batch, batch_form), "iterations": spell_int(iters, iters_form),
-                         "gpu_type": gpu_type, "num_gpus": str(gpus or ""), "deadline_s": deadline_text})
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "submit_time_s": submit_text,
+                    "model": model,
+                    "global_batch": spell_int(batch, batch_form),
+                    "iterations": spell_int(iters, iters_form),
+                    "gpu_type": gpu_type,
+                    "num_gpus": str(gpus or ""),
+                    "deadline_s": deadline_text,
+                }
+            )
         else:
-            rows.append({"job_id": job_id, "submission_time": submit_text, "num_iteration": spell_int(iters, iters_form),
-                         "model_name": model, "deadline": deadline_text, "batch_size": spell_int(batch, batch_form),
-                         "num_gpu": str(gpus), "gpu_type": gpu_type})
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "submission_time": submit_text,
+                    "num_iteration": spell_int(iters, iters_form),
+                    "model_name": model,
+                    "deadline": deadline_text,
+                    "batch_size": spell_int(batch, batch_form),
+                    "num_gpu": str(gpus),
+                    "gpu_type": gpu_type,
+                }
+            )
     return rows, values
 
 
@@ -124,11 +176,18 @@ def expected_jobs(values: list[dict[str, object]], divisor: int = 1) -> tuple[tu
     jobs = []
     for v in values:
         deadline = v["deadline"]
-        jobs.append(JobSpec(
-            JobId(str(v["id"])), ModelRef.parse(str(v["model"])), int(v["batch"]),  # type: ignore[arg-type]
-            max(1, -(-int(v["iters"]) // divisor)), float(v["submit"]) - offset,  # type: ignore[call-overload]
-            GpuType(str(v["gpu_type"]).lower()) if v["gpu_type"] else None, int(v["gpus"]) or None,  # type: ignore[call-overload]
-            None if deadline is None else float(deadline) - offset))  # type: ignore[arg-type]
+        jobs.append(
+            JobSpec(
+                JobId(str(v["id"])),
+                ModelRef.parse(str(v["model"])),
+                int(v["batch"]),  # type: ignore[arg-type]
+                max(1, -(-int(v["iters"]) // divisor)),
+                float(v["submit"]) - offset,  # type: ignore[call-overload]
+                GpuType(str(v["gpu_type"]).lower()) if v["gpu_type"] else None,
+                int(v["gpus"]) or None,  # type: ignore[call-overload]
+                None if deadline is None else float(deadline) - offset,
+            )
+        )  # type: ignore[arg-type]
     return tuple(sorted(jobs, key=lambda j: (j.submit_time, j.job_id))), offset
 
 
@@ -184,10 +243,26 @@ BAD_CELLS = {
     "duration": ["", "0", "-1", "nan", "inf", "x"],
 }
 ROLE = {
-    "canonical": {"job_id": "id", "submit_time_s": "time", "model": "model", "global_batch": "batch",
-                  "iterations": "iters", "gpu_type": "gpu_type", "num_gpus": "gpus", "deadline_s": "deadline"},
-    "arena": {"job_id": "id", "submission_time": "time", "num_iteration": "iters", "model_name": "model",
-              "deadline": "deadline", "batch_size": "batch", "num_gpu": "gpus", "gpu_type": "gpu_type"},
+    "canonical": {
+        "job_id": "id",
+        "submit_time_s": "time",
+        "model": "model",
+        "global_batch": "batch",
+        "iterations": "iters",
+        "gpu_type": "gpu_type",
+        "num_gpus": "gpus",
+        "deadline_s": "deadline",
+    },
+    "arena": {
+        "job_id": "id",
+        "submission_time": "time",
+        "num_iteration": "iters",
+        "model_name": "model",
+        "deadline": "deadline",
+        "batch_size": "batch",
+        "num_gpu": "gpus",
+        "gpu_type": "gpu_type",
+    },
     "itp": {"job_id": "id", "submission_time": "time", "duration": "duration", "num_gpu": "iters"},
 }
 
@@ -236,10 +311,15 @@ def test_one_bad_cell_is_reported_with_file_line_and_column(case):
 
 
 @fuzz(300)
-@given(blob=st.one_of(st.binary(max_size=300),
-                      st.text(max_size=300),
-                      st.lists(st.sampled_from(list(set(CANONICAL_COLUMNS + ARENA_COLUMNS + ITP_COLUMNS)) + ["x", ""]),
-                               max_size=9).map(lambda cols: ",".join(cols) + "\n1,2,3\n")))
+@given(
+    blob=st.one_of(
+        st.binary(max_size=300),
+        st.text(max_size=300),
+        st.lists(
+            st.sampled_from(list(set(CANONICAL_COLUMNS + ARENA_COLUMNS + ITP_COLUMNS)) + ["x", ""]), max_size=9
+        ).map(lambda cols: ",".join(cols) + "\n1,2,3\n"),
+    )
+)
 def test_arbitrary_bytes_never_escape(blob):
     path = _scratch() / "junk.csv"
     path.write_bytes(blob if isinstance(blob, bytes) else blob.encode("utf-8", "surrogatepass"))
@@ -252,11 +332,54 @@ def test_arbitrary_bytes_never_escape(blob):
             assert len(trace) >= 1
 
 
-SYNTHETIC_KEYS = ("n_jobs", "arrival", "rate_per_h", "seed", "mix", "gpu_types", "max_gpus", "iter_log_mean",
-                  "iter_log_sigma", "iter_min", "iter_max", "burst_factor", "burst_fraction", "mean_burst_s",
-                  "deadline_factor", "max_tries", "head", "load", "start_s", "end_s", "bogus")
-SYNTHETIC_VALUES = ("0", "1", "3", "-1", "2.5", "1e9", "1e400", "nan", "inf", "", "none", "poisson", "bursty",
-                    "philly", "testbed", "a40+a10", "a40", "zz", "true", "x", "20", "0.5", "9999999999")
+SYNTHETIC_KEYS = (
+    "n_jobs",
+    "arrival",
+    "rate_per_h",
+    "seed",
+    "mix",
+    "gpu_types",
+    "max_gpus",
+    "iter_log_mean",
+    "iter_log_sigma",
+    "iter_min",
+    "iter_max",
+    "burst_factor",
+    "burst_fraction",
+    "mean_burst_s",
+    "deadline_factor",
+    "max_tries",
+    "head",
+    "load",
+    "start_s",
+    "end_s",
+    "bogus",
+)
+SYNTHETIC_VALUES = (
+    "0",
+    "1",
+    "3",
+    "-1",
+    "2.5",
+    "1e9",
+    "1e400",
+    "nan",
+    "inf",
+    "",
+    "none",
+    "poisson",
+    "bursty",
+    "philly",
+    "testbed",
+    "a40+a10",
+    "a40",
+    "zz",
+    "true",
+    "x",
+    "20",
+    "0.5",
+    "9999999999",
+)
 
 
 @fuzz(300)

@@ -43,7 +43,10 @@ def test_load_trace_detects_every_real_file(rel, shared_data):
 def test_load_trace_passes_options(shared_data):
     trace = load_trace(shared_data / "arena/traces/testbed.csv", iteration_divisor=1)
     assert max(j.iterations for j in trace) == 500
-    with pytest.raises(ValueError, match=r"unknown option\(s\) mix for the arena format; valid: iteration_divisor, deadline_scale, name"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown option\(s\) mix for the arena format; valid: iteration_divisor, deadline_scale, name",
+    ):
         load_trace(shared_data / "arena/traces/testbed.csv", mix="philly")
     with pytest.raises(ValueError, match="unknown trace format 'json'; valid: canonical, arena, itp"):
         load_trace(shared_data / "arena/traces/testbed.csv", format="json")
@@ -92,13 +95,34 @@ def test_save_never_clobbers_on_error(tmp_path, monkeypatch):
 
 
 BAD_CANONICAL = {
-    "missing column": (",".join(CANONICAL_COLUMNS[:-1]) + "\nx,1,gpt__1.3B,128,10,a40,4\n", r"^{f}: missing column\(s\) deadline_s \(the canonical format needs .*\)$"),
-    "negative time": (CANON + "x,-1,gpt__1.3B,128,10,a40,4,\n", r"^{f}:2: negative time in column 'submit_time_s': -1$"),
-    "unknown family": (CANON + "x,1,resnet__50,128,10,a40,4,\n", r"^{f}:2: column 'model': unknown model family 'resnet' "),
-    "non-power-of-two": (CANON + "x,1,gpt__1.3B,128,10,a40,6,\n", r"^{f}:2: column 'num_gpus': GPU count 6 is not a power of two$"),
-    "duplicate id": (CANON + "x,1,gpt__1.3B,128,10,a40,4,\nx,2,gpt__1.3B,128,10,a40,4,\n", r"^{f}:3: duplicate job id 'x' \(first on line 2\)$"),
-    "garbage": (CANON + "x,soon,gpt__1.3B,128,10,a40,4,\n", r"^{f}:2: column 'submit_time_s': 'soon' is not a finite time$"),
-    "negative deadline": (CANON + "x,1,gpt__1.3B,128,10,a40,4,-5\n", r"^{f}:2: negative time in column 'deadline_s': -5$"),
+    "missing column": (
+        ",".join(CANONICAL_COLUMNS[:-1]) + "\nx,1,gpt__1.3B,128,10,a40,4\n",
+        r"^{f}: missing column\(s\) deadline_s \(the canonical format needs .*\)$",
+    ),
+    "negative time": (
+        CANON + "x,-1,gpt__1.3B,128,10,a40,4,\n",
+        r"^{f}:2: negative time in column 'submit_time_s': -1$",
+    ),
+    "unknown family": (
+        CANON + "x,1,resnet__50,128,10,a40,4,\n",
+        r"^{f}:2: column 'model': unknown model family 'resnet' ",
+    ),
+    "non-power-of-two": (
+        CANON + "x,1,gpt__1.3B,128,10,a40,6,\n",
+        r"^{f}:2: column 'num_gpus': GPU count 6 is not a power of two$",
+    ),
+    "duplicate id": (
+        CANON + "x,1,gpt__1.3B,128,10,a40,4,\nx,2,gpt__1.3B,128,10,a40,4,\n",
+        r"^{f}:3: duplicate job id 'x' \(first on line 2\)$",
+    ),
+    "garbage": (
+        CANON + "x,soon,gpt__1.3B,128,10,a40,4,\n",
+        r"^{f}:2: column 'submit_time_s': 'soon' is not a finite time$",
+    ),
+    "negative deadline": (
+        CANON + "x,1,gpt__1.3B,128,10,a40,4,-5\n",
+        r"^{f}:2: negative time in column 'deadline_s': -5$",
+    ),
 }
 
 
@@ -112,7 +136,9 @@ def test_detection_errors(write_csv):
     with pytest.raises(ValueError, match=re.escape(f"{path}: missing column(s) deadline (the arena format needs")):
         load_trace(path)
     other = write_csv("user,when\nbob,3\n", "other.csv")
-    with pytest.raises(ValueError, match=re.escape(f"{other}: unrecognised header (user, when); known formats: canonical: ")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"{other}: unrecognised header (user, when); known formats: canonical: ")
+    ):
         load_trace(other)
     empty = write_csv("", "empty.csv")
     with pytest.raises(ValueError, match=re.escape(f"{empty}: empty file (no header row)")):
@@ -123,7 +149,9 @@ def test_resolve_synthetic_specs():
     assert resolve_trace("synthetic") == synthetic()
     spec = "synthetic:n_jobs=200,arrival=bursty,rate_per_h=20,gpu_types=a40+a10,max_gpus=8"
     trace = resolve_trace(spec, seed=4)
-    assert trace == synthetic(n_jobs=200, arrival="bursty", rate_per_h=20.0, gpu_types=("a40", "a10"), max_gpus=8, seed=4)
+    assert trace == synthetic(
+        n_jobs=200, arrival="bursty", rate_per_h=20.0, gpu_types=("a40", "a10"), max_gpus=8, seed=4
+    )
     assert resolve_trace(trace.source) == trace  # the source is a spec that regenerates the trace
     assert resolve_trace("synthetic:seed=9", seed=4) == synthetic(seed=9)
     assert resolve_trace(" synthetic:deadline_factor=none ") == synthetic(config=SyntheticConfig(deadline_factor=None))
@@ -149,14 +177,23 @@ def test_resolve_file_specs_and_transforms(shared_data):
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ("synthetic:size=3", r"^trace spec 'synthetic:size=3': unknown key 'size'; valid keys: n_jobs, arrival, .*, name, start_s, end_s, head, load$"),
-        ("synthetic:n_jobs=many", r"^trace spec 'synthetic:n_jobs=many': bad value 'many' for 'n_jobs': expected an integer$"),
+        (
+            "synthetic:size=3",
+            r"^trace spec 'synthetic:size=3': unknown key 'size'; valid keys: n_jobs, arrival, .*, name, start_s, end_s, head, load$",
+        ),
+        (
+            "synthetic:n_jobs=many",
+            r"^trace spec 'synthetic:n_jobs=many': bad value 'many' for 'n_jobs': expected an integer$",
+        ),
         ("synthetic:n_jobs", r"option 'n_jobs' is not key=value"),
         ("synthetic:arrival=flat", r"arrival must be one of poisson, bursty"),
         ("synthetic:head=0", r"head must be >= 1"),
         ("synthetic:load=-2", r"load must be > 0"),
         ("synthetic:start_s=1e12", r"no jobs left"),
-        ("nosuch.csv", r"^trace spec 'nosuch.csv': no such file; a TRACE is a file path \(canonical, arena, itp formats\) or a generator: synthetic\[:key=value,...\], live\[:key=value,...\]$"),
+        (
+            "nosuch.csv",
+            r"^trace spec 'nosuch.csv': no such file; a TRACE is a file path \(canonical, arena, itp formats\) or a generator: synthetic\[:key=value,...\], live\[:key=value,...\]$",
+        ),
     ],
 )
 def test_resolve_bad_specs(spec, message):
@@ -166,7 +203,10 @@ def test_resolve_bad_specs(spec, message):
 
 def test_resolve_bad_file_options(shared_data):
     itp = shared_data / "itp/cluster10.csv"
-    with pytest.raises(ValueError, match=r"unknown key 'iteration_divisor'; valid keys: seed, mix, .*, format, start_s, end_s, head, load$"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown key 'iteration_divisor'; valid keys: seed, mix, .*, format, start_s, end_s, head, load$",
+    ):
         resolve_trace(f"{itp}?iteration_divisor=1")
     with pytest.raises(ValueError, match=r"bad value 'x' for 'max_gpus': expected an integer"):
         resolve_trace(f"{itp}?max_gpus=x")

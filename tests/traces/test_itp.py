@@ -104,7 +104,10 @@ def test_never_feasible_names_file_and_row(write_csv):
     path = write_csv(_rows(3))
     with pytest.raises(ValueError) as info:
         load_itp_csv(path, feasible=lambda m, b, t, n: False, max_tries=5)
-    assert re.fullmatch(re.escape(str(path)) + r":2: no feasible \(model, batch, GPU type, GPU count\) exists in the mix; .*", str(info.value))
+    assert re.fullmatch(
+        re.escape(str(path)) + r":2: no feasible \(model, batch, GPU type, GPU count\) exists in the mix; .*",
+        str(info.value),
+    )
 
 
 def test_rarely_feasible_runs_out_of_tries(write_csv):
@@ -126,7 +129,10 @@ def test_infinite_iter_time_is_an_error(write_csv):
 
 
 BAD_CASES = {
-    "missing column": ("job_id,submission_time,num_gpu\nj,1,1\n", r"^{f}: missing column\(s\) duration \(the itp format needs .*\)$"),
+    "missing column": (
+        "job_id,submission_time,num_gpu\nj,1,1\n",
+        r"^{f}: missing column\(s\) duration \(the itp format needs .*\)$",
+    ),
     "negative time": (HEADER + "a,1,60,1\nb,-3,60,1\n", r"^{f}:3: negative time in column 'submission_time': -3$"),
     "zero duration": (HEADER + "a,1,0,1\n", r"^{f}:2: column 'duration': 0 is not > 0$"),
     "garbage duration": (HEADER + "a,1,1h,1\n", r"^{f}:2: column 'duration': '1h' is not a finite duration$"),
@@ -153,5 +159,7 @@ def test_bad_settings(write_csv):
 
 def test_a_job_shorter_than_one_iteration_gets_iter_min(write_csv):
     # duration 1 s < one 2 s iteration: floor gives 0; without iter_max it must still be clamped up
-    trace = load_itp_csv(write_csv("job_id,submission_time,duration,num_gpu\na,0,1,1\n"), iter_time=lambda m, b, t, n: 2.0)
+    trace = load_itp_csv(
+        write_csv("job_id,submission_time,duration,num_gpu\na,0,1,1\n"), iter_time=lambda m, b, t, n: 2.0
+    )
     assert trace.jobs[0].iterations == 1

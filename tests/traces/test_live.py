@@ -40,16 +40,19 @@ def test_requests_are_halved_until_they_fit_the_testbed() -> None:
         live_trace(feasible=lambda *args: False)
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("live:n_jobs=0", "n_jobs must be in 1..1000"),
-    ("live:work=0", "work must be in"),
-    ("live:max_gpus=3", "max_gpus must be a power of two"),
-    ("live:span_s=-1", "span_s must be in"),
-    ("live:gpu_type=", "gpu_type must be a non-empty"),
-    ("live:seed=-2", "seed must be >= 0"),
-    ("live:colour=red", "unknown key 'colour'"),
-    ("live:n_jobs=two", "bad value 'two' for 'n_jobs'"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("live:n_jobs=0", "n_jobs must be in 1..1000"),
+        ("live:work=0", "work must be in"),
+        ("live:max_gpus=3", "max_gpus must be a power of two"),
+        ("live:span_s=-1", "span_s must be in"),
+        ("live:gpu_type=", "gpu_type must be a non-empty"),
+        ("live:seed=-2", "seed must be >= 0"),
+        ("live:colour=red", "unknown key 'colour'"),
+        ("live:n_jobs=two", "bad value 'two' for 'n_jobs'"),
+    ],
+)
 def test_bad_options_fail_with_one_line_naming_them(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
         resolve_trace(spec)

@@ -14,11 +14,27 @@ CANON = "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,de
 ARENA = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
 
 
-@pytest.mark.parametrize("text, value", [
-    ("12", 12), ("+12", 12), ("1e3", 1000), ("1.5e1", 15), ("2.0", 2), ("-0", 0),
-    ("9223372036854775807", 9223372036854775807), ("1e20", 10**20), ("1e999999999", 10**40),
-    ("1.5", None), ("1e-3", None), ("1_000", None), ("0x10", None), ("inf", None), ("nan", None), ("", None),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("12", 12),
+        ("+12", 12),
+        ("1e3", 1000),
+        ("1.5e1", 15),
+        ("2.0", 2),
+        ("-0", 0),
+        ("9223372036854775807", 9223372036854775807),
+        ("1e20", 10**20),
+        ("1e999999999", 10**40),
+        ("1.5", None),
+        ("1e-3", None),
+        ("1_000", None),
+        ("0x10", None),
+        ("inf", None),
+        ("nan", None),
+        ("", None),
+    ],
+)
 def test_integer_value_is_exact(text, value):
     assert integer_value(text) == value
 
@@ -28,11 +44,14 @@ def test_parse_number_is_correctly_rounded():
     assert parse_number("1_0") != parse_number("1_0")  # NaN: digit separators are not numbers
 
 
-@pytest.mark.parametrize("cell, column, allowed", [
-    ("1e20", "iterations", f"1..{MAX_EXACT_INT}"),
-    ("9223372036854775807", "iterations", f"1..{MAX_EXACT_INT}"),
-    (str(MAX_EXACT_INT + 2), "iterations", f"1..{MAX_EXACT_INT}"),
-])
+@pytest.mark.parametrize(
+    "cell, column, allowed",
+    [
+        ("1e20", "iterations", f"1..{MAX_EXACT_INT}"),
+        ("9223372036854775807", "iterations", f"1..{MAX_EXACT_INT}"),
+        (str(MAX_EXACT_INT + 2), "iterations", f"1..{MAX_EXACT_INT}"),
+    ],
+)
 def test_iteration_overflow_names_file_line_column_and_range(tmp_path, cell, column, allowed):
     path = tmp_path / "t.csv"
     path.write_text(CANON + "a,0,gpt__1.3B,128,10,a40,2,\n" + f"b,1,gpt__1.3B,128,{cell},a40,2,\n")
@@ -46,8 +65,9 @@ def test_iteration_overflow_names_file_line_column_and_range(tmp_path, cell, col
 def test_batch_overflow_in_arena_csv(tmp_path):
     path = tmp_path / "a.csv"
     path.write_text(ARENA + "a,0,100,gpt__1.3B,,1e19,2,a40\n")
-    with pytest.raises(ValueError, match=re.escape(f"{path}:2: column 'batch_size': 1e19 is out of range "
-                                                   f"(allowed 1..{MAX_BATCH})")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"{path}:2: column 'batch_size': 1e19 is out of range (allowed 1..{MAX_BATCH})")
+    ):
         load_trace(path)
 
 
@@ -76,7 +96,9 @@ def test_non_ascii_gpu_type_names_are_refused(tmp_path, gpu_type):
 def test_itp_duration_that_overflows_iterations(tmp_path):
     path = tmp_path / "itp.csv"
     path.write_text("job_id,submission_time,duration,num_gpu\na,0,1e300,1\n")
-    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}:2: column 'duration': 1e\+300 s gives .* out of range"):
+    with pytest.raises(
+        ValueError, match=rf"{re.escape(str(path))}:2: column 'duration': 1e\+300 s gives .* out of range"
+    ):
         load_trace(path)
 
 
@@ -96,7 +118,10 @@ def test_load_scaling_that_creates_a_tie_keeps_the_id_order():
     from arena_gym.types import JobId, JobSpec, ModelRef
     from traces import Trace
 
-    jobs = [JobSpec(JobId(i), ModelRef("gpt", "1.3B"), 8, 1, t) for i, t in (("z", 1.0), ("b", 2.0), ("a", 2.0000000000000004))]
+    jobs = [
+        JobSpec(JobId(i), ModelRef("gpt", "1.3B"), 8, 1, t)
+        for i, t in (("z", 1.0), ("b", 2.0), ("a", 2.0000000000000004))
+    ]
     scaled = Trace("t", tuple(jobs), "test").scale_load(1e17)  # 1 + 1/1e17 and 1 + 1.0000000000000004/1e17 are both 1.0
     assert {j.submit_time for j in scaled.jobs} == {1.0} and [j.job_id for j in scaled.jobs] == ["a", "b", "z"]
 

@@ -28,8 +28,17 @@ def random_jobs(seed: int, n: int = 24):
         submit = float(rng.integers(0, 2000))
         iters = int(rng.integers(5, 400))
         deadline = submit + float(rng.integers(100, 3000)) if rng.random() < 0.4 else None
-        jobs.append(job(f"j{i:02d}", submit, iters, str(rng.choice(["a40", "a10"])), int(rng.choice([1, 2, 4, 8])),
-                        model=GPT if rng.random() < 0.5 else MOE, deadline=deadline))
+        jobs.append(
+            job(
+                f"j{i:02d}",
+                submit,
+                iters,
+                str(rng.choice(["a40", "a10"])),
+                int(rng.choice([1, 2, 4, 8])),
+                model=GPT if rng.random() < 0.5 else MOE,
+                deadline=deadline,
+            )
+        )
     return jobs
 
 

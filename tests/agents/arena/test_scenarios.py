@@ -156,12 +156,19 @@ def test_no_opportunism_variant_keeps_fifo_per_type():
 def test_bubble_migration_repacks_nodes_to_place_at_best_locality():
     spec = cluster(("a40", 2, 4))  # 2 nodes x 4 GPUs
     perf = table_model({(GPT, 128, "a40", 1, 2): 2.0, (MOE, 128, "a40", 1, 4): 1.0, (MOE, 128, "a40", 2, 2): 1.0})
-    jobs = [job("X1", 0, 500, "a40", 2), job("X2", 0, 10, "a40", 2), job("X3", 0, 500, "a40", 2),
-            job("Y", 100, 10, "a40", 4, model=MOE)]
+    jobs = [
+        job("X1", 0, 500, "a40", 2),
+        job("X2", 0, 10, "a40", 2),
+        job("X3", 0, 500, "a40", 2),
+        job("Y", 100, 10, "a40", 4, model=MOE),
+    ]
     _, out, rec = simulate(spec, perf, ArenaPolicy(), jobs)
     # At 0: best fit puts X1, X2 on node 0 and X3 on node 1. X2 ends at 40: both nodes have 2 free.
-    assert placements(rec.at(0.0)) == {"X1": Placement("a40", (0,), 2), "X2": Placement("a40", (0,), 2),
-                                       "X3": Placement("a40", (1,), 2)}
+    assert placements(rec.at(0.0)) == {
+        "X1": Placement("a40", (0,), 2),
+        "X2": Placement("a40", (0,), 2),
+        "X3": Placement("a40", (1,), 2),
+    }
     # Y needs 4 GPUs on one node: X3 moves into node 0's bubble and Y takes node 1 (no spread 2x2).
     assert placements(rec.at(100.0)) == {"X3": Placement("a40", (0,), 2), "Y": Placement("a40", (1,), 4)}
     assert out["X3"].reconfigurations == 1 and out["X1"].reconfigurations == 0
@@ -175,8 +182,14 @@ def start_by_hand(jobs, placements_by_job):
     """A simulator at its first decision point with jobs placed by hand (spread on purpose)."""
     backend = SimBackend(ONE, SPREAD_PERF)
     backend.reset(jobs)
-    backend.apply(Decision(tuple((j, allocation(SPREAD_PERF, next(s for s in jobs if s.job_id == j), p))
-                                 for j, p in placements_by_job.items())))
+    backend.apply(
+        Decision(
+            tuple(
+                (j, allocation(SPREAD_PERF, next(s for s in jobs if s.job_id == j), p))
+                for j, p in placements_by_job.items()
+            )
+        )
+    )
     return backend
 
 

@@ -35,8 +35,11 @@ def test_cloning_imitates_fcfs_on_held_out_states(expert_data, env_overrides: di
     env = make_env(ENV_ID, env_overrides)
     model = MaskablePPO("MultiInputPolicy", env, seed=0, device="cpu", n_steps=64, batch_size=32)
     before_loss, before_agree = imitation_loss(model, held_out)
-    result = behaviour_clone(model, train, BCConfig(experts=("fcfs",), samples=len(train), epochs=40, batch_size=64,
-                                                          learning_rate=3e-3, seed=0))
+    result = behaviour_clone(
+        model,
+        train,
+        BCConfig(experts=("fcfs",), samples=len(train), epochs=40, batch_size=64, learning_rate=3e-3, seed=0),
+    )
     after_loss, after_agree = imitation_loss(model, held_out)
     assert result.final_loss < 0.5 * result.initial_loss
     assert after_loss < 0.5 * before_loss

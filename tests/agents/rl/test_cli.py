@@ -13,9 +13,34 @@ from tests.agents.rl.conftest import ENV_ID
 
 
 def _train_args(tmp_path: Path, env_overrides: dict, algo: str, *extra: str) -> list[str]:
-    args = ["train", "--algo", algo, "--env", ENV_ID, "--steps", "256", "--n-envs", "1", "--vec", "dummy",
-            "--n-steps", "128", "--batch-size", "64", "--eval-every", "0", "--eval-seeds", "1000",
-            "--checkpoint-every", "128", "--baselines", "fcfs", "--no-progress", "--out", str(tmp_path / algo)]
+    args = [
+        "train",
+        "--algo",
+        algo,
+        "--env",
+        ENV_ID,
+        "--steps",
+        "256",
+        "--n-envs",
+        "1",
+        "--vec",
+        "dummy",
+        "--n-steps",
+        "128",
+        "--batch-size",
+        "64",
+        "--eval-every",
+        "0",
+        "--eval-seeds",
+        "1000",
+        "--checkpoint-every",
+        "128",
+        "--baselines",
+        "fcfs",
+        "--no-progress",
+        "--out",
+        str(tmp_path / algo),
+    ]
     for key, value in env_overrides.items():
         args += ["--env-arg", f"{key}={value}"]
     return args + list(extra)
@@ -30,8 +55,15 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] == 0 and config["code_version"] and config["train"]["algo"] == algo
     assert config["env_config"]["trace"] == env_overrides["trace"]
-    for name in ("model.zip", "learning_curve.csv", "learning_curve.png", "eval.csv", "eval_summary.csv",
-                 "checkpoints/model_128_steps.zip", "checkpoints/arena_gym.json"):
+    for name in (
+        "model.zip",
+        "learning_curve.csv",
+        "learning_curve.png",
+        "eval.csv",
+        "eval_summary.csv",
+        "checkpoints/model_128_steps.zip",
+        "checkpoints/arena_gym.json",
+    ):
         assert (out / name).is_file(), name
     table = pd.read_csv(out / "eval.csv")
     assert {"agent", "fcfs"} <= set(table["policy"]) <= {"agent", "agent-best", "fcfs"}
@@ -39,30 +71,34 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
     assert (table.loc[table["policy"] == "fcfs", "jobs_finished"] == 8).all()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--steps", "0"], "steps"),
-    (["--batch-size", "0"], "batch_size must be >= 2"),
-    (["--net-arch", "0"], "net_arch needs one or more layer sizes >= 1"),
-    (["--net-arch", "64,0"], "net_arch"),
-    (["--lr", "nan"], "learning_rate"),
-    (["--gamma", "1.5"], "gamma"),
-    (["--algo", "dqn", "--bc-steps", "10"], "actor-critic"),
-    (["--env", "ArenaGym/Nope-v0"], "unknown env"),
-    (["--env-arg", "no_such_field=1"], "unknown EnvConfig field"),
-    (["--env-arg", "oops"], "KEY=VALUE"),
-    (["--env-arg", "reward_scale=nan"], "reward_scale must be finite"),
-    (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be a bool"),
-    (["--env-arg", "max_pending=\"8\""], "EnvConfig.max_pending must be an integer"),
-    (["--env-arg", "split=test"], "may not set split"),
-    (["--algo-arg", "x"], "KEY=VALUE"),
-    (["--seed", "-1"], "seed must be >= 0, got -1"),
-    (["--eval-seeds", "5,-2"], "eval_seeds must be >= 0, got -2"),
-    (["--env-arg", "seed=-1"], "EnvConfig: seed must be >= 0, got -1"),
-    (["--env-arg", "max_pending=1000000000"], "EnvConfig: max_pending must be in [1, 1024], got 1000000000"),
-    (["--resume", "/nonexistent/run"], "no config.json"),
-])
-def test_train_bad_arguments_fail_at_once(tmp_path: Path, args: list[str], message: str,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--steps", "0"], "steps"),
+        (["--batch-size", "0"], "batch_size must be >= 2"),
+        (["--net-arch", "0"], "net_arch needs one or more layer sizes >= 1"),
+        (["--net-arch", "64,0"], "net_arch"),
+        (["--lr", "nan"], "learning_rate"),
+        (["--gamma", "1.5"], "gamma"),
+        (["--algo", "dqn", "--bc-steps", "10"], "actor-critic"),
+        (["--env", "ArenaGym/Nope-v0"], "unknown env"),
+        (["--env-arg", "no_such_field=1"], "unknown EnvConfig field"),
+        (["--env-arg", "oops"], "KEY=VALUE"),
+        (["--env-arg", "reward_scale=nan"], "reward_scale must be finite"),
+        (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be a bool"),
+        (["--env-arg", 'max_pending="8"'], "EnvConfig.max_pending must be an integer"),
+        (["--env-arg", "split=test"], "may not set split"),
+        (["--algo-arg", "x"], "KEY=VALUE"),
+        (["--seed", "-1"], "seed must be >= 0, got -1"),
+        (["--eval-seeds", "5,-2"], "eval_seeds must be >= 0, got -2"),
+        (["--env-arg", "seed=-1"], "EnvConfig: seed must be >= 0, got -1"),
+        (["--env-arg", "max_pending=1000000000"], "EnvConfig: max_pending must be in [1, 1024], got 1000000000"),
+        (["--resume", "/nonexistent/run"], "no config.json"),
+    ],
+)
+def test_train_bad_arguments_fail_at_once(
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["train", "--no-progress", "--out", str(tmp_path / "bad"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("arena-gym train: error:") and message in err
@@ -87,8 +123,9 @@ def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest
     from agents.rl.config import TrainConfig, config_from_args
     from arena_gym.cli import build_parser
 
-    spec = importlib.util.spec_from_file_location("train_agent", Path(__file__).resolve().parents[3] / "scripts" /
-                                                  "train_agent.py")
+    spec = importlib.util.spec_from_file_location(
+        "train_agent", Path(__file__).resolve().parents[3] / "scripts" / "train_agent.py"
+    )
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     monkeypatch.setattr("sys.argv", ["train_agent.py"])

@@ -48,11 +48,17 @@ def test_policy_specs_take_labels() -> None:
 
 
 def test_summary_and_unfinished_jobs() -> None:
-    table = pd.DataFrame({
-        "seed": [1, 2, 1, 2], "policy": ["fcfs", "fcfs", "agent", "agent"],
-        "avg_jct_s": [100.0, 300.0, 50.0, 150.0], "p95_jct_s": [1.0] * 4, "makespan_s": [1.0] * 4,
-        "jobs_finished": [4, 4, 4, 3], "jobs_total": [4, 4, 4, 4],
-    })
+    table = pd.DataFrame(
+        {
+            "seed": [1, 2, 1, 2],
+            "policy": ["fcfs", "fcfs", "agent", "agent"],
+            "avg_jct_s": [100.0, 300.0, 50.0, 150.0],
+            "p95_jct_s": [1.0] * 4,
+            "makespan_s": [1.0] * 4,
+            "jobs_finished": [4, 4, 4, 3],
+            "jobs_total": [4, 4, 4, 4],
+        }
+    )
     summary = summarise(table).set_index("policy")
     assert summary.loc["agent", "jct_vs_fcfs"] == pytest.approx(0.5)
     assert not summary.loc["agent", "all_finished"] and summary.loc["fcfs", "all_finished"]
@@ -86,16 +92,30 @@ def test_paired_statistics() -> None:
 
 
 def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
-    suite = custom_suite((TRACE,), cluster="tiny", split="test", load_basis="factor", load_levels=(1.0,),
-                         seeds=(1, 2, 3))
-    config = EvalConfig(policies=("arena", "fcfs", "tiresias", "srtf"), suite="custom", traces=(TRACE,),
-                        out_dir=str(tmp_path / "a"), resamples=500, progress=False)
+    suite = custom_suite(
+        (TRACE,), cluster="tiny", split="test", load_basis="factor", load_levels=(1.0,), seeds=(1, 2, 3)
+    )
+    config = EvalConfig(
+        policies=("arena", "fcfs", "tiresias", "srtf"),
+        suite="custom",
+        traces=(TRACE,),
+        out_dir=str(tmp_path / "a"),
+        resamples=500,
+        progress=False,
+    )
     first = evaluate(config, suite)
     second = evaluate(EvalConfig(**{**config.__dict__, "out_dir": str(tmp_path / "b")}), suite)
     pd.testing.assert_frame_equal(first.per_workload, second.per_workload)
     pd.testing.assert_frame_equal(first.summary, second.summary)
-    for name in ("per_workload.csv", "jobs.csv", "summary.csv", "summary.md", "vs_reference.png", "cdf.png",
-                 "config.json"):
+    for name in (
+        "per_workload.csv",
+        "jobs.csv",
+        "summary.csv",
+        "summary.md",
+        "vs_reference.png",
+        "cdf.png",
+        "config.json",
+    ):
         assert (tmp_path / "a" / name).is_file(), name
     summary = first.summary.set_index("policy")
     assert list(summary.index) == ["arena", "fcfs", "tiresias", "srtf"]
@@ -126,13 +146,16 @@ def test_real_test_suite_has_disjoint_windows(shared_data) -> None:
     assert all(len(v) == len(set(v)) for v in per_trace.values()) and len(ids) > 1000
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--policies", "fcfs", "--suite", "custom", "--trace", TRACE], "reference policy 'arena'"),
-    (["--policies", "arena", "--suite", "custom"], "needs at least one trace"),
-    (["--policies", "arena,nope"], "unknown policy 'nope'"),
-    (["--policies", "arena", "--metric", "speed"], "unknown metric"),
-    (["--policies", "arena", "--seed", "-1"], "seed must be >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policies", "fcfs", "--suite", "custom", "--trace", TRACE], "reference policy 'arena'"),
+        (["--policies", "arena", "--suite", "custom"], "needs at least one trace"),
+        (["--policies", "arena,nope"], "unknown policy 'nope'"),
+        (["--policies", "arena", "--metric", "speed"], "unknown metric"),
+        (["--policies", "arena", "--seed", "-1"], "seed must be >= 0, got -1"),
+    ],
+)
 def test_evaluate_command_errors_are_one_line(tmp_path, args, message, capsys) -> None:
     assert main(["evaluate", "--out", str(tmp_path / "bad"), "--no-progress", *args]) == 2
     err = capsys.readouterr().err.strip()
@@ -141,9 +164,30 @@ def test_evaluate_command_errors_are_one_line(tmp_path, args, message, capsys) -
 
 def test_evaluate_command_smoke(tmp_path, capsys) -> None:
     out = tmp_path / "eval"
-    code = main(["evaluate", "--policies", "arena,fcfs", "--suite", "custom", "--trace", TRACE, "--cluster", "tiny",
-                 "--window-jobs", "0", "--split", "all", "--loads", "1", "--resamples", "200", "--no-progress",
-                 "--out", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--policies",
+            "arena,fcfs",
+            "--suite",
+            "custom",
+            "--trace",
+            TRACE,
+            "--cluster",
+            "tiny",
+            "--window-jobs",
+            "0",
+            "--split",
+            "all",
+            "--loads",
+            "1",
+            "--resamples",
+            "200",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     assert "wins/ties/losses" in capsys.readouterr().out
     table = pd.read_csv(out / "per_workload.csv")

@@ -19,8 +19,9 @@ from tests.agents.rl.conftest import ENV_ID
 @pytest.fixture(scope="module")
 def model(env_overrides: dict) -> MaskablePPO:
     env = make_env(ENV_ID, {**env_overrides, "advisor": "arena"})
-    return MaskablePPO(SlotPolicy, env, n_steps=64, batch_size=32, seed=1, device="cpu",
-                       policy_kwargs={"net_arch": [32, 32]})
+    return MaskablePPO(
+        SlotPolicy, env, n_steps=64, batch_size=32, seed=1, device="cpu", policy_kwargs={"net_arch": [32, 32]}
+    )
 
 
 def _logits(model: MaskablePPO, obs: dict) -> torch.Tensor:
@@ -45,8 +46,8 @@ def test_logits_follow_the_slots(model: MaskablePPO, env_overrides: dict) -> Non
     other = _logits(model, swapped)
     w = codec.width
     # one network for every slot: swapping two slots' rows swaps their logits and nothing else
-    assert torch.allclose(other[a * w:(a + 1) * w], logits[b * w:(b + 1) * w], atol=1e-5)
-    assert torch.allclose(other[b * w:(b + 1) * w], logits[a * w:(a + 1) * w], atol=1e-5)
+    assert torch.allclose(other[a * w : (a + 1) * w], logits[b * w : (b + 1) * w], atol=1e-5)
+    assert torch.allclose(other[b * w : (b + 1) * w], logits[a * w : (a + 1) * w], atol=1e-5)
     assert torch.allclose(other[-1], logits[-1], atol=1e-5)
 
 

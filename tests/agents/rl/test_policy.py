@@ -68,8 +68,21 @@ def test_loaded_model_acts_like_the_saved_one(saved: tuple[Path, MaskablePPO], e
 def test_compare_accepts_sb3_policy(saved: tuple[Path, MaskablePPO], tmp_path: Path) -> None:
     path, _ = saved
     out = tmp_path / "compare"
-    code = main(["compare", "--policies", f"fcfs,sb3:{path}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
-                 "--out", str(out)])
+    code = main(
+        [
+            "compare",
+            "--policies",
+            f"fcfs,sb3:{path}",
+            "--cluster",
+            "tiny",
+            "--trace",
+            TRACE,
+            "--perf",
+            PERF,
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board["policy"]) == {"fcfs", f"sb3:{path}"}
@@ -108,8 +121,21 @@ def test_missing_and_corrupt_files(tmp_path: Path, saved: tuple[Path, MaskablePP
 
 def test_cli_reports_a_missing_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "absent.zip"
-    code = main(["simulate", "--policy", f"sb3:{missing}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
-                 "--out", str(tmp_path / "sim")])
+    code = main(
+        [
+            "simulate",
+            "--policy",
+            f"sb3:{missing}",
+            "--cluster",
+            "tiny",
+            "--trace",
+            TRACE,
+            "--perf",
+            PERF,
+            "--out",
+            str(tmp_path / "sim"),
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"arena-gym simulate: error: model file {missing} does not exist"
@@ -156,8 +182,9 @@ class _Payload:
         return (print, ("unpickled!",))
 
 
-def test_tensors_holding_a_pickle_payload_are_refused_in_one_line(tmp_path: Path, saved: tuple[Path, MaskablePPO],
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_tensors_holding_a_pickle_payload_are_refused_in_one_line(
+    tmp_path: Path, saved: tuple[Path, MaskablePPO], capsys: pytest.CaptureFixture[str]
+) -> None:
     import io
 
     import torch
@@ -167,19 +194,35 @@ def test_tensors_holding_a_pickle_payload_are_refused_in_one_line(tmp_path: Path
     evil = _rewrite(saved[0], tmp_path / "evil.zip", "policy.pth", buffer.getvalue())
     with pytest.raises(ValueError, match="holds pickled objects, refused"):
         make_policy(f"sb3:{evil}")
-    code = main(["simulate", "--policy", f"sb3:{evil}", "--cluster", "tiny", "--trace", TRACE, "--perf", PERF,
-                 "--out", str(tmp_path / "sim")])
+    code = main(
+        [
+            "simulate",
+            "--policy",
+            f"sb3:{evil}",
+            "--cluster",
+            "tiny",
+            "--trace",
+            TRACE,
+            "--perf",
+            PERF,
+            "--out",
+            str(tmp_path / "sim"),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 2 and "unpickled!" not in captured.out
     assert len(captured.err.strip().splitlines()) == 1 and "refused" in captured.err
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_metadata_naming_another_algorithm_is_a_one_line_error(tmp_path: Path, saved: tuple[Path, MaskablePPO],
-                                                               algo: str) -> None:
+def test_metadata_naming_another_algorithm_is_a_one_line_error(
+    tmp_path: Path, saved: tuple[Path, MaskablePPO], algo: str
+) -> None:
     with zipfile.ZipFile(saved[0]) as archive:
         meta = json.loads(archive.read(METADATA_MEMBER))
     meta["algo"] = algo
     other = _rewrite(saved[0], tmp_path / f"{algo}.zip", METADATA_MEMBER, json.dumps(meta).encode())
-    with pytest.raises(ValueError, match=f"metadata names {algo} \\(mlp policy\\) but it holds a MaskableMultiInputActorCriticPolicy"):
+    with pytest.raises(
+        ValueError, match=f"metadata names {algo} \\(mlp policy\\) but it holds a MaskableMultiInputActorCriticPolicy"
+    ):
         make_policy(f"sb3:{other}")

@@ -16,10 +16,23 @@ from tests.agents.rl.conftest import ENV_ID
 
 
 def test_train_with_bc_and_periodic_evaluation(tmp_path: Path, env_overrides: dict) -> None:
-    config = TrainConfig(env_id=ENV_ID, env_overrides=env_overrides, steps=256, n_envs=2, n_steps=64, batch_size=64,
-                         eval_every=128, eval_seeds=(1000, 1001), eval_baselines=("fcfs",), checkpoint_every=0,
-                         bc_warm_start_steps=200, bc_expert=("fcfs",), bc_epochs=5, out_dir=str(tmp_path / "run"),
-                         progress=False)
+    config = TrainConfig(
+        env_id=ENV_ID,
+        env_overrides=env_overrides,
+        steps=256,
+        n_envs=2,
+        n_steps=64,
+        batch_size=64,
+        eval_every=128,
+        eval_seeds=(1000, 1001),
+        eval_baselines=("fcfs",),
+        checkpoint_every=0,
+        bc_warm_start_steps=200,
+        bc_expert=("fcfs",),
+        bc_epochs=5,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+    )
     result = train(config)
     assert result.timesteps == 256
     assert result.bc is not None and result.bc.samples >= 200 and result.bc.final_loss < result.bc.initial_loss
@@ -39,20 +52,23 @@ def test_train_with_bc_and_periodic_evaluation(tmp_path: Path, env_overrides: di
     assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"algo": "a2c"}, "unknown algo"),
-    ({"vec": "ray"}, "unknown vec"),
-    ({"wandb_mode": "loud"}, "unknown wandb_mode"),
-    ({"n_envs": 0}, "n_envs must be >= 1"),
-    ({"batch_size": 1}, "batch_size must be >= 2"),
-    ({"net_arch": ()}, "net_arch"),
-    ({"net_arch": (64, 0)}, "net_arch"),
-    ({"learning_rate": float("nan")}, "learning_rate"),
-    ({"eval_seeds": ()}, "at least one validation seed"),
-    ({"algo": "dqn", "bc_warm_start_steps": 10}, "actor-critic"),
-    ({"eval_every": -1}, ">= 0"),
-    ({"env_overrides": {"split": "test"}}, "may not set split"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"algo": "a2c"}, "unknown algo"),
+        ({"vec": "ray"}, "unknown vec"),
+        ({"wandb_mode": "loud"}, "unknown wandb_mode"),
+        ({"n_envs": 0}, "n_envs must be >= 1"),
+        ({"batch_size": 1}, "batch_size must be >= 2"),
+        ({"net_arch": ()}, "net_arch"),
+        ({"net_arch": (64, 0)}, "net_arch"),
+        ({"learning_rate": float("nan")}, "learning_rate"),
+        ({"eval_seeds": ()}, "at least one validation seed"),
+        ({"algo": "dqn", "bc_warm_start_steps": 10}, "actor-critic"),
+        ({"eval_every": -1}, ">= 0"),
+        ({"env_overrides": {"split": "test"}}, "may not set split"),
+    ],
+)
 def test_config_validation(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**kwargs)
@@ -65,9 +81,20 @@ def test_config_types(kwargs: dict) -> None:
 
 
 def test_resume_continues_from_the_latest_checkpoint(tmp_path: Path, env_overrides: dict) -> None:
-    config = TrainConfig(env_id=ENV_ID, env_overrides=env_overrides, steps=256, n_envs=1, n_steps=64, batch_size=64,
-                         eval_every=128, eval_seeds=(1000,), eval_baselines=("fcfs",), checkpoint_every=128,
-                         out_dir=str(tmp_path / "run"), progress=False)
+    config = TrainConfig(
+        env_id=ENV_ID,
+        env_overrides=env_overrides,
+        steps=256,
+        n_envs=1,
+        n_steps=64,
+        batch_size=64,
+        eval_every=128,
+        eval_seeds=(1000,),
+        eval_baselines=("fcfs",),
+        checkpoint_every=128,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+    )
     first = train(config)
     assert first.timesteps == 256 and latest_checkpoint(tmp_path / "run")[1] == 256
     with pytest.raises(ValueError, match="give more steps"):
@@ -87,7 +114,12 @@ def test_resume_continues_from_the_latest_checkpoint(tmp_path: Path, env_overrid
 
 
 def test_bad_hyperparameters_are_a_value_error(tmp_path: Path, env_overrides: dict) -> None:
-    config = TrainConfig(env_overrides=env_overrides, steps=64, algo_kwargs={"no_such_knob": 1},
-                         out_dir=str(tmp_path / "bad"), progress=False)
+    config = TrainConfig(
+        env_overrides=env_overrides,
+        steps=64,
+        algo_kwargs={"no_such_knob": 1},
+        out_dir=str(tmp_path / "bad"),
+        progress=False,
+    )
     with pytest.raises(ValueError, match="bad hyperparameters for maskable_ppo"):
         train(config)

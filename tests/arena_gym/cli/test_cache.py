@@ -64,8 +64,10 @@ def test_cache_dir_and_no_cache_together_is_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
-@pytest.mark.parametrize("command", [["trace", "info", "synthetic:n_jobs=5"],
-                                     ["compare", "--policies", "fcfs", "--trace", "synthetic:n_jobs=5"]])
+@pytest.mark.parametrize(
+    "command",
+    [["trace", "info", "synthetic:n_jobs=5"], ["compare", "--policies", "fcfs", "--trace", "synthetic:n_jobs=5"]],
+)
 def test_other_commands_take_the_cache_flags(command, tmp_path):
     out = [] if command[0] == "trace" else ["--cluster", "tiny", "--no-plots", "--out", str(tmp_path / "c")]
     assert main([*command, *out, "--cache-dir", str(tmp_path / "mine")]) == 0

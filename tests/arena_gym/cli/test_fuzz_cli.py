@@ -37,30 +37,58 @@ def _file(name: str, text: str) -> str:
     return str(path)
 
 
-GOOD_TRACE = _file("good.csv", CANON + "a,0,gpt__1.3B,128,20,a40,2,\nb,30,moe__1.3B,256,10,a10,1,900\nc,31,gpt__350M,64,5,,,\n")
+GOOD_TRACE = _file(
+    "good.csv", CANON + "a,0,gpt__1.3B,128,20,a40,2,\nb,30,moe__1.3B,256,10,a10,1,900\nc,31,gpt__350M,64,5,,,\n"
+)
 HUGE_ITERS = _file("huge.csv", CANON + "a,0,gpt__1.3B,128,1e20,a40,2,\n")
 ZZ_TYPE = _file("zz.csv", CANON + "a,0,gpt__1.3B,128,20,zz,2,\n")
 H100_TYPE = _file("h100.csv", CANON + "a,0,gpt__1.3B,128,20,h100,2,\nb,3,gpt__1.3B,128,20,a40,1,\n")
 BAD_ROW = _file("badrow.csv", CANON + "a,0,gpt__1.3B,128,20,a40,2,\nb,-4,gpt__1.3B,x,20,a40,3,\n")
-ARENA = _file("arena.csv", "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
-                           "1,100,50,bert__1.3B,,128,2,a40\n2,160,25,moe__1.3B,4000,256,1,a10\n")
+ARENA = _file(
+    "arena.csv",
+    "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+    "1,100,50,bert__1.3B,,128,2,a40\n2,160,25,moe__1.3B,4000,256,1,a10\n",
+)
 ITP = _file("itp.csv", "job_id,submission_time,duration,num_gpu\nx,5,600,1\ny,9,60,32\n")
 JUNK = _file("junk.csv", "\x00\x01garbage,\n,,\n")
-GOOD_CLUSTER = _file("c.json", json.dumps({"gpu_types": {"a40": {"nodes": 2, "gpus_per_node": 2, "inter_node_gbps": 12.5},
-                                                         "a10": {"nodes": 1, "gpus_per_node": 4}}}))
-TOML_CLUSTER = _file("c.toml", '[gpu_types.a40]\nnodes = 2\ngpus_per_node = 2\n[gpu_types.a10]\nnodes = 2\ngpus_per_node = 2\n')
-BAD_CLUSTERS = [_file("b1.json", '{"gpu_types": {"a40": {"nodes": true, "gpus_per_node": 2}}}'),
-                _file("b2.json", '{"gpu_types": {"a40": {"nodes": 2, "gpus_per_node": 2, "intra_node_gbps": -1}}}'),
-                _file("b3.json", "[" * 5000), _file("b4.toml", "gpu_types = 3\n")]
-MEASURED = _file("m.csv", "family,size,global_batch,gpu_type,num_nodes,gpus_per_node,num_gpus,iter_time_s,oom\n"
-                          "gpt,1.3B,128,a40,1,2,2,3.5,0\ngpt,1.3B,128,a40,1,1,1,6.6,0\nmoe,1.3B,256,a10,1,1,1,4.4,0\n")
+GOOD_CLUSTER = _file(
+    "c.json",
+    json.dumps(
+        {
+            "gpu_types": {
+                "a40": {"nodes": 2, "gpus_per_node": 2, "inter_node_gbps": 12.5},
+                "a10": {"nodes": 1, "gpus_per_node": 4},
+            }
+        }
+    ),
+)
+TOML_CLUSTER = _file(
+    "c.toml", "[gpu_types.a40]\nnodes = 2\ngpus_per_node = 2\n[gpu_types.a10]\nnodes = 2\ngpus_per_node = 2\n"
+)
+BAD_CLUSTERS = [
+    _file("b1.json", '{"gpu_types": {"a40": {"nodes": true, "gpus_per_node": 2}}}'),
+    _file("b2.json", '{"gpu_types": {"a40": {"nodes": 2, "gpus_per_node": 2, "intra_node_gbps": -1}}}'),
+    _file("b3.json", "[" * 5000),
+    _file("b4.toml", "gpu_types = 3\n"),
+]
+MEASURED = _file(
+    "m.csv",
+    "family,size,global_batch,gpu_type,num_nodes,gpus_per_node,num_gpus,iter_time_s,oom\n"
+    "gpt,1.3B,128,a40,1,2,2,3.5,0\ngpt,1.3B,128,a40,1,1,1,6.6,0\nmoe,1.3B,256,a10,1,1,1,4.4,0\n",
+)
 BAD_MEASURED = _file("bm.csv", "family,size\ngpt,1.3B\n")
 A_FILE = _file("plain.txt", "keep me\n")
 
 #: Valid and nonsense values per part of a command line; a case draws most parts valid.
 GOOD = {
-    "trace": [GOOD_TRACE, f"{GOOD_TRACE}?head=2", ARENA, H100_TYPE, f"{ARENA}?iteration_divisor=1,load=2",
-              "synthetic:n_jobs=2,max_gpus=1"],
+    "trace": [
+        GOOD_TRACE,
+        f"{GOOD_TRACE}?head=2",
+        ARENA,
+        H100_TYPE,
+        f"{ARENA}?iteration_divisor=1,load=2",
+        "synthetic:n_jobs=2,max_gpus=1",
+    ],
     "--cluster": ["tiny", GOOD_CLUSTER, TOML_CLUSTER],
     "--perf": ["estimator", f"measured:{MEASURED}", f"measured:{MEASURED}"],  # the table is the fast one
     "--belief": ["noisy:0.2", "noisy:0"],
@@ -72,9 +100,23 @@ GOOD = {
     "flag": ["--no-plots", "--strict"],
 }
 BAD = {
-    "trace": [HUGE_ITERS, ZZ_TYPE, BAD_ROW, JUNK, str(ROOT / "missing.csv"), "synthetic:n_jobs=0", "synthetic:bogus=1",
-              "synthetic:n_jobs=10000000", "synthetic:n_jobs=3,rate_per_h=nan", "", "synthetic:", f"{GOOD_TRACE}?head=0",
-              f"{GOOD_TRACE}?load=-1", f"{GOOD_TRACE}?start_s=5,end_s=1", "synthetic:n_jobs=3,gpu_types=t4"],
+    "trace": [
+        HUGE_ITERS,
+        ZZ_TYPE,
+        BAD_ROW,
+        JUNK,
+        str(ROOT / "missing.csv"),
+        "synthetic:n_jobs=0",
+        "synthetic:bogus=1",
+        "synthetic:n_jobs=10000000",
+        "synthetic:n_jobs=3,rate_per_h=nan",
+        "",
+        "synthetic:",
+        f"{GOOD_TRACE}?head=0",
+        f"{GOOD_TRACE}?load=-1",
+        f"{GOOD_TRACE}?start_s=5,end_s=1",
+        "synthetic:n_jobs=3,gpu_types=t4",
+    ],
     "--cluster": ["mars", "", *BAD_CLUSTERS],
     "--perf": ["measured:", f"measured:{ROOT}", f"measured:{BAD_MEASURED}", "noisy:0.1", "magic", ""],
     "--belief": ["noisy:1e9", "noisy:nan", "noisy:", "noisy:x", f"measured:{ROOT / 'nope.csv'}"],
@@ -90,13 +132,21 @@ OPTIONS = ("--belief", "--horizon", "--round", "--overhead-scale", "--seed", "--
 
 def out_dir(kind: int) -> str:
     """A fresh results directory (kind 0), or one of the paths that must be refused."""
-    return [str(ROOT / f"out{next(_OUTS)}"), "/dev/null", A_FILE, f"{A_FILE}/sub", "/proc/arena-fuzz", "", str(ROOT)][kind]
+    return [str(ROOT / f"out{next(_OUTS)}"), "/dev/null", A_FILE, f"{A_FILE}/sub", "/proc/arena-fuzz", "", str(ROOT)][
+        kind
+    ]
 
 
 def out_file(kind: int) -> str:
     """A fresh file in a missing directory (kind 0), paths that must be refused (1-4), an existing file (5: replaced)."""
-    return [str(ROOT / f"new{next(_OUTS)}" / "t.csv"), ".", "/dev/null", f"{A_FILE}/x.csv", str(ROOT) + "/",
-            str(ROOT / "replaced.csv")][kind]
+    return [
+        str(ROOT / f"new{next(_OUTS)}" / "t.csv"),
+        ".",
+        "/dev/null",
+        f"{A_FILE}/x.csv",
+        str(ROOT) + "/",
+        str(ROOT / "replaced.csv"),
+    ][kind]
 
 
 def one_in(n: int) -> st.SearchStrategy:
@@ -120,16 +170,37 @@ def run_argv(draw, command: str) -> list[str]:
         argv += ["--trace", pick(draw, "trace", bad)]
     else:
         traces = [pick(draw, "trace", bad if i == 0 else set()) for i in range(draw(st.integers(1, 2)))]
-        argv += draw(st.sampled_from([["--trace", traces[0]], ["--traces", ",".join(traces)],
-                                      [x for t in traces for x in ("--traces", t)]]))
+        argv += draw(
+            st.sampled_from(
+                [["--trace", traces[0]], ["--traces", ",".join(traces)], [x for t in traces for x in ("--traces", t)]]
+            )
+        )
         if "lists" in bad:
-            argv += draw(st.sampled_from([["--trace", traces[0], "--traces", traces[-1]], ["--policies", ""],
-                                          ["--policies", "fcfs,fcfs"], ["--policies", "fcfs,nope"], ["--seeds", "1,1"],
-                                          ["--seeds", "-1"], ["--workers", "0"], ["--workers", "300"], ["--pad-jct", "srtf"]]))
+            argv += draw(
+                st.sampled_from(
+                    [
+                        ["--trace", traces[0], "--traces", traces[-1]],
+                        ["--policies", ""],
+                        ["--policies", "fcfs,fcfs"],
+                        ["--policies", "fcfs,nope"],
+                        ["--seeds", "1,1"],
+                        ["--seeds", "-1"],
+                        ["--workers", "0"],
+                        ["--workers", "300"],
+                        ["--pad-jct", "srtf"],
+                    ]
+                )
+            )
         argv += ["--policies", draw(st.sampled_from(["fcfs", "fcfs", "fcfs,srtf"]))] if "--policies" not in argv else []
         argv += ["--seeds", draw(st.sampled_from(["0", "0", "0,1"]))] if "--seeds" not in argv else []
-    argv += ["--cluster", pick(draw, "--cluster", bad), "--out", out_dir(draw(st.integers(1, 6)) if "out" in bad else 0),
-             "--perf", pick(draw, "--perf", bad)]
+    argv += [
+        "--cluster",
+        pick(draw, "--cluster", bad),
+        "--out",
+        out_dir(draw(st.integers(1, 6)) if "out" in bad else 0),
+        "--perf",
+        pick(draw, "--perf", bad),
+    ]
     options = draw(st.lists(st.sampled_from(OPTIONS), max_size=3, unique=True))
     bad_option = draw(st.sampled_from(options)) if "option" in bad and options else None
     for option in options:
@@ -147,7 +218,9 @@ def run_argv(draw, command: str) -> list[str]:
 def trace_argv(draw) -> list[str]:
     action = draw(st.sampled_from(["info", "convert"]))
     bad = draw(st.sampled_from([set(), set(), {"trace"}, {"--cluster"}]))
-    trace = draw(st.sampled_from([ITP, f"{ITP}?mix=testbed,iter_max=50"])) if draw(ONE_IN_4) else pick(draw, "trace", bad)
+    trace = (
+        draw(st.sampled_from([ITP, f"{ITP}?mix=testbed,iter_max=50"])) if draw(ONE_IN_4) else pick(draw, "trace", bad)
+    )
     argv = ["trace", action, trace, "--cluster", pick(draw, "--cluster", bad)]
     if action == "convert" and not draw(ONE_IN_40):
         argv += ["--out", out_file(draw(st.sampled_from([0, 0, 0, 1, 2, 3, 4, 5])))]
@@ -161,12 +234,31 @@ def estimate_argv(draw) -> list[str]:
     if action == "nothing":
         return ["estimate"]
     if action == "query":
-        argv = ["estimate", "query", "--model", draw(st.sampled_from(["gpt__1.3B", "moe__1.3B", "gpt__9Z", "gpt", ""])),
-                "--batch", draw(st.sampled_from(["128", "64", "0", "-3", "1.5", "x", "99999999999"])),
-                "--gpu-type", draw(st.sampled_from(["a40", "a10", "zz"])),
-                "--cluster", draw(st.sampled_from(["tiny", GOOD_CLUSTER, *BAD_CLUSTERS[:2]]))]
-        argv += draw(st.sampled_from([[], [], ["--pareto", "a40:1x2:2"], ["--pareto", "a40:3x2:1"], ["--pareto", "zz:1x1:1"],
-                                      ["--pareto", "a40:1x2"], ["--pareto", "a40:1024x1024:1"]]))
+        argv = [
+            "estimate",
+            "query",
+            "--model",
+            draw(st.sampled_from(["gpt__1.3B", "moe__1.3B", "gpt__9Z", "gpt", ""])),
+            "--batch",
+            draw(st.sampled_from(["128", "64", "0", "-3", "1.5", "x", "99999999999"])),
+            "--gpu-type",
+            draw(st.sampled_from(["a40", "a10", "zz"])),
+            "--cluster",
+            draw(st.sampled_from(["tiny", GOOD_CLUSTER, *BAD_CLUSTERS[:2]])),
+        ]
+        argv += draw(
+            st.sampled_from(
+                [
+                    [],
+                    [],
+                    ["--pareto", "a40:1x2:2"],
+                    ["--pareto", "a40:3x2:1"],
+                    ["--pareto", "zz:1x1:1"],
+                    ["--pareto", "a40:1x2"],
+                    ["--pareto", "a40:1024x1024:1"],
+                ]
+            )
+        )
         return argv
     measured = draw(st.sampled_from([MEASURED, MEASURED, BAD_MEASURED, JUNK, str(ROOT / "nope.csv")]))
     argv = ["estimate", action, "--measured", measured]
@@ -180,12 +272,26 @@ def estimate_argv(draw) -> list[str]:
 #: Argument vectors that are no command (a bare ``simulate`` or ``compare`` would run the long defaults).
 JUNK_ARGV = st.one_of(
     st.lists(st.sampled_from(["trace", "estimate", "--help", "-v", "x", "--out", "", "--bogus", "-h"]), max_size=3),
-    st.sampled_from([["simulate", "--bogus"], ["compare", "--policies"], ["simulate", "-v", "--seed"], ["compare", "x"],
-                     ["simulate", "--help"], ["-v", "compare", "--out"]]))
+    st.sampled_from(
+        [
+            ["simulate", "--bogus"],
+            ["compare", "--policies"],
+            ["simulate", "-v", "--seed"],
+            ["compare", "x"],
+            ["simulate", "--help"],
+            ["-v", "compare", "--out"],
+        ]
+    ),
+)
 ARGV = st.sampled_from(["simulate", "simulate", "simulate", "compare", "trace", "trace", "estimate", "junk"]).flatmap(
-    lambda kind: {"simulate": run_argv("simulate"), "compare": run_argv("compare"), "trace": trace_argv(),
-                  "estimate": estimate_argv(),
-                  "junk": JUNK_ARGV}[kind])
+    lambda kind: {
+        "simulate": run_argv("simulate"),
+        "compare": run_argv("compare"),
+        "trace": trace_argv(),
+        "estimate": estimate_argv(),
+        "junk": JUNK_ARGV,
+    }[kind]
+)
 
 
 def check_error_output(err: str) -> None:

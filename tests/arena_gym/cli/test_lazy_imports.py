@@ -10,8 +10,7 @@ HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "sc
 
 def _imported_after(code: str) -> set[str]:
     """Top-level heavy modules present in ``sys.modules`` after running ``code`` in a fresh interpreter."""
-    probe = (f"{code}\nimport sys\n"
-             f"print('LOADED:', *sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    probe = f"{code}\nimport sys\nprint('LOADED:', *sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     last = out.stdout.splitlines()[-1]  # after whatever the command printed
     assert last.startswith("LOADED:"), out.stdout
@@ -24,9 +23,11 @@ def test_top_level_parser_imports_no_command_module() -> None:
 
 
 def test_simulate_without_plots_imports_no_torch_sb3_matplotlib_or_scipy(tmp_path) -> None:
-    code = ("from arena_gym.cli import main\n"
-            f"assert main(['simulate', '--policy', 'fcfs', '--trace', 'synthetic:n_jobs=20', '--cluster', 'tiny', "
-            f"'--no-plots', '--out', {str(tmp_path / 'run')!r}]) == 0")
+    code = (
+        "from arena_gym.cli import main\n"
+        f"assert main(['simulate', '--policy', 'fcfs', '--trace', 'synthetic:n_jobs=20', '--cluster', 'tiny', "
+        f"'--no-plots', '--out', {str(tmp_path / 'run')!r}]) == 0"
+    )
     loaded = _imported_after(code)
     # scipy too (FCFS solves no MILP; the solver imports scipy on first use), and pandas (the
     # trace is read and the results written with the csv module)
@@ -35,9 +36,11 @@ def test_simulate_without_plots_imports_no_torch_sb3_matplotlib_or_scipy(tmp_pat
 
 
 def test_compare_without_plots_imports_no_matplotlib(tmp_path) -> None:
-    code = ("from arena_gym.cli import main\n"
-            f"assert main(['compare', '--policies', 'fcfs,srtf', '--trace', 'synthetic:n_jobs=10', '--cluster', 'tiny', "
-            f"'--no-plots', '--out', {str(tmp_path / 'cmp')!r}]) == 0")
+    code = (
+        "from arena_gym.cli import main\n"
+        f"assert main(['compare', '--policies', 'fcfs,srtf', '--trace', 'synthetic:n_jobs=10', '--cluster', 'tiny', "
+        f"'--no-plots', '--out', {str(tmp_path / 'cmp')!r}]) == 0"
+    )
     loaded = _imported_after(code)
     assert loaded == {"pandas"}, loaded  # the leaderboard is a DataFrame
     assert (tmp_path / "cmp" / "leaderboard.csv").is_file()

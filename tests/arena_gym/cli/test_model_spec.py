@@ -7,9 +7,11 @@ import json
 from arena_gym.cli import main
 
 MODEL = {"name": "gpt__mine", "layers": 4, "hidden": 512, "heads": 8}
-TRACE = ("job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\n"
-         "a,0,gpt__mine,32,50,a40,2,\n"
-         "b,10,gpt__mine,64,20,a10,1,\n")
+TRACE = (
+    "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\n"
+    "a,0,gpt__mine,32,50,a40,2,\n"
+    "b,10,gpt__mine,64,20,a10,1,\n"
+)
 
 
 def _files(tmp_path):
@@ -33,8 +35,25 @@ def test_simulate_runs_a_trace_of_a_user_model(tmp_path, capsys):
 
 def test_compare_and_trace_take_the_spec(tmp_path):
     spec, trace = _files(tmp_path)
-    assert main(["compare", "--policies", "fcfs,srtf", "--trace", str(trace), "--cluster", "tiny", "--no-plots",
-                 "--model-spec", str(spec), "--out", str(tmp_path / "cmp")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--policies",
+                "fcfs,srtf",
+                "--trace",
+                str(trace),
+                "--cluster",
+                "tiny",
+                "--no-plots",
+                "--model-spec",
+                str(spec),
+                "--out",
+                str(tmp_path / "cmp"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "cmp" / "leaderboard.csv").is_file()
     assert main(["trace", "info", str(trace), "--cluster", "tiny", "--model-spec", str(spec)]) == 0
 

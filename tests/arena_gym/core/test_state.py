@@ -47,8 +47,16 @@ def test_lifecycle_with_measured_progress_and_a_failure(state):
     state.check_invariants()
     assert state.n_events == 8 and state.events_since(6) == state.events[6:]
     kinds = [e.kind for e in state.events]
-    assert kinds == [EventKind.SUBMIT, EventKind.ALLOCATE, EventKind.RUN, EventKind.PROGRESS, EventKind.FAIL,
-                     EventKind.RUN, EventKind.PROGRESS, EventKind.FINISH]
+    assert kinds == [
+        EventKind.SUBMIT,
+        EventKind.ALLOCATE,
+        EventKind.RUN,
+        EventKind.PROGRESS,
+        EventKind.FAIL,
+        EventKind.RUN,
+        EventKind.PROGRESS,
+        EventKind.FINISH,
+    ]
     record = state.record("live", 0.0, 214.0)
     (out,) = job_outcomes(record)
     assert out.failures == 1 and out.reconfigurations == 0 and out.jct == 214.0 and out.queued_s == 1.0

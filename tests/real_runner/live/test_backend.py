@@ -63,8 +63,13 @@ class Scripted:
             self.phase = 2
             return Decision(allocations=(on(a, 1), on(b, 1)))
         # a's shrunk generation must have run too (on a busy machine b can reach step 6 before a's relaunch does)
-        if self.phase == 2 and b.status is JobStatus.RUNNING and b.iterations_done(snap.now) >= 6 and \
-                a is not None and a.status is JobStatus.RUNNING:
+        if (
+            self.phase == 2
+            and b.status is JobStatus.RUNNING
+            and b.iterations_done(snap.now) >= 6
+            and a is not None
+            and a.status is JobStatus.RUNNING
+        ):
             self.phase = 3
             return Decision(allocations=(on(a, 2),), preemptions=(JobId("b"),))
         if self.phase == 3 and a is None and b.status is JobStatus.PENDING:  # a finished: out of the snapshot
@@ -75,9 +80,16 @@ class Scripted:
 
 def backend(tmp_path: Path, config: LiveConfig, on_status=None) -> LiveBackend:
     bed = load_testbed("cpu-2")
-    return LiveBackend(bed, default_perf_model(bed.cluster()), tmp_path / "run", LocalLauncher(cwd=REPO),
-                       config=config, env=os.environ, cores=sorted(os.sched_getaffinity(0))[:2],
-                       on_status=on_status)
+    return LiveBackend(
+        bed,
+        default_perf_model(bed.cluster()),
+        tmp_path / "run",
+        LocalLauncher(cwd=REPO),
+        config=config,
+        env=os.environ,
+        cores=sorted(os.sched_getaffinity(0))[:2],
+        on_status=on_status,
+    )
 
 
 def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) -> None:
@@ -92,8 +104,9 @@ def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) ->
                     pass
 
     jobs = [job("a", 50, 2), job("b", 120, 1, batch=8, submit=1.0)]  # b long enough to outlast a's relaunch
-    config = LiveConfig(round_s=1.0, checkpoint_every_s=0, checkpoint_every_steps=0, status_every_s=0.5,
-                        stale_timeout_s=120)
+    config = LiveConfig(
+        round_s=1.0, checkpoint_every_s=0, checkpoint_every_steps=0, status_every_s=0.5, stale_timeout_s=120
+    )
     be = backend(tmp_path, config, watch)
     try:
         record = run_episode(be, Scripted(), jobs)
@@ -105,7 +118,11 @@ def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) ->
     assert outcomes["a"].reconfigurations == 2 and outcomes["b"].reconfigurations == 1
     # every allocation is followed by a RUN (the first step of its generation): the real overhead
     for job_id in ("a", "b"):
-        kinds = [(e.kind, e.time) for e in record.events if e.job_id == job_id and e.kind in (EventKind.ALLOCATE, EventKind.RUN)]
+        kinds = [
+            (e.kind, e.time)
+            for e in record.events
+            if e.job_id == job_id and e.kind in (EventKind.ALLOCATE, EventKind.RUN)
+        ]
         assert [k for k, _ in kinds] == [EventKind.ALLOCATE, EventKind.RUN] * (3 if job_id == "a" else 2)
         assert all(run > alloc for (_, alloc), (_, run) in zip(kinds[::2], kinds[1::2]))
     for spec in jobs:
@@ -142,8 +159,14 @@ def test_killed_and_stopped_ranks_are_relaunched_from_their_checkpoints(tmp_path
                 injected[line.job_id] = line.pids[1]
 
     jobs = [job("a", 30, 2), job("b", 30, 2, submit=0.5)]
-    config = LiveConfig(checkpoint_every_steps=5, checkpoint_every_s=0, status_every_s=0.3, stale_timeout_s=10,
-                        stale_steps=5, group_timeout_s=120)
+    config = LiveConfig(
+        checkpoint_every_steps=5,
+        checkpoint_every_s=0,
+        status_every_s=0.3,
+        stale_timeout_s=10,
+        stale_steps=5,
+        group_timeout_s=120,
+    )
     be = backend(tmp_path, config, inject)
     caplog.set_level(logging.WARNING, logger="real_runner.live.backend")
     try:

@@ -29,8 +29,14 @@ REPO = Path(__file__).resolve().parents[3]
 
 def start(*args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "arena_gym", "deploy", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "arena_gym", "deploy", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def journal(out: Path, sql: str) -> int:
@@ -58,8 +64,21 @@ def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, timeout: flo
 
 def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path) -> None:
     out = tmp_path / "deploy"
-    first = start("--policy", "arena", "--testbed", "cpu-2", "--trace", "live:n_jobs=3,work=0.2,span_s=4",
-                  "--out", str(out), "--no-plots", "--checkpoint-every", "2", "--status-every", "2")
+    first = start(
+        "--policy",
+        "arena",
+        "--testbed",
+        "cpu-2",
+        "--trace",
+        "live:n_jobs=3,work=0.2,span_s=4",
+        "--out",
+        str(out),
+        "--no-plots",
+        "--checkpoint-every",
+        "2",
+        "--status-every",
+        "2",
+    )
     wait_for(lambda: journal(out, "SELECT COUNT(*) FROM checkpoints") >= 1, first, timeout=300)
     first.kill()  # kill -9 of the controller; its workers run on in their own sessions
     first.communicate(timeout=30)
@@ -77,9 +96,14 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
     with sqlite3.connect(out / "journal.sqlite") as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'status'").fetchone()[0] == '"interrupted"'
 
-    third = subprocess.run([sys.executable, "-m", "arena_gym", "deploy", "--resume", str(out), "--status-every", "5"],
-                           cwd=REPO, capture_output=True, text=True, timeout=400,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+    third = subprocess.run(
+        [sys.executable, "-m", "arena_gym", "deploy", "--resume", str(out), "--status-every", "5"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert third.returncode == 0, third.stderr[-3000:]
     assert "arena (live): 3/3 jobs finished" in third.stdout and "sim vs live" in third.stdout
     metrics = json.loads((out / "metrics.json").read_text())
@@ -87,8 +111,15 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
     live = pd.read_csv(out / "live_jobs.csv")
     assert (live["final_step"] == live["target_step"]).all() and live["trajectory_ok"].all()
     assert live["resumes"].sum() >= 1
-    assert {"config.json", "jobs.csv", "timeline.csv", "sim_vs_live.csv", "sim_vs_live.json"} <= {p.name for p in out.iterdir()}
+    assert {"config.json", "jobs.csv", "timeline.csv", "sim_vs_live.csv", "sim_vs_live.json"} <= {
+        p.name for p in out.iterdir()
+    }
     assert find_processes(str(out)) == []
-    again = subprocess.run([sys.executable, "-m", "arena_gym", "deploy", "--resume", str(out)], cwd=REPO,
-                           capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "arena_gym", "deploy", "--resume", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 2 and "has finished" in again.stderr

@@ -14,16 +14,22 @@ from arena_gym.loop import run_episode  # noqa: E402
 from real_runner.live.deploy import DeployConfig, finish, open_backend, prepare  # noqa: E402
 from real_runner.progress import read_progress  # noqa: E402
 
-pytestmark = [pytest.mark.gpu, pytest.mark.distributed, pytest.mark.timeout(300),
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.distributed,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
 
 
 def test_jobs_train_on_the_gpu_the_testbed_names(tmp_path) -> None:
     bed = tmp_path / "gpu.json"
-    bed.write_text(json.dumps({"name": "gpu1", "device_type": "a100",
-                               "nodes": [{"host": "localhost", "devices": [0]}]}))
-    config = DeployConfig(policy="fcfs", trace="live:n_jobs=2,work=0.2,span_s=1,gpu_type=a100", testbed=str(bed),
-                          plots=False)
+    bed.write_text(
+        json.dumps({"name": "gpu1", "device_type": "a100", "nodes": [{"host": "localhost", "devices": [0]}]})
+    )
+    config = DeployConfig(
+        policy="fcfs", trace="live:n_jobs=2,work=0.2,span_s=1,gpu_type=a100", testbed=str(bed), plots=False
+    )
     dep = prepare(config, os.environ)
     out = tmp_path / "deploy"
     out.mkdir()

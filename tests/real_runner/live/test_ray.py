@@ -50,8 +50,14 @@ def local_ray(tmp_path_factory):
 
 
 def test_deploy_through_ray_finishes_every_job_on_its_trajectory(tmp_path, local_ray) -> None:
-    config = DeployConfig(policy="arena", trace="live:n_jobs=2,work=0.1,span_s=2", testbed="cpu-2", launcher="ray",
-                          plots=False, status_every_s=5)
+    config = DeployConfig(
+        policy="arena",
+        trace="live:n_jobs=2,work=0.1,span_s=2",
+        testbed="cpu-2",
+        launcher="ray",
+        plots=False,
+        status_every_s=5,
+    )
     dep = prepare(config, os.environ)
     out = tmp_path / "deploy"
     out.mkdir()
@@ -71,13 +77,20 @@ def test_deploy_through_ray_finishes_every_job_on_its_trajectory(tmp_path, local
 
 def test_a_held_generation_is_reattached_by_name_and_stopped(tmp_path, local_ray) -> None:
     bed = load_testbed("cpu-2")
-    slots = DeviceMap(bed, cores=sorted(os.sched_getaffinity(0))[:2]).acquire(
-        "j", Placement(GpuType("cpu"), (0,), 2))
+    slots = DeviceMap(bed, cores=sorted(os.sched_getaffinity(0))[:2]).acquire("j", Placement(GpuType("cpu"), (0,), 2))
     shape = ResourceShape(GpuType("cpu"), 1, 2)
     plan = default_perf_model(bed.cluster()).proxy_plan(ModelRef.parse("gpt__tiny"), 16, shape)
-    spec = WorkerSpec.from_dict({"job_id": "j", "model": "gpt__tiny", "global_batch": 16, "target_step": 5,
-                                 "plan": plan_to_dict(plan), "checkpoint_dir": str(tmp_path / "ckpt"),
-                                 "progress_path": str(tmp_path / "progress.jsonl")})
+    spec = WorkerSpec.from_dict(
+        {
+            "job_id": "j",
+            "model": "gpt__tiny",
+            "global_batch": 16,
+            "target_step": 5,
+            "plan": plan_to_dict(plan),
+            "checkpoint_dir": str(tmp_path / "ckpt"),
+            "progress_path": str(tmp_path / "progress.jsonl"),
+        }
+    )
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(spec.to_json())
     request = LaunchRequest("j", 1, spec_path, slots, tmp_path / "gen1", {**os.environ, "OMP_NUM_THREADS": "1"})

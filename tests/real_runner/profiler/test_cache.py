@@ -39,10 +39,13 @@ def test_profiles_once_then_reuses_the_cached_file(tmp_path, fake_profiler):
 def test_the_key_separates_testbeds_models_and_settings(tmp_path, fake_profiler):
     base = cache.cached_profile_path(load_testbed("cpu-2"), ["gpt__tiny"], tmp_path)
     assert base.parent == tmp_path and base.name.startswith("profile-cpu-2-")
-    others = {cache.cached_profile_path(load_testbed("cpu-1"), ["gpt__tiny"], tmp_path),
-              cache.cached_profile_path(load_testbed("cpu-2"), ["gpt__tiny", "gpt__mini"], tmp_path),
-              cache.cached_profile_path(load_testbed("cpu-2"), ["gpt__tiny"], tmp_path,
-                                        replace(ProfilerSettings(), rounds=3))}
+    others = {
+        cache.cached_profile_path(load_testbed("cpu-1"), ["gpt__tiny"], tmp_path),
+        cache.cached_profile_path(load_testbed("cpu-2"), ["gpt__tiny", "gpt__mini"], tmp_path),
+        cache.cached_profile_path(
+            load_testbed("cpu-2"), ["gpt__tiny"], tmp_path, replace(ProfilerSettings(), rounds=3)
+        ),
+    }
     assert base not in others and len(others) == 3
 
 

@@ -10,12 +10,15 @@ from real_runner.profiler import run
 from tests.estimator.test_profile import synthetic_profile
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--testbed", "nope", "--models", "gpt__tiny"], "unknown testbed"),
-    (["--testbed", "cpu-2", "--models", "moe__10B"], "dense transformers"),
-    (["--testbed", "cpu-2", "--models", "gpt__tiny", "--rounds", "0"], "rounds"),
-    (["--testbed", "cpu-2", "--models", "gpt__tiny", "--samples", "x"], "integers"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--testbed", "nope", "--models", "gpt__tiny"], "unknown testbed"),
+        (["--testbed", "cpu-2", "--models", "moe__10B"], "dense transformers"),
+        (["--testbed", "cpu-2", "--models", "gpt__tiny", "--rounds", "0"], "rounds"),
+        (["--testbed", "cpu-2", "--models", "gpt__tiny", "--samples", "x"], "integers"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
     out = tmp_path / "p.json"
     assert main(["estimate", "profile", *args, "--out", str(out)]) == 2
@@ -33,8 +36,21 @@ def test_a_run_writes_the_profile_and_compares_the_cost(tmp_path, capsys, monkey
 
     monkeypatch.setattr(run, "profile_testbed", fake)
     out = tmp_path / "p.json"
-    code = main(["estimate", "profile", "--testbed", "cpu-2", "--models", "gpt__tiny", "--out", str(out), "--quick",
-                 "--samples", "1,2"])
+    code = main(
+        [
+            "estimate",
+            "profile",
+            "--testbed",
+            "cpu-2",
+            "--models",
+            "gpt__tiny",
+            "--out",
+            str(out),
+            "--quick",
+            "--samples",
+            "1,2",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and seen == {"testbed": "cpu-2", "models": ("gpt__tiny",), "samples": (1, 2)}
     assert load_profile(out).to_dict() == synthetic_profile().to_dict()

@@ -23,8 +23,13 @@ def _kind(op: object) -> str | None:
     name = str(op)
     if "c10d" not in name:
         return None
-    for key, kind in (("allgather", "all_gather"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
-                      ("all_reduce", "all_reduce"), ("allreduce", "all_reduce")):
+    for key, kind in (
+        ("allgather", "all_gather"),
+        ("all_gather", "all_gather"),
+        ("reduce_scatter", "reduce_scatter"),
+        ("all_reduce", "all_reduce"),
+        ("allreduce", "all_reduce"),
+    ):
         if key in name:
             return kind
     return None
@@ -56,8 +61,9 @@ def _count(rank: int, work: str) -> None:
     spec = model_spec("gpt__tiny")
     out = {}
     for name, plan in PLANS.items():
-        trainer = Trainer(spec, resolve_plan(spec, plan, 8, 2), rank=rank, global_batch=8, lr=1e-3, seed=0,
-                          device=torch.device("cpu"))
+        trainer = Trainer(
+            spec, resolve_plan(spec, plan, 8, 2), rank=rank, global_batch=8, lr=1e-3, seed=0, device=torch.device("cpu")
+        )
         trainer.train_step(0)
         recorder = Recorder()
         with recorder:

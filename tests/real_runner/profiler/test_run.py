@@ -19,9 +19,21 @@ from tests.conftest import REPO  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
-TINY = ProfilerSettings(samples=(1, 2), overhead_samples=(1,), rounds=1, warmup_rounds=0, pipeline_samples=(1,),
-                        batches=(1, 4), comm_min_exp=10, comm_max_exp=12, comm_step_exp=2, comm_rounds=2, comm_warmup=0,
-                        optimizer_rounds=1, gap_s=0.0005)
+TINY = ProfilerSettings(
+    samples=(1, 2),
+    overhead_samples=(1,),
+    rounds=1,
+    warmup_rounds=0,
+    pipeline_samples=(1,),
+    batches=(1, 4),
+    comm_min_exp=10,
+    comm_max_exp=12,
+    comm_step_exp=2,
+    comm_rounds=2,
+    comm_warmup=0,
+    optimizer_rounds=1,
+    gap_s=0.0005,
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +55,18 @@ def test_every_layer_wrapper_and_collective_was_measured(profile):
     curves = {(c.layer, c.variant, c.tp): c for c in (*profile.compute, *profile.overhead)}
     for key in [("embed", "compute", 1), ("block", "compute", 1), ("block", "compute", 2), ("head", "compute", 1)]:
         assert curves[key].samples == (1, 2) and all(t > 0 for t in curves[key].fw_s + curves[key].bw_s), key
-    assert {k for k in curves if k[1] != "compute"} == {("embed", "fsdp", 1), ("block", "fsdp", 1), ("head", "fsdp", 1),
-                                                       ("block", "tp", 1), ("model", "pipeline", 1)}
+    assert {k for k in curves if k[1] != "compute"} == {
+        ("embed", "fsdp", 1),
+        ("block", "fsdp", 1),
+        ("head", "fsdp", 1),
+        ("block", "tp", 1),
+        ("model", "pipeline", 1),
+    }
     assert {(t.op, t.ranks, t.nodes) for t in profile.comm} == {(op, 2, 1) for op in COMM_OPS}
     grouped = {(c.layer, c.variant, c.tp) for c in profile.grouped}  # wrapped layers timed on the real 2-rank group
-    assert grouped == {("block", "tp@group", 2)} | {(k, f"{w}@group", 2) for k in ("embed", "block", "head")
-                                                    for w in ("fsdp", "fsdp_sync")}
+    assert grouped == {("block", "tp@group", 2)} | {
+        (k, f"{w}@group", 2) for k in ("embed", "block", "head") for w in ("fsdp", "fsdp_sync")
+    }
     assert all(c.samples == (1, 2) and min(c.fw_s + c.bw_s) > 0 for c in profile.grouped)
     assert all(t.sizes == (1024, 4096) and min(t.seconds) > 0 for t in profile.comm)
     block = profile.models["gpt__tiny"].layers["block"]
@@ -59,8 +77,11 @@ def test_every_layer_wrapper_and_collective_was_measured(profile):
 def test_the_profile_composes_every_kind_of_plan(profile):
     perf = ProfiledPerfModel(profile)
     shape = ResourceShape(GpuType("cpu"), 1, 2)
-    plans = [Plan((StagePlan(0, 6, 2, 1),), 2), Plan((StagePlan(0, 6, 1, 2),), 1),
-             Plan((StagePlan(0, 3, 1, 1), StagePlan(3, 6, 1, 1)), 4, PipeSchedule.ONE_F_ONE_B)]
+    plans = [
+        Plan((StagePlan(0, 6, 2, 1),), 2),
+        Plan((StagePlan(0, 6, 1, 2),), 1),
+        Plan((StagePlan(0, 3, 1, 1), StagePlan(3, 6, 1, 1)), 4, PipeSchedule.ONE_F_ONE_B),
+    ]
     for plan in plans:
         est = perf.estimate(ModelRef.parse("gpt__tiny"), 4, shape, plan)
         assert est.feasible and 0 < est.total_s < 60 and math.isfinite(est.total_s)

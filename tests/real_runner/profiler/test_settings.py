@@ -17,19 +17,22 @@ def test_settings_round_trip_and_sizes():
     assert q.sizes() == [2**10, 2**12, 2**14, 2**16, 2**18, 2**20]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"samples": (4, 1)}, "samples"),
-    ({"samples": ()}, "samples"),
-    ({"overhead_samples": (3,)}, "overhead_samples"),
-    ({"tp": (3,)}, "powers of two"),
-    ({"rounds": 0}, "rounds"),
-    ({"neighbours": "loud"}, "neighbours"),
-    ({"comm_min_exp": 20, "comm_max_exp": 10}, "comm_min_exp"),
-    ({"comm_ops": ("broadcast",)}, "broadcast"),
-    ({"statistic": "max"}, "statistic"),
-    ({"clock": "sundial"}, "clock"),
-    ({"gap_s": 5.0}, "gap_s"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"samples": (4, 1)}, "samples"),
+        ({"samples": ()}, "samples"),
+        ({"overhead_samples": (3,)}, "overhead_samples"),
+        ({"tp": (3,)}, "powers of two"),
+        ({"rounds": 0}, "rounds"),
+        ({"neighbours": "loud"}, "neighbours"),
+        ({"comm_min_exp": 20, "comm_max_exp": 10}, "comm_min_exp"),
+        ({"comm_ops": ("broadcast",)}, "broadcast"),
+        ({"statistic": "max"}, "statistic"),
+        ({"clock": "sundial"}, "clock"),
+        ({"gap_s": 5.0}, "gap_s"),
+    ],
+)
 def test_bad_settings_name_the_setting(change, message):
     with pytest.raises(ValueError, match=message):
         replace(ProfilerSettings(), **change)
@@ -60,11 +63,21 @@ def test_groups_cover_every_size_inside_and_across_nodes(tmp_path):
     from real_runner.profiler.comm import group_specs
 
     def groups(nodes, per_node, ops=("all_reduce", "send_recv")):
-        job = ProfileJob(("gpt__tiny",), replace(ProfilerSettings(), comm_ops=ops), "t", nodes, per_node,
-                         tuple(range(per_node)), str(tmp_path))
+        job = ProfileJob(
+            ("gpt__tiny",),
+            replace(ProfilerSettings(), comm_ops=ops),
+            "t",
+            nodes,
+            per_node,
+            tuple(range(per_node)),
+            str(tmp_path),
+        )
         return [(g.op, g.ranks, g.nodes) for g in group_specs(job)]
 
     assert groups(1, 1) == []
     assert groups(1, 2) == [("all_reduce", (0, 1), 1), ("send_recv", (0, 1), 1)]
-    assert groups(2, 2, ("all_reduce",)) == [("all_reduce", (0, 1), 1), ("all_reduce", (0, 2), 2),
-                                              ("all_reduce", (0, 1, 2, 3), 2)]
+    assert groups(2, 2, ("all_reduce",)) == [
+        ("all_reduce", (0, 1), 1),
+        ("all_reduce", (0, 2), 2),
+        ("all_reduce", (0, 1, 2, 3), 2),
+    ]
