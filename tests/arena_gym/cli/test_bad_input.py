@@ -3,6 +3,7 @@ leaves nothing half-written, and never silently changes what is simulated."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -405,8 +406,10 @@ def test_ctrl_c_leaves_no_partial_results(tmp_path, argv):
         time.sleep(1.5)  # inside trace generation or the runs
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    except BaseException:  # a timeout or a failed wait: take the workers down with the command
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise
     assert proc.returncode == 130, err
     assert re.search(rf"^arena-gym {argv[0]}: interrupted$", err, re.M) and "Traceback" not in err
     assert not out.exists() and not no_leftovers(tmp_path)
