@@ -160,7 +160,7 @@ def compare(
                 plot_dir.mkdir(parents=True, exist_ok=True)
                 plot_all(group, plot_dir)
         board = leaderboard(results, config.pad_reference)
-        write_csv(staging / "leaderboard.csv", board)
+        write_csv(staging / "leaderboard.csv", board.assign(code_version=code_version()))
         (staging / "leaderboard.md").write_text(to_markdown(board))
         write_json(
             staging / "config.json",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pandas as pd
 import pytest
 
 from arena_gym.cluster import load_cluster
@@ -57,6 +58,8 @@ def test_every_run_is_written_and_equals_a_single_run(tmp_path):
     written = json.loads((tmp_path / "out" / "config.json").read_text())
     assert written["code_version"] and written["run_dirs"]["policies"][LATEST]
     assert (tmp_path / "out" / "leaderboard.csv").read_text().count("\n") == 13
+    written_board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert set(written_board["code_version"]) == {written["code_version"]}  # every row names the code that ran it
 
 
 def test_parallel_workers_give_the_serial_results(tmp_path):
