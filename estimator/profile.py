@@ -463,7 +463,7 @@ class Profile:
         """JSON-ready form (the file format)."""
 
         def curve(c: Curve) -> dict[str, Any]:
-            d = {
+            d: dict[str, Any] = {
                 "model": c.model,
                 "layer": c.layer,
                 "samples": list(c.samples),

@@ -433,7 +433,7 @@ def grid_options(
     if N % n_stages:
         return []
     g = N // n_stages
-    out = []
+    out: list[tuple[int, int, int, PipeSchedule]] = []
     for tp in [1] if dp_only else [t for t in (1 << i for i in range(g.bit_length())) if g % t == 0]:
         dp = g // tp
         if heads % tp or batch % dp or (tp > gpn and not cfg.allow_cross_node_tp):
