@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import signal
 from collections.abc import Sequence
 
 from arena_gym.core import ClusterState
@@ -138,3 +139,9 @@ def checked_run(
     """``run_episode`` on a checked simulator that charges the policy's own overhead class."""
     backend = CheckedBackend(sim_backend(cluster, perf, policy, config))
     return run_episode(backend, policy, jobs)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that a test interrupts: SIGINT at its default, as under a terminal,
+    even when the test run itself was started with SIGINT ignored (a background job of a shell)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from arena_gym.cli import main
+from tests.helpers import default_sigint
 
 TINY = "synthetic:n_jobs=4,rate_per_h=60,max_gpus=2"
 CANON = "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\n"
@@ -398,6 +399,7 @@ def test_ctrl_c_leaves_no_partial_results(tmp_path, argv):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 60

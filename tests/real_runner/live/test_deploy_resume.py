@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from real_runner.launchers.local import find_processes
+from tests.helpers import default_sigint
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
 
@@ -36,6 +37,7 @@ def start(*args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
 
 
@@ -103,11 +105,13 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
         text=True,
         timeout=400,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=default_sigint,
     )
     assert third.returncode == 0, third.stderr[-3000:]
     assert "arena (live): 3/3 jobs finished" in third.stdout and "sim vs live" in third.stdout
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["jobs_finished"] == 3 and metrics["trajectories_ok"] == 3 and metrics["failures"] >= 1
+    # whether a generation is lost while no controller runs (counted as a failure) depends on timing: not asserted
+    assert metrics["jobs_finished"] == 3 and metrics["trajectories_ok"] == 3
     live = pd.read_csv(out / "live_jobs.csv")
     assert (live["final_step"] == live["target_step"]).all() and live["trajectory_ok"].all()
     assert live["resumes"].sum() >= 1
