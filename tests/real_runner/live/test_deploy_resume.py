@@ -97,6 +97,7 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
     assert find_processes(str(out)) == []
     with sqlite3.connect(out / "journal.sqlite") as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'status'").fetchone()[0] == '"interrupted"'
+    unfinished = 3 - journal(out, "SELECT COUNT(*) FROM ops WHERE op = 'finish'")  # stopped by the Ctrl-C
 
     third = subprocess.run(
         [sys.executable, "-m", "arena_gym", "deploy", "--resume", str(out), "--status-every", "5"],
@@ -114,7 +115,7 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
     assert metrics["jobs_finished"] == 3 and metrics["trajectories_ok"] == 3
     live = pd.read_csv(out / "live_jobs.csv")
     assert (live["final_step"] == live["target_step"]).all() and live["trajectory_ok"].all()
-    assert live["resumes"].sum() >= 1
+    assert live["resumes"].sum() >= (1 if unfinished else 0)  # the interrupted jobs continued from checkpoints
     assert {"config.json", "jobs.csv", "timeline.csv", "sim_vs_live.csv", "sim_vs_live.json"} <= {
         p.name for p in out.iterdir()
     }
