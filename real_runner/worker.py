@@ -1,40 +1,34 @@
-"""Worker entry point: ``python -m real_runner.worker --spec FILE [--pin-core N] [--launched-at T]``.
+"""One rank of a training job, as a library: the checks that need no torch, then the training.
 
-Run one process per rank. The rank and world size come from ``RANK`` / ``WORLD_SIZE`` (default: one
-process), the rendezvous from ``MASTER_ADDR`` / ``MASTER_PORT`` (``env://``), as torchrun and
-:mod:`real_runner.launch` set them; ``LOCAL_RANK`` picks the CUDA device. Backend: nccl with CUDA,
-gloo on CPU (one intra-op thread per rank).
+:mod:`real_runner.worker_cli` is the process entry point (``python -m real_runner.worker`` runs it
+too): it reads the command line and the rank variables, calls :func:`prepare` and :func:`train`, and
+maps their exceptions to one line on stderr and the exit codes below.
 
 Exit codes: 0 when the target step is reached (after a final checkpoint and a ``done`` record) or
-after SIGTERM (the job saves at the next step boundary and writes ``stopped``); 2 for bad input (a
-spec, plan or checkpoint that cannot be used), with one line on stderr and nothing written; 1 for
-any other failure, with the cause on stderr.
+after a stop request (the job saves at the next step boundary and writes ``stopped``); 2 for bad input
+(a spec, plan or checkpoint that cannot be used: ``ValueError``, ``CheckpointError``, ``OSError``
+before torch); 1 for any other failure (:func:`record_error` writes its ``error`` record).
 
 Everything that can be checked without torch (spec, plan, checkpoint manifests) is checked before
-torch is imported, so bad input fails within a second, and SIGTERM is handled from the start.
+torch is imported, so bad input fails within a second.
 
-Pre-launch (``--hold-until FILE``): a new generation can be started while the previous one still
-runs; it imports torch, then waits for FILE (the launcher creates it once the previous generation
-has exited) before it selects the checkpoint and joins the group, which takes the interpreter start
-and the torch import out of the reconfiguration time.
+Pre-launch (``hold``): a new generation can be started while the previous one still runs; it imports
+torch, then waits for the hold file (the launcher creates it once the previous generation has exited)
+before it selects the checkpoint and joins the group, which takes the interpreter start and the torch
+import out of the reconfiguration time.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import logging
-import os
-import signal
-import sys
 import threading
 import time
-import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from real_runner.checkpoint_files import CheckpointError, CheckpointInfo, select_checkpoint
+from real_runner.checkpoint_files import CheckpointInfo, select_checkpoint
 from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
 from real_runner.progress import ProgressRecord, ProgressWriter
 from real_runner.spec import WorkerSpec
@@ -45,40 +39,19 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class _Timing:
-    main_at: float  # wall time main() began
+class Timing:
+    """Start-up times of a rank, reported in its ``start`` record."""
+
+    main_at: float  # wall time the entry point began
     launched_at: float | None  # wall time the launcher started the process
     prepare_s: float  # checks before torch
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit code 2
-        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
+def rank_env(env: Mapping[str, str]) -> tuple[int, int, int]:
+    """(rank, world size, local rank) from ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` in ``env`` (defaults: one rank).
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """The worker's command line."""
-    p = _Parser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    p.add_argument("--spec", required=True, help="job spec JSON file (see real_runner.spec)")
-    p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
-    p.add_argument(
-        "--launched-at",
-        type=float,
-        default=None,
-        help="wall time (epoch seconds) the launcher started this process, for start-up timings",
-    )
-    p.add_argument(
-        "--hold-until",
-        default=None,
-        metavar="FILE",
-        help="pre-launch: import torch, then wait until FILE exists before reading the checkpoint and "
-        "joining the process group (the previous generation may still be saving it)",
-    )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    return p
-
-
-def _rank_env(env: Mapping[str, str]) -> tuple[int, int, int]:
+    ValueError (one line) when they are not integers or the rank lies outside the world.
+    """
     try:
         rank, world, local = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1")), int(env.get("LOCAL_RANK", "0"))
     except ValueError as exc:
@@ -116,47 +89,8 @@ def _wait_for_file(path: Path, stop: threading.Event, poll_s: float = 0.005) -> 
     return True
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    """Run one rank; return the exit code."""
-    main_at = time.time()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    args = build_parser().parse_args(argv)
-    env = os.environ if env is None else env
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        rank, world, local_rank = _rank_env(env)
-        spec = WorkerSpec.load(args.spec)
-        executed = resolve(spec, world)
-        resume = find_checkpoint(spec) if args.hold_until is None else None  # held: read after the release
-        if args.pin_core is not None:
-            os.sched_setaffinity(0, {args.pin_core})
-    except (ValueError, CheckpointError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    for note in executed.notes:
-        log.warning("plan %s: %s", spec.plan.describe(), note)
-    try:
-        timing = _Timing(main_at, args.launched_at, time.time() - main_at)
-        hold = None if args.hold_until is None else Path(args.hold_until)
-        return _train(spec, executed, resume, hold, rank, world, local_rank, timing, stop)
-    except CheckpointError as exc:  # the checkpoint passed its manifest but DCP's loader refused it
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # noqa: BLE001 - any failure: cause on stderr, an error record, non-zero exit
-        traceback.print_exc(file=sys.stderr)
-        message = f"{type(exc).__name__}: {exc}"
-        print(f"error: {message}", file=sys.stderr)
-        if rank == 0:
-            _record_error(spec, message)
-        return EXIT_FAILURE
-
-
-def _record_error(spec: WorkerSpec, message: str) -> None:
+def record_error(spec: WorkerSpec, message: str) -> None:
+    """Append an ``error`` record with ``message`` to the job's progress file (logged when that fails)."""
     try:
         writer = ProgressWriter(spec.progress_path)
         writer.write(ProgressRecord(time.time(), "error", spec.job_id, -1, info={"message": message}))
@@ -165,7 +99,7 @@ def _record_error(spec: WorkerSpec, message: str) -> None:
         log.error("could not write the error record to %s: %s", spec.progress_path, exc)
 
 
-def _train(
+def train(
     spec: WorkerSpec,
     executed: ExecutedPlan,
     resume: CheckpointInfo | None,
@@ -173,9 +107,19 @@ def _train(
     rank: int,
     world: int,
     local_rank: int,
-    timing: _Timing,
+    timing: Timing,
     stop: threading.Event,
 ) -> int:
+    """Train this rank from ``resume`` (None: from scratch) until the spec's target step or until ``stop``
+    is set; return :data:`EXIT_OK`.
+
+    With ``hold``, import torch, mark this rank ready (:func:`ready_file`) and wait for ``hold`` before the
+    checkpoint is selected (``resume`` is then ignored). CheckpointError: a checkpoint that passed its
+    manifest but that DCP refused, or none where the spec requires one (bad input); any other exception
+    is a failure.
+    """
+    for note in executed.notes:
+        log.warning("plan %s: %s", spec.plan.describe(), note)
     t_import = time.time()
     import torch  # noqa: PLC0415 - imported after the checks and the SIGTERM handler
     import torch.distributed as dist  # noqa: PLC0415
@@ -225,9 +169,7 @@ def _train(
     return EXIT_OK
 
 
-if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(code)  # skip the interpreter's slow teardown of torch's threads (seconds on CPU)
+if __name__ == "__main__":  # ``python -m real_runner.worker``: the command line lives in real_runner.worker_cli
+    from real_runner.worker_cli import run
+
+    run()

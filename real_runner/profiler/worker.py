@@ -1,47 +1,25 @@
-"""One profiling rank: ``python -m real_runner.profiler.worker --spec JOB.json [--pin-core N] [--launched-at T]``.
+"""One profiling rank, as a library: :func:`run_rank` (the process entry point is :mod:`real_runner.profiler.worker_cli`).
 
-Started by :func:`real_runner.profiler.run.profile_testbed` with the runner's rank variables
-(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). Each rank pins
-itself (CPU: one core, one thread), joins the group (nccl with CUDA, gloo on CPU), runs the
-computation phase on its own device (all ranks at once when the job's neighbours are ``busy``,
-rank 0 alone when ``idle``), then the collective tables and the wrapped layers on real groups
-(:mod:`real_runner.profiler.grouped`) with every rank, and writes
-``OUT/rank{R}.json``. Rank 0 appends progress lines ``{"phase", "done", "total"}`` to
-``OUT/progress.jsonl``. Exit codes: 0 done, 2 bad input (one line on stderr), 1 any other failure.
+Each rank joins the group (nccl with CUDA, gloo on CPU), runs the computation phase on its own
+device (all ranks at once when the job's neighbours are ``busy``, rank 0 alone when ``idle``), then
+the collective tables and the wrapped layers on real groups (:mod:`real_runner.profiler.grouped`)
+with every rank, and writes ``OUT/rank{R}.json``. Rank 0 appends progress lines
+``{"phase", "done", "total"}`` to ``OUT/progress.jsonl``.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
-import logging
-import os
 import platform
-import sys
 import time
-import traceback
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-log = logging.getLogger("real_runner.profiler.worker")
+if TYPE_CHECKING:
+    from real_runner.profiler.settings import ProfileJob
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit code 2
-        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The rank's command line."""
-    p = _Parser(prog="python -m real_runner.profiler.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    p.add_argument("--spec", required=True, help="profiler job JSON (written by real_runner.profiler.run)")
-    p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
-    p.add_argument("--launched-at", type=float, default=None, help="wall time the launcher started this process")
-    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    return p
 
 
 def host_description(cuda: bool) -> str:
@@ -75,37 +53,11 @@ class _Progress:
             self.fh.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one profiling rank; return the exit code."""
-    main_at = time.time()
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        from real_runner.profiler.settings import ProfileJob  # noqa: PLC0415
+def run_rank(job: ProfileJob, rank: int, world: int, local_rank: int, main_at: float, launched_at: float | None) -> int:
+    """Profile this rank's device for ``job`` (``main_at``, ``launched_at``: start-up wall times); return :data:`EXIT_OK`.
 
-        rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        job = ProfileJob.load(args.spec)
-        if world != job.world_size or not 0 <= rank < world:
-            raise ValueError(f"rank {rank} of {world} does not match the job's {job.world_size} devices")
-        if args.pin_core is not None:
-            os.sched_setaffinity(0, {args.pin_core})
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        return _run(job, rank, world, local_rank, main_at, args.launched_at)
-    except Exception as exc:  # noqa: BLE001 - any failure: cause on stderr, non-zero exit
-        traceback.print_exc(file=sys.stderr)
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-
-
-def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_at: float | None) -> int:
+    Any exception is a failure of the rank.
+    """
     import torch  # noqa: PLC0415 - after the argument checks
     import torch.distributed as dist  # noqa: PLC0415
 
@@ -173,9 +125,7 @@ def _run(job, rank: int, world: int, local_rank: int, main_at: float, launched_a
     return EXIT_OK
 
 
-if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(code)  # skip the interpreter's slow teardown of torch's threads
+if __name__ == "__main__":  # ``python -m real_runner.profiler.worker``: the command line lives in worker_cli
+    from real_runner.profiler.worker_cli import run
+
+    run()
