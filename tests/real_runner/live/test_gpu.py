@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from arena_gym.loop import run_episode  # noqa: E402
-from real_runner.live.deploy import DeployConfig, finish, open_backend, prepare  # noqa: E402
+from real_runner.live.deploy import DeployConfig  # noqa: E402
 from real_runner.progress import read_progress  # noqa: E402
 
 pytestmark = [
@@ -22,7 +20,7 @@ pytestmark = [
 ]
 
 
-def test_jobs_train_on_the_gpu_the_testbed_names(tmp_path) -> None:
+def test_jobs_train_on_the_gpu_the_testbed_names(tmp_path, run_deploy) -> None:
     bed = tmp_path / "gpu.json"
     bed.write_text(
         json.dumps({"name": "gpu1", "device_type": "a100", "nodes": [{"host": "localhost", "devices": [0]}]})
@@ -30,15 +28,7 @@ def test_jobs_train_on_the_gpu_the_testbed_names(tmp_path) -> None:
     config = DeployConfig(
         policy="fcfs", trace="live:n_jobs=2,work=0.2,span_s=1,gpu_type=a100", testbed=str(bed), plots=False
     )
-    dep = prepare(config, os.environ)
-    out = tmp_path / "deploy"
-    out.mkdir()
-    backend = open_backend(dep, out, {**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        record = run_episode(backend, dep.policy, dep.jobs)
-    finally:
-        backend.close()
-    result = finish(dep, backend, record)
+    dep, backend, _, result = run_deploy(config)
     assert result.metrics["jobs_finished"] == 2 and result.metrics["trajectories_ok"] == 2
     assert result.metrics["oversubscription"] == 1.0
     for spec in dep.jobs:

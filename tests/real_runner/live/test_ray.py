@@ -16,13 +16,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
-from arena_gym.loop import run_episode  # noqa: E402
 from arena_gym.types import GpuType, ModelRef, Placement, ResourceShape  # noqa: E402
 from estimator import default_perf_model  # noqa: E402
 from real_runner.launchers.base import LaunchRequest  # noqa: E402
 from real_runner.launchers.local import find_processes  # noqa: E402
 from real_runner.launchers.ray_launcher import RayLauncher  # noqa: E402
-from real_runner.live.deploy import DeployConfig, finish, open_backend, prepare, write_results  # noqa: E402
+from real_runner.live.deploy import DeployConfig, write_results  # noqa: E402
 from real_runner.live.devices import DeviceMap  # noqa: E402
 from real_runner.plans import plan_to_dict  # noqa: E402
 from real_runner.spec import WorkerSpec  # noqa: E402
@@ -49,7 +48,7 @@ def local_ray(tmp_path_factory):
             shutil.rmtree(home, ignore_errors=True)
 
 
-def test_deploy_through_ray_finishes_every_job_on_its_trajectory(tmp_path, local_ray) -> None:
+def test_deploy_through_ray_finishes_every_job_on_its_trajectory(run_deploy, local_ray) -> None:
     config = DeployConfig(
         policy="arena",
         trace="live:n_jobs=2,work=0.1,span_s=2",
@@ -58,15 +57,7 @@ def test_deploy_through_ray_finishes_every_job_on_its_trajectory(tmp_path, local
         plots=False,
         status_every_s=5,
     )
-    dep = prepare(config, os.environ)
-    out = tmp_path / "deploy"
-    out.mkdir()
-    backend = open_backend(dep, out, {**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        record = run_episode(backend, dep.policy, dep.jobs)
-    finally:
-        backend.close()
-    result = finish(dep, backend, record)
+    dep, _, out, result = run_deploy(config)
     write_results(out, dep, result)
     assert result.metrics["jobs_finished"] == 2 and result.metrics["trajectories_ok"] == 2
     assert (result.live_jobs["final_step"] == result.live_jobs["target_step"]).all()
