@@ -22,15 +22,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from pathlib import Path
 
 from traces.formats import ARENA_COLUMNS
-from traces.table import CsvTable, JobColumns, read_jobs
+from traces.table import JobColumns, load_job_table
 from traces.trace import Trace
 
 log = logging.getLogger(__name__)
 
 ARENA_JOB_COLUMNS = JobColumns(
+    format_label="arena",
+    required=ARENA_COLUMNS,
+    source="arena-csv",
     job_id="job_id",
     submit="submission_time",
     model="model_name",
@@ -52,15 +54,14 @@ def load_arena_csv(
         raise ValueError(f"iteration_divisor must be >= 1, got {iteration_divisor}")
     if not deadline_scale > 0:
         raise ValueError(f"deadline_scale must be > 0, got {deadline_scale}")
-    table = CsvTable(path, ARENA_COLUMNS, "arena")
-    jobs, offset = read_jobs(table, ARENA_JOB_COLUMNS, iteration_divisor=iteration_divisor)
+    trace = load_job_table(path, ARENA_JOB_COLUMNS, name=name, iteration_divisor=iteration_divisor)
     if deadline_scale != 1.0:
         jobs = tuple(
             j
             if j.deadline is None
             else dataclasses.replace(j, deadline=j.submit_time + deadline_scale * (j.deadline - j.submit_time))
-            for j in jobs
+            for j in trace.jobs
         )
-    trace = Trace(name or Path(path).stem, jobs, f"arena-csv:{os.fspath(path)}", offset)
+        trace = dataclasses.replace(trace, jobs=jobs)
     log.info("loaded %d jobs from %s (Arena CSV, iterations / %d)", len(trace), os.fspath(path), iteration_divisor)
     return trace

@@ -16,12 +16,15 @@ from pathlib import Path
 
 from arena_gym.outputs import atomic_write
 from traces.formats import CANONICAL_COLUMNS
-from traces.table import CsvTable, JobColumns, read_jobs
+from traces.table import JobColumns, load_job_table
 from traces.trace import Trace
 
 log = logging.getLogger(__name__)
 
 CANONICAL_JOB_COLUMNS = JobColumns(
+    format_label="canonical",
+    required=CANONICAL_COLUMNS,
+    source="canonical",
     job_id="job_id",
     submit="submit_time_s",
     model="model",
@@ -36,9 +39,7 @@ CANONICAL_JOB_COLUMNS = JobColumns(
 
 def load_canonical(path: str | os.PathLike[str], *, name: str | None = None) -> Trace:
     """Load a canonical trace CSV (times rebased to the first job)."""
-    table = CsvTable(path, CANONICAL_COLUMNS, "canonical")
-    jobs, offset = read_jobs(table, CANONICAL_JOB_COLUMNS)
-    trace = Trace(name or Path(path).stem, jobs, f"canonical:{os.fspath(path)}", offset)
+    trace = load_job_table(path, CANONICAL_JOB_COLUMNS, name=name)
     log.info("loaded %d jobs from %s (canonical)", len(trace), os.fspath(path))
     return trace
 

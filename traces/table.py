@@ -16,10 +16,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 
 from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
+from traces.trace import Trace
 
 #: Model families a trace may name (after aliases such as ``bert`` -> ``gpt``).
 FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
@@ -319,8 +321,12 @@ def rebase_order(submits: np.ndarray, ids: Sequence[str], keep: np.ndarray | Non
 
 @dataclass(frozen=True)
 class JobColumns:
-    """Which column of a fully specified format (canonical, Arena CSV) holds which job field."""
+    """A fully specified format (canonical, Arena CSV): its name, the header it needs, the prefix of a
+    trace's ``source``, and which column holds which job field."""
 
+    format_label: str
+    required: tuple[str, ...]
+    source: str
     job_id: str
     submit: str
     model: str
@@ -366,3 +372,12 @@ def read_jobs(table: CsvTable, cols: JobColumns, *, iteration_divisor: int = 1) 
             )
         )
     return tuple(jobs), offset
+
+
+def load_job_table(
+    path: str | os.PathLike[str], cols: JobColumns, *, name: str | None = None, iteration_divisor: int = 1
+) -> Trace:
+    """The trace of a fully specified table file (:func:`read_jobs`), named ``name`` or the file's stem."""
+    table = CsvTable(path, cols.required, cols.format_label)
+    jobs, offset = read_jobs(table, cols, iteration_divisor=iteration_divisor)
+    return Trace(name or Path(path).stem, jobs, f"{cols.source}:{os.fspath(path)}", offset)
