@@ -42,6 +42,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=_ints, default=None, help="tensor-parallel degrees (default: all the node allows)")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per item")
     parser.add_argument(
+        "--layer-repeats",
+        type=int,
+        default=None,
+        help="calls of each layer back to back per round; the first warms it (default 3)",
+    )
+    parser.add_argument(
         "--neighbours",
         choices=["busy", "idle"],
         default=None,
@@ -68,6 +74,7 @@ def _settings(args: argparse.Namespace):
             ("samples", args.samples),
             ("tp", args.tp),
             ("rounds", args.rounds),
+            ("layer_repeats", args.layer_repeats),
             ("neighbours", args.neighbours),
             ("comm_max_exp", args.max_bytes_exp),
         )

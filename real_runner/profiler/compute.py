@@ -57,7 +57,9 @@ def _layers(
             for tp in tps if kind == "block" else [1]:
                 for n in s.samples:
                     plain[len(items)] = {"model": name, "layer": kind, "variant": "compute", "tp": tp, "samples": n}
-                    items.append(layer_item(build_layer(spec, index, tp).to(device), spec, kind, n, device))
+                    items.append(
+                        layer_item(build_layer(spec, index, tp).to(device), spec, kind, n, device, s.layer_repeats)
+                    )
                     if tp != 1 or n not in s.overhead_samples:
                         continue
                     reference = len(items) - 1
@@ -66,7 +68,14 @@ def _layers(
                             (len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n})
                         )
                         items.append(
-                            layer_item(wrap(build_layer(spec, index).to(device), w, mesh), spec, kind, n, device)
+                            layer_item(
+                                wrap(build_layer(spec, index).to(device), w, mesh),
+                                spec,
+                                kind,
+                                n,
+                                device,
+                                s.layer_repeats,
+                            )
                         )
     call = len(items)
     items.append(backward_call_item(device))

@@ -98,7 +98,7 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
         for tp in tps:
             for n in s.samples:
                 block = wrap(build_layer(spec, KIND_INDEX["block"](spec)).to(device), "tp", meshes[tp])
-                items.append(layer_item(block, spec, "block", n, device))
+                items.append(layer_item(block, spec, "block", n, device, s.layer_repeats))
                 keys.append({"model": name, "layer": "block", "wrapper": "tp", "group": tp, "samples": n})
         for dp in sizes:
             for kind in KINDS:
@@ -106,7 +106,7 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
                     for wrapper in ("fsdp", "fsdp_sync"):
                         unit = fsdp_unit(build_layer(spec, KIND_INDEX[kind](spec)).to(device), kind, meshes[dp])
                         unit.set_requires_gradient_sync(wrapper == "fsdp_sync")
-                        items.append(layer_item(unit, spec, kind, n, device))
+                        items.append(layer_item(unit, spec, kind, n, device, s.layer_repeats))
                         keys.append({"model": name, "layer": kind, "wrapper": wrapper, "group": dp, "samples": n})
     watch = Stopwatch(device, "wall")
     laps: list[list[list[float]]] = [[] for _ in items]

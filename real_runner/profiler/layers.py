@@ -56,12 +56,20 @@ def _inputs(spec: TransformerSpec, kind: str, samples: int, device: torch.device
     return hidden, tokens
 
 
-def layer_item(module: nn.Module, spec: TransformerSpec, kind: str, samples: int, device: torch.device) -> Item:
-    """Forward and backward of one layer (the head with the loss); grads cleared outside the timing."""
+def layer_item(
+    module: nn.Module, spec: TransformerSpec, kind: str, samples: int, device: torch.device, repeats: int = 1
+) -> Item:
+    """Forward and backward of one layer (the head with the loss), ``repeats`` times back to back; grads cleared
+    outside the timing.
+
+    With ``repeats > 1`` the first call warms the layer's code paths and buffers and the laps are the mean of
+    the others: a training step runs a layer kind many times in a row (every block, every micro-batch), so
+    its warm time is what a step pays.
+    """
     x, y = _inputs(spec, kind, samples, device)
     grad = None if kind == "head" else torch.ones(samples, spec.seq_len, spec.hidden, device=device)
 
-    def run(watch: Stopwatch) -> list[float]:
+    def once(watch: Stopwatch) -> list[float]:
         module.zero_grad(set_to_none=True)
         x.grad = None
         watch.mark()
@@ -70,6 +78,10 @@ def layer_item(module: nn.Module, spec: TransformerSpec, kind: str, samples: int
         out.backward(grad)
         watch.mark()
         return watch.laps()
+
+    def run(watch: Stopwatch) -> list[float]:
+        calls = [once(watch) for _ in range(repeats)][1 if repeats > 1 else 0 :]
+        return [sum(lap[i] for lap in calls) / len(calls) for i in range(2)]
 
     return run
 

@@ -22,7 +22,9 @@ class ProfilerSettings:
     ``tp``: tensor-parallel degrees whose per-device block shapes are profiled (empty: every
     power of two up to the testbed's devices per node that divides the heads); ``rounds`` /
     ``warmup_rounds``: timed and untimed rounds (each round times every item once, interleaved,
-    so load changes hit every item alike; the median over rounds is kept); ``neighbours``:
+    so load changes hit every item alike; the median over rounds is kept); ``layer_repeats``: calls
+    of a layer back to back per round (the first warms it and is dropped when there are more:
+    a step runs each layer kind warm); ``neighbours``:
     ``busy`` profiles compute on every device of the node at once (each device's neighbours
     compute too, as in training), ``idle`` on the first device while the others wait;
     ``pipeline_samples`` / ``pipeline_micro_batches``: where the pipeline schedule's overhead is
@@ -45,6 +47,7 @@ class ProfilerSettings:
     tp: tuple[int, ...] = ()
     rounds: int = 7
     warmup_rounds: int = 2
+    layer_repeats: int = 3
     neighbours: str = "busy"
     pipeline_samples: tuple[int, ...] = (1, 4, 8)
     pipeline_micro_batches: int = 2
@@ -76,7 +79,7 @@ class ProfilerSettings:
             )
         if any(not isinstance(t, int) or t < 1 or t & (t - 1) for t in self.tp):
             raise ValueError(f"profiler setting tp must be powers of two, got {self.tp!r}")
-        for name in ("rounds", "comm_rounds", "optimizer_rounds", "pipeline_micro_batches"):
+        for name in ("rounds", "layer_repeats", "comm_rounds", "optimizer_rounds", "pipeline_micro_batches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"profiler setting {name} must be >= 1, got {getattr(self, name)}")
         if self.warmup_rounds < 0 or self.comm_warmup < 0:
@@ -107,6 +110,7 @@ class ProfilerSettings:
             overhead_samples=(1, 4),
             rounds=3,
             warmup_rounds=1,
+            layer_repeats=2,
             pipeline_samples=(2,),
             batches=(1, 16),
             comm_min_exp=10,

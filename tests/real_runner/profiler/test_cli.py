@@ -16,6 +16,7 @@ from tests.estimator.test_profile import synthetic_profile
         (["--testbed", "nope", "--models", "gpt__tiny"], "unknown testbed"),
         (["--testbed", "cpu-2", "--models", "moe__10B"], "dense transformers"),
         (["--testbed", "cpu-2", "--models", "gpt__tiny", "--rounds", "0"], "rounds"),
+        (["--testbed", "cpu-2", "--models", "gpt__tiny", "--layer-repeats", "0"], "layer_repeats"),
         (["--testbed", "cpu-2", "--models", "gpt__tiny", "--samples", "x"], "integers"),
     ],
 )

@@ -25,6 +25,7 @@ def test_settings_round_trip_and_sizes():
         ({"overhead_samples": (3,)}, "overhead_samples"),
         ({"tp": (3,)}, "powers of two"),
         ({"rounds": 0}, "rounds"),
+        ({"layer_repeats": 0}, "layer_repeats"),
         ({"neighbours": "loud"}, "neighbours"),
         ({"comm_min_exp": 20, "comm_max_exp": 10}, "comm_min_exp"),
         ({"comm_ops": ("broadcast",)}, "broadcast"),
