@@ -38,6 +38,22 @@ def _episode(policy, evaluator: Evaluator) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if k not in WALL_CLOCK_KEYS}
 
 
+def _cli(*args: str, out: Path) -> int:
+    """``arena-gym ARGS`` on the tiny cluster and the test trace, writing to ``out``; its exit code."""
+    return main([*args, "--cluster", "tiny", "--trace", TRACE, "--perf", PERF, "--out", str(out)])
+
+
+def _rewrite(src: Path, dst: Path, member: str, payload: bytes | None) -> Path:
+    """A copy of the zip ``src`` as ``dst`` with ``member`` replaced by ``payload`` (None: left out)."""
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, "w") as b:
+        for name in a.namelist():
+            if name != member:
+                b.writestr(name, a.read(name))
+            elif payload is not None:
+                b.writestr(name, payload)
+    return dst
+
+
 def test_round_trip_is_deterministic(saved: tuple[Path, MaskablePPO], env_overrides: dict) -> None:
     path, _ = saved
     info = read_model_info(path)
@@ -68,21 +84,7 @@ def test_loaded_model_acts_like_the_saved_one(saved: tuple[Path, MaskablePPO], e
 def test_compare_accepts_sb3_policy(saved: tuple[Path, MaskablePPO], tmp_path: Path) -> None:
     path, _ = saved
     out = tmp_path / "compare"
-    code = main(
-        [
-            "compare",
-            "--policies",
-            f"fcfs,sb3:{path}",
-            "--cluster",
-            "tiny",
-            "--trace",
-            TRACE,
-            "--perf",
-            PERF,
-            "--out",
-            str(out),
-        ]
-    )
+    code = _cli("compare", "--policies", f"fcfs,sb3:{path}", out=out)
     assert code == 0
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board["policy"]) == {"fcfs", f"sb3:{path}"}
@@ -105,11 +107,7 @@ def test_missing_and_corrupt_files(tmp_path: Path, saved: tuple[Path, MaskablePP
     garbage.write_bytes(b"not a zip at all")
     with pytest.raises(ValueError, match="not a zip archive"):
         make_policy(f"sb3:{garbage}")
-    bare = tmp_path / "bare.zip"
-    with zipfile.ZipFile(saved[0]) as src, zipfile.ZipFile(bare, "w") as dst:
-        for name in src.namelist():
-            if name != METADATA_MEMBER:
-                dst.writestr(name, src.read(name))
+    bare = _rewrite(saved[0], tmp_path / "bare.zip", METADATA_MEMBER, None)
     with pytest.raises(ValueError, match="not saved by arena-gym train"):
         make_policy(f"sb3:{bare}")
     truncated = tmp_path / "truncated.zip"
@@ -121,21 +119,7 @@ def test_missing_and_corrupt_files(tmp_path: Path, saved: tuple[Path, MaskablePP
 
 def test_cli_reports_a_missing_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "absent.zip"
-    code = main(
-        [
-            "simulate",
-            "--policy",
-            f"sb3:{missing}",
-            "--cluster",
-            "tiny",
-            "--trace",
-            TRACE,
-            "--perf",
-            PERF,
-            "--out",
-            str(tmp_path / "sim"),
-        ]
-    )
+    code = _cli("simulate", "--policy", f"sb3:{missing}", out=tmp_path / "sim")
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"arena-gym simulate: error: model file {missing} does not exist"
@@ -155,24 +139,12 @@ def test_greedy_action_never_picks_a_masked_action(saved: tuple[Path, MaskablePP
 
 
 def test_unknown_pickled_entry_is_refused(tmp_path: Path, saved: tuple[Path, MaskablePPO]) -> None:
-    tampered = tmp_path / "tampered.zip"
-    with zipfile.ZipFile(saved[0]) as src, zipfile.ZipFile(tampered, "w") as dst:
-        for name in src.namelist():
-            payload = src.read(name)
-            if name == "data":
-                data = json.loads(payload)
-                data["surprise"] = {":type:": "<class 'object'>", ":serialized:": "gAROLg=="}
-                payload = json.dumps(data).encode()
-            dst.writestr(name, payload)
+    with zipfile.ZipFile(saved[0]) as archive:
+        data = json.loads(archive.read("data"))
+    data["surprise"] = {":type:": "<class 'object'>", ":serialized:": "gAROLg=="}
+    tampered = _rewrite(saved[0], tmp_path / "tampered.zip", "data", json.dumps(data).encode())
     with pytest.raises(ValueError, match="'surprise' is a pickle with no safe replacement"):
         make_policy(f"sb3:{tampered}")
-
-
-def _rewrite(src: Path, dst: Path, member: str, payload: bytes) -> Path:
-    with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, "w") as b:
-        for name in a.namelist():
-            b.writestr(name, payload if name == member else a.read(name))
-    return dst
 
 
 class _Payload:
@@ -194,21 +166,7 @@ def test_tensors_holding_a_pickle_payload_are_refused_in_one_line(
     evil = _rewrite(saved[0], tmp_path / "evil.zip", "policy.pth", buffer.getvalue())
     with pytest.raises(ValueError, match="holds pickled objects, refused"):
         make_policy(f"sb3:{evil}")
-    code = main(
-        [
-            "simulate",
-            "--policy",
-            f"sb3:{evil}",
-            "--cluster",
-            "tiny",
-            "--trace",
-            TRACE,
-            "--perf",
-            PERF,
-            "--out",
-            str(tmp_path / "sim"),
-        ]
-    )
+    code = _cli("simulate", "--policy", f"sb3:{evil}", out=tmp_path / "sim")
     captured = capsys.readouterr()
     assert code == 2 and "unpickled!" not in captured.out
     assert len(captured.err.strip().splitlines()) == 1 and "refused" in captured.err
