@@ -293,36 +293,15 @@ def test_compare_lists_synthetic_specs_with_commas_and_same_stem_traces(tmp_path
         trace_file(tmp_path / "b", rows + "c,9,gpt__1.3B,128,10,a40,1,\n", "x.csv"),
     )
     out = tmp_path / "c"
-    code, _, err = cli(
-        capsys,
-        "compare",
-        "--policies",
-        "fcfs",
-        "--cluster",
-        "tiny",
-        "--out",
-        str(out),
-        "--traces",
-        "synthetic:n_jobs=3,max_gpus=2,horizon_s=1",
-        "--traces",
-        f"{first},{second}",
-    )
+
+    def compare(synthetic: str):
+        traces = ("--traces", synthetic, "--traces", f"{first},{second}")
+        return cli(capsys, "compare", "--policies", "fcfs", "--cluster", "tiny", "--out", str(out), *traces)
+
+    code, _, err = compare("synthetic:n_jobs=3,max_gpus=2,horizon_s=1")
     # horizon_s is no synthetic key: the comma-joined option stays with its spec and is refused
     assert code == 2 and "unknown key 'horizon_s'" in err
-    code, stdout, _ = cli(
-        capsys,
-        "compare",
-        "--policies",
-        "fcfs",
-        "--cluster",
-        "tiny",
-        "--out",
-        str(out),
-        "--traces",
-        "synthetic:n_jobs=3,max_gpus=2",
-        "--traces",
-        f"{first},{second}",
-    )
+    code, _, _ = compare("synthetic:n_jobs=3,max_gpus=2")
     assert code == 0
     board = pd.read_csv(out / "leaderboard.csv")
     assert list(board.trace) == sorted(["synthetic:n_jobs=3,max_gpus=2", first, second])
