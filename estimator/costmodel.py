@@ -33,12 +33,20 @@ Memory per GPU: weights and gradients of the local shard (MoE experts sharded ov
 expert-parallel group: ``min(dp, experts)`` ranks of the stage's data axis, times ``tp``), the
 optimizer state of the model kind's training recipe (``zoo.OPTIMIZER_MOMENT_BYTES`` plus an fp32
 master copy for half precision: 12 bytes per parameter for GPT's AdamW, 4 for MoE's factored
-Adafactor, 8 for fp32 Wide-ResNet) sharded over dp, and activations of the micro-batches in flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B,
-so a one-stage 1F1B plan is plain gradient accumulation):
-layer inputs when rematerialising (plus one layer's full activations), else every saved
-activation. A plan is feasible when every stage fits in ``memory_fraction`` of the GPU memory,
-``dp`` does not exceed the micro-batch size, MoE stages see at least one expert group of tokens
-per GPU, and (unless allowed) tensor parallelism stays inside a node.
+Adafactor, 8 for fp32 Wide-ResNet) sharded over dp, and activations of the micro-batches in
+flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B, so a one-stage 1F1B plan is plain
+gradient accumulation). Without rematerialisation every saved activation stays. With it, the
+model follows Alpa's search mode (``coarse_grained_remat``, which the artifact runs): the model
+is cut into :data:`REMAT_UNITS` load-balanced pipeline layers and each is checkpointed as a
+whole, so a micro-batch in flight keeps only the inputs of the stage's units, and the backward
+pass of a unit recomputes, and holds at once, every activation of that unit (all of its
+transformer blocks, not one block).
+
+A plan is feasible when every stage fits in the pool XLA allocates (:func:`usable_memory_gib`:
+``memory_fraction`` of the memory free once the CUDA context is up), ``dp`` does not exceed the
+micro-batch size, MoE stages see at least one expert group of tokens per GPU, tensor parallelism
+splits whole attention heads (``heads % tp == 0``, as Megatron-style sharding of attention
+requires) and (unless allowed) stays inside a node.
 
 Every function here is vectorised: inputs broadcast over leading axes, the last axis is the
 stage axis.
@@ -59,6 +67,25 @@ from estimator.params import EstimatorParams
 from estimator.zoo import ModelArch
 
 GIB = float(2**30)
+MIB = float(2**20)
+#: Pipeline layers Alpa's layer construction cuts a model into, each rematerialised as a whole
+#: (the artifact's ``num_pipeline_layers``; docs/arena.md §3).
+REMAT_UNITS = 16
+#: Device memory the CUDA driver reports (nvidia-smi ``Memory-Usage`` total), MiB, by canonical GPU
+#: name. It is below the nominal size: GDDR6 parts with ECC on (A40, A10) give 1/16 of it to ECC
+#: (46,068 MiB of 49,152 for a 48 GB A40), HBM parts lose the driver's reservation (40,536 MiB of
+#: 40,960 for an A100-40GB, 32,510 of 32,768 for a V100-32GB). Types not listed use the nominal size.
+REPORTED_MEMORY_MIB = {
+    "a100-40gb": 40536.0,
+    "a100-80gb": 81920.0,
+    "v100-16gb": 16160.0,
+    "v100-32gb": 32510.0,
+    "a40": 46068.0,
+    "a10": 23028.0,
+}
+#: Memory the CUDA context (driver state, cuBLAS/cuDNN handles) holds before XLA allocates its pool:
+#: the artifact's planner works with 45,487 MiB free on an A40 that reports 46,068 (docs/arena.md §4.2).
+CUDA_CONTEXT_MIB = 581.0
 #: A scalar, or an array of them when many configurations are evaluated at once.
 Num = float | np.ndarray
 
@@ -68,18 +95,20 @@ class Infeasible(enum.IntEnum):
 
     OK = 0
     TP_CROSS_NODE = 1
-    DP_EXCEEDS_MICRO_BATCH = 2
-    MOE_TOKENS = 3
-    OUT_OF_MEMORY = 4
+    TP_HEADS = 2
+    DP_EXCEEDS_MICRO_BATCH = 3
+    MOE_TOKENS = 4
+    OUT_OF_MEMORY = 5
 
     def describe(self) -> str:
         """Human-readable reason."""
         return {
             0: "feasible",
             1: "tensor parallelism spans nodes",
-            2: "data-parallel degree exceeds the micro-batch size",
-            3: "fewer tokens per GPU than one MoE expert group",
-            4: "out of memory",
+            2: "tensor-parallel degree does not divide the attention heads",
+            3: "data-parallel degree exceeds the micro-batch size",
+            4: "fewer tokens per GPU than one MoE expert group",
+            5: "out of memory",
         }[int(self)]
 
 
@@ -93,8 +122,18 @@ class Rates(NamedTuple):
     inter_bw: Num  # bytes/s per node on the network
     inter_lat: Num
     kernel_s: Num  # s per kernel launch
-    mem_cap: Num  # usable bytes per GPU
+    mem_cap: Num  # bytes per GPU in XLA's pool (usable_memory_gib)
     weight_s: Num  # s per local parameter per pass: reading it, plus the GEMM tile overhead
+
+
+def usable_memory_gib(gpu: GpuSpec, memory_fraction: float) -> float:
+    """GiB per GPU that a training step can use: XLA preallocates ``memory_fraction`` of the memory
+    that is free when it starts (the device memory the driver reports, :data:`REPORTED_MEMORY_MIB`,
+    less the CUDA context, :data:`CUDA_CONTEXT_MIB`); types without a reported size use the nominal one."""
+    reported = REPORTED_MEMORY_MIB.get(gpu.name)
+    if reported is None:
+        return memory_fraction * gpu.memory_gb
+    return memory_fraction * (reported - CUDA_CONTEXT_MIB) * MIB / GIB
 
 
 def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: EstimatorParams) -> Rates:
@@ -115,7 +154,7 @@ def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: Estimator
         inter_bw=params.nu_inter * kind.comm * typ.comm * links.inter_gbs * 1e9,
         inter_lat=params.latency_scale * links.inter_latency_us * 1e-6,
         kernel_s=params.kernel_us * 1e-6,
-        mem_cap=params.memory_fraction * gpu.memory_gb * GIB,
+        mem_cap=usable_memory_gib(gpu, params.memory_fraction) * GIB,
         weight_s=arch.dtype_bytes / mem_bw + 2 * kind.tile_rows / flops,
     )
 
@@ -130,6 +169,7 @@ class ModelConsts(NamedTuple):
     experts: Num
     min_tokens: Num
     sample_tokens: Num
+    heads: Num  # attention heads per layer (0: no attention, no constraint on tp)
 
 
 def model_consts(arch: ModelArch) -> ModelConsts:
@@ -143,6 +183,7 @@ def model_consts(arch: ModelArch) -> ModelConsts:
         experts=float(arch.experts),
         min_tokens=float(arch.min_tokens_per_gpu),
         sample_tokens=float(arch.sample_tokens),
+        heads=float(arch.config.get("heads", 0)),
     )
 
 
@@ -155,8 +196,8 @@ class StageAgg(NamedTuple):
     params: np.ndarray  # parameters outside MoE experts
     expert_params: np.ndarray  # parameters of MoE experts
     act_saved: np.ndarray  # activations saved for the backward pass, per sample
-    act_in: np.ndarray  # layer-input activations (what rematerialisation keeps), per sample
-    max_act_saved: np.ndarray  # the largest single layer's saved activations, per sample
+    act_in: np.ndarray  # inputs of the stage's rematerialisation units (what remat keeps), per sample
+    max_act_saved: np.ndarray  # the largest rematerialisation unit's saved activations, per sample
     act_out: np.ndarray  # the boundary activation sent to the next stage, per sample
     tp_bytes: np.ndarray  # tensor-parallel all-reduce bytes per sample
     a2a_bytes: np.ndarray  # MoE all-to-all bytes per sample
@@ -165,8 +206,32 @@ class StageAgg(NamedTuple):
 
 
 @lru_cache(maxsize=256)
-def _prefix_tables(arch: ModelArch) -> tuple[np.ndarray, np.ndarray]:
+def pipeline_units(arch: ModelArch, n_units: int = REMAT_UNITS) -> np.ndarray:
+    """Layer boundaries ``[U+1]`` of at most ``n_units`` contiguous units balanced by load."""
     lay = arch.layers
+    n = len(lay)
+    if n <= n_units:
+        return np.arange(n + 1)
+    load = lay.flops / 1e14 + (lay.op_bytes + lay.rep_bytes) / 1e12 + 1e-12
+    cum = np.concatenate([[0.0], np.cumsum(load)])
+    bounds = [0]
+    for i in range(1, n_units):
+        target = cum[-1] * i / n_units
+        b = int(np.argmin(np.abs(cum - target)))
+        b = min(max(b, bounds[-1] + 1), n - (n_units - i))
+        bounds.append(b)
+    bounds.append(n)
+    return np.array(bounds)
+
+
+@lru_cache(maxsize=256)
+def _prefix_tables(arch: ModelArch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prefix sums of the layer fields (``act_in`` counted at unit starts only), the largest
+    unit-segment sum of ``act_saved`` over every layer range, and the unit-start mask."""
+    lay = arch.layers
+    n = len(lay)
+    start = np.zeros(n, dtype=bool)
+    start[pipeline_units(arch)[:-1]] = True
     fields = np.stack(
         [
             lay.flops,
@@ -175,26 +240,32 @@ def _prefix_tables(arch: ModelArch) -> tuple[np.ndarray, np.ndarray]:
             lay.params,
             lay.expert_params,
             lay.act_saved,
-            lay.act_in,
+            np.where(start, lay.act_in, 0.0),
             lay.tp_bytes,
             lay.a2a_bytes,
             lay.kernels,
         ]
     )
     cum = np.concatenate([np.zeros((fields.shape[0], 1)), np.cumsum(fields, axis=1)], axis=1)
-    n = len(lay)
     rmax = np.zeros((n + 1, n + 1))
     for a in range(n):
-        rmax[a, a + 1 :] = np.maximum.accumulate(lay.act_saved[a:])
-    return cum, rmax
+        # segments of [a, b) start at a and at every unit start after it
+        seg = np.cumsum(lay.act_saved[a:])
+        reset = np.maximum.accumulate(np.where(start[a:] & (np.arange(n - a) > 0), np.arange(n - a), 0))
+        before = np.concatenate([[0.0], seg])[reset]
+        rmax[a, a + 1 :] = np.maximum.accumulate(seg - before)
+    return cum, rmax, start
 
 
 def stage_aggregates(arch: ModelArch, bounds: np.ndarray) -> StageAgg:
     """Stage sums for layer boundaries ``bounds[..., S+1]`` (stage j = layers [b_j, b_{j+1}))."""
-    cum, rmax = _prefix_tables(arch)
+    cum, rmax, start = _prefix_tables(arch)
     lo, hi = bounds[..., :-1], bounds[..., 1:]
     sums = cum[:, hi] - cum[:, lo]
     n = len(arch.layers)
+    first = np.clip(lo, 0, n - 1)
+    # a stage that starts inside a unit checkpoints its own input too
+    act_in = sums[6] + np.where((lo < hi) & ~start[first], arch.layers.act_in[first], 0.0)
     ao = arch.layers.act_out[np.clip(hi - 1, 0, n - 1)]
     tied = np.where((lo == 0) & (hi == n), arch.tied_params, 0.0)
     return StageAgg(
@@ -204,7 +275,7 @@ def stage_aggregates(arch: ModelArch, bounds: np.ndarray) -> StageAgg:
         params=sums[3],
         expert_params=sums[4],
         act_saved=sums[5],
-        act_in=sums[6],
+        act_in=act_in,
         max_act_saved=rmax[lo, hi],
         act_out=ao,
         tp_bytes=sums[7],
@@ -312,6 +383,7 @@ def stage_costs(
         (agg.expert_params > 0) & (n * mc.sample_tokens < mc.min_tokens - 1e-9), int(Infeasible.MOE_TOKENS), reason
     )
     reason = np.where(n < 1.0 - 1e-9, int(Infeasible.DP_EXCEEDS_MICRO_BATCH), reason)
+    reason = np.where((mc.heads > 0) & (np.mod(mc.heads, tp) != 0), int(Infeasible.TP_HEADS), reason)
     if not allow_cross_node_tp:
         reason = np.where(tp > l_stage, int(Infeasible.TP_CROSS_NODE), reason)
     shape = np.broadcast_shapes(np.shape(c_fw), np.shape(mem), np.shape(a_fw), np.shape(sync), np.shape(reason))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bumped whenever the cost model's equations change (part of every cache key).
-ESTIMATOR_VERSION = "1.3"
+ESTIMATOR_VERSION = "1.4"
 KINDS = ("transformer", "moe", "wide_resnet")
 DEFAULT_PARAMS_FILE = "calibration.json"
 

@@ -46,6 +46,7 @@ from estimator.costmodel import (
     estimate_plan,
     model_consts,
     p2p_times,
+    pipeline_units,
     stage_aggregates,
     stage_costs,
     valid_meshes,
@@ -82,25 +83,6 @@ class PlannerConfig:
 
 # ----------------------------------------------------------------------------------------------
 # layer units and partitions
-
-
-@lru_cache(maxsize=256)
-def pipeline_units(arch: ModelArch, n_units: int = 16) -> np.ndarray:
-    """Layer boundaries ``[U+1]`` of at most ``n_units`` contiguous units balanced by load."""
-    lay = arch.layers
-    n = len(lay)
-    if n <= n_units:
-        return np.arange(n + 1)
-    load = lay.flops / 1e14 + (lay.op_bytes + lay.rep_bytes) / 1e12 + 1e-12
-    cum = np.concatenate([[0.0], np.cumsum(load)])
-    bounds = [0]
-    for i in range(1, n_units):
-        target = cum[-1] * i / n_units
-        b = int(np.argmin(np.abs(cum - target)))
-        b = min(max(b, bounds[-1] + 1), n - (n_units - i))
-        bounds.append(b)
-    bounds.append(n)
-    return np.array(bounds)
 
 
 @lru_cache(maxsize=64)
