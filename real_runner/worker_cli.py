@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from real_runner.checkpoint_files import CheckpointError
+from real_runner.rank_cli import OneLineParser, exit_now
 from real_runner.spec import WorkerSpec
 from real_runner.worker import (
     EXIT_BAD_INPUT,
@@ -41,14 +42,9 @@ from real_runner.worker import (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit code 2
-        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The worker's command line."""
-    p = _Parser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p = OneLineParser(prog="python -m real_runner.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--spec", required=True, help="job spec JSON file (see real_runner.spec)")
     p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
     p.add_argument(
@@ -108,11 +104,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
 def run() -> NoReturn:
     """:func:`main` on the process's command line, then a fast exit with its code."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(code)  # skip the interpreter's slow teardown of torch's threads (seconds on CPU)
+    exit_now(main())
 
 
 if __name__ == "__main__":

@@ -21,16 +21,14 @@ from typing import NoReturn
 
 from real_runner.profiler.settings import ProfileJob
 from real_runner.profiler.worker import EXIT_BAD_INPUT, EXIT_FAILURE, run_rank
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit code 2
-        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
+from real_runner.rank_cli import OneLineParser, exit_now
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The rank's command line."""
-    p = _Parser(prog="python -m real_runner.profiler.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p = OneLineParser(
+        prog="python -m real_runner.profiler.worker", description=__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     p.add_argument("--spec", required=True, help="profiler job JSON (written by real_runner.profiler.run)")
     p.add_argument("--pin-core", type=int, default=None, help="pin this process to one CPU core")
     p.add_argument("--launched-at", type=float, default=None, help="wall time the launcher started this process")
@@ -69,11 +67,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
 def run() -> NoReturn:
     """:func:`main` on the process's command line, then a fast exit with its code."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(code)  # skip the interpreter's slow teardown of torch's threads
+    exit_now(main())
 
 
 if __name__ == "__main__":
