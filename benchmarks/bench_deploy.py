@@ -11,7 +11,8 @@ The default runs are the acceptance demos:
 * ``arena`` and ``fcfs`` on ``cpu-4`` (2 nodes x 2 CPU devices; oversubscribed on a 2-core
   machine): every job finishes; Arena resizes or moves at least one job and preempts one;
 * ``arena`` on ``cpu-2`` (a core per device on a 2-core machine): the sim-vs-live average-JCT
-  error (goal: within 15%).
+  error (goal: within 10%) and the median per-job JCT error (goal: within 15%); the twin charges
+  the start-up and checkpoint costs measured live (:mod:`real_runner.live.compare`).
 
 On Linux with scheduler autogroups (``/proc/sys/kernel/sched_autogroup_enabled``), every session is
 its own scheduling group and ``nice`` only orders processes inside one; the deployment's workers
@@ -190,6 +191,7 @@ def deploy(
         "sim_avg_jct_s": sim.get("avg_jct_sim_s"),
         "sim_avg_jct_error": sim.get("avg_jct_error"),
         "sim_median_abs_job_error": sim.get("median_abs_job_jct_error"),
+        "sim_start_s": sim.get("sim_start_s"),
         "live_to_model_step_ratio": step_time_ratio(out),
         "results": str(out.relative_to(REPO)) if out.is_relative_to(REPO) else str(out),
     }
@@ -271,8 +273,14 @@ def main(argv: list[str] | None = None) -> int:
             checks.append(
                 (
                     f"arena@cpu-2: sim vs live average-JCT error {100 * row['sim_avg_jct_error']:+.1f}% "
-                    f"({args.perf}) within 15%",
-                    abs(row["sim_avg_jct_error"]) <= 0.15,
+                    f"({args.perf}) within 10%",
+                    abs(row["sim_avg_jct_error"]) <= 0.10,
+                )
+            )
+            checks.append(
+                (
+                    f"arena@cpu-2: per-job JCT error median {100 * row['sim_median_abs_job_error']:.1f}% within 15%",
+                    row["sim_median_abs_job_error"] <= 0.15,
                 )
             )
     print()

@@ -275,9 +275,12 @@ def _report(dep: Deployment, result: DeployResult, out: Path) -> None:
     if result.sim_metrics is not None and result.comparison is not None:
         cmp = result.comparison
         print(headline(f"{result.record.policy} (sim) ", result.sim_metrics))
+        shares = ", ".join(f"{m} {100 * v:.1f}%" for m, v in sorted(cmp.overheads.save_share.items()))
         print(
-            f"sim vs live ({dep.perf_spec}, {cmp.overhead_s:.1f} s per reconfiguration): average JCT "
-            f"{cmp.avg_jct_sim_s:.1f} s simulated vs {cmp.avg_jct_live_s:.1f} s live, error {100 * cmp.avg_jct_error:+.1f}%"
+            f"sim vs live ({dep.perf_spec}; charged as live: {cmp.overheads.start_s:.1f} s per start, checkpoint saves "
+            f"{shares or 'none'} of step time): average JCT {cmp.avg_jct_sim_s:.1f} s simulated vs "
+            f"{cmp.avg_jct_live_s:.1f} s live, error {100 * cmp.avg_jct_error:+.1f}%, "
+            f"per-job median |error| {100 * float(cmp.jobs['jct_error'].abs().median()):.1f}%"
         )
         print(f"{'job':<12} {'live JCT s':>10} {'sim JCT s':>10} {'error':>8}")
         for row in cmp.jobs.itertuples(index=False):

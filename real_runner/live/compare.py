@@ -1,19 +1,21 @@
 """Sim vs live: the same jobs and policy simulated on the testbed's cluster, compared job by job (no torch).
 
 The simulation runs :class:`arena_gym.sim.SimBackend` on the testbed's one-type cluster with a
-performance model (the estimator, a measured table or a profile of the testbed) as its truth, and
-charges every (re)start the reconfiguration overhead measured live (the median time from an
-ALLOCATE to the RUN of the generation it launched), so the comparison isolates what the
-performance model and the scheduling dynamics get right. Both event logs go through the same
-metrics code.
+performance model (the estimator, a measured table or a profile of the testbed) as the policy's
+belief and, for the training steps, as the truth. What a live job pays beyond its steps is
+measured from the live run and charged the same way in the twin (:class:`LiveOverheads`): every
+(re)start pays the mean live start cost (launch to first step, plus the checkpoint a generation
+saves when it ends), and every step pays its model's share of periodic checkpoint saves. The
+comparison thus isolates what the performance model and the scheduling dynamics get right. Both
+event logs go through the same metrics code.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -22,7 +24,8 @@ from arena_gym.metrics import job_outcomes
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec, OverheadModel, PerfModel
+from arena_gym.types import ClusterSpec, Grid, JobSpec, ModelRef, OverheadModel, PerfModel, Plan, ResourceShape
+from real_runner.progress import ProgressRecord
 
 
 def measured_overheads(record: EpisodeRecord) -> list[float]:
@@ -39,17 +42,86 @@ def measured_overheads(record: EpisodeRecord) -> list[float]:
     return out
 
 
+@dataclass(frozen=True)
+class LiveOverheads:
+    """What the live run paid beyond its training steps, as the twin charges it.
+
+    ``start_s``: per (re)start, the mean seconds from an ALLOCATE (or FAIL) to the first step of the
+    generation it launched, plus the mean seconds a finished job spent after its last step (its final
+    checkpoint): the total a run pays is starts x mean, so the mean, not the median, keeps the average
+    JCT. ``save_share``: per model, seconds of periodic checkpoint saves per second of training steps.
+    """
+
+    start_s: float = 0.0
+    save_share: Mapping[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float]:
+        """Flat figures for ``sim_vs_live.json``."""
+        return {"sim_start_s": self.start_s, **{f"sim_save_share_{m}": v for m, v in sorted(self.save_share.items())}}
+
+
+def measure_overheads(record: EpisodeRecord, progress: Mapping[str, Sequence[ProgressRecord]]) -> LiveOverheads:
+    """:class:`LiveOverheads` from the live event log and each job's progress records (job id -> records)."""
+    starts = measured_overheads(record)
+    tails, saves, steps = [], dict[str, float](), dict[str, float]()
+    models = {j.job_id: j.model.name for j in record.jobs}
+    for job_id, records in progress.items():
+        step_records = [r for r in records if r.event == "step" and r.iter_s is not None]
+        if not step_records or job_id not in models:
+            continue
+        last_step = step_records[-1].t
+        done = [r for r in records if r.event == "done"]
+        if done:
+            tails.append(max(0.0, done[-1].t - last_step))
+        model = models[job_id]
+        steps[model] = steps.get(model, 0.0) + sum(r.iter_s for r in step_records if r.iter_s is not None)
+        saves[model] = saves.get(model, 0.0) + sum(
+            float(r.info.get("save_s", 0.0)) for r in records if r.event == "checkpoint" and r.t < last_step
+        )
+    start_s = (sum(starts) + sum(tails)) / len(starts) if starts else 0.0
+    return LiveOverheads(start_s, {m: saves[m] / steps[m] for m in steps if steps[m] > 0})
+
+
+class CheckpointedPerf:
+    """``perf`` with every iteration time stretched by its model's share of periodic checkpoint saves."""
+
+    def __init__(self, perf: PerfModel, save_share: Mapping[str, float]) -> None:
+        self.perf, self.save_share = perf, dict(save_share)
+        self.name = f"{perf.name}+checkpoints"
+
+    def _scale(self, model: ModelRef) -> float:
+        return 1.0 + self.save_share.get(model.name, 0.0)
+
+    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """The model's time, stretched."""
+        return self.perf.iter_time(model, global_batch, shape) * self._scale(model)
+
+    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
+        """The model's time on ``grid``, stretched."""
+        return self.perf.grid_iter_time(model, global_batch, grid) * self._scale(model)
+
+    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """The model's data-parallel time, stretched."""
+        return self.perf.dp_iter_time(model, global_batch, shape) * self._scale(model)
+
+    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
+        """The model's plan (saving checkpoints changes no plan)."""
+        return self.perf.proxy_plan(model, global_batch, shape)
+
+
 def simulate_same(
     jobs: Sequence[JobSpec],
     policy: Policy,
     cluster: ClusterSpec,
     perf: PerfModel,
-    overhead_s: float,
+    overheads: LiveOverheads,
     round_s: float | None = None,
 ) -> EpisodeRecord:
-    """Run ``policy`` on the simulator with the same jobs, charging ``overhead_s`` per (re)start."""
-    config = SimConfig(overhead=OverheadModel(ckpt_resume_s=overhead_s), round_s=round_s, overhead_class="none")
-    return run_episode(SimBackend(cluster, perf, perf, config), policy, jobs)
+    """Run ``policy`` on the simulator with the same jobs: ``perf`` is its belief, ``perf`` with the live
+    checkpoint shares the truth, and every (re)start costs ``overheads.start_s``."""
+    config = SimConfig(overhead=OverheadModel(ckpt_resume_s=overheads.start_s), round_s=round_s, overhead_class="none")
+    truth = CheckpointedPerf(perf, overheads.save_share)
+    return run_episode(SimBackend(cluster, truth, perf, config), policy, jobs)
 
 
 @dataclass(frozen=True)
@@ -59,7 +131,7 @@ class SimVsLive:
     jobs: pd.DataFrame
     avg_jct_live_s: float
     avg_jct_sim_s: float
-    overhead_s: float
+    overheads: LiveOverheads
 
     @property
     def avg_jct_error(self) -> float:
@@ -76,11 +148,11 @@ class SimVsLive:
             "median_abs_job_jct_error": float(errors.median()),
             "max_abs_job_jct_error": float(errors.max()),
             "jobs_compared": float(len(self.jobs)),
-            "sim_overhead_s": self.overhead_s,
+            **self.overheads.summary(),
         }
 
 
-def compare(live: EpisodeRecord, sim: EpisodeRecord, overhead_s: float) -> SimVsLive:
+def compare(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverheads) -> SimVsLive:
     """Join the two runs' job outcomes: one row per job finished in both."""
     specs = {j.job_id: j for j in live.jobs}
     live_jct = {o.job_id: o.jct for o in job_outcomes(live) if o.jct is not None}
@@ -114,7 +186,7 @@ def compare(live: EpisodeRecord, sim: EpisodeRecord, overhead_s: float) -> SimVs
         ],
     )
     avg = lambda col: float(frame[col].mean()) if len(frame) else math.nan  # noqa: E731
-    return SimVsLive(frame, avg("live_jct_s"), avg("sim_jct_s"), overhead_s)
+    return SimVsLive(frame, avg("live_jct_s"), avg("sim_jct_s"), overheads)
 
 
 def median_overhead(record: EpisodeRecord) -> float:

@@ -39,11 +39,12 @@ from real_runner.launchers import make_launcher
 from real_runner.launchers.local import check_local_hosts
 from real_runner.live.backend import LiveBackend, LiveStatus
 from real_runner.live.codec import job_from_dict
-from real_runner.live.compare import SimVsLive, compare, median_overhead, simulate_same
+from real_runner.live.compare import SimVsLive, compare, measure_overheads, median_overhead, simulate_same
 from real_runner.live.config import LiveConfig
 from real_runner.live.journal import Journal, exists
 from real_runner.live.trajectory import check_progress_file
 from real_runner.plans import model_spec
+from real_runner.progress import read_progress
 from real_runner.testbed import Testbed, load_testbed, testbed_from_dict
 
 log = logging.getLogger(__name__)
@@ -311,13 +312,18 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
         )
     live_jobs = pd.DataFrame(rows)
     metrics["trajectories_ok"] = float(live_jobs["trajectory_ok"].sum()) if len(live_jobs) else 0.0
-    overhead = median_overhead(record)
-    metrics["median_reconfiguration_s"] = overhead
+    metrics["median_reconfiguration_s"] = median_overhead(record)
     sim_record = sim_metrics = comparison = None
     if dep.config.sim:
-        sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overhead, dep.config.round_s)
+        progress = {
+            spec.job_id: read_progress(path)
+            for spec in dep.jobs
+            if (path := backend.progress_path(spec.job_id)).exists()
+        }
+        overheads = measure_overheads(record, progress)
+        sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overheads, dep.config.round_s)
         sim_metrics = compute_metrics(sim_record)
-        comparison = compare(record, sim_record, overhead)
+        comparison = compare(record, sim_record, overheads)
         metrics["sim_avg_jct_error"] = comparison.avg_jct_error
     return DeployResult(record, metrics, sim_record, sim_metrics, comparison, live_jobs)
 
