@@ -9,7 +9,8 @@ A job's progress channel holds all its generations in order: each starts with a 
   same loss both times, within ``repeat_tol`` (training is a function of seed, step and weights);
 * at every resume the loss continues the trajectory: the first loss after resuming at step ``k``
   is closer to the loss at ``k`` than to the first loss of the job (what a restart from scratch
-  would give back);
+  would give back). Not at ``k = 1``: the loss at step 1 *is* the first loss (the step's loss is
+  taken before its update), so the two cannot be told apart there;
 * the job ended with a ``done`` record at its target and no step beyond it.
 """
 
@@ -85,7 +86,7 @@ def check_trajectory(records: Sequence[ProgressRecord], target: int, repeat_tol:
                 max_diff = max(max_diff, diff)
                 if not diff <= repeat_tol:
                     problems.append(f"step {rec.step} run again with loss {loss:.6f} instead of {losses[rec.step]:.6f}")
-            elif resume_at is not None and resume_at in losses and 1 in losses:
+            elif resume_at is not None and resume_at > 1 and resume_at in losses and 1 in losses:
                 jump = loss - losses[resume_at]
                 max_jump = max(max_jump, abs(jump))
                 if not abs(jump) < abs(loss - losses[1]):

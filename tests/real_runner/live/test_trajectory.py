@@ -72,3 +72,32 @@ def test_each_kind_of_broken_trajectory_is_named() -> None:
     assert "no done record" in check_trajectory(good()[:-1], 6).problems
     over = [*good()[:-1], rec("step", 7, loss(7)), rec("done", 7, ckpt=7)]
     assert any("beyond the target" in p for p in check_trajectory(over, 6).problems)
+
+
+def test_a_resume_from_the_first_step_continues_the_trajectory() -> None:
+    """A job stopped after its first step (checkpoint 1) and resumed from it: its first loss after the resume
+    is one update from a fresh start either way, so it cannot be a jump back (losses of a real deploy's job)."""
+    real = {1: 7.699, 2: 7.166, 3: 6.685, 4: 6.455}
+    records = [
+        rec("start", 0),
+        rec("step", 1, real[1]),
+        rec("checkpoint", 1, ckpt=1),
+        rec("stopped", 1, ckpt=1),
+        rec("start", 1, ckpt=1, resumed=1),
+        *(rec("step", s, real[s]) for s in (2, 3, 4)),
+        rec("done", 4, ckpt=4),
+    ]
+    report = check_trajectory(records, target=4)
+    assert report.ok, report.problems
+    assert (report.generations, report.resumes, report.final_step) == (2, 1, 4)
+    # from step 2 on the check applies: a first loss back at the fresh start's is a jump
+    jumped = [
+        rec("start", 0),
+        *(rec("step", s, real[s]) for s in (1, 2)),
+        rec("stopped", 2, ckpt=2),
+        rec("start", 2, ckpt=2, resumed=2),
+        rec("step", 3, real[1]),
+        rec("step", 4, real[4]),
+        rec("done", 4, ckpt=4),
+    ]
+    assert any("closer to a fresh start" in p for p in check_trajectory(jumped, 4).problems)
