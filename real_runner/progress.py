@@ -9,7 +9,8 @@ Events: ``start`` (``info``: executed plan, world size, resumed checkpoint step,
 ``step``, ``checkpoint`` (``ckpt_step``, ``info.save_s``), ``done`` and ``stopped`` (``ckpt_step``:
 the checkpoint that holds the final state), ``error`` (``info.message``; step -1). A record is written with
 one ``write`` call and flushed, so a reader sees whole lines or an unterminated tail, which
-:class:`ProgressTail` leaves for its next poll.
+:class:`ProgressTail` leaves for its next poll. A tail torn by a writer killed during its write is
+ended with a newline by the next writer (it then reads as one bad line, skipped).
 """
 
 from __future__ import annotations
@@ -79,12 +80,20 @@ class ProgressRecord:
 
 
 class ProgressWriter:
-    """Appends records to a JSON-lines file, one flushed write per record."""
+    """Appends records to a JSON-lines file, one flushed write per record.
+
+    A file that ends inside a line (a writer killed during its write) gets a newline first, so the
+    torn record stays a line of its own, which readers skip, and costs none of the records that follow.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] = open(self.path, "a", encoding="utf-8")
+        if _ends_inside_a_line(self.path):
+            log.warning("%s: ends inside a record (a writer was killed while writing it); starting a new line", path)
+            self._fh.write("\n")
+            self._fh.flush()
 
     def write(self, record: ProgressRecord) -> None:
         """Append one record and flush it to the operating system."""
@@ -96,6 +105,15 @@ class ProgressWriter:
     def close(self) -> None:
         """Close the file."""
         self._fh.close()
+
+
+def _ends_inside_a_line(path: Path) -> bool:
+    """Whether the file's last byte is something other than a newline (False for an empty file)."""
+    with open(path, "rb") as fh:
+        if fh.seek(0, 2) == 0:
+            return False
+        fh.seek(-1, 2)
+        return fh.read(1) != b"\n"
 
 
 class ProgressTail:

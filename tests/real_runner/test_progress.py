@@ -68,3 +68,24 @@ def test_many_records_arrive_in_order_without_gaps(tmp_path):
     writer.close()
     seen += [r.step for r in tail.poll()]
     assert seen == list(range(1, 1001))
+
+
+def test_a_record_torn_by_a_killed_writer_costs_no_record_of_the_next_writer(tmp_path):
+    """A rank killed (SIGKILL) inside a write leaves an unterminated line; the next generation's writer starts
+    a new line, so its records (its start record first) are read whole and only the torn one is skipped."""
+    path = tmp_path / "p.jsonl"
+    writer = ProgressWriter(path)
+    writer.write(ProgressRecord(1.0, "step", "j", 1, loss=0.5))
+    writer.close()
+    with open(path, "a") as fh:
+        fh.write(ProgressRecord(2.0, "step", "j", 2, loss=0.4).to_json()[:25])  # the killed rank's last write
+    tail = ProgressTail(path)
+    assert [r.step for r in tail.poll()] == [1]  # the torn line is unterminated: not read yet
+    writer = ProgressWriter(path)
+    writer.write(ProgressRecord(3.0, "start", "j", 1, ckpt_step=1, info={"resumed_from": 1}))
+    writer.write(ProgressRecord(4.0, "step", "j", 2, loss=0.4))
+    writer.close()
+    assert [(r.event, r.step) for r in tail.poll()] == [("start", 1), ("step", 2)]
+    assert [(r.event, r.step) for r in read_progress(path)] == [("step", 1), ("start", 1), ("step", 2)]
+    ProgressWriter(path).close()  # a whole last line: nothing added
+    assert path.read_text().count("\n") == 4
