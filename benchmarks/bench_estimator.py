@@ -21,7 +21,7 @@ from arena_gym.cluster import PRESETS
 from arena_gym.types import GpuType, ModelRef, ResourceShape, best_locality
 from estimator.calibration import Problem, fit, load_points, validate
 from estimator.dpmemory import dp_rule_fits, fit_dp_memory, validate_dp_memory
-from estimator.costmodel import rates_for
+from estimator.costmodel import rates_for, usable_memory_gib
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import EstimatorParams, default_params
@@ -76,6 +76,12 @@ def accuracy() -> None:
             f"  disagrees: {row.family}-{row.size} batch {row.global_batch} on {row.gpu_type} "
             f"{row.num_nodes}x{row.gpus_per_node}: measured {'OOM' if row.oom else f'{row.iter_time_s:.2f} s'}, predicted {said}"
         )
+    params = default_params()
+    pools = ", ".join(
+        f"{t} {usable_memory_gib(get_gpu(t), params.memory_fraction):.1f} GiB"
+        for t in sorted({p.gpu_type for p in points})
+    )
+    print(f"  memory pool per GPU ({params.memory_fraction:g} of the memory free after the CUDA context): {pools}")
     dominated_oom_rows(f)
     artifact_reference(points)
 
