@@ -10,7 +10,7 @@ from typing import Any
 
 from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
-from arena_gym.metrics import compute_metrics
+from arena_gym.metrics import Replay, compute_metrics, replay
 from arena_gym.perf import trace_hooks
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, trace_registry
@@ -49,11 +49,16 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class RunResult:
-    """A finished run: its config, the episode record and the metrics."""
+    """A finished run: its config, the episode record and the metrics.
+
+    ``replay`` is the record's replayed event log the metrics came from, kept so that the
+    result files and plots need not replay it again (ignored unless it is this record's).
+    """
 
     config: RunConfig
     record: EpisodeRecord
     metrics: dict[str, float]
+    replay: Replay | None = field(default=None, compare=False, repr=False)
 
 
 def user_models(path: str | None) -> dict[str, Any] | None:
@@ -108,4 +113,5 @@ def run(
     policy = make_policy(config.policy, config.seed)
     backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
     record = run_episode(backend, policy, jobs, progress=progress)
-    return RunResult(config, record, compute_metrics(record))
+    done = replay(record)
+    return RunResult(config, record, compute_metrics(record, done=done), done)

@@ -17,15 +17,17 @@ def run_episode(
     """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record."""
     policy.reset()
     decisions, wall = 0, 0.0
-    bar = _progress_bar(len(jobs), policy.name) if progress else None
+    bar = _DelayedBar(len(jobs), policy.name) if progress else None
+    clock = time.perf_counter
+    decide, apply, advance = policy.decide, backend.apply, backend.advance
     snapshot = backend.reset(jobs)
     while snapshot is not None:
-        t0 = time.perf_counter()
-        decision = policy.decide(snapshot)
-        wall += time.perf_counter() - t0
+        t0 = clock()
+        decision = decide(snapshot)
+        wall += clock() - t0
         decisions += 1
-        backend.apply(decision)
-        snapshot = backend.advance()
+        apply(decision)
+        snapshot = advance()
         if bar is not None and snapshot is not None and snapshot.departures:
             bar.update(len(snapshot.departures))
     if bar is not None:
@@ -33,8 +35,30 @@ def run_episode(
     return backend.record(policy.name, decisions, wall)
 
 
-def _progress_bar(total: int, name: str) -> Any:
-    """A progress bar of finished jobs (tqdm is imported only when one is shown)."""
-    from tqdm.autonotebook import tqdm
+class _DelayedBar:
+    """A progress bar of finished jobs that appears once the episode has run for ``delay_s``.
 
-    return tqdm(total=total, desc=name, unit="job", leave=False)
+    A short episode shows none and never imports tqdm; a long one shows the bar from then on,
+    counting the jobs finished before it appeared.
+    """
+
+    def __init__(self, total: int, name: str, delay_s: float = 1.0) -> None:
+        self.total, self.name = total, name
+        self.done = 0
+        self.due = time.monotonic() + delay_s
+        self.bar: Any = None
+
+    def update(self, n: int) -> None:
+        """Count ``n`` more finished jobs."""
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif time.monotonic() >= self.due:
+            from tqdm.autonotebook import tqdm
+
+            self.bar = tqdm(total=self.total, initial=self.done, desc=self.name, unit="job", leave=False)
+
+    def close(self) -> None:
+        """Remove the bar, if one was shown."""
+        if self.bar is not None:
+            self.bar.close()

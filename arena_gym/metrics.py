@@ -108,60 +108,56 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
     A FAIL (processes relaunched on the same GPUs) counts as a failure, not a reconfiguration;
     PROGRESS (a measured rate) changes no outcome.
     """
-    state: dict[JobId, dict] = {}
+    submit_kind, allocate, preempt, fail, finish = (
+        EventKind.SUBMIT,
+        EventKind.ALLOCATE,
+        EventKind.PREEMPT,
+        EventKind.FAIL,
+        EventKind.FINISH,
+    )
+    # per job: [submit, first start, finish, queued, queued since, starts, preemptions, failures, type, GPUs]
+    state: dict[JobId, list] = {}
     for ev in record.events:
-        s = state.get(ev.job_id)
-        if ev.kind is EventKind.SUBMIT:
-            state[ev.job_id] = s = {
-                "submit": ev.time,
-                "first": None,
-                "finish": None,
-                "queued": 0.0,
-                "since": ev.time,
-                "starts": 0,
-                "preempt": 0,
-                "fail": 0,
-                "type": "",
-                "n": 0,
-            }
+        kind = ev.kind
+        if kind is submit_kind:
+            state[ev.job_id] = [ev.time, None, None, 0.0, ev.time, 0, 0, 0, "", 0]
             continue
+        s = state.get(ev.job_id)
         assert s is not None, f"event for unsubmitted job {ev.job_id}"
-        if ev.kind is EventKind.ALLOCATE:
-            if s["since"] is not None:
-                s["queued"] += ev.time - s["since"]
-                s["since"] = None
-            if s["first"] is None:
-                s["first"] = ev.time
-            s["starts"] += 1
-            s["type"], s["n"] = ev.gpu_type, ev.num_gpus
-        elif ev.kind is EventKind.PREEMPT:
-            s["preempt"] += 1
-            s["since"] = ev.time
-        elif ev.kind is EventKind.FAIL:
-            s["fail"] += 1
-        elif ev.kind is EventKind.FINISH:
-            s["finish"] = ev.time
+        if kind is allocate:
+            if s[4] is not None:
+                s[3] += ev.time - s[4]
+                s[4] = None
+            if s[1] is None:
+                s[1] = ev.time
+            s[5] += 1
+            s[8], s[9] = ev.gpu_type, ev.num_gpus
+        elif kind is preempt:
+            s[6] += 1
+            s[4] = ev.time
+        elif kind is fail:
+            s[7] += 1
+        elif kind is finish:
+            s[2] = ev.time
     deadlines = {j.job_id: j.deadline for j in record.jobs}
-    out = []
-    for job_id, s in state.items():
-        queued = s["queued"] + (record.end_time - s["since"] if s["since"] is not None else 0.0)
-        out.append(
-            JobOutcome(
-                job_id,
-                s["submit"],
-                s["first"],
-                s["finish"],
-                queued,
-                s["starts"],
-                max(0, s["starts"] - 1),
-                s["preempt"],
-                s["type"],
-                s["n"],
-                deadlines.get(job_id),
-                s["fail"],
-            )
+    end = record.end_time
+    return [
+        JobOutcome(
+            job_id,
+            submit,
+            first,
+            done,
+            queued + (end - since if since is not None else 0.0),
+            starts,
+            max(0, starts - 1),
+            preempts,
+            gpu_type,
+            n,
+            deadlines.get(job_id),
+            fails,
         )
-    return out
+        for job_id, (submit, first, done, queued, since, starts, preempts, fails, gpu_type, n) in state.items()
+    ]
 
 
 def timeline(record: EpisodeRecord) -> Timeline:
@@ -171,18 +167,27 @@ def timeline(record: EpisodeRecord) -> Timeline:
     its next ALLOCATE, FAIL, PREEMPT or FINISH; PROGRESS events update its rate. Sums are kept
     incrementally (linear in the events) and recomputed exactly every so often.
     """
+    submit, run, progress, allocate, fail, preempt = (
+        EventKind.SUBMIT,
+        EventKind.RUN,
+        EventKind.PROGRESS,
+        EventKind.ALLOCATE,
+        EventKind.FAIL,
+        EventKind.PREEMPT,
+    )
     rate: dict[JobId, float] = {}  # samples/s of jobs making progress
     gpus: dict[JobId, int] = {}  # GPUs held
     pending: set[JobId] = set()
     throughput, held, running_gpus = 0.0, 0, 0
     times: list[float] = []
     rows: list[tuple[float, int, int, int, int]] = []
+    last = math.nan  # the time of the last row (NaN: none yet)
     for i, ev in enumerate(record.events):
         j, kind = ev.job_id, ev.kind
-        if kind is EventKind.SUBMIT:
+        if kind is submit:
             pending.add(j)
-        elif kind is EventKind.RUN or kind is EventKind.PROGRESS:
-            if j in gpus and (kind is EventKind.RUN or j in rate):
+        elif kind is run or kind is progress:
+            if j in gpus and (kind is run or j in rate):
                 old = rate.get(j)
                 if old is None:
                     running_gpus += gpus[j]
@@ -195,21 +200,22 @@ def timeline(record: EpisodeRecord) -> Timeline:
             if old is not None:
                 throughput -= old
                 running_gpus -= gpus[j]
-            if kind is EventKind.ALLOCATE:
+            if kind is allocate:
                 pending.discard(j)
                 held += ev.num_gpus - gpus.get(j, 0)
                 gpus[j] = ev.num_gpus
-            elif kind is not EventKind.FAIL:
+            elif kind is not fail:
                 held -= gpus.pop(j, 0)
-                if kind is EventKind.PREEMPT:
+                if kind is preempt:
                     pending.add(j)
         if not rate or i % _RESUM_EVERY == 0:
             throughput = math.fsum(rate.values())
         row = (throughput, held, running_gpus, len(rate), len(pending))
-        if times and times[-1] == ev.time:
+        if ev.time == last:
             rows[-1] = row
         else:
-            times.append(ev.time)
+            last = ev.time
+            times.append(last)
             rows.append(row)
     arr = np.array(rows, dtype=float).reshape(-1, 5)
     return Timeline(
@@ -223,15 +229,54 @@ def timeline(record: EpisodeRecord) -> Timeline:
     )
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else math.nan
+@dataclass(frozen=True)
+class Replay:
+    """An episode's event log replayed once: what metrics, result files and plots all read."""
+
+    record: EpisodeRecord
+    outcomes: list[JobOutcome]
+    timeline: Timeline
 
 
-def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0) -> dict[str, float]:
-    """The flat metrics of an episode (keys carry units: ``_s``, samples/s for throughput)."""
-    outcomes = job_outcomes(record)
-    tl = timeline(record)
+def replay(record: EpisodeRecord) -> Replay:
+    """Replay ``record`` once (:func:`job_outcomes` and :func:`timeline`) for several readers."""
+    return Replay(record, job_outcomes(record), timeline(record))
+
+
+def replayed(record: EpisodeRecord, done: Replay | None) -> Replay:
+    """``done`` if it is the replay of this very record, else a fresh :func:`replay`."""
+    return done if done is not None and done.record is record else replay(record)
+
+
+def percentile(ordered: np.ndarray, q: float) -> float:
+    """``numpy.percentile(values, q)`` (linear method, bit for bit) of ``ordered``, the values sorted.
+
+    NaN for no values or when any is NaN. (``numpy.percentile`` itself imports ``numpy.ma``,
+    a sizeable share of a short command's start-up.)
+    """
+    n = len(ordered)
+    if n == 0 or math.isnan(ordered[-1]):
+        return math.nan
+    index = (n - 1) * (q / 100)
+    if index >= n - 1:
+        return float(ordered[-1])
+    below = math.floor(index)
+    gamma = index - below
+    a, b = float(ordered[below]), float(ordered[below + 1])
+    diff = b - a
+    # numpy's _lerp: from the nearer end, so that the ends are exact
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | None = None) -> dict[str, float]:
+    """The flat metrics of an episode (keys carry units: ``_s``, samples/s for throughput).
+
+    ``done`` is the record's :func:`replay` when the caller has it already.
+    """
+    rep = replayed(record, done)
+    outcomes, tl = rep.outcomes, rep.timeline
     jcts = np.array([o.jct for o in outcomes if o.jct is not None], dtype=float)
+    ordered = np.sort(jcts)
     queues = np.array([o.queued_s for o in outcomes], dtype=float)
     span = max(tl.end - record.start_time, 0.0)
     total_gpus = record.cluster.total_gpus
@@ -245,9 +290,9 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0) -> dict[str, fl
         "jobs_submitted": float(len(outcomes)),
         "jobs_finished": float(len(jcts)),
         "avg_jct_s": float(jcts.mean()) if len(jcts) else math.nan,
-        "median_jct_s": _pct(jcts, 50),
-        "p95_jct_s": _pct(jcts, 95),
-        "p99_jct_s": _pct(jcts, 99),
+        "median_jct_s": percentile(ordered, 50),
+        "p95_jct_s": percentile(ordered, 95),
+        "p99_jct_s": percentile(ordered, 99),
         "avg_queue_s": float(queues.mean()) if len(queues) else math.nan,
         "makespan_s": (max(finishes) - record.start_time) if all_done and finishes else span,
         "avg_throughput": float(active.mean()) if len(active) else 0.0,

@@ -201,19 +201,19 @@ def code_version() -> str:
 
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+        # one git process: the short commit, "-dirty" when tracked files differ from it (tags ignored)
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--exclude=*"],
             cwd=here,
             capture_output=True,
             text=True,
             timeout=5,
+            check=True,
         ).stdout.strip()
-        return f"{version}+{commit}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         return version
+    commit, dirty = described.removesuffix("-dirty"), described.endswith("-dirty")
+    return f"{version}+{commit}{'.dirty' if dirty else ''}"
 
 
 def jsonable(value: Any) -> Any:
@@ -235,19 +235,16 @@ def write_json(path: Path, data: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def _cell(value: Any) -> Any:
-    """A CSV cell as pandas writes it: empty for None and NaN."""
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    """Write a CSV atomically with the csv module (cells as :meth:`pandas.DataFrame.to_csv` writes them)."""
+    """Write a CSV atomically with the csv module (cells as :meth:`pandas.DataFrame.to_csv` writes them:
+    None and NaN as empty cells)."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(columns)
-            writer.writerows([_cell(v) for v in row] for row in rows)
+            # ``v != v`` holds exactly for NaN; the csv module writes None as an empty cell itself
+            writer.writerows([v if v == v else "" for v in row] for row in rows)
 
     return atomic_write(path, write)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arena_gym.experiment import RunResult
-from arena_gym.metrics import job_outcomes, timeline
+from arena_gym.metrics import JobOutcome, Replay, Timeline, job_outcomes, replayed, timeline
 from arena_gym.outputs import code_version, write_json, write_rows
 from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
 from arena_gym.records import EpisodeRecord
@@ -62,11 +62,11 @@ LEADERBOARD_COLUMNS = (
 )
 
 
-def jobs_rows(record: EpisodeRecord) -> list[dict[str, Any]]:
-    """One row per submitted job: outcome, queueing, restarts, deadline."""
+def jobs_rows(record: EpisodeRecord, outcomes: Sequence[JobOutcome] | None = None) -> list[dict[str, Any]]:
+    """One row per submitted job: outcome, queueing, restarts, deadline (``outcomes``: the record's, if known)."""
     specs = {j.job_id: j for j in record.jobs}
     rows = []
-    for o in job_outcomes(record):
+    for o in job_outcomes(record) if outcomes is None else outcomes:
         spec = specs[o.job_id]
         rows.append(
             {
@@ -92,9 +92,10 @@ def jobs_rows(record: EpisodeRecord) -> list[dict[str, Any]]:
     return rows
 
 
-def timeline_columns(record: EpisodeRecord) -> dict[str, np.ndarray]:
-    """The step timeline by column: cluster state after each distinct event time."""
-    tl = timeline(record)
+def timeline_columns(record: EpisodeRecord, tl: Timeline | None = None) -> dict[str, np.ndarray]:
+    """The step timeline by column: cluster state after each distinct event time (``tl``: the record's, if known)."""
+    if tl is None:
+        tl = timeline(record)
     return {
         "time_s": tl.time - record.start_time,
         "throughput": tl.throughput,
@@ -133,14 +134,15 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
         },
     )
     write_json(out_dir / "metrics.json", result.metrics)
-    jobs = jobs_rows(result.record)
+    done: Replay = replayed(result.record, result.replay)
+    jobs = jobs_rows(result.record, done.outcomes)
     write_rows(out_dir / "jobs.csv", JOB_COLUMNS, ([row[c] for c in JOB_COLUMNS] for row in jobs))
-    columns = timeline_columns(result.record)
+    columns = timeline_columns(result.record, done.timeline)
     write_rows(out_dir / "timeline.csv", list(columns), zip(*(c.tolist() for c in columns.values())))
     if plots:
         from arena_gym.plots import plot_all  # matplotlib only when plots are drawn
 
-        plot_all([result.record], out_dir)
+        plot_all([result.record], out_dir, [done])
     return out_dir
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from arena_gym.core import ClusterState
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.sim.config import SimConfig
-from arena_gym.types import ClusterSpec, Decision, JobId, JobSpec, PerfModel, Snapshot
+from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, PerfModel, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ class SimBackend:
         self.belief = belief if belief is not None else truth
         self.config = config if config is not None else SimConfig()
         self.state = ClusterState(cluster, truth, self.belief, self.config.horizon_s)
+        self._overheads: dict[int, float] = {}  # reconfiguration overhead by GPU count (the config is frozen)
         self._reset_clock(0.0)
 
     def _reset_clock(self, start: float) -> None:
@@ -80,10 +81,10 @@ class SimBackend:
         """Validate the whole decision, then commit it; InvalidDecision (nothing changed) otherwise."""
         if decision.is_empty:
             return
-        overhead_s = self.config.overhead_s
-        checked = self.state.apply(decision, self._now, lambda alloc: overhead_s(alloc.num_gpus))
+        overhead_s = self._overhead_s
+        checked = self.state.apply(decision, self._now, overhead_s)
         for job_id, alloc, _ in checked.allocations:
-            self._push(self._now + overhead_s(alloc.num_gpus), _RUN, job_id, self.state.version(job_id))
+            self._push(self._now + overhead_s(alloc), _RUN, job_id, self.state.version(job_id))
 
     def advance(self) -> Snapshot | None:
         """Process events up to the next decision point; None once drained or past the horizon.
@@ -125,6 +126,14 @@ class SimBackend:
         self.state.check_invariants()
 
     # ----------------------------------------------------------------- internals
+    def _overhead_s(self, alloc: Allocation) -> float:
+        """The reconfiguration overhead of (re)starting on ``alloc`` (memoised by GPU count)."""
+        n = alloc.num_gpus
+        seconds = self._overheads.get(n)
+        if seconds is None:
+            seconds = self._overheads[n] = self.config.overhead_s(n)
+        return seconds
+
     def _push(self, t: float, kind: int, job_id: JobId, version: int) -> None:
         heapq.heappush(self._heap, (t, kind, self._seq, job_id, version))
         self._seq += 1

@@ -9,7 +9,7 @@ import pytest
 
 from agents.fcfs import FCFS
 from arena_gym.cluster import PRESETS
-from arena_gym.loop import run_episode
+from arena_gym.loop import _DelayedBar, run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord
@@ -124,3 +124,16 @@ def test_episodes_on_the_simulator_reset_the_policy_and_count_its_decisions():
     assert policy.resets == 2 and policy.decides == first.decisions + second.decisions
     assert first.events == second.events and first.policy == "fcfs" and first.decisions >= 3
     assert compute_metrics(first)["jobs_finished"] == 3
+
+
+def test_the_progress_bar_appears_only_once_the_delay_has_passed(capsys):
+    quiet = _DelayedBar(10, "p", delay_s=3600.0)
+    quiet.update(4)
+    quiet.close()
+    assert quiet.bar is None and quiet.done == 4 and capsys.readouterr().err == ""
+    shown = _DelayedBar(10, "p", delay_s=0.0)
+    shown.update(3)  # the bar appears here, counting the jobs finished so far
+    shown.update(2)
+    assert shown.bar is not None and shown.bar.n == 5 and shown.bar.total == 10
+    shown.close()
+    assert "p:" in capsys.readouterr().err

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arena_gym.cluster import PRESETS
-from arena_gym.metrics import MAX_BINS, bin_width, compute_metrics, job_outcomes, timeline
+from arena_gym.metrics import (
+    MAX_BINS,
+    bin_width,
+    compute_metrics,
+    job_outcomes,
+    percentile,
+    replay,
+    replayed,
+    timeline,
+)
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import JobId
 from tests.helpers import job
@@ -95,3 +107,43 @@ def test_short_spans_keep_the_requested_bin_width():
     assert means[0] == pytest.approx(64.0 * 200 / 300) and means[1:].tolist() == [64.0] * 39
     with pytest.raises(ValueError, match="finite bin_s > 0"):
         tl.binned(tl.throughput, 0.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False), min_size=0, max_size=60),
+    st.sampled_from([0, 1, 5, 25, 50, 95, 99, 99.9, 100]),
+)
+def test_percentile_is_numpys_bit_for_bit(values, q):
+    arr = np.array(values, dtype=float)
+    got = percentile(np.sort(arr), q)
+    if len(values) == 0:
+        assert math.isnan(got)
+    else:
+        assert got == float(np.percentile(arr, q))  # exact, not approx: metrics.json must not move
+
+
+def test_percentile_of_values_with_nan_is_nan():
+    assert math.isnan(percentile(np.sort(np.array([1.0, math.nan, 3.0])), 50))
+
+
+def test_a_replay_is_reused_only_for_its_own_record():
+    jobs = [job("A", 0, 10, "a40", 2), job("B", 5, 10, "a40", 2)]
+    events = [
+        ev(0, E.SUBMIT, "A"),
+        ev(0, E.ALLOCATE, "A", 2),
+        ev(10, E.RUN, "A", 2, 64.0),
+        ev(5, E.SUBMIT, "B"),
+        ev(30, E.FINISH, "A", 2),
+        ev(30, E.ALLOCATE, "B", 2),
+        ev(40, E.RUN, "B", 2, 32.0),
+        ev(90, E.FINISH, "B", 2),
+    ]
+    rec = record(events, jobs, 90.0)
+    done = replay(rec)
+    assert compute_metrics(rec, done=done) == compute_metrics(rec)
+    assert replayed(rec, done) is done
+    other = record(events[:4], jobs, 90.0)  # an equal-looking but different record gets its own replay
+    assert replayed(other, done) is not done
+    assert compute_metrics(other, done=done) == compute_metrics(other)
+    assert compute_metrics(other)["jobs_finished"] == 0 and compute_metrics(rec)["jobs_finished"] == 2

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
-from arena_gym.outputs import atomic_write, check_out_dir, check_out_file, is_results_dir, staged_dir
+from arena_gym.outputs import atomic_write, check_out_dir, check_out_file, is_results_dir, staged_dir, write_rows
 
 
 def results_dir(path):
@@ -102,3 +103,17 @@ def test_staged_dir_refuses_a_foreign_directory(tmp_path):
         with staged_dir(tmp_path / "mine"):
             pass
     assert (tmp_path / "mine" / "thesis.tex").read_text() == "x"
+
+
+def test_write_rows_writes_what_pandas_writes(tmp_path):
+    pd = pytest.importorskip("pandas")
+    columns = ["id", "x", "maybe", "flag", "n"]
+    rows = [
+        ["a", 1.5, None, True, 3],
+        ["b,c", math.nan, 0.1 + 0.2, False, 0],
+        ['q"d', 1e300, -0.0, None, -7],
+    ]
+    write_rows(tmp_path / "ours.csv", columns, rows)
+    pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "pandas.csv", index=False)
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+    assert (tmp_path / "ours.csv").read_text().splitlines()[2] == '"b,c",,0.30000000000000004,False,0'
