@@ -1,5 +1,5 @@
 """What the rank entry points (:mod:`real_runner.worker_cli`, :mod:`real_runner.profiler.worker_cli`) share
-(CLI code): a parser whose usage errors are one line with exit code 2, and a fast process exit."""
+(CLI code): a parser whose usage errors are one line with exit code 2, the log format, and a fast process exit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import NoReturn
 
 
@@ -17,6 +18,15 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Exit with code 2 after one line naming the problem."""
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def log_to_stderr(level: str, env: Mapping[str, str]) -> None:
+    """Log records at ``level`` and above to stderr, each line naming the rank (``RANK`` in ``env``)."""
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
+    )
 
 
 def exit_now(code: int) -> NoReturn:

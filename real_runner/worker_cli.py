@@ -16,7 +16,6 @@ any other failure, with the cause on stderr. SIGTERM is handled from the start.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from real_runner.checkpoint_files import CheckpointError
-from real_runner.rank_cli import OneLineParser, exit_now
+from real_runner.rank_cli import OneLineParser, exit_now, log_to_stderr
 from real_runner.spec import WorkerSpec
 from real_runner.worker import (
     EXIT_BAD_INPUT,
@@ -71,11 +70,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     args = build_parser().parse_args(argv)
     env = os.environ if env is None else env
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
-    )
+    log_to_stderr(args.log_level, env)
     try:
         rank, world, local_rank = rank_env(env)
         spec = WorkerSpec.load(args.spec)

@@ -11,7 +11,6 @@ core, one thread), then profiles its device (:mod:`real_runner.profiler.worker`)
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -21,7 +20,7 @@ from typing import NoReturn
 
 from real_runner.profiler.settings import ProfileJob
 from real_runner.profiler.worker import EXIT_BAD_INPUT, EXIT_FAILURE, run_rank
-from real_runner.rank_cli import OneLineParser, exit_now
+from real_runner.rank_cli import OneLineParser, exit_now, log_to_stderr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,11 +40,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     main_at = time.time()
     args = build_parser().parse_args(argv)
     env = os.environ if env is None else env
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format=f"%(asctime)s rank{env.get('RANK', '0')} %(levelname)s %(name)s: %(message)s",
-    )
+    log_to_stderr(args.log_level, env)
     try:
         rank, world = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
         local_rank = int(env.get("LOCAL_RANK", "0"))
