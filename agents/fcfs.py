@@ -5,11 +5,12 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
-from agents.common import FreeGpus, configure, fits_ever, order_key
+from agents.common import FreeGpus, configure, order_key
 from arena_gym.placement import allocation
-from arena_gym.types import Allocation, Decision, JobId, OverheadClass, Snapshot, best_locality
+from arena_gym.types import Allocation, Decision, JobId, JobView, OverheadClass, Snapshot, best_locality
 
 
 @dataclass(frozen=True)
@@ -48,24 +49,28 @@ class FCFS:
         type, and the never-runnable jobs ahead of it, however long the queue; a type without
         free GPUs is not read at all.
         """
-        first = snapshot.cluster.gpu_types[0]
+        types = snapshot.cluster.gpu_types
         gpus = FreeGpus(snapshot)
+        pending, iter_time, relax = snapshot.pending, snapshot.perf.iter_time, self.config.relax
         chosen: list[tuple[float, JobId, Allocation]] = []
-        for gpu_type in snapshot.cluster.gpu_types:
-            if gpus.free_gpus(gpu_type) == 0:
+        for gpu_type in types:
+            if gpus.total_free[gpu_type] == 0:
                 continue  # nothing of this type can start: its queue need not be read
             cap = gpus.capacity[gpu_type]
-            queue = snapshot.pending.requesting(gpu_type)
-            if gpu_type == first:  # jobs without a requested type run on the cluster's first type
-                queue = heapq.merge(queue, snapshot.pending.requesting(None), key=order_key)
+            most = cap * len(snapshot.free[gpu_type])  # more GPUs than the type has: never runnable
+            queue: Iterable[JobView] = pending.requesting(gpu_type)
+            if gpu_type == types[0]:  # jobs without a requested type run on the cluster's first type
+                untyped = pending.requesting(None)
+                if untyped:
+                    queue = heapq.merge(queue, untyped, key=order_key)
             for view in queue:
                 spec = view.spec
                 n = spec.requested_gpus or 1
-                if not fits_ever(snapshot, gpu_type, n) or not math.isfinite(
-                    snapshot.perf.iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))
+                if n > most or not math.isfinite(
+                    iter_time(spec.model, spec.global_batch, best_locality(gpu_type, n, cap))
                 ):
                     continue  # can never run: blocks nobody
-                placement = gpus.find(gpu_type, n, self.config.relax)
+                placement = gpus.find(gpu_type, n, relax)
                 if placement is None:
                     break  # head-of-line blocking of this type
                 gpus.take(placement)

@@ -42,7 +42,7 @@ class _DelayedBar:
     counting the jobs finished before it appeared.
     """
 
-    def __init__(self, total: int, name: str, delay_s: float = 1.0) -> None:
+    def __init__(self, total: int, name: str, delay_s: float = 2.0) -> None:
         self.total, self.name = total, name
         self.done = 0
         self.due = time.monotonic() + delay_s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,7 +27,7 @@ def find_nodes(free: np.ndarray, n_nodes: int, per_node: int) -> tuple[int, ...]
     break by node index, so the choice is deterministic.
     """
     if n_nodes == 1:
-        masked = np.where(free >= per_node, free, np.iinfo(free.dtype).max)
+        masked = np.where(free >= per_node, free, _int_max(free.dtype))
         best = int(masked.argmin())
         return (best,) if free[best] >= per_node else None
     fits = np.flatnonzero(free >= per_node)
@@ -34,6 +35,12 @@ def find_nodes(free: np.ndarray, n_nodes: int, per_node: int) -> tuple[int, ...]
         return None
     order = np.argsort(free[fits], kind="stable")[:n_nodes]
     return tuple(sorted(int(i) for i in fits[order]))
+
+
+@functools.lru_cache(maxsize=16)
+def _int_max(dtype: np.dtype) -> int:
+    """The largest value of an integer dtype (``np.iinfo`` is slow to build per call)."""
+    return int(np.iinfo(dtype).max)
 
 
 def place_shape(free: np.ndarray, shape: ResourceShape) -> Placement | None:

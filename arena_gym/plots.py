@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
@@ -81,8 +82,20 @@ def plot_series(
     records' replays, if known.
     """
     fig = _figure(7, 4)
-    ax = fig.add_subplot()
-    for rec, rep in zip(records, _replays(records, done)):
+    _draw_series(fig.add_subplot(), records, _replays(records, done), series, ylabel, bin_s, smooth)
+    return _save(fig, path)
+
+
+def _draw_series(
+    ax: Axes,
+    records: Sequence[EpisodeRecord],
+    reps: Sequence[Replay],
+    series: str,
+    ylabel: str,
+    bin_s: float,
+    smooth: int,
+) -> None:
+    for rec, rep in zip(records, reps):
         tl = rep.timeline
         starts, means = tl.binned(getattr(tl, series), bin_s, max_bins=PLOT_POINTS)
         ax.plot((starts - rec.start_time) / 3600.0, _smooth(means, smooth), label=rec.policy, lw=1.2)
@@ -91,14 +104,38 @@ def plot_series(
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend()
-    return _save(fig, path)
+
+
+def _clear_series(ax: Axes) -> None:
+    """Take the lines and legend off ``ax`` so that it draws the next series as a fresh axes would."""
+    for line in list(ax.lines):
+        line.remove()
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.remove()
+    ax.set_prop_cycle(None)  # the next series starts at the first colour again
+    ax.relim()
+    ax.autoscale_view()
+
+
+#: The time-series plots: file name, timeline series, y label, smoothing window.
+SERIES_PLOTS = (
+    ("throughput.png", "throughput", "cluster throughput (samples/s)", 5),
+    ("queue.png", "pending_jobs", "queued jobs", 1),
+)
 
 
 def plot_all(records: Sequence[EpisodeRecord], out_dir: Path, done: Sequence[Replay] | None = None) -> list[Path]:
-    """The three standard plots into ``out_dir`` (``done``: the records' replays, if known)."""
+    """The three standard plots into ``out_dir`` (``done``: the records' replays, if known).
+
+    The time series share one figure, redrawn per file: its axes and tick artists are built once.
+    """
     reps = _replays(records, done)
-    return [
-        plot_jct_cdf(records, out_dir / "jct_cdf.png", reps),
-        plot_series(records, out_dir / "throughput.png", "throughput", "cluster throughput (samples/s)", done=reps),
-        plot_series(records, out_dir / "queue.png", "pending_jobs", "queued jobs", smooth=1, done=reps),
-    ]
+    paths = [plot_jct_cdf(records, out_dir / "jct_cdf.png", reps)]
+    fig = _figure(7, 4)
+    ax = fig.add_subplot()
+    for name, series, ylabel, smooth in SERIES_PLOTS:
+        _clear_series(ax)
+        _draw_series(ax, records, reps, series, ylabel, 300.0, smooth)
+        paths.append(_save(fig, out_dir / name))
+    return paths

@@ -20,16 +20,42 @@ from arena_gym.types import Decision, JobId, JobView, PerfModel, Placement, Snap
 Change = tuple[JobId, Placement | None, Placement | None]
 
 
+class _Copies(Mapping[str, np.ndarray]):
+    """Writable int64 copies of a snapshot's free-GPU arrays (every type), each made when first read."""
+
+    def __init__(self, source: Mapping[str, np.ndarray]) -> None:
+        self._source = source
+        self._copies: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, gpu_type: str) -> np.ndarray:
+        copy = self._copies.get(gpu_type)
+        if copy is None:
+            copy = self._copies[gpu_type] = np.array(self._source[gpu_type], dtype=np.int64)
+        return copy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._source)
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+
 class FreeGpus:
-    """Free GPUs per node of every type, copied from a snapshot, and placements found in them."""
+    """Free GPUs per node of every type, copied from a snapshot, and placements found in them.
+
+    ``free`` (type -> free GPUs per node) copies a type's array when it is first read, so a
+    policy pays only for the types it places on.
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         groups = snapshot.cluster.groups
         self.types: tuple[str, ...] = tuple(g.gpu_type for g in groups)
         self.capacity: dict[str, int] = {g.gpu_type: g.gpus_per_node for g in groups}
         self.nodes: dict[str, int] = {g.gpu_type: g.nodes for g in groups}
-        self.free: dict[str, np.ndarray] = {t: np.array(snapshot.free[t], dtype=np.int64) for t in self.types}
-        self.total_free: dict[str, int] = {t: int(f.sum()) for t, f in self.free.items()}
+        source = snapshot.free
+        self.free: Mapping[str, np.ndarray] = _Copies(source)
+        add = np.add.reduce
+        self.total_free: dict[str, int] = {t: int(add(source[t])) for t in self.types}
 
     def free_gpus(self, gpu_type: str) -> int:
         """Free GPUs of a type."""
@@ -61,11 +87,12 @@ class FreeGpus:
         if cap is None:  # a type the cluster lacks
             return None
         if free is None:
+            if self.total_free[gpu_type] < num_gpus:
+                return None
             free = self.free[gpu_type]
-            available = self.total_free[gpu_type]
-        else:
-            available = int(free.sum())
-        if num_gpus > len(free) * cap or available < num_gpus:
+        elif int(free.sum()) < num_gpus:
+            return None
+        if num_gpus > len(free) * cap:
             return None
         shapes = localities(gpu_type, num_gpus, cap)
         for shape in shapes if relax else shapes[:1]:
@@ -78,8 +105,10 @@ class FreeGpus:
 
     def take(self, placement: Placement) -> None:
         """Mark the GPUs of ``placement`` as used (a :class:`Workspace` changes holdings with ``set``/``hold``)."""
-        self.free[placement.gpu_type][list(placement.nodes)] -= placement.gpus_per_node
-        self.total_free[placement.gpu_type] -= placement.num_gpus
+        free, per = self.free[placement.gpu_type], placement.gpus_per_node
+        for node in placement.nodes:
+            free[node] -= per
+        self.total_free[placement.gpu_type] -= per * len(placement.nodes)
 
 
 class Workspace(FreeGpus):
