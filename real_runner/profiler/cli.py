@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--layer-repeats",
         type=int,
         default=None,
-        help="calls of each layer back to back per round; the first warms it (default 3)",
+        help="calls of each layer back to back per round, the first dropped as warm-up (default 1: timed once)",
     )
     parser.add_argument(
         "--neighbours",

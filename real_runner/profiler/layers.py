@@ -63,8 +63,7 @@ def layer_item(
     outside the timing.
 
     With ``repeats > 1`` the first call warms the layer's code paths and buffers and the laps are the mean of
-    the others: a training step runs a layer kind many times in a row (every block, every micro-batch), so
-    its warm time is what a step pays.
+    the others (the time of a layer run again at once, as a pipeline stage runs it on consecutive micro-batches).
     """
     x, y = _inputs(spec, kind, samples, device)
     grad = None if kind == "head" else torch.ones(samples, spec.seq_len, spec.hidden, device=device)

@@ -23,8 +23,9 @@ class ProfilerSettings:
     power of two up to the testbed's devices per node that divides the heads); ``rounds`` /
     ``warmup_rounds``: timed and untimed rounds (each round times every item once, interleaved,
     so load changes hit every item alike; the median over rounds is kept); ``layer_repeats``: calls
-    of a layer back to back per round (the first warms it and is dropped when there are more:
-    a step runs each layer kind warm); ``neighbours``:
+    of a layer back to back per round (with more than one, the first warms it and is dropped;
+    the default times each layer once, after a different item, which matches a training step
+    better on CPUs: docs/profiler.md); ``neighbours``:
     ``busy`` profiles compute on every device of the node at once (each device's neighbours
     compute too, as in training), ``idle`` on the first device while the others wait;
     ``pipeline_samples`` / ``pipeline_micro_batches``: where the pipeline schedule's overhead is
@@ -47,7 +48,7 @@ class ProfilerSettings:
     tp: tuple[int, ...] = ()
     rounds: int = 7
     warmup_rounds: int = 2
-    layer_repeats: int = 3
+    layer_repeats: int = 1
     neighbours: str = "busy"
     pipeline_samples: tuple[int, ...] = (1, 4, 8)
     pipeline_micro_batches: int = 2
@@ -110,7 +111,6 @@ class ProfilerSettings:
             overhead_samples=(1, 4),
             rounds=3,
             warmup_rounds=1,
-            layer_repeats=2,
             pipeline_samples=(2,),
             batches=(1, 16),
             comm_min_exp=10,
