@@ -8,13 +8,17 @@ from pathlib import Path
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from arena_gym.metrics import Replay, replayed
 from arena_gym.records import EpisodeRecord
 
 #: At most this many points per line: longer runs are binned more coarsely (a plot is ~800 px wide).
 PLOT_POINTS = 2000
+#: Figure sizes (inches) of the JCT CDF and of the time series.
+JCT_SIZE, SERIES_SIZE = (6.0, 4.0), (7.0, 4.0)
+#: Tick spacings (times a power of ten) for the linear axes: round labels such as 0, 2000, 4000.
+_STEPS = (1, 2, 5, 10)
 #: Fixed margins (fractions of the figure) that fit the axis labels: no layout pass before drawing.
 _MARGINS = {"left": 0.12, "right": 0.97, "bottom": 0.13, "top": 0.96}
 
@@ -48,9 +52,13 @@ def _replays(records: Sequence[EpisodeRecord], done: Sequence[Replay] | None) ->
 
 def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path, done: Sequence[Replay] | None = None) -> Path:
     """CDF of job completion times (hours) of finished jobs, one line per record (``done``: their replays, if known)."""
-    fig = _figure(6, 4)
-    ax = fig.add_subplot()
-    for rec, rep in zip(records, _replays(records, done)):
+    fig = _figure(*JCT_SIZE)
+    _draw_jct_cdf(fig.add_subplot(), records, _replays(records, done))
+    return _save(fig, path)
+
+
+def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Replay]) -> None:
+    for rec, rep in zip(records, reps):
         jcts = np.sort([o.jct for o in rep.outcomes if o.jct is not None]) / 3600.0
         if len(jcts):
             ax.step(jcts, np.arange(1, len(jcts) + 1) / len(jcts), where="post", label=rec.policy)
@@ -63,7 +71,6 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path, done: Sequence[Re
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend()
-    return _save(fig, path)
 
 
 def plot_series(
@@ -81,7 +88,7 @@ def plot_series(
     every line ends at its record's end (the last real event, or the horizon). ``done``: the
     records' replays, if known.
     """
-    fig = _figure(7, 4)
+    fig = _figure(*SERIES_SIZE)
     _draw_series(fig.add_subplot(), records, _replays(records, done), series, ylabel, bin_s, smooth)
     return _save(fig, path)
 
@@ -101,19 +108,22 @@ def _draw_series(
         ax.plot((starts - rec.start_time) / 3600.0, _smooth(means, smooth), label=rec.policy, lw=1.2)
     ax.set_xlabel("time (h)")
     ax.set_ylabel(ylabel)
+    for axis in (ax.xaxis, ax.yaxis):  # about 5 labelled ticks per axis (each tick is a set of artists)
+        axis.set_major_locator(MaxNLocator(nbins=5, steps=_STEPS))
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend()
 
 
-def _clear_series(ax: Axes) -> None:
-    """Take the lines and legend off ``ax`` so that it draws the next series as a fresh axes would."""
+def _clear(ax: Axes) -> None:
+    """Take the lines and legend off ``ax`` and give it linear axes, so that it draws the next plot as a fresh axes would."""
     for line in list(ax.lines):
         line.remove()
     legend = ax.get_legend()
     if legend is not None:
         legend.remove()
-    ax.set_prop_cycle(None)  # the next series starts at the first colour again
+    ax.set_prop_cycle(None)  # the next plot starts at the first colour again
+    ax.set_xscale("linear")  # also restores the default tick locators and formatters
     ax.relim()
     ax.autoscale_view()
 
@@ -128,14 +138,17 @@ SERIES_PLOTS = (
 def plot_all(records: Sequence[EpisodeRecord], out_dir: Path, done: Sequence[Replay] | None = None) -> list[Path]:
     """The three standard plots into ``out_dir`` (``done``: the records' replays, if known).
 
-    The time series share one figure, redrawn per file: its axes and tick artists are built once.
+    One figure is redrawn for each file (each PNG is what a figure of its own would show): its
+    axes and tick artists are built once.
     """
     reps = _replays(records, done)
-    paths = [plot_jct_cdf(records, out_dir / "jct_cdf.png", reps)]
-    fig = _figure(7, 4)
+    fig = _figure(*JCT_SIZE)
     ax = fig.add_subplot()
+    _draw_jct_cdf(ax, records, reps)
+    paths = [_save(fig, out_dir / "jct_cdf.png")]
+    fig.set_size_inches(*SERIES_SIZE)
     for name, series, ylabel, smooth in SERIES_PLOTS:
-        _clear_series(ax)
+        _clear(ax)
         _draw_series(ax, records, reps, series, ylabel, 300.0, smooth)
         paths.append(_save(fig, out_dir / name))
     return paths

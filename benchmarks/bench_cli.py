@@ -4,7 +4,11 @@ Each command runs as its own process (``python -m arena_gym ...``); its cost is 
 CPU seconds of that process and everything it waited for (``os.wait4``), the median of
 ``--runs`` runs (at least 5). The estimator's performance-table cache sits where the CLI puts
 it by default (``$XDG_CACHE_HOME/arena-gym``, here a temporary ``XDG_CACHE_HOME``); an untimed
-first run fills it (its cost is printed as the cold run), so every timed run is warm.
+first run fills it (its cost is printed as the cold run), so every timed run is warm. Warm
+includes Python's bytecode cache, as after any install: the commands run with
+``PYTHONDONTWRITEBYTECODE`` unset and ``PYTHONPYCACHEPREFIX`` in the temporary folder (the
+source tree is not written to), so the cold run compiles and the timed runs load bytecode;
+``--no-bytecode-cache`` times them compiling every module of the project each run instead.
 
 Goals:
 
@@ -106,6 +110,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per command (at least 5)")
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile the project's modules in every run (PYTHONDONTWRITEBYTECODE=1), as a checkout without __pycache__",
+    )
     args = parser.parse_args()
     if args.runs < 5:
         parser.error("--runs must be at least 5")
@@ -121,9 +130,16 @@ def main() -> None:
             "WANDB_MODE": "disabled",
             "MPLBACKEND": "Agg",
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPYCACHEPREFIX", None)
+        if args.no_bytecode_cache:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
         load = os.getloadavg()[0]
         print(
-            f"CPU seconds (user + sys) of whole processes, median of {args.runs} warm runs; "
+            f"CPU seconds (user + sys) of whole processes, median of {args.runs} warm runs "
+            f"({'without' if args.no_bytecode_cache else 'with'} a bytecode cache); "
             f"load average {load:.2f} on {os.cpu_count()} CPUs"
         )
         print(f"{'command':36s} {'median':>7s} {'min':>6s} {'max':>6s} {'wall':>6s} {'cold':>6s} {'goal':>6s}  verdict")

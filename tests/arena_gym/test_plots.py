@@ -7,7 +7,7 @@ import math
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.plots import plot_all, plot_series
+from arena_gym.plots import plot_all, plot_jct_cdf, plot_series
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import JobId
 from tests.helpers import job
@@ -30,8 +30,8 @@ def test_plots_of_a_huge_span_are_written(tmp_path):
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
 
 
-def test_the_series_plots_of_plot_all_match_fresh_figures(tmp_path):
-    """plot_all redraws one figure per series; each PNG must be what a figure of its own draws."""
+def test_the_plots_of_plot_all_match_fresh_figures(tmp_path):
+    """plot_all redraws one figure for every file; each PNG must be what a figure of its own draws."""
     np = pytest.importorskip("numpy")
     image = pytest.importorskip("PIL.Image")
     jobs = (job("A", 0, 10, "a40", 2), job("B", 50, 10, "a40", 2))
@@ -53,8 +53,9 @@ def test_the_series_plots_of_plot_all_match_fresh_figures(tmp_path):
     shared.mkdir()
     fresh.mkdir()
     plot_all(recs, shared)
+    plot_jct_cdf(recs, fresh / "jct_cdf.png")
     plot_series(recs, fresh / "throughput.png", "throughput", "cluster throughput (samples/s)")
     plot_series(recs, fresh / "queue.png", "pending_jobs", "queued jobs", smooth=1)
-    for name in ("throughput.png", "queue.png"):
+    for name in ("jct_cdf.png", "throughput.png", "queue.png"):
         ours, theirs = np.asarray(image.open(shared / name)), np.asarray(image.open(fresh / name))
         assert ours.shape == theirs.shape and (ours == theirs).all(), name
