@@ -201,3 +201,9 @@ def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
         overhead=scaled_overhead(args.overhead_scale),
         model_spec=args.model_spec,
     )
+
+
+def plot_modules(args: argparse.Namespace) -> tuple[str, ...]:
+    """The modules a command with ``--no-plots`` will import for its plots (the ``preload`` of
+    :func:`arena_gym.cli.main`, loaded before the program freezes its code)."""
+    return () if args.no_plots else ("arena_gym.plots",)

@@ -7,7 +7,16 @@ import os
 import re
 from pathlib import Path
 
-from arena_gym.cli.common import DEFAULT_TRACE, add_run_arguments, bounded_int, cache_dir, out_dir, run_config, seed_int
+from arena_gym.cli.common import (
+    DEFAULT_TRACE,
+    add_run_arguments,
+    bounded_int,
+    cache_dir,
+    out_dir,
+    plot_modules,
+    run_config,
+    seed_int,
+)
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.results import to_markdown
 
@@ -81,7 +90,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=Path("results/compare"),
         help="results directory (written complete or not at all)",
     )
-    parser.set_defaults(handler=handle)
+    parser.set_defaults(handler=handle, preload=plot_modules)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from arena_gym.cli.common import add_run_arguments, cache_dir, out_dir, run_config, seed_int
+from arena_gym.cli.common import add_run_arguments, cache_dir, out_dir, plot_modules, run_config, seed_int
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import load_jobs, run, user_models
 from arena_gym.gpu_types import check_requested_types
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="results directory (written complete or not at all)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.set_defaults(handler=handle)
+    parser.set_defaults(handler=handle, preload=plot_modules)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -51,3 +51,30 @@ def test_every_command_is_listed_without_being_imported() -> None:
 
     help_text = build_parser(["--help"]).format_help()
     assert all(name in help_text for name in SUBCOMMANDS)
+
+
+def _freeze_count_after(call: str, tmp_path) -> tuple[int, bool]:
+    """(gc freeze count, matplotlib loaded) after ``call`` runs a small simulate in a fresh interpreter."""
+    code = (
+        "import gc, sys\n"
+        "from arena_gym.cli import main\n"
+        f"args = ['simulate', '--policy', 'fcfs', '--trace', 'synthetic:n_jobs=10', '--cluster', 'tiny', "
+        f"'--out', {str(tmp_path / 'run')!r}]\n"
+        f"assert {call} == 0\n"
+        "print('FROZEN:', gc.get_freeze_count(), 'matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    last = out.stdout.splitlines()[-1]
+    assert last.startswith("FROZEN:"), out.stdout
+    count, mpl = last.split()[1:]
+    return int(count), mpl == "True"
+
+
+def test_the_program_freezes_its_loaded_code_plots_included(tmp_path) -> None:
+    frozen, mpl = _freeze_count_after("(sys.argv.__setitem__(slice(1, None), args), main())[1]", tmp_path)
+    assert frozen > 10_000 and mpl  # numpy, the estimator, matplotlib: the code the run loaded
+
+
+def test_a_caller_of_main_keeps_its_collector_as_it_was(tmp_path) -> None:
+    frozen, _ = _freeze_count_after("main(args)", tmp_path)
+    assert frozen == 0
