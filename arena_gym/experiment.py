@@ -13,7 +13,7 @@ from arena_gym.loop import run_episode
 from arena_gym.metrics import Replay, compute_metrics, replay
 from arena_gym.perf import trace_hooks
 from arena_gym.records import EpisodeRecord
-from arena_gym.registry import make_perf, make_policy, trace_registry
+from arena_gym.registry import make_perf, make_policy, own, trace_registry
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import ClusterSpec, JobSpec, OverheadClass, OverheadModel, PerfModel
 
@@ -77,12 +77,12 @@ def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> t
     registered name, an ``arena_gym.traces`` entry point, ``module:attr``) to the trace registry,
     whose factory returns a ``Trace`` or a sequence of ``JobSpec``.
     """
-    from traces import Trace, resolve_trace
-    from traces.formats import GENERATORS
-
+    what = f"trace {trace!r}"
+    Trace, resolve_trace = own("traces:Trace", what), own("traces:resolve_trace", what)
+    generators = own("traces.formats:GENERATORS", what)
     feasible, iter_time = trace_hooks(perf, cluster)
     registry = trace_registry()
-    if trace.partition(":")[0] in GENERATORS or os.path.exists(trace) or not registry.knows(trace):
+    if trace.partition(":")[0] in generators or os.path.exists(trace) or not registry.knows(trace):
         return resolve_trace(trace, seed=seed, feasible=feasible, iter_time=iter_time).jobs
     made = registry.make(trace, seed=seed, cluster=cluster, feasible=feasible, iter_time=iter_time)
     jobs = made.jobs if isinstance(made, Trace) else made

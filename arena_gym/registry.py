@@ -186,20 +186,27 @@ def shadowing_package(module: str) -> str | None:
     return None if location.resolve().parent == ours else str(location)
 
 
-def _builtin(kind: str, spec: str, target: str) -> Any:
-    """Resolve a built-in target; a one-line ValueError when a same-named package of another
-    distribution shadows this one's (other import errors, e.g. a missing extra, propagate)."""
+def own(target: str, what: str) -> Any:
+    """Resolve ``module:attr`` of this distribution for ``what`` (a phrase naming the user's input); a one-line
+    ValueError when a same-named package of another distribution, or a local file, shadows this one's (other
+    import errors, e.g. a missing extra, propagate)."""
     try:
         return resolve(target)
-    except ImportError as exc:
-        other = shadowing_package(target)
+    except (ImportError, AttributeError) as exc:
+        module = target.partition(":")[0]
+        other = shadowing_package(module)
         if other is None:
             raise
-        top = target.partition(".")[0]
+        top = module.partition(".")[0]
         raise ValueError(
-            f"{kind} {spec!r}: the {top!r} package imported is {other}, not arena-gym's; another "
+            f"{what}: the {top!r} package imported is {other}, not arena-gym's; another "
             f"distribution or a local file named {top!r} comes first on sys.path ({exc})"
         ) from None
+
+
+def _builtin(kind: str, spec: str, target: str) -> Any:
+    """Resolve a built-in target of a registry (:func:`own`)."""
+    return own(target, f"{kind} {spec!r}")
 
 
 def _import(kind: str, spec: str) -> Any:

@@ -10,7 +10,7 @@ from arena_gym.cluster import load_cluster
 from arena_gym.experiment import user_models
 from arena_gym.gpu_types import check_catalogue
 from arena_gym.perf import trace_hooks
-from arena_gym.registry import make_perf
+from arena_gym.registry import make_perf, own
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +31,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Load the trace; print its summary or write it canonically."""
-    from traces import Trace, resolve_trace, save_trace
+    what = f"trace {args.trace!r}"
+    resolve_trace, save_trace = own("traces:resolve_trace", what), own("traces:save_trace", what)
 
     cluster = load_cluster(args.cluster)
     perf = make_perf(args.perf, cluster, cache_dir=cache_dir(args), models=user_models(args.model_spec))
     feasible, iter_time = trace_hooks(perf, cluster)
-    trace: Trace = resolve_trace(args.trace, seed=args.seed, feasible=feasible, iter_time=iter_time)
+    trace = resolve_trace(args.trace, seed=args.seed, feasible=feasible, iter_time=iter_time)
     check_catalogue(trace.jobs, args.trace)
     if args.action == "info":
         print(json.dumps(trace.summary(), indent=2, default=str))

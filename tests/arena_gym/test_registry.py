@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -179,3 +182,23 @@ def test_entry_points_of_installed_packages_are_found_by_name(tmp_path, monkeypa
     assert make_perf("toy-perf", tiny, seed=2).name == "toy-tiny-2"
     assert len(load_jobs("toy-trace", tiny, uniform_model(), seed=0)) == 3
     assert make_policy("arena").name == "arena"  # registered names come first
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["simulate", "--policy", "fcfs", "--cluster", "tiny", "--no-plots"], ["trace", "info", "synthetic:n_jobs=3"]],
+)
+def test_a_foreign_traces_package_first_on_the_path_is_named_in_one_line(tmp_path, command):
+    other = tmp_path / "other"
+    (other / "traces").mkdir(parents=True)
+    (other / "traces" / "__init__.py").write_text("NAME = 'someone else'\n")
+    out = tmp_path / "run"
+    args = [*command, *(["--trace", "synthetic:n_jobs=3", "--out", str(out)] if command[0] == "simulate" else [])]
+    env = {**os.environ, "PYTHONPATH": str(other), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_gym", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert f"the 'traces' package imported is {other / 'traces'}, not arena-gym's" in line
+    assert not out.exists()
