@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from agents.common import FreeGpus, configure, order_key

@@ -44,7 +44,7 @@ class ModelRef:
         return f"{self.family}__{self.size}"
 
     @staticmethod
-    def parse(text: str) -> "ModelRef":
+    def parse(text: str) -> ModelRef:
         """Parse ``family__size`` (aliases such as ``bert`` accepted)."""
         family, sep, size = text.strip().partition("__")
         if not sep or not family or not size:

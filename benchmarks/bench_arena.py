@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from arena_gym.cluster import load_cluster
-from arena_gym.registry import make_perf, make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
+from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
 from traces import load_trace
 

@@ -47,8 +47,8 @@ from typing import Any
 
 import pandas as pd
 
-from arena_gym.registry import make_perf
 from arena_gym.outputs import code_version, write_json
+from arena_gym.registry import make_perf
 from arena_gym.types import ModelRef, best_locality
 from real_runner.plans import plan_from_dict
 from real_runner.progress import read_progress

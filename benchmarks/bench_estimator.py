@@ -20,8 +20,8 @@ import pandas as pd
 from arena_gym.cluster import PRESETS
 from arena_gym.types import GpuType, ModelRef, ResourceShape, best_locality
 from estimator.calibration import Problem, fit, load_points, validate
-from estimator.dpmemory import dp_rule_fits, fit_dp_memory, validate_dp_memory
 from estimator.costmodel import rates_for, usable_memory_gib
+from estimator.dpmemory import dp_rule_fits, fit_dp_memory, validate_dp_memory
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import ARTIFACT_GPU_MEMORY_GB, DpMemoryTable
 from estimator.params import EstimatorParams, default_params

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from arena_gym.outputs import code_version, write_json
 from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
-from estimator.profile import load_profile
 from estimator.planner import PlannerConfig
+from estimator.profile import load_profile
 from estimator.profiled import ProfiledPerfModel, executable_plans
 from estimator.table import shapes_for
 from estimator.zoo import get_model

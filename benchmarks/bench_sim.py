@@ -13,9 +13,9 @@ from pathlib import Path
 
 from arena_gym.cluster import load_cluster
 from arena_gym.experiment import load_jobs
-from arena_gym.registry import make_perf, make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
+from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -8,7 +8,6 @@ import numpy as np
 
 from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, Decision, Snapshot
-
 from envs.advisor import Advisor
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex

@@ -15,7 +15,6 @@ import numpy as np
 
 from arena_gym.registry import make_policy
 from arena_gym.types import Snapshot
-
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
 from envs.codec import ActionCodec

@@ -13,13 +13,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from arena_gym.registry import make_perf
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision, PerfModel
 from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.registry import make_perf
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec, JobSpec, Snapshot
-
 from envs.advisor import Advisor
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex

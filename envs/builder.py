@@ -6,7 +6,6 @@ import numpy as np
 
 from arena_gym.placement import place_shape
 from arena_gym.types import Allocation, Decision, JobId, JobView, Placement, Snapshot
-
 from envs.capacity import CapacityIndex
 from envs.codec import PREEMPT, ActionCodec
 from envs.config import EnvConfig

@@ -14,7 +14,6 @@ from typing import NamedTuple
 import numpy as np
 
 from arena_gym.types import ClusterSpec, Placement
-
 from envs.codec import ActionCodec
 
 #: "Needs more nodes than any cluster has": the padding value of unused localities.

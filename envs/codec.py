@@ -8,7 +8,6 @@ valid for a running slot). The last action, ``n_actions - 1``, is "done".
 from __future__ import annotations
 
 from arena_gym.types import GPU_COUNTS, Allocation, ClusterSpec, ResourceShape, localities
-
 from envs.config import EnvConfig
 
 #: The pseudo-cell of a running slot that preempts the job back to the queue.

@@ -219,7 +219,7 @@ class EnvConfig:
         (default: the agent's ``ap_search``; give a heuristic's ``ap_search`` to score it on the same workloads)."""
         return SimConfig(OverheadModel(), self.round_s, True, self.horizon_s, overhead_class or self.ap_search)
 
-    def replace(self, **overrides: Any) -> "EnvConfig":
+    def replace(self, **overrides: Any) -> EnvConfig:
         """A copy with some fields replaced; ValueError naming unknown fields, TypeError/ValueError for bad values."""
         valid = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(overrides) - valid)

@@ -15,7 +15,6 @@ import numpy as np
 from gymnasium import spaces
 
 from arena_gym.types import ClusterSpec, JobSpec, JobStatus, JobView, Snapshot
-
 from envs.advisor import advice_matrix
 from envs.builder import DecisionBuilder
 from envs.codec import ActionCodec

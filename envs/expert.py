@@ -12,7 +12,6 @@ import gymnasium as gym
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import Allocation, Decision, JobId, Snapshot
-
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
 from envs.codec import PREEMPT, ActionCodec

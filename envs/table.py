@@ -9,7 +9,6 @@ import numpy as np
 from arena_gym.placement import best_grid
 from arena_gym.protocols import PerfModel
 from arena_gym.types import Allocation, Grid, JobSpec, ModelRef, Placement, Plan
-
 from envs.codec import ActionCodec
 
 

@@ -21,10 +21,9 @@ import numpy as np
 from arena_gym.perf import trace_hooks
 from arena_gym.protocols import PerfModel
 from arena_gym.types import GPU_COUNTS, ClusterSpec, GpuType, JobSpec
+from envs.config import SPLITS, EnvConfig
 from traces import Trace, resolve_trace
 from traces.formats import GENERATORS
-
-from envs.config import SPLITS, EnvConfig
 
 log = logging.getLogger(__name__)
 

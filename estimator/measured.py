@@ -58,7 +58,7 @@ class MeasuredTable:
     source: str = ""
 
     @staticmethod
-    def load(path: str | Path) -> "MeasuredTable":
+    def load(path: str | Path) -> MeasuredTable:
         """Read a measured-iteration-time CSV; one-line ValueError naming file, row and problem."""
         path = Path(path)
         frame = pd.read_csv(path)
@@ -93,7 +93,7 @@ class DpMemoryTable:
     need_gb: Mapping[tuple[str, str, int, int], float]  # math.inf where the artifact says OOM
 
     @staticmethod
-    def load(path: str | Path) -> "DpMemoryTable":
+    def load(path: str | Path) -> DpMemoryTable:
         """Read a DP-memory CSV (``dp_memory_gb.csv`` format)."""
         path = Path(path)
         frame = pd.read_csv(path)

@@ -91,7 +91,7 @@ class EstimatorParams:
         """Multipliers of a canonical GPU name (all 1.0 when it was not calibrated)."""
         return self.gpu_types.get(name, TypeParams())
 
-    def without_types(self, *names: str) -> "EstimatorParams":
+    def without_types(self, *names: str) -> EstimatorParams:
         """A copy whose listed GPU types fall back to their specs alone."""
         return replace(self, gpu_types={k: v for k, v in self.gpu_types.items() if k not in names})
 
@@ -121,7 +121,7 @@ class EstimatorParams:
         }
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any], source: str = "") -> "EstimatorParams":
+    def from_dict(data: Mapping[str, Any], source: str = "") -> EstimatorParams:
         """Inverse of :meth:`to_dict`; ValueError naming the bad field."""
         try:
             kinds = {
@@ -177,7 +177,7 @@ class EstimatorParams:
         Path(path).write_text(json.dumps({**self.to_dict(), **(extra or {})}, indent=2, sort_keys=False) + "\n")
 
     @staticmethod
-    def load(path: str | Path) -> "EstimatorParams":
+    def load(path: str | Path) -> EstimatorParams:
         """Read a JSON parameter file."""
         path = Path(path)
         try:

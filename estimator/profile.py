@@ -154,7 +154,7 @@ class DeviceInfo:
         return dict(self.__dict__)
 
     @staticmethod
-    def from_dict(data: Any, where: str = "device") -> "DeviceInfo":
+    def from_dict(data: Any, where: str = "device") -> DeviceInfo:
         """Validated inverse of :meth:`to_dict`."""
         d = _obj(
             data,
@@ -229,7 +229,7 @@ class ModelInfo:
         }
 
     @staticmethod
-    def from_dict(name: str, data: Any) -> "ModelInfo":
+    def from_dict(name: str, data: Any) -> ModelInfo:
         """Validated inverse of :meth:`to_dict`."""
         where = f"models.{name}"
         d = _obj(data, where, ("blocks", "hidden", "heads", "seq_len", "vocab", "element_bytes", "layers"))
@@ -517,7 +517,7 @@ class Profile:
         return json.dumps(self.to_dict(), indent=1) + "\n"
 
     @staticmethod
-    def from_dict(data: Any, source: str = "profile") -> "Profile":
+    def from_dict(data: Any, source: str = "profile") -> Profile:
         """Validated inverse of :meth:`to_dict`; ProfileError naming the problem."""
         try:
             return _parse(data)

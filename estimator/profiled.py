@@ -583,7 +583,7 @@ class _ScheduledTable(TypeTable):
     schedules: Mapping[tuple[int, int], PipeSchedule]
 
     @staticmethod
-    def wrap(table: TypeTable, schedules: Mapping[tuple[int, int], PipeSchedule]) -> "_ScheduledTable":
+    def wrap(table: TypeTable, schedules: Mapping[tuple[int, int], PipeSchedule]) -> _ScheduledTable:
         out = _ScheduledTable(
             **{
                 f: getattr(table, f)

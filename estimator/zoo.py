@@ -78,7 +78,7 @@ class LayerTable:
     kernels: np.ndarray
 
     @staticmethod
-    def from_rows(rows: list[dict[str, Any]]) -> "LayerTable":
+    def from_rows(rows: list[dict[str, Any]]) -> LayerTable:
         """Build from one dict per layer with ``name`` and every field of :data:`LAYER_FIELDS`."""
         arrays = {}
         for key in LAYER_FIELDS:

@@ -56,7 +56,7 @@ class JobIdentity:
     global_batch: int
     lr: float
 
-    def mismatch(self, other: "JobIdentity") -> str | None:
+    def mismatch(self, other: JobIdentity) -> str | None:
         """A phrase naming the first field where ``other`` (a checkpoint's) differs, or None."""
         for key in ("model", "fingerprint", "seed", "global_batch", "lr"):
             mine, theirs = getattr(self, key), getattr(other, key)

@@ -22,8 +22,8 @@ from real_runner.launchers import LAUNCHERS
 from real_runner.live.backend import LiveError, LiveStatus
 from real_runner.live.deploy import (
     DeployConfig,
-    DeployResult,
     Deployment,
+    DeployResult,
     check_deploy_dir,
     finish,
     load_deployment,

@@ -79,7 +79,7 @@ class Coordinates:
     tp_rank: int
 
     @staticmethod
-    def of(rank: int, executed: ExecutedPlan) -> "Coordinates":
+    def of(rank: int, executed: ExecutedPlan) -> Coordinates:
         """Coordinates of global ``rank`` (row-major over pp, dp, tp)."""
         dp, tp = executed.dp, executed.tp
         return Coordinates(rank, rank // (dp * tp), (rank // tp) % dp, rank % tp)

@@ -59,7 +59,7 @@ class ProgressRecord:
         return json.dumps(data, allow_nan=False, separators=(",", ":"))
 
     @staticmethod
-    def from_json(line: str) -> "ProgressRecord":
+    def from_json(line: str) -> ProgressRecord:
         """Parse one line; ValueError when it is not a progress record."""
         try:
             data = json.loads(line)

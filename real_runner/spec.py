@@ -89,7 +89,7 @@ class WorkerSpec:
         return out
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> "WorkerSpec":
+    def from_dict(data: Mapping[str, Any]) -> WorkerSpec:
         """Parse a spec; ValueError with one line naming the problem."""
         names = {f.name: f for f in fields(WorkerSpec)}
         unknown = sorted(set(data) - set(names))
@@ -113,7 +113,7 @@ class WorkerSpec:
         return json.dumps(self.to_dict(), indent=1)
 
     @staticmethod
-    def load(path: str | Path) -> "WorkerSpec":
+    def load(path: str | Path) -> WorkerSpec:
         """Read a spec file; ValueError (one line) when it is missing, not JSON or invalid."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))

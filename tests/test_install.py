@@ -78,8 +78,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_top_level_packages_import_from_the_install(venv, tmp_path):
-    code = "import importlib, json; print(json.dumps({p: importlib.import_module(p).__file__ for p in %r}))" % (
-        PACKAGES,
+    code = (
+        f"import importlib, json; print(json.dumps({{p: importlib.import_module(p).__file__ for p in {PACKAGES!r}}}))"
     )
     done = _run([str(venv / "bin" / "python"), "-c", code], tmp_path)
     assert done.returncode == 0, done.stderr

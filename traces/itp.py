@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from arena_gym.types import GpuType, JobId, JobSpec
+from traces.formats import ITP_COLUMNS
 from traces.recipe import (
     FeasibleFn,
     InfeasibleJobError,
@@ -42,7 +43,6 @@ from traces.recipe import (
     nominal_iter_time,
     sample_fields,
 )
-from traces.formats import ITP_COLUMNS
 from traces.table import MAX_EXACT_INT, CsvTable, TraceFormatError, rebase_order
 from traces.trace import Trace
 

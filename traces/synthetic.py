@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena_gym.types import GpuType, JobId, JobSpec
+from traces.options import coerce_options, format_value
 from traces.recipe import (
     MAX_TRIES,
     MIXES,
@@ -47,7 +48,6 @@ from traces.recipe import (
     nominal_iter_time,
     sample_fields,
 )
-from traces.options import coerce_options, format_value
 from traces.table import MAX_EXACT_INT
 from traces.trace import Trace
 

@@ -58,7 +58,7 @@ class Trace:
             prev = key
 
     @classmethod
-    def from_jobs(cls, name: str, jobs: Iterable[JobSpec], source: str, time_offset_s: float = 0.0) -> "Trace":
+    def from_jobs(cls, name: str, jobs: Iterable[JobSpec], source: str, time_offset_s: float = 0.0) -> Trace:
         """Build a trace from jobs in any order (sorted here)."""
         return cls(name, tuple(sorted(jobs, key=_sort_key)), source, time_offset_s)
 
@@ -75,20 +75,20 @@ class Trace:
 
     # -- sub-traces and transforms -------------------------------------------------------
 
-    def window(self, start_s: float, end_s: float = math.inf) -> "Trace":
+    def window(self, start_s: float, end_s: float = math.inf) -> Trace:
         """Jobs submitted in ``[start_s, end_s)``, times unchanged."""
         if math.isnan(start_s) or math.isnan(end_s) or end_s < start_s:
             raise ValueError(f"window [{start_s}, {end_s}) is empty or invalid: need start <= end")
         jobs = tuple(j for j in self.jobs if start_s <= j.submit_time < end_s)
         return dataclasses.replace(self, name=f"{self.name}[{start_s:g}:{end_s:g}]", jobs=jobs)
 
-    def head(self, n: int) -> "Trace":
+    def head(self, n: int) -> Trace:
         """The first ``n`` jobs."""
         if n < 0:
             raise ValueError(f"head(n) needs n >= 0, got {n}")
         return dataclasses.replace(self, name=f"{self.name}[:{n}]", jobs=self.jobs[:n])
 
-    def scale_load(self, factor: float) -> "Trace":
+    def scale_load(self, factor: float) -> Trace:
         """Compress inter-arrival times by ``factor`` (2 = twice the arrival rate).
 
         The first submission stays where it is; each deadline moves with its job, so the
@@ -107,7 +107,7 @@ class Trace:
         # re-sorted: rounding may turn two close submit times into a tie, which the job id then orders
         return dataclasses.replace(self, name=f"{self.name}x{factor:g}", jobs=tuple(sorted(jobs, key=_sort_key)))
 
-    def shift_to_zero(self) -> "Trace":
+    def shift_to_zero(self) -> Trace:
         """Subtract the first submit time from every time (and add it to ``time_offset_s``)."""
         if not self.jobs or self.jobs[0].submit_time == 0:
             return self

@@ -20,8 +20,8 @@ import torch as th
 import torch.nn.functional as F
 
 from agents.rl.algos import action_scores, algo_name, algo_spec, masked_scores
-from arena_gym.registry import make_policy
 from arena_gym.protocols import Policy
+from arena_gym.registry import make_policy
 from envs import HeuristicAgent
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class ExpertData:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def subset(self, index: np.ndarray) -> "ExpertData":
+    def subset(self, index: np.ndarray) -> ExpertData:
         """The transitions at ``index``."""
         return ExpertData(
             {k: v[index] for k, v in self.obs.items()},
@@ -80,7 +80,7 @@ class ExpertData:
         )
 
     @staticmethod
-    def concat(parts: list["ExpertData"]) -> "ExpertData":
+    def concat(parts: list[ExpertData]) -> ExpertData:
         """The transitions of several collections, in order."""
         return ExpertData(
             {k: np.concatenate([p.obs[k] for p in parts]) for k in parts[0].obs},

@@ -14,8 +14,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from tqdm.auto import tqdm
 
 from agents.rl.evaluate import Evaluator, mean_avg_jct
-from arena_gym.protocols import Policy
 from arena_gym.outputs import write_csv
+from arena_gym.protocols import Policy
 
 log = logging.getLogger(__name__)
 

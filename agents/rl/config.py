@@ -193,7 +193,7 @@ class TrainConfig:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "TrainConfig":
+    def from_json(cls, data: Mapping[str, Any]) -> TrainConfig:
         """Rebuild a config written by :meth:`to_json` (unknown keys are an error)."""
         valid = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - valid)

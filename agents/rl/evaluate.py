@@ -18,17 +18,16 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from arena_gym.registry import make_policy
+from agents.rl.algos import greedy_action
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.protocols import PerfModel, Policy
+from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec
 from envs import EnvConfig, ObservationPolicy, Workload, WorkloadSampler
 from envs.arena_env import resolve_perf
 from envs.clusters import resolve_cluster
-
-from agents.rl.algos import greedy_action
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +98,7 @@ class Evaluator:
     @classmethod
     def for_split(
         cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
-    ) -> "Evaluator":
+    ) -> Evaluator:
         """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
 
         ``limit`` > 0 keeps that many, evenly spaced over the list.

@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from envs import ENV_CONFIGS, EnvConfig, Workload
-
 from agents.rl.evaluate import Evaluator
+from envs import ENV_CONFIGS, EnvConfig, Workload
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from arena_gym.outputs import atomic_write
-from arena_gym.outputs import code_version
+from arena_gym.outputs import atomic_write, code_version
 from estimator.hardware import canonical_gpu_name
 from estimator.profile import (
     GROUPED_SUFFIX,

@@ -104,7 +104,7 @@ class ProfilerSettings:
             )
 
     @staticmethod
-    def quick() -> "ProfilerSettings":
+    def quick() -> ProfilerSettings:
         """Fewer sizes and rounds (a smoke run and the tests): minutes become seconds."""
         return ProfilerSettings(
             samples=(1, 2, 4, 8),
@@ -130,7 +130,7 @@ class ProfilerSettings:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> "ProfilerSettings":
+    def from_dict(data: Mapping[str, Any]) -> ProfilerSettings:
         """Inverse of :meth:`to_dict`; ValueError naming an unknown key."""
         names = {f.name for f in fields(ProfilerSettings)}
         unknown = sorted(set(data) - names)
@@ -200,7 +200,7 @@ class ProfileJob:
         return path
 
     @staticmethod
-    def load(path: str | Path) -> "ProfileJob":
+    def load(path: str | Path) -> ProfileJob:
         """Read a job file; ValueError naming the problem."""
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))

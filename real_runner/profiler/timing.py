@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-
 #: CPU clocks: the calling thread's CPU time (a busy machine's pauses do not count) or wall time.
 CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.thread_time, "wall": time.perf_counter}
 

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from agents.fcfs import FCFS
 from agents.srtf import SRTF
 from arena_gym.cluster import PRESETS
-from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics, job_outcomes, timeline
 from arena_gym.protocols import ClusterBackend, InvalidDecision
 from arena_gym.records import EventKind
+from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import (
     Allocation,

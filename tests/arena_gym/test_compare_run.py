@@ -11,8 +11,8 @@ import pytest
 from arena_gym.cluster import load_cluster
 from arena_gym.compare import CompareConfig, compare
 from arena_gym.experiment import RunConfig, load_jobs, run
-from arena_gym.registry import make_perf
 from arena_gym.metrics import WALL_CLOCK_KEYS
+from arena_gym.registry import make_perf
 
 TRACES = ("synthetic:n_jobs=24", "synthetic:n_jobs=16,arrival=bursty")
 #: A policy given as module:attr runs beside the registered ones.

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.registry import make_perf
 from arena_gym.perf import NoisyPerfModel
+from arena_gym.registry import make_perf
 from arena_gym.types import GpuType, ModelRef, ResourceShape
 from tests.helpers import GPT, table_model
 

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.registry import make_perf
 from arena_gym.perf import MAX_SIGMA, NoisyPerfModel
+from arena_gym.registry import make_perf
 from arena_gym.types import GpuType, ResourceShape
 from tests.helpers import GPT, table_model
 

@@ -48,8 +48,9 @@ def test_registered_ids_pass_gymnasium_and_sb3_checkers(perf, env_id):
 
 @pytest.mark.parametrize("env_id", envs.ENV_IDS)
 def test_registered_ids_pass_the_checkers_with_their_default_estimator(env_id):
-    import estimator
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    import estimator
 
     if not hasattr(estimator, "default_perf_model"):
         pytest.skip("the estimator package has no default_perf_model yet")

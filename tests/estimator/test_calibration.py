@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-
 from arena_gym.types import ModelRef
 from estimator.calibration import MeasuredPoint, Problem, fit, load_points, validate
 from estimator.params import EstimatorParams, KindParams, TypeParams, default_params

@@ -10,8 +10,8 @@ import pytest
 from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, NodeGroup, ResourceShape
 from estimator import default_perf_model
-from estimator.perfmodel import EstimatorPerfModel
 from estimator.dpmemory import dp_need_gib, dp_rule_fits
+from estimator.perfmodel import EstimatorPerfModel
 
 CLUSTER = ClusterSpec("t", (NodeGroup(GpuType("a100"), 4, 4), NodeGroup(GpuType("a40"), 8, 2)))
 GPT = ModelRef("gpt", "1.3B")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.types import Grid, GpuType, ModelRef, ResourceShape
+from arena_gym.types import GpuType, Grid, ModelRef, ResourceShape
 from estimator.perfmodel import MAX_GLOBAL_BATCH, EstimatorPerfModel, check_batch
 from traces.table import MAX_BATCH
 

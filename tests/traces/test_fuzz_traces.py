@@ -16,10 +16,10 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from arena_gym.types import GpuType, JobId, JobSpec, ModelRef
+from tests.fuzzing import assert_one_line, case_timeout, fuzz
 from traces import load_trace, resolve_trace, save_trace
 from traces.formats import ARENA_COLUMNS, CANONICAL_COLUMNS, ITP_COLUMNS
 from traces.table import MAX_BATCH, MAX_EXACT_INT, MAX_GPUS
-from tests.fuzzing import assert_one_line, case_timeout, fuzz
 
 ID_CHARS = string.ascii_letters + string.digits + "-_."
 GPU_NAMES = ("a100", "V100", "a40", "A10", "h100", "t4", "v100-32gb", "rtx3090")

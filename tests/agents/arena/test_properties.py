@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.arena import ArenaConfig, ArenaPolicy
-from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
+from arena_gym.registry import make_policy
 from arena_gym.sim import SimConfig
 from arena_gym.types import JobStatus
 from tests.agents.arena.support import cluster

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from arena_gym.registry import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.placement import allocation
 from arena_gym.records import EventKind
+from arena_gym.registry import make_policy
 from arena_gym.types import Decision, GpuType, JobId, JobSpec, JobStatus, ModelRef, Placement, Snapshot
 from estimator import default_perf_model
 from real_runner.launchers.local import LocalLauncher

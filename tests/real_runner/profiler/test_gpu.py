@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 
 from arena_gym.types import GpuType, ModelRef, Plan, ResourceShape, StagePlan  # noqa: E402
 from estimator.profiled import ProfiledPerfModel  # noqa: E402
-from real_runner.profiler.run import profile_testbed  # noqa: E402
 from real_runner import testbed as testbeds  # noqa: E402
+from real_runner.profiler.run import profile_testbed  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.real_runner.profiler.test_run import TINY  # noqa: E402
 
