@@ -9,7 +9,7 @@ The public API, importable from here (each name loads its module on first use, s
     perf = make_perf("estimator", cluster)
     jobs = load_jobs("synthetic:n_jobs=20", cluster, perf, seed=0)
     record = run_episode(SimBackend(cluster, perf), make_policy("arena"), jobs)
-    print(compute_metrics(record)["avg_jct_s"])
+    avg_jct_s = compute_metrics(record)["avg_jct_s"]
 
 Upper-layer objects (``default_perf_model`` from the estimator) are resolved through the
 registries, never imported here at module level: ``arena_gym`` is the bottom layer.
