@@ -216,6 +216,22 @@ def code_version() -> str:
     return f"{version}+{commit}{'.dirty' if dirty else ''}"
 
 
+def machine(load_before: Sequence[float]) -> dict[str, Any]:
+    """What a benchmark ran on, for its results file: CPUs, this process's CPU affinity, Python, platform,
+    and the load average before (``load_before``, taken when the benchmark started) and now."""
+    import platform
+    import sys
+
+    return {
+        "cpus": os.cpu_count(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "loadavg_before": tuple(load_before),
+        "loadavg_after": os.getloadavg(),
+    }
+
+
 def jsonable(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclasses as dicts, non-finite floats as null/"inf"/"-inf"."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -29,14 +29,12 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, write_json
+from arena_gym.outputs import code_version, machine, write_json
 from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.planner import PlannerConfig
 from estimator.profile import load_profile
@@ -360,14 +358,7 @@ def main() -> None:
             "profile": str(profile_path),
             "profile_cost": dict(profile.cost),
             "profile_device": profile.device.to_dict(),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "affinity": sorted(os.sched_getaffinity(0)),
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "loadavg_before": load_before,
-                "loadavg_after": os.getloadavg(),
-            },
+            "machine": machine(load_before),
             "plans": rows,
             "mape_pct": mape,
             "mape_pct_by_model": per_model,

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, write_json
+from arena_gym.outputs import code_version, machine, write_json
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from estimator.zoo import get_model
 from real_runner.launch import LocalJob, launch_local
@@ -247,14 +245,7 @@ def main() -> None:
             "config": vars(args),
             "code_version": code_version(),
             "goal_s": GOAL_S,
-            "machine": {
-                "cpus": os.cpu_count(),
-                "affinity": sorted(os.sched_getaffinity(0)),
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "loadavg_before": load_before,
-                "loadavg_after": os.getloadavg(),
-            },
+            "machine": machine(load_before),
             "iteration": iteration,
             "reconfiguration": reconf,
             "summary": summary,

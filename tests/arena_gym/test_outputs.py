@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
-from arena_gym.outputs import atomic_write, check_out_dir, check_out_file, is_results_dir, staged_dir, write_rows
+from arena_gym.outputs import (
+    atomic_write,
+    check_out_dir,
+    check_out_file,
+    is_results_dir,
+    machine,
+    staged_dir,
+    write_rows,
+)
 
 
 def results_dir(path):
@@ -117,3 +126,10 @@ def test_write_rows_writes_what_pandas_writes(tmp_path):
     pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
     assert (tmp_path / "ours.csv").read_text().splitlines()[2] == '"b,c",,0.30000000000000004,False,0'
+
+
+def test_machine_describes_the_cpus_and_both_load_averages():
+    info = machine((1.0, 2.0, 3.0))
+    assert info["cpus"] == os.cpu_count() and info["affinity"] == sorted(os.sched_getaffinity(0))
+    assert info["loadavg_before"] == (1.0, 2.0, 3.0) and len(info["loadavg_after"]) == 3
+    assert info["python"].count(".") == 2 and info["platform"]
