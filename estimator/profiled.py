@@ -44,6 +44,7 @@ the batch), power-of-two micro-batch counts that divide the per-replica batch, b
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Mapping
@@ -584,31 +585,7 @@ class _ScheduledTable(TypeTable):
 
     @staticmethod
     def wrap(table: TypeTable, schedules: Mapping[tuple[int, int], PipeSchedule]) -> _ScheduledTable:
-        out = _ScheduledTable(
-            **{
-                f: getattr(table, f)
-                for f in (
-                    "model",
-                    "batch",
-                    "gpu_type",
-                    "shapes",
-                    "stage_counts",
-                    "time",
-                    "reason",
-                    "compute",
-                    "intra",
-                    "inter",
-                    "bubble",
-                    "mem_gb",
-                    "micro_batches",
-                    "bounds",
-                    "dp",
-                    "tp",
-                    "dp_time",
-                    "dp_mem_gb",
-                )
-            }
-        )
+        out = _ScheduledTable(**{f.name: getattr(table, f.name) for f in dataclasses.fields(TypeTable) if f.init})
         object.__setattr__(out, "schedules", dict(schedules))
         return out
 
