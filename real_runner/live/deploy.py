@@ -42,7 +42,7 @@ from real_runner.live.codec import job_from_dict
 from real_runner.live.compare import SimVsLive, compare, measure_overheads, median_overhead, simulate_same
 from real_runner.live.config import LiveConfig
 from real_runner.live.journal import Journal, exists
-from real_runner.live.trajectory import check_progress_file
+from real_runner.live.trajectory import check_trajectory
 from real_runner.plans import model_spec
 from real_runner.progress import read_progress
 from real_runner.testbed import Testbed, load_testbed, testbed_from_dict
@@ -293,10 +293,13 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
         "jobs_unplaceable_type": float(dep.unplaceable),
         "oversubscription": backend.oversubscription,
     }
+    progress = {
+        spec.job_id: read_progress(path) for spec in dep.jobs if (path := backend.progress_path(spec.job_id)).exists()
+    }
     rows = []
     for spec in dep.jobs:
-        path = backend.progress_path(spec.job_id)
-        report = check_progress_file(path, spec.iterations) if path.exists() else None
+        records = progress.get(spec.job_id)
+        report = check_trajectory(records, spec.iterations) if records is not None else None
         rows.append(
             {
                 "job_id": spec.job_id,
@@ -315,11 +318,6 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
     metrics["median_reconfiguration_s"] = median_overhead(record)
     sim_record = sim_metrics = comparison = None
     if dep.config.sim:
-        progress = {
-            spec.job_id: read_progress(path)
-            for spec in dep.jobs
-            if (path := backend.progress_path(spec.job_id)).exists()
-        }
         overheads = measure_overheads(record, progress)
         sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overheads, dep.config.round_s)
         sim_metrics = compute_metrics(sim_record)
