@@ -1,4 +1,5 @@
-"""PerfModel helpers: a deliberately noisy belief (misestimation experiments) and the hooks trace samplers use."""
+"""PerfModel helpers: a base model scaled per point, a deliberately noisy belief (misestimation experiments)
+and the hooks trace samplers use."""
 
 from __future__ import annotations
 
@@ -16,8 +17,34 @@ from arena_gym.types import ClusterSpec, Grid, ModelRef, Plan, ResourceShape, be
 MAX_SIGMA = 10.0
 
 
+class ScaledPerfModel:
+    """A ``base`` model whose times are multiplied by ``_factor(model, batch, shape)``; plans and feasibility are
+    the base's (infeasible stays infeasible). Subclasses set ``base`` and define ``_factor``."""
+
+    base: PerfModel
+
+    def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
+        raise NotImplementedError
+
+    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """The base estimate times the point's factor."""
+        return self.base.iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
+
+    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
+        """The base grid estimate times the shape's factor."""
+        return self.base.grid_iter_time(model, global_batch, grid) * self._factor(model, global_batch, grid.shape)
+
+    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
+        """The base DP-only estimate times the shape's factor."""
+        return self.base.dp_iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
+
+    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
+        """The base model's plan."""
+        return self.base.proxy_plan(model, global_batch, shape)
+
+
 @dataclass(frozen=True)
-class NoisyPerfModel:
+class NoisyPerfModel(ScaledPerfModel):
     """``base`` with a fixed multiplicative log-normal error per (model, batch, shape).
 
     The error for a point is a pure function of (seed, model, batch, shape), so every query
@@ -44,22 +71,6 @@ class NoisyPerfModel:
         # Box-Muller from two uniform draws in (0, 1)
         a, b = (u1 + 0.5) / 2**32, (u2 + 0.5) / 2**32
         return math.exp(self.sigma * math.sqrt(-2.0 * math.log(a)) * math.cos(2 * math.pi * b))
-
-    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """The base estimate times the point's fixed error factor."""
-        return self.base.iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
-
-    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
-        """Grid estimate with the shape's error factor."""
-        return self.base.grid_iter_time(model, global_batch, grid) * self._factor(model, global_batch, grid.shape)
-
-    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """DP-only estimate with the shape's error factor."""
-        return self.base.dp_iter_time(model, global_batch, shape) * self._factor(model, global_batch, shape)
-
-    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
-        """The base model's plan."""
-        return self.base.proxy_plan(model, global_batch, shape)
 
 
 def noisy_perf_model(path: str, base: PerfModel | None, seed: int = 0) -> NoisyPerfModel:

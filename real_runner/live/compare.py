@@ -21,10 +21,11 @@ import pandas as pd
 
 from arena_gym.loop import run_episode
 from arena_gym.metrics import job_outcomes
+from arena_gym.perf import ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, Grid, JobSpec, ModelRef, OverheadModel, PerfModel, Plan, ResourceShape
+from arena_gym.types import ClusterSpec, JobSpec, ModelRef, OverheadModel, PerfModel, ResourceShape
 from real_runner.progress import ProgressRecord
 
 
@@ -82,31 +83,20 @@ def measure_overheads(record: EpisodeRecord, progress: Mapping[str, Sequence[Pro
     return LiveOverheads(start_s, {m: saves[m] / steps[m] for m in steps if steps[m] > 0})
 
 
-class CheckpointedPerf:
-    """``perf`` with every iteration time stretched by its model's share of periodic checkpoint saves."""
+@dataclass(frozen=True)
+class CheckpointedPerf(ScaledPerfModel):
+    """``base`` with every iteration time stretched by its model's share of periodic checkpoint saves."""
 
-    def __init__(self, perf: PerfModel, save_share: Mapping[str, float]) -> None:
-        self.perf, self.save_share = perf, dict(save_share)
-        self.name = f"{perf.name}+checkpoints"
+    base: PerfModel
+    save_share: Mapping[str, float]
 
-    def _scale(self, model: ModelRef) -> float:
+    @property
+    def name(self) -> str:
+        """The base model's name, marked."""
+        return f"{self.base.name}+checkpoints"
+
+    def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
         return 1.0 + self.save_share.get(model.name, 0.0)
-
-    def iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """The model's time, stretched."""
-        return self.perf.iter_time(model, global_batch, shape) * self._scale(model)
-
-    def grid_iter_time(self, model: ModelRef, global_batch: int, grid: Grid) -> float:
-        """The model's time on ``grid``, stretched."""
-        return self.perf.grid_iter_time(model, global_batch, grid) * self._scale(model)
-
-    def dp_iter_time(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> float:
-        """The model's data-parallel time, stretched."""
-        return self.perf.dp_iter_time(model, global_batch, shape) * self._scale(model)
-
-    def proxy_plan(self, model: ModelRef, global_batch: int, shape: ResourceShape) -> Plan | None:
-        """The model's plan (saving checkpoints changes no plan)."""
-        return self.perf.proxy_plan(model, global_batch, shape)
 
 
 def simulate_same(
@@ -120,7 +110,7 @@ def simulate_same(
     """Run ``policy`` on the simulator with the same jobs: ``perf`` is its belief, ``perf`` with the live
     checkpoint shares the truth, and every (re)start costs ``overheads.start_s``."""
     config = SimConfig(overhead=OverheadModel(ckpt_resume_s=overheads.start_s), round_s=round_s, overhead_class="none")
-    truth = CheckpointedPerf(perf, overheads.save_share)
+    truth = CheckpointedPerf(perf, dict(overheads.save_share))
     return run_episode(SimBackend(cluster, truth, perf, config), policy, jobs)
 
 
