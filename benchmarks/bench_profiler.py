@@ -1,26 +1,32 @@
 """Disaggregated profiler vs direct measurement: profiled-and-composed iteration times against the runner's.
 
 For each model (``gpt__tiny``, ``gpt__mini``) on a CPU testbed (``cpu-2``: one core per device) this
+runs ``--passes`` passes; each pass
 
-1. profiles the testbed once (``real_runner.profiler``: layers on one device, collective tables);
+1. profiles the testbed (``real_runner.profiler``: layers on one device, collective tables);
 2. runs every benchmarked plan (DP with FSDP2, TP with DTensor, PP with GPipe and 1F1B, several
-   micro-batch counts and splits) in fresh worker processes, ``--passes`` times in interleaved
-   passes; a plan's measured iteration time is the median over passes of the median seconds
-   between consecutive step records after ``--warmup`` steps (what a job's progress sees);
-3. composes each plan from the profile (``profiled:PROFILE.json``, :mod:`estimator.profiled`);
+   micro-batch counts and splits) once in fresh worker processes: the pass's measured iteration time
+   is the median seconds between consecutive step records after ``--warmup`` steps (what a job's
+   progress sees);
+3. composes every plan from that pass's profile (``profiled:PROFILE.json``, :mod:`estimator.profiled`).
 
-and prints per plan the measured and predicted times and the error, the MAPE (overall and per
-model), the worst plan, whether each model's plans are ranked as measured wherever their measured
-times differ by more than ``--rank-margin``, and the profiling cost against measuring the plans
-directly (device-seconds). A last check times the runner's single-device step in thread CPU time
-in this process against the profile (the computation path alone, which a busy machine does not
-distort; on a shared machine every blocking wait of a multi-rank step also costs a scheduling
-delay that no profile of a dedicated testbed contains). Results go to a JSON file with the
-config, code version and machine.
+A plan's measured time is the median over passes of its measured times, its predicted time the median
+over passes of the predictions. Profiling next to the plans it predicts keeps the comparison about the
+profiler: the single-thread speed of a shared VM host can drift by 2x within minutes, and a profile
+taken before a long measurement phase then predicts a different machine. A host probe (the runner's
+single-device gpt__tiny step in thread CPU time, in this process) before each profile and after each
+pass reports that drift. ``--profile FILE`` instead composes every pass from one given profile.
+
+It prints per plan the measured and predicted times and the error, the MAPE (overall and per model),
+the worst plan, whether each model's plans are ranked as measured wherever their measured times differ
+by more than ``--rank-margin``, and the profiling cost of one profile against measuring the plans
+directly (device-seconds). A last check times the runner's single-device step in thread CPU time in
+this process against the last profile (the computation path alone, which a busy machine does not
+distort). Results go to a JSON file with the config, code version and machine.
 
 Usage: ``python benchmarks/bench_profiler.py [--quick] [--profile FILE] [--measured FILE] [--out FILE]``.
-``--profile`` reuses a profile, ``--measured`` a previous result's measurements (re-composes only).
-Acceptance: MAPE <= 10 %, every plan <= 20 %, ranking kept.
+``--measured`` reuses a previous result's measurements and re-composes them (from its per-pass profiles
+unless ``--profile`` is given). Acceptance: MAPE <= 10 %, every plan <= 20 %, ranking kept.
 """
 
 from __future__ import annotations
@@ -110,57 +116,106 @@ def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: i
     }
 
 
-def measure_all(models: list[str], args, work: Path) -> list[dict]:
-    """Every plan of every model, ``args.passes`` interleaved passes."""
-    rows = {
-        (m, n): {"model": m, "plan": n, "passes": []}
-        for m in models
-        for n in plans(len(get_model(m).layers), args.quick)
-    }
-    for p in range(args.passes):
-        for m in models:
-            for name, plan in plans(len(get_model(m).layers), args.quick).items():
-                r = measure(m, name, plan, args.batch, args.steps, args.warmup, work)
-                rows[(m, name)]["passes"].append(r)
-                print(
-                    f"  pass {p + 1}: {m:10s} {name:24s} {1e3 * r['period_s']:9.1f} ms/step "
-                    f"(iter {1e3 * r['iter_s']:8.1f} ms)",
-                    flush=True,
-                )
-    return list(rows.values())
+def measure_pass(models: list[str], args, work: Path, index: int) -> dict[tuple[str, str], dict]:
+    """Every plan of every model once: pass ``index``."""
+    out = {}
+    for m in models:
+        for name, plan in plans(len(get_model(m).layers), args.quick).items():
+            r = measure(m, name, plan, args.batch, args.steps, args.warmup, work)
+            out[(m, name)] = r
+            print(
+                f"  pass {index + 1}: {m:10s} {name:24s} {1e3 * r['period_s']:9.1f} ms/step "
+                f"(iter {1e3 * r['iter_s']:8.1f} ms)",
+                flush=True,
+            )
+    return out
 
 
-def compose_rows(rows: list[dict], profile_path: Path, batch: int) -> None:
-    """Add the profile's prediction to every measured row."""
-    perf = ProfiledPerfModel(load_profile(profile_path))
+class HostProbe:
+    """The runner's single-device gpt__tiny step (batch 16, one micro-batch) in thread CPU time, in this process:
+    a reading of the host's single-thread speed that does not depend on how busy the machine is."""
+
+    def __init__(self) -> None:
+        import torch  # noqa: PLC0415 - only the probe and the CPU check run torch in the benchmark's process
+
+        from real_runner.executor import Trainer  # noqa: PLC0415
+
+        torch.set_num_threads(1)
+        spec = model_spec("gpt__tiny")
+        plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), 1)
+        self.trainer = Trainer(
+            spec, resolve_plan(spec, plan, 16, 1), rank=0, global_batch=16, lr=1e-3, seed=0, device=torch.device("cpu")
+        )
+        self.step = 0
+
+    def __call__(self, steps: int = 12, warmup: int = 2) -> float:
+        """Median thread-CPU seconds of ``steps`` steps after ``warmup``."""
+        times = []
+        for i in range(warmup + steps):
+            t0 = time.thread_time()
+            self.trainer.train_step(self.step)
+            self.step += 1
+            if i >= warmup:
+                times.append(time.thread_time() - t0)
+        return statistics.median(times)
+
+
+def profile_once(testbed, models: list[str], args, work: Path, path: Path) -> Path:
+    """Profile ``testbed`` for ``models`` into ``path``, printing the phases' progress."""
+    settings = ProfilerSettings.quick() if args.quick else ProfilerSettings()
+    print(f"profiling {testbed.name} for {', '.join(models)} ({'quick' if args.quick else 'full'} settings)")
+    last: dict[str, int] = {}
+
+    def show(phase: str, done: int, total: int) -> None:
+        if last.get(phase) != done and (done == total or done % max(1, total // 4) == 0):
+            print(f"  {phase}: {done}/{total}", flush=True)
+        last[phase] = done
+
+    profile = profile_testbed(testbed, models, settings, work, env=os.environ, cwd=REPO, on_progress=show)
+    write_profile(profile, path)
+    print(
+        f"profile {path}: {profile.cost.get('device_s', 0):.0f} device-s "
+        f"({profile.cost.get('wall_s', 0):.0f} s on {profile.cost.get('devices', 0):.0f} devices)"
+    )
+    return path
+
+
+def compose_rows(rows: list[dict], batch: int) -> None:
+    """Add each pass's prediction (from the profile named in the pass) and the plan's medians to every row."""
+    perfs: dict[str, ProfiledPerfModel] = {}
     for row in rows:
         model = row["model"]
         plan = plans(len(get_model(model).layers), False)[row["plan"]]
         executed = resolve_plan(model_spec(model), plan, batch, plan.num_gpus).plan
         shape = ResourceShape("cpu", 1, plan.num_gpus)
-        est = perf.estimate(ModelRef.parse(model), batch, shape, executed)
+        ests = []
+        for p in row["passes"]:
+            if p["profile"] not in perfs:
+                perfs[p["profile"]] = ProfiledPerfModel(load_profile(p["profile"]))
+            est = perfs[p["profile"]].estimate(ModelRef.parse(model), batch, shape, executed)
+            p["predicted_s"] = est.total_s
+            p["error_pct"] = 100.0 * (est.total_s - p["period_s"]) / p["period_s"]
+            ests.append(est)
+        mid = sorted(ests, key=lambda e: e.total_s)[(len(ests) - 1) // 2]
+        periods = [p["period_s"] for p in row["passes"]]
         row["executed"] = plan_to_dict(executed)
-        row["measured_s"] = statistics.median(p["period_s"] for p in row["passes"])
-        row["pass_spread"] = (
-            max(p["period_s"] for p in row["passes"]) / min(p["period_s"] for p in row["passes"]) - 1
-            if row["passes"]
-            else 0.0
-        )
-        row["predicted_s"] = est.total_s
-        row["breakdown_s"] = {
-            "compute": est.compute_s,
-            "intra": est.intra_stage_comm_s,
-            "inter": est.inter_stage_comm_s,
-            "bubble": est.bubble_s,
+        row["measured_s"] = statistics.median(periods)
+        row["pass_spread"] = max(periods) / min(periods) - 1
+        row["predicted_s"] = statistics.median(e.total_s for e in ests)
+        row["breakdown_s"] = {  # of the pass whose prediction is the (lower) median
+            "compute": mid.compute_s,
+            "intra": mid.intra_stage_comm_s,
+            "inter": mid.inter_stage_comm_s,
+            "bubble": mid.bubble_s,
         }
-        row["error_pct"] = 100.0 * (est.total_s - row["measured_s"]) / row["measured_s"]
+        row["error_pct"] = 100.0 * (row["predicted_s"] - row["measured_s"]) / row["measured_s"]
 
 
 def cpu_check(models: list[str], profile_path: Path, batch: int, steps: int, warmup: int) -> list[dict]:
     """The computation path alone, on one device and in thread CPU time (which a busy machine does not inflate):
     the runner's single-device step (forward, backward, AdamW, the batch) measured in this process against the
     profile's composition of the same plan."""
-    import torch  # noqa: PLC0415 - only this check runs torch in the benchmark's own process
+    import torch  # noqa: PLC0415 - only the probe and this check run torch in the benchmark's process
 
     from real_runner.executor import Trainer  # noqa: PLC0415
 
@@ -261,38 +316,46 @@ def main() -> None:
     testbed = load_testbed(args.testbed)
     load_before = os.getloadavg()
     out = Path(args.out)
-    with tempfile.TemporaryDirectory(prefix="bench-profiler-") as tmp:
-        work = Path(tmp)
-        profile_path = Path(args.profile) if args.profile else out.with_name(out.stem + "-profile.json")
-        if args.profile is None:
-            settings = ProfilerSettings.quick() if args.quick else ProfilerSettings()
-            print(f"profiling {testbed.name} for {', '.join(models)} ({'quick' if args.quick else 'full'} settings)")
-            last: dict[str, int] = {}
-
-            def show(phase: str, done: int, total: int) -> None:
-                if last.get(phase) != done and (done == total or done % max(1, total // 4) == 0):
-                    print(f"  {phase}: {done}/{total}", flush=True)
-                last[phase] = done
-
-            profile = profile_testbed(
-                testbed, models, settings, work / "profile", env=os.environ, cwd=REPO, on_progress=show
-            )
-            write_profile(profile, profile_path)
-        profile = load_profile(profile_path)
-        print(
-            f"profile {profile_path}: {profile.cost.get('device_s', 0):.0f} device-s "
-            f"({profile.cost.get('wall_s', 0):.0f} s on {profile.cost.get('devices', 0):.0f} devices)"
-        )
-        if args.measured:
-            rows = [
-                {k: r[k] for k in ("model", "plan", "passes")}
-                for r in json.loads(Path(args.measured).read_text())["plans"]
-            ]
-        else:
-            print(f"measuring every plan directly ({args.passes} passes, {args.steps} steps, {args.warmup} warm-up)")
-            rows = measure_all(models, args, work)
-    compose_rows(rows, profile_path, args.batch)
-    checks = [] if args.no_cpu_check else cpu_check(models, profile_path, args.batch, 8, 3)
+    probes: list[dict] = []
+    if args.measured:
+        old = json.loads(Path(args.measured).read_text())
+        rows = [{k: r[k] for k in ("model", "plan", "passes")} for r in old["plans"]]
+        probes = old.get("host_probe", [])
+        if args.profile:
+            for r in rows:
+                for p in r["passes"]:
+                    p["profile"] = args.profile
+        elif any("profile" not in p for r in rows for p in r["passes"]):
+            raise SystemExit(f"{args.measured}: its passes name no profile; give one with --profile")
+    else:
+        print(f"{args.passes} passes of {args.steps} steps ({args.warmup} warm-up) per plan, profiling before each")
+        probe = HostProbe()
+        rows_by_key: dict[tuple[str, str], dict] = {}
+        with tempfile.TemporaryDirectory(prefix="bench-profiler-") as tmp:
+            work = Path(tmp)
+            for index in range(args.passes):
+                before = probe()
+                if args.profile:
+                    profile_path = Path(args.profile)
+                else:
+                    profile_path = out.with_name(f"{out.stem}-profile-pass{index + 1}.json")
+                    profile_once(testbed, models, args, work / f"profile{index}", profile_path)
+                for key, r in measure_pass(models, args, work, index).items():
+                    r["profile"] = str(profile_path)
+                    rows_by_key.setdefault(key, {"model": key[0], "plan": key[1], "passes": []})["passes"].append(r)
+                after = probe()
+                probes.append({"pass": index + 1, "before_s": before, "after_s": after})
+                print(
+                    f"  host probe (gpt__tiny step, thread CPU): {1e3 * before:.1f} ms before the pass's profile, "
+                    f"{1e3 * after:.1f} ms after its measurements ({100 * (after / before - 1):+.0f}%)",
+                    flush=True,
+                )
+        rows = list(rows_by_key.values())
+    compose_rows(rows, args.batch)
+    profile_paths = sorted({p["profile"] for r in rows for p in r["passes"]})
+    last_profile = Path(rows[0]["passes"][-1]["profile"])
+    profile = load_profile(last_profile)
+    checks = [] if args.no_cpu_check else cpu_check(models, last_profile, args.batch, 8, 3)
     print()
     print(
         f"{'model':10s} {'plan':24s} {'measured ms':>12s} {'spread':>7s} {'predicted ms':>13s} {'error':>7s}   "
@@ -318,15 +381,20 @@ def main() -> None:
     per_model = {m: statistics.fmean(abs(r["error_pct"]) for r in rows if r["model"] == m) for m in models}
     worst = max(rows, key=lambda r: abs(r["error_pct"]))
     ranks = ranking(rows, args.rank_margin)
+    passes = max(len(r["passes"]) for r in rows)
+    per_pass = [
+        statistics.fmean(abs(r["passes"][i]["error_pct"]) for r in rows if len(r["passes"]) > i) for i in range(passes)
+    ]
     direct = sum(p["device_s"] for r in rows for p in r["passes"])
-    one_pass = direct / max(1, args.passes)
-    prof_cost = profile.cost.get("device_s", 0.0)
+    one_pass = direct / passes
+    prof_cost = statistics.fmean(load_profile(p).cost.get("device_s", 0.0) for p in profile_paths)
     every = every_plan_cost(rows, models, testbed, args.batch)
     print()
     print(
         f"MAPE {mape:.1f}% over {len(rows)} plans (goal <= {MAPE_GOAL:.0f}%): "
         + ", ".join(f"{m} {v:.1f}%" for m, v in per_model.items())
     )
+    print("each pass against its own profile: MAPE " + ", ".join(f"{v:.1f}%" for v in per_pass))
     print(
         f"worst plan: {worst['model']} {worst['plan']} {worst['error_pct']:+.1f}% (goal: every plan within {MAX_GOAL:.0f}%)"
     )
@@ -336,8 +404,8 @@ def main() -> None:
             f"measured" + (f"; misordered: {', '.join(rk['misordered'])}" if rk["misordered"] else "")
         )
     print(
-        f"cost: profiling {prof_cost:.0f} device-s vs measuring these {len(rows)} plans once {one_pass:.0f} device-s "
-        f"({one_pass / max(prof_cost, 1e-9):.1f}x), {args.passes} passes {direct:.0f} device-s "
+        f"cost: profiling {prof_cost:.0f} device-s (mean of {len(profile_paths)}) vs measuring these {len(rows)} plans once {one_pass:.0f} device-s "
+        f"({one_pass / max(prof_cost, 1e-9):.1f}x), {passes} passes {direct:.0f} device-s "
         f"({direct / max(prof_cost, 1e-9):.1f}x)"
     )
     print(
@@ -355,13 +423,15 @@ def main() -> None:
         {
             "config": vars(args),
             "code_version": code_version(),
-            "profile": str(profile_path),
+            "profiles": profile_paths,
+            "host_probe": probes,
             "profile_cost": dict(profile.cost),
             "profile_device": profile.device.to_dict(),
             "machine": machine(load_before),
             "plans": rows,
             "mape_pct": mape,
             "mape_pct_by_model": per_model,
+            "mape_pct_by_pass": per_pass,
             "worst": {"model": worst["model"], "plan": worst["plan"], "error_pct": worst["error_pct"]},
             "ranking": ranks,
             "direct_device_s": direct,
