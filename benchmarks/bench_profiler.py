@@ -14,8 +14,8 @@ A plan's measured time is the median over passes of its measured times, its pred
 over passes of the predictions. Profiling next to the plans it predicts keeps the comparison about the
 profiler: the single-thread speed of a shared VM host can drift by 2x within minutes, and a profile
 taken before a long measurement phase then predicts a different machine. A host probe (the runner's
-single-device gpt__tiny step in thread CPU time, in this process) before each profile and after each
-pass reports that drift. ``--profile FILE`` instead composes every pass from one given profile.
+single-device gpt__tiny step in thread CPU time, in this process: :class:`StepTimer`) before each
+profile and after each pass reports that drift. ``--profile FILE`` instead composes every pass from one given profile.
 
 It prints per plan the measured and predicted times and the error, the MAPE (overall and per model),
 the worst plan, whether each model's plans are ranked as measured wherever their measured times differ
@@ -133,20 +133,26 @@ def measure_pass(models: list[str], args, work: Path, index: int) -> dict[tuple[
     return out
 
 
-class HostProbe:
-    """The runner's single-device gpt__tiny step (batch 16, one micro-batch) in thread CPU time, in this process:
-    a reading of the host's single-thread speed that does not depend on how busy the machine is."""
+class StepTimer:
+    """The runner's single-device step of ``model`` (``micro`` micro-batches of ``batch``) in thread CPU time, in
+    this process: the computation path alone, which a busy machine does not inflate."""
 
-    def __init__(self) -> None:
-        import torch  # noqa: PLC0415 - only the probe and the CPU check run torch in the benchmark's process
+    def __init__(self, model: str, micro: int = 1, batch: int = 16) -> None:
+        import torch  # noqa: PLC0415 - only these one-device timings run torch in the benchmark's process
 
         from real_runner.executor import Trainer  # noqa: PLC0415
 
         torch.set_num_threads(1)
-        spec = model_spec("gpt__tiny")
-        plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), 1)
+        spec = model_spec(model)
+        self.plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), micro)
         self.trainer = Trainer(
-            spec, resolve_plan(spec, plan, 16, 1), rank=0, global_batch=16, lr=1e-3, seed=0, device=torch.device("cpu")
+            spec,
+            resolve_plan(spec, self.plan, batch, 1),
+            rank=0,
+            global_batch=batch,
+            lr=1e-3,
+            seed=0,
+            device=torch.device("cpu"),
         )
         self.step = 0
 
@@ -221,35 +227,14 @@ def cpu_check(models: list[str], profile_path: Path, batch: int, steps: int, war
     """The computation path alone, on one device and in thread CPU time (which a busy machine does not inflate):
     the runner's single-device step (forward, backward, AdamW, the batch) measured in this process against the
     profile's composition of the same plan."""
-    import torch  # noqa: PLC0415 - only the probe and this check run torch in the benchmark's process
-
-    from real_runner.executor import Trainer  # noqa: PLC0415
-
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    torch.set_num_threads(1)
     perf = ProfiledPerfModel(load_profile(profile_path))
     rows = []
     for model in models:
-        spec = model_spec(model)
         for micro in (1, 4):
-            plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), micro)
-            trainer = Trainer(
-                spec,
-                resolve_plan(spec, plan, batch, 1),
-                rank=0,
-                global_batch=batch,
-                lr=1e-3,
-                seed=0,
-                device=torch.device("cpu"),
-            )
-            times = []
-            for step in range(warmup + steps):
-                t0 = time.thread_time()
-                trainer.train_step(step)
-                if step >= warmup:
-                    times.append(time.thread_time() - t0)
-            est = perf.estimate(ModelRef.parse(model), batch, ResourceShape("cpu", 1, 1), plan)
-            measured = statistics.median(times)
+            timer = StepTimer(model, micro, batch)
+            measured = timer(steps, warmup)
+            est = perf.estimate(ModelRef.parse(model), batch, ResourceShape("cpu", 1, 1), timer.plan)
             rows.append(
                 {
                     "model": model,
@@ -360,7 +345,7 @@ def main() -> None:
             raise SystemExit(f"{args.measured}: its passes name no profile; give one with --profile")
     else:
         print(f"{args.passes} passes of {args.steps} steps ({args.warmup} warm-up) per plan, profiling before each")
-        probe = HostProbe()
+        probe = StepTimer("gpt__tiny")  # the host probe
         rows_by_key: dict[tuple[str, str], dict] = {}
         with tempfile.TemporaryDirectory(prefix="bench-profiler-") as tmp:
             work = Path(tmp)
