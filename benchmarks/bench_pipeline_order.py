@@ -10,10 +10,10 @@ extra over gradient accumulation, and the minor page faults and system time the 
 
 Every timed run starts with one untimed micro-batch of the same module (a run that follows a
 different module's run starts cold, which would otherwise dominate the short orders); the orders
-run interleaved, ``--rounds`` times, and the median is reported. ``--keep-freed-memory`` sets
-glibc's trim threshold to its maximum and its mmap threshold to 32 MiB (``mallopt``), so freed
-activations stay in the process instead of going back to the kernel: what is left is the cost of
-reading activations that other micro-batches have pushed out of the caches.
+run interleaved, ``--rounds`` times, and the median is reported. ``--keep-freed-memory`` applies
+the allocator settings of the runner's CPU ranks (:mod:`real_runner.allocator`: glibc keeps freed
+memory in the process), which this process does not have by default, so the two runs separate the
+page faults from the rest.
 
 Usage: ``python benchmarks/bench_pipeline_order.py [--model gpt__tiny] [--samples 2] [--micro-batches 8]
 [--keep-freed-memory] [--out FILE]``.
@@ -22,7 +22,6 @@ Usage: ``python benchmarks/bench_pipeline_order.py [--model gpt__tiny] [--sample
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import resource
 import statistics
@@ -35,18 +34,9 @@ import torch
 from arena_gym.outputs import code_version, machine, write_json
 from arena_gym.types import PipeSchedule
 from estimator.pipeline import stage_order
+from real_runner.allocator import keep_freed_memory
 from real_runner.model import GPT, loss_fn, n_layers
 from real_runner.plans import model_spec
-
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
-MMAP_THRESHOLD_MAX = 32 << 20  # glibc's upper bound on 64-bit hosts
-
-
-def keep_freed_memory() -> None:
-    """Make glibc keep freed memory in the process (no trimming; allocations up to 32 MiB from the heap)."""
-    libc = ctypes.CDLL("libc.so.6")
-    if not (libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1) and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)):
-        raise SystemExit("mallopt refused the thresholds (not glibc?)")
 
 
 def orders(micro_batches: int, stage: int, n_stages: int) -> dict[str, list[tuple[str, int]]]:
@@ -107,8 +97,8 @@ def main() -> None:
     load_before = os.getloadavg()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    if args.keep_freed_memory:
-        keep_freed_memory()
+    if args.keep_freed_memory and not keep_freed_memory():
+        raise SystemExit("--keep-freed-memory needs glibc's mallopt")
     spec = model_spec(args.model)
     total = n_layers(spec)
     half = total // 2

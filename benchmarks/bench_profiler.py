@@ -49,6 +49,7 @@ from estimator.profile import load_profile
 from estimator.profiled import ProfiledPerfModel, executable_plans
 from estimator.table import shapes_for
 from estimator.zoo import get_model
+from real_runner.allocator import keep_freed_memory
 from real_runner.launch import launch_local
 from real_runner.plans import model_spec, plan_to_dict, resolve_plan
 from real_runner.profiler.run import profile_testbed, write_profile
@@ -143,6 +144,7 @@ class StepTimer:
         from real_runner.executor import Trainer  # noqa: PLC0415
 
         torch.set_num_threads(1)
+        keep_freed_memory()  # as the runner's CPU ranks
         spec = model_spec(model)
         self.plan = Plan((StagePlan(0, spec.layers + 2, 1, 1),), micro)
         self.trainer = Trainer(

@@ -11,7 +11,8 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
   at the per-device shapes (``samples`` per micro-batch, ``tp`` local heads), several sample counts;
 * ``overhead``: extra seconds per micro-batch that a wrapper adds to a layer, measured on one device
   (``tp``: DTensor tensor parallelism, ``fsdp``: FSDP2, both on a one-rank mesh; ``pipeline``: a
-  pipeline schedule step over the whole model, per micro-batch, against the plain loop);
+  pipeline schedule step over the whole model, per micro-batch, against the plain loop; from version
+  4 a plain loop in the schedule's own op order, so it holds the schedule's machinery only);
 * ``optimizer``: seconds of an AdamW step (with ``zero_grad``) as ``per_tensor_s * tensors +
   per_element_s * elements``, plus the extra seconds per DTensor parameter of the two wrappers;
 * ``data``: seconds to build a global batch of each size;
@@ -26,6 +27,12 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
   the sum of the isolated tables (DTensor's functional collectives, waits for the slower rank,
   interference with the computation), so where a grouped curve exists the composition uses it in
   place of the plain curve + one-rank overhead + table collectives;
+* ``order`` (version 4): per model and number of micro-batches in flight, the extra computation
+  (a fraction) of a micro-batch whose backward runs after that many forwards (GPipe's op order:
+  every forward, then every backward) over one whose backward follows its forward (gradient
+  accumulation), whole model on one device, per micro-batch size: activations revisited after
+  other micro-batches have displaced them cost cache misses and, where the allocator returns
+  freed memory, page faults;
 * ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
   ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
   inside a loop that computes between collectives, as training does.
@@ -40,6 +47,11 @@ Interpolation rules (stated once, used everywhere):
   point scaled by ``samples / smallest``;
 * overhead curves (per call, not per sample): linear between profiled counts, the nearest end's
   value outside them; a negative measured overhead (noise) counts as zero;
+* order fractions: linear in the sample count between profiled counts, the nearest end's value
+  outside them; in the micro-batches in flight linear between profiled counts, from zero at one
+  (the profiled layer order), the largest count's value beyond it (once other micro-batches have
+  displaced a micro-batch's activations, more of them cost no more); a negative fraction counts
+  as zero;
 * collective tables: linear in bytes between profiled sizes; below the smallest size, the
   smallest size's time (latency floor); above the largest ``S``, Arena's rule
   ``t(x) = k * t(S) + t(x - k * S)`` with ``k = floor(x / S)``;
@@ -63,9 +75,11 @@ from typing import Any
 import numpy as np
 
 PROFILE_FORMAT = "arena-gym-profile"
-PROFILE_VERSION = 3  # 2: the autograd backward call cost ("calls"); 3: wrapped layers timed on real groups ("grouped")
-#: Versions this code reads (a version-2 profile has no grouped curves and composes as before).
-READABLE_VERSIONS = (2, 3)
+#: 2: the autograd backward call cost ("calls"); 3: wrapped layers timed on real groups ("grouped");
+#: 4: the op-order cost of micro-batches in flight ("order"), the pipeline overhead against a loop in the same order
+PROFILE_VERSION = 4
+#: Versions this code reads (older profiles lack the later parts and compose without them).
+READABLE_VERSIONS = (2, 3, 4)
 LAYER_KINDS = ("embed", "block", "head")
 WRAPPERS = ("tp", "fsdp", "pipeline")
 #: Wrappers timed on real groups (the ``grouped`` curves).
@@ -287,6 +301,16 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class OrderCurve:
+    """Extra computation (a fraction) of a micro-batch with ``in_flight`` micro-batches in flight, over sample counts."""
+
+    model: str
+    in_flight: int
+    samples: tuple[int, ...]
+    fraction: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class OptimizerFit:
     """AdamW step (with zero_grad) seconds: ``per_tensor_s * tensors + per_element_s * elements``,
     plus ``wrapper_per_tensor_s[w]`` per parameter tensor that wrapper ``w`` turns into a DTensor."""
@@ -386,6 +410,7 @@ class Profile:
     grouped: tuple[
         Curve, ...
     ] = ()  # wrapped layers timed on real groups (variant "tp@group" / "fsdp@group", tp = group)
+    order: tuple[OrderCurve, ...] = ()  # op-order cost of micro-batches in flight (version 4)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -421,6 +446,16 @@ class Profile:
     def grouped_curve(self, model: str, layer: str, wrapper: str, group: int) -> Curve | None:
         """The curve of ``wrapper`` on a layer kind timed on a real group of ``group`` devices, or None."""
         return self._index().get((model, layer, wrapper + GROUPED_SUFFIX, group))
+
+    def order_fraction(self, model: str, samples: float, in_flight: int) -> float:
+        """Extra computation (a fraction) of a micro-batch of ``samples`` with ``in_flight`` micro-batches in flight
+        on its stage, by the order rules of the module docstring; 0 without order curves."""
+        curves = sorted((c for c in self.order if c.model == model), key=lambda c: c.in_flight)
+        if not curves or in_flight <= 1:
+            return 0.0
+        depth = [1.0] + [float(c.in_flight) for c in curves]
+        frac = [0.0] + [max(0.0, float(np.interp(samples, c.samples, c.fraction))) for c in curves]
+        return float(np.interp(in_flight, depth, frac))
 
     def _index(self) -> dict[tuple[str, str, str, int], Curve]:
         cache = self.__dict__.get("_curve_index")
@@ -504,6 +539,10 @@ class Profile:
                 }
                 for c in self.grouped
             ],
+            "order": [
+                {"model": c.model, "in_flight": c.in_flight, "samples": list(c.samples), "fraction": list(c.fraction)}
+                for c in self.order
+            ],
             "comm": [
                 {"op": t.op, "ranks": t.ranks, "nodes": t.nodes, "bytes": list(t.sizes), "seconds": list(t.seconds)}
                 for t in self.comm
@@ -530,7 +569,7 @@ def _parse(data: Any) -> Profile:
         data,
         "profile",
         ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls"),
-        ("created", "code_version", "cost", "settings", "grouped"),
+        ("created", "code_version", "cost", "settings", "grouped", "order"),
     )
     if top["format"] != PROFILE_FORMAT:
         raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
@@ -586,6 +625,17 @@ def _parse(data: Any) -> Profile:
         )
     if len({(c.model, c.layer, c.variant, c.tp) for c in grouped}) != len(grouped):
         raise ProfileError("grouped lists a curve twice")
+    order = []
+    for i, item in enumerate(_list(top.get("order", []), "order")):
+        w = f"order[{i}]"
+        d = _obj(item, w, ("model", "in_flight", "samples", "fraction"))
+        model = _str(d["model"], f"{w}.model")
+        if model not in models:
+            raise ProfileError(f"{w}.model {model!r} is not in models")
+        samples, fraction = _series(d["samples"], d["fraction"], w, "samples", "fraction", y_min=-math.inf)
+        order.append(OrderCurve(model, _int(d["in_flight"], f"{w}.in_flight", 2), samples, fraction))
+    if len({(c.model, c.in_flight) for c in order}) != len(order):
+        raise ProfileError("order lists a curve twice")
     for name in models:
         for kind in LAYER_KINDS:
             if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
@@ -646,6 +696,7 @@ def _parse(data: Any) -> Profile:
         str(top.get("code_version", "")),
         int(top["version"]),
         tuple(grouped),
+        tuple(order),
     )
 
 

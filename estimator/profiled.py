@@ -13,6 +13,9 @@ samples per device):
 * backward ``B_j`` likewise (one autograd call per stage, not per layer), with four all-reduces
   per block (the input gradients of q, k, v and fc1) and (one stage) a second all-gather of every
   unit (FSDP2 resharded them after forward);
+* in a pipeline, a stage's computation (forward and backward) scaled by ``1 + order fraction`` of
+  its micro-batches in flight (all ``B`` in GPipe, at most ``S - j`` in 1F1B; profile version 4):
+  a backward that runs after other micro-batches' forwards revisits displaced activations;
 * per step: FSDP2's reduce-scatter of every unit (and, for pipelines, its one all-gather per unit),
   the AdamW step of the stage's local parameters, the global batch's construction, the loss
   all-reduce over all ranks and the control all-reduce the job loop makes before every step.
@@ -218,6 +221,10 @@ def compose(
     ag_units, table_rootb = stage_sum(lc.block * lc.fsdp_table), stage_sum(lc.root_bytes * lc.fsdp_table)
     # every layer's profiled backward holds one autograd call; a stage makes one call for all its layers
     comp_b = np.maximum(comp_b - (bounds[:, 1:] - bounds[:, :-1] - 1) * profile.backward_call_s, 0.0)
+    if S > 1:  # micro-batches in flight on each stage: all of them in GPipe, at most S - j in 1F1B
+        in_flight = [B if schedule is PipeSchedule.GPIPE else min(B, S - j) for j in range(S)]
+        order = 1.0 + np.array([profile.order_fraction(info.name, n, d) for d in in_flight])
+        comp_f, comp_b = comp_f * order, comp_b * order
     act = info.activation_bytes(n)
     ar = float(profile.comm_s("all_reduce", act, tp, nodes_tp)) if tp > 1 else 0.0
     blk_bytes = info.layers["block"].local(tp, 1)[1] * info.element_bytes

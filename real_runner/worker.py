@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from real_runner.allocator import keep_freed_memory
 from real_runner.checkpoint_files import CheckpointInfo, select_checkpoint
 from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
 from real_runner.progress import ProgressRecord, ProgressWriter
@@ -136,6 +137,7 @@ def train(
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)
+        keep_freed_memory()
     import_s = time.time() - t_import
     hold_s = 0.0
     if hold is not None:

@@ -23,6 +23,7 @@ from real_runner.profiler.layers import (
     layer_item,
     one_rank_mesh,
     optimizer_item,
+    order_items,
     parameter_counts,
     pipeline_items,
     wrap,
@@ -93,7 +94,8 @@ def _layers(
 def _pipeline(
     job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch, progress: Progress
 ) -> list[dict[str, Any]]:
-    """Per micro-batch overhead of a one-stage pipeline schedule over the plain micro-batch loop (half to forward, half to backward)."""
+    """Per micro-batch overhead of a one-stage pipeline schedule over a plain loop in its op order (half to forward, half
+    to backward)."""
     s = job.settings
     items, keys = [], []
     for name in job.models:
@@ -107,6 +109,26 @@ def _pipeline(
         (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i])
         per_mb = extra / s.pipeline_micro_batches
         out.append({**key, "fw_s": per_mb / 2, "bw_s": per_mb / 2})
+    return out
+
+
+def _order(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Progress) -> list[dict[str, Any]]:
+    """Extra computation (a fraction) of GPipe's op order over gradient accumulation, per model, micro-batch size and
+    number of micro-batches in flight."""
+    s = job.settings
+    items, keys = [], []
+    for name in job.models:
+        spec = model_spec(name)
+        for n in s.order_samples:
+            for d in s.order_in_flight:
+                items.extend(order_items(spec, n, d, device))
+                keys.append({"model": name, "samples": n, "in_flight": d})
+    laps = interleaved(items, watch, s.order_rounds, min(s.warmup_rounds, 1), lambda r, t: progress("order", r, t))
+    out = []
+    for i, key in enumerate(keys):
+        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i])
+        (base,) = summarise(laps[2 * i], "median")
+        out.append({**key, "fraction": extra / base})
     return out
 
 
@@ -183,6 +205,7 @@ def profile_compute(
     out: dict[str, Any] = {"params": {m: {k: parameter_counts(model_spec(m), k) for k in KINDS} for m in job.models}}
     out["curves"], out["backward_call_s"] = _layers(job, group, device, watch, progress)
     out["curves"] += _pipeline(job, group, device, watch, progress) if job.world_size > 1 else []
+    out["order"] = _order(job, device, watch, progress) if job.world_size > 1 else []
     out["optimizer"] = _optimizer(job, group, device, watch, progress)
     out["data"] = _data(job, device, watch, progress)
     return out

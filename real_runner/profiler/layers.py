@@ -8,8 +8,10 @@ parallelism (:func:`real_runner.model.build_layer`). The wrappers the executor a
 on a one-rank mesh of the same device, paired with the plain layer in the same round, and stored
 as their extra seconds: DTensor tensor parallelism (``real_runner.executor.TP_LAYOUT``) on a
 block, FSDP2 (``fully_shard``) on each layer kind, and a one-stage pipeline schedule
-(``ScheduleGPipe``) over the whole model against the plain micro-batch loop. Collectives are not
-part of these times (a one-rank mesh skips them); they come from the collective tables.
+(``ScheduleGPipe``) over the whole model against a plain loop in the same op order. Collectives are
+not part of these times (a one-rank mesh skips them); they come from the collective tables. The op
+order's own cost is timed on the whole model as plain torch: micro-batches in flight (every forward,
+then every backward) against gradient accumulation (each backward right after its forward).
 """
 
 from __future__ import annotations
@@ -124,7 +126,8 @@ def pipeline_items(
     device: torch.device,
     seed: int = 0,
 ) -> tuple[Item, Item]:
-    """(plain micro-batch loop, one-stage ``ScheduleGPipe``) over the whole model, ``micro_batches`` of ``samples``."""
+    """(plain loop in GPipe's op order, one-stage ``ScheduleGPipe``) over the whole model, ``micro_batches`` of
+    ``samples``: their difference is the schedule's machinery alone."""
     x, y = global_batch(seed, 0, samples * micro_batches, spec.seq_len, spec.vocab)
     x, y = x.to(device), y.to(device)
     plain_model = GPT(spec, seed=seed).to(device)
@@ -135,8 +138,12 @@ def pipeline_items(
     def plain(watch: Stopwatch) -> list[float]:
         plain_model.zero_grad(set_to_none=True)
         watch.mark()
-        for xm, ym in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
-            (loss_fn(plain_model(xm), ym) / micro_batches).backward()
+        losses = [
+            loss_fn(plain_model(xm), ym) / micro_batches
+            for xm, ym in zip(x.chunk(micro_batches), y.chunk(micro_batches))
+        ]
+        for loss in losses:
+            loss.backward()
         watch.mark()
         return watch.laps()
 
@@ -148,6 +155,41 @@ def pipeline_items(
         return watch.laps()
 
     return plain, piped
+
+
+def order_items(
+    spec: TransformerSpec, samples: int, in_flight: int, device: torch.device, seed: int = 0
+) -> tuple[Item, Item]:
+    """(gradient accumulation, GPipe's op order) over the whole model, ``in_flight`` micro-batches of ``samples``.
+
+    Gradient accumulation runs each micro-batch's backward right after its forward; GPipe's order runs every
+    forward, then every backward, with all their activations held. Each call first runs one untimed micro-batch
+    (a call after a different item starts cold, which would otherwise outweigh the order).
+    """
+    x, y = global_batch(seed, 0, samples * (in_flight + 1), spec.seq_len, spec.vocab)
+    xs, ys = x.to(device).chunk(in_flight + 1), y.to(device).chunk(in_flight + 1)
+    model = GPT(spec, seed=seed).to(device)
+
+    def loss(k: int) -> torch.Tensor:
+        return loss_fn(model(xs[k]), ys[k])
+
+    def item(held: bool) -> Item:
+        def run(watch: Stopwatch) -> list[float]:
+            model.zero_grad(set_to_none=True)
+            loss(in_flight).backward()
+            watch.mark()
+            if held:
+                for out in [loss(k) for k in range(in_flight)]:
+                    out.backward()
+            else:
+                for k in range(in_flight):
+                    loss(k).backward()
+            watch.mark()
+            return watch.laps()
+
+        return run
+
+    return item(False), item(True)
 
 
 def parameter_counts(spec: TransformerSpec, kind: str) -> dict[str, int]:

@@ -38,6 +38,7 @@ from estimator.profile import (
     LayerParams,
     ModelInfo,
     OptimizerFit,
+    OrderCurve,
     Profile,
     ProfileError,
 )
@@ -233,6 +234,18 @@ def _grouped(records: list[dict[str, Any]]) -> tuple[Curve, ...]:
     return tuple(out)
 
 
+def _order(records: list[dict[str, Any]]) -> tuple[OrderCurve, ...]:
+    points: dict[tuple[str, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for rec in records:
+        for o in rec.get("order", []):
+            points[(o["model"], o["in_flight"])][o["samples"]].append(o["fraction"])
+    out = []
+    for (model, in_flight), by_n in sorted(points.items()):
+        ns = sorted(by_n)
+        out.append(OrderCurve(model, in_flight, tuple(ns), tuple(float(np.mean(by_n[n])) for n in ns)))
+    return tuple(out)
+
+
 def fit_optimizer(records: list[dict[str, Any]]) -> OptimizerFit:
     """AdamW step model from the optimizer records (non-negative least squares; wrappers: extra per DTensor)."""
     from scipy.optimize import nnls  # noqa: PLC0415
@@ -342,6 +355,7 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
         created,
         code_version(),
         grouped=_grouped(records),
+        order=_order(measured),
     )
 
 

@@ -29,7 +29,9 @@ class ProfilerSettings:
     ``busy`` profiles compute on every device of the node at once (each device's neighbours
     compute too, as in training), ``idle`` on the first device while the others wait;
     ``pipeline_samples`` / ``pipeline_micro_batches``: where the pipeline schedule's overhead is
-    measured; ``batches``: global batch sizes whose construction is timed; ``comm_min_exp`` /
+    measured; ``order_samples`` / ``order_in_flight``: micro-batch sizes and numbers of micro-batches in
+    flight at which the op order's cost is measured (whole model, GPipe's order against gradient
+    accumulation; ``order_rounds`` timed rounds, as the model's step is the largest item); ``batches``: global batch sizes whose construction is timed; ``comm_min_exp`` /
     ``comm_max_exp`` / ``comm_step_exp``: message sizes ``2^k`` bytes; ``comm_rounds`` /
     ``comm_warmup``: timed and untimed collectives per size; ``gap_s``: computation between two
     collectives (collectives are timed inside a loop that computes, as training does);
@@ -52,6 +54,9 @@ class ProfilerSettings:
     neighbours: str = "busy"
     pipeline_samples: tuple[int, ...] = (1, 4, 8)
     pipeline_micro_batches: int = 2
+    order_samples: tuple[int, ...] = (1, 4)
+    order_in_flight: tuple[int, ...] = (2, 8)
+    order_rounds: int = 4
     batches: tuple[int, ...] = (1, 16, 64)
     comm_min_exp: int = 10
     comm_max_exp: int = 26
@@ -66,7 +71,7 @@ class ProfilerSettings:
     grouped: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("samples", "overhead_samples", "pipeline_samples", "batches"):
+        for name in ("samples", "overhead_samples", "pipeline_samples", "order_samples", "order_in_flight", "batches"):
             values = getattr(self, name)
             if (
                 not values
@@ -74,13 +79,22 @@ class ProfilerSettings:
                 or list(values) != sorted(set(values))
             ):
                 raise ValueError(f"profiler setting {name} must be increasing positive integers, got {values!r}")
+        if self.order_in_flight[0] < 2:
+            raise ValueError(f"profiler setting order_in_flight must start at 2 or more, got {self.order_in_flight!r}")
         if not set(self.overhead_samples) <= set(self.samples):
             raise ValueError(
                 f"profiler setting overhead_samples {self.overhead_samples!r} must be among samples {self.samples!r}"
             )
         if any(not isinstance(t, int) or t < 1 or t & (t - 1) for t in self.tp):
             raise ValueError(f"profiler setting tp must be powers of two, got {self.tp!r}")
-        for name in ("rounds", "layer_repeats", "comm_rounds", "optimizer_rounds", "pipeline_micro_batches"):
+        for name in (
+            "rounds",
+            "layer_repeats",
+            "comm_rounds",
+            "optimizer_rounds",
+            "pipeline_micro_batches",
+            "order_rounds",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"profiler setting {name} must be >= 1, got {getattr(self, name)}")
         if self.warmup_rounds < 0 or self.comm_warmup < 0:
@@ -112,6 +126,9 @@ class ProfilerSettings:
             rounds=3,
             warmup_rounds=1,
             pipeline_samples=(2,),
+            order_samples=(2,),
+            order_in_flight=(2, 4),
+            order_rounds=2,
             batches=(1, 16),
             comm_min_exp=10,
             comm_max_exp=20,

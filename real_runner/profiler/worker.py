@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from real_runner.allocator import keep_freed_memory
+
 if TYPE_CHECKING:
     from real_runner.profiler.settings import ProfileJob
 
@@ -73,6 +75,7 @@ def run_rank(job: ProfileJob, rank: int, world: int, local_rank: int, main_at: f
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)
+        keep_freed_memory()
     out = Path(job.out_dir)
     progress = _Progress(out / "progress.jsonl", rank == 0)
     t_ready = time.time()
