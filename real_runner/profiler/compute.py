@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from real_runner.model import build_layer
+from real_runner.model import GPT, build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import (
     KIND_INDEX,
@@ -121,7 +121,7 @@ def _order(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pr
         spec = model_spec(name)
         for n in s.order_samples:
             for d in s.order_in_flight:
-                items.extend(order_items(spec, n, d, device))
+                items.extend(order_items(GPT(spec).to(device), n, d, device))
                 keys.append({"model": name, "samples": n, "in_flight": d})
     laps = interleaved(items, watch, s.order_rounds, min(s.warmup_rounds, 1), lambda r, t: progress("order", r, t))
     out = []

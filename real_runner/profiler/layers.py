@@ -157,18 +157,17 @@ def pipeline_items(
     return plain, piped
 
 
-def order_items(
-    spec: TransformerSpec, samples: int, in_flight: int, device: torch.device, seed: int = 0
-) -> tuple[Item, Item]:
-    """(gradient accumulation, GPipe's op order) over the whole model, ``in_flight`` micro-batches of ``samples``.
+def order_items(model: GPT, samples: int, in_flight: int, device: torch.device, seed: int = 0) -> tuple[Item, Item]:
+    """(gradient accumulation, GPipe's op order) over ``model`` (the whole model), ``in_flight`` micro-batches of
+    ``samples``.
 
     Gradient accumulation runs each micro-batch's backward right after its forward; GPipe's order runs every
     forward, then every backward, with all their activations held. Each call first runs one untimed micro-batch
     (a call after a different item starts cold, which would otherwise outweigh the order).
     """
+    spec = model.spec
     x, y = global_batch(seed, 0, samples * (in_flight + 1), spec.seq_len, spec.vocab)
     xs, ys = x.to(device).chunk(in_flight + 1), y.to(device).chunk(in_flight + 1)
-    model = GPT(spec, seed=seed).to(device)
 
     def loss(k: int) -> torch.Tensor:
         return loss_fn(model(xs[k]), ys[k])

@@ -15,6 +15,7 @@ from estimator.profile import (
     PROFILE_VERSION,
     CommTable,
     Curve,
+    OrderCurve,
     DeviceInfo,
     LayerParams,
     ModelInfo,
@@ -155,6 +156,58 @@ def test_grouped_curves_round_trip_and_a_version_2_profile_still_loads(tmp_path)
     old["version"] = 2
     path.write_text(json.dumps(old))
     assert load_profile(path).grouped == () and load_profile(path).version == 2
+
+
+def order_profile():
+    """The synthetic profile with order fractions of gpt__tiny at 2 and 8 micro-batches in flight."""
+    order = (
+        OrderCurve("gpt__tiny", 2, (1, 4), (-0.02, 0.04)),
+        OrderCurve("gpt__tiny", 8, (1, 4), (0.10, 0.16)),
+    )
+    return dataclasses.replace(synthetic_profile(), order=order)
+
+
+def test_order_curves_round_trip_and_a_version_3_profile_composes_without_them(tmp_path):
+    path = tmp_path / "order.json"
+    path.write_text(order_profile().to_json())
+    loaded = load_profile(path)
+    assert loaded.to_dict() == order_profile().to_dict() and loaded.order == order_profile().order
+    old = synthetic_profile().to_dict()
+    old.pop("order")
+    old["version"] = 3
+    path.write_text(json.dumps(old))
+    assert load_profile(path).order == () and load_profile(path).order_fraction("gpt__tiny", 2, 8) == 0.0
+
+
+def test_order_fractions_interpolate_in_samples_and_micro_batches_in_flight():
+    p = order_profile()
+    assert p.order_fraction("gpt__tiny", 4, 1) == 0.0  # one in flight: the profiled layer order
+    assert p.order_fraction("gpt__tiny", 4, 2) == pytest.approx(0.04)
+    assert p.order_fraction("gpt__tiny", 2, 8) == pytest.approx(0.12)  # linear in samples: 0.10 + 0.06 / 3
+    assert p.order_fraction("gpt__tiny", 16, 8) == pytest.approx(0.16)  # the nearest end outside
+    assert p.order_fraction("gpt__tiny", 4, 5) == pytest.approx(0.04 + (0.16 - 0.04) / 2)  # linear in flight
+    assert p.order_fraction("gpt__tiny", 4, 32) == pytest.approx(0.16)  # the largest count's value beyond it
+    assert p.order_fraction("gpt__tiny", 1, 2) == 0.0  # a negative fraction counts as zero
+    assert p.order_fraction("gpt__tiny", 1, 5) == pytest.approx(0.05)  # from 0 at 2 (clamped) to 0.10 at 8
+    assert p.order_fraction("gpt__mini", 4, 8) == 0.0  # a model without order curves
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["order"][0].update(in_flight=1), "order[0].in_flight"),
+        (lambda d: d["order"][1].update(model="gpt__mini"), "order[1].model"),
+        (lambda d: d["order"][0].update(fraction=[0.1]), "order[0]: samples and fraction differ in length"),
+        (lambda d: d["order"].append(copy.deepcopy(d["order"][0])), "order lists a curve twice"),
+    ],
+)
+def test_bad_order_curves_are_named(tmp_path, mutate, message):
+    data = order_profile().to_dict()
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match=re.escape(message)):
+        load_profile(path)
 
 
 @pytest.mark.parametrize(

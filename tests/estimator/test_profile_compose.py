@@ -25,7 +25,7 @@ from estimator.pipeline import closed_form, simulate, stage_order
 from estimator.planner import PlannerConfig
 from estimator.profiled import ProfiledPerfModel, executable_plans
 from estimator.zoo import get_model
-from tests.estimator.test_profile import LINKS, grouped_profile, synthetic_profile
+from tests.estimator.test_profile import LINKS, grouped_profile, order_profile, synthetic_profile
 
 G, F = PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B
 TINY = ModelRef.parse("gpt__tiny")
@@ -120,6 +120,28 @@ def test_pipeline_plan_by_hand():
     assert est.total_s == pytest.approx(max(end[0] + opt0, end[1] + opt1) + glob, rel=1e-9)
     assert est.inter_stage_comm_s > 0 and est.bubble_s > 0
     assert est.compute_s + est.intra_stage_comm_s + est.inter_stage_comm_s + est.bubble_s == pytest.approx(est.total_s)
+
+
+@pytest.mark.parametrize("schedule, in_flight", [(G, (2, 2)), (F, (2, 1))])
+def test_micro_batches_in_flight_scale_each_stages_computation(schedule, in_flight):
+    plan = Plan((StagePlan(0, 3, 1, 1), StagePlan(3, 6, 1, 1)), 2, schedule)
+    est = ProfiledPerfModel(order_profile(), CPU2).estimate(TINY, 16, SHAPE, plan)
+    n = 8  # beyond the profiled 4 samples: the fraction at 4, 0.04 with 2 in flight, 0 with 1
+    scale = [1.04 if d == 2 else 1.0 for d in in_flight]
+    cf = [1e-4 * n + 2 * 1e-3 * n, 2 * 1e-3 * n + 2e-3 * n]
+    cb = [2e-4 * n + 2 * 2e-3 * n - 2e-5, 2 * 2e-3 * n + 3e-3 * n - 2e-5]
+    fw = [c * k + 1e-4 for c, k in zip(cf, scale)]  # the schedule's overhead is not scaled
+    bw = [c * k + 1e-4 for c, k in zip(cb, scale)]
+    end = simulate(fw, bw, [comm("send_recv", n * 64 * 64 * 4), 0.0], 2, schedule)
+    opt0 = _opt([(2, 69632, 0), (16, 49984, 0), (16, 49984, 0)])
+    opt1 = _opt([(16, 49984, 0), (16, 49984, 0), (3, 65664, 0)])
+    glob = 16 * 1e-4 + comm("all_reduce", 4) + comm("all_reduce", 8)
+    assert est.total_s == pytest.approx(max(end[0] + opt0, end[1] + opt1) + glob, rel=1e-9)
+    single = Plan((StagePlan(0, 6, 1, 1),), 2, G)  # one stage runs gradient accumulation: nothing in flight
+    one = ResourceShape(GpuType("cpu"), 1, 1)
+    assert ProfiledPerfModel(order_profile(), CPU2).estimate(TINY, 16, one, single).total_s == pytest.approx(
+        ProfiledPerfModel(synthetic_profile(), CPU2).estimate(TINY, 16, one, single).total_s, rel=1e-12
+    )
 
 
 def test_grouped_fsdp_units_replace_the_one_rank_overheads_and_the_gathers():

@@ -1,8 +1,8 @@
 import torch
 
-from real_runner.model import build_layer
+from real_runner.model import GPT, build_layer
 from real_runner.plans import model_spec
-from real_runner.profiler.layers import layer_item
+from real_runner.profiler.layers import layer_item, order_items
 from real_runner.profiler.timing import Stopwatch
 
 
@@ -30,3 +30,21 @@ def test_repeated_layer_item_drops_the_first_call_and_averages_the_rest():
     assert (fw, bw) == (3.0, 5.0)
     watch._now = _Clock([0, 7, 8])
     assert layer_item(block, spec, "block", 2, torch.device("cpu"))(watch) == [7.0, 8.0]
+
+
+def test_order_items_run_the_same_micro_batches_in_the_two_orders():
+    model = GPT(model_spec("gpt__tiny"))
+    events: list[str] = []
+    model.head.register_forward_hook(lambda *args: events.append("F"))
+    model.head.register_full_backward_hook(lambda *args: events.append("B"))
+    accumulate, held = order_items(model, 2, 3, torch.device("cpu"))
+    watch = Stopwatch(torch.device("cpu"), "cpu")
+    laps = accumulate(watch)
+    assert len(laps) == 1 and laps[0] > 0
+    assert "".join(events) == "FB" + "FB" * 3  # an untimed warm start, then each backward right after its forward
+    grads = [p.grad.clone() for p in model.parameters()]
+    events.clear()
+    held(watch)
+    assert "".join(events) == "FB" + "FFF" + "BBB"  # every forward, then every backward
+    for p, g in zip(model.parameters(), grads):
+        torch.testing.assert_close(p.grad, g, rtol=1e-5, atol=1e-7)  # the same micro-batches, the same gradients

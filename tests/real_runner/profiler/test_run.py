@@ -25,6 +25,9 @@ TINY = ProfilerSettings(
     rounds=1,
     warmup_rounds=0,
     pipeline_samples=(1,),
+    order_samples=(1,),
+    order_in_flight=(2,),
+    order_rounds=1,
     batches=(1, 4),
     comm_min_exp=10,
     comm_max_exp=12,
@@ -69,6 +72,9 @@ def test_every_layer_wrapper_and_collective_was_measured(profile):
     }
     assert all(c.samples == (1, 2) and min(c.fw_s + c.bw_s) > 0 for c in profile.grouped)
     assert all(t.sizes == (1024, 4096) and min(t.seconds) > 0 for t in profile.comm)
+    (order,) = profile.order  # GPipe's op order against gradient accumulation, whole model
+    assert (order.model, order.in_flight, order.samples) == ("gpt__tiny", 2, (1,))
+    assert math.isfinite(order.fraction[0]) and -1 < order.fraction[0] < 5
     block = profile.models["gpt__tiny"].layers["block"]
     assert (block.tensors, block.tp_tensors, block.elements) == (16, 12, 49984)
     assert profile.optimizer.per_tensor_s > 0 or profile.optimizer.per_element_s > 0

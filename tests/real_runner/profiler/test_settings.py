@@ -32,6 +32,9 @@ def test_settings_round_trip_and_sizes():
         ({"statistic": "max"}, "statistic"),
         ({"clock": "sundial"}, "clock"),
         ({"gap_s": 5.0}, "gap_s"),
+        ({"order_in_flight": (1, 8)}, "order_in_flight must start at 2"),
+        ({"order_samples": (4, 1)}, "order_samples"),
+        ({"order_rounds": 0}, "order_rounds"),
     ],
 )
 def test_bad_settings_name_the_setting(change, message):
