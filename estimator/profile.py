@@ -30,9 +30,9 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
 * ``order`` (version 4): per model and number of micro-batches in flight, the extra computation
   (a fraction) of a micro-batch whose backward runs after that many forwards (GPipe's op order:
   every forward, then every backward) over one whose backward follows its forward (gradient
-  accumulation), whole model on one device, per micro-batch size: activations revisited after
-  other micro-batches have displaced them cost cache misses and, where the allocator returns
-  freed memory, page faults;
+  accumulation), whole model on one device, per micro-batch size (activations revisited after
+  other micro-batches have displaced them can cost cache misses and, where the allocator returns
+  freed memory, page faults);
 * ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
   ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
   inside a loop that computes between collectives, as training does.
