@@ -193,35 +193,30 @@ def test_order_fractions_interpolate_in_samples_and_micro_batches_in_flight():
 
 
 @pytest.mark.parametrize(
-    "mutate, message",
+    "make, mutate, message",
     [
-        (lambda d: d["order"][0].update(in_flight=1), "order[0].in_flight"),
-        (lambda d: d["order"][1].update(model="gpt__mini"), "order[1].model"),
-        (lambda d: d["order"][0].update(fraction=[0.1]), "order[0]: samples and fraction differ in length"),
-        (lambda d: d["order"].append(copy.deepcopy(d["order"][0])), "order lists a curve twice"),
+        (grouped_profile, lambda d: d["grouped"][0].update(wrapper="pipeline"), "grouped[0].wrapper"),
+        (grouped_profile, lambda d: d["grouped"][0].update(group=1), "grouped[0].group"),
+        (grouped_profile, lambda d: d["grouped"][1].update(layer="model"), "grouped[1].layer"),
+        # tensor parallelism wraps blocks only
+        (grouped_profile, lambda d: d["grouped"][0].update(layer="head"), "grouped[0].layer"),
+        (
+            grouped_profile,
+            lambda d: d["grouped"].append(copy.deepcopy(d["grouped"][0])),
+            "grouped lists a curve twice",
+        ),
+        (order_profile, lambda d: d["order"][0].update(in_flight=1), "order[0].in_flight"),
+        (order_profile, lambda d: d["order"][1].update(model="gpt__mini"), "order[1].model"),
+        (
+            order_profile,
+            lambda d: d["order"][0].update(fraction=[0.1]),
+            "order[0]: samples and fraction differ in length",
+        ),
+        (order_profile, lambda d: d["order"].append(copy.deepcopy(d["order"][0])), "order lists a curve twice"),
     ],
 )
-def test_bad_order_curves_are_named(tmp_path, mutate, message):
-    data = order_profile().to_dict()
-    mutate(data)
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(ProfileError, match=re.escape(message)):
-        load_profile(path)
-
-
-@pytest.mark.parametrize(
-    "mutate, message",
-    [
-        (lambda d: d["grouped"][0].update(wrapper="pipeline"), "grouped[0].wrapper"),
-        (lambda d: d["grouped"][0].update(group=1), "grouped[0].group"),
-        (lambda d: d["grouped"][1].update(layer="model"), "grouped[1].layer"),
-        (lambda d: d["grouped"][0].update(layer="head"), "grouped[0].layer"),  # tensor parallelism wraps blocks only
-        (lambda d: d["grouped"].append(copy.deepcopy(d["grouped"][0])), "grouped lists a curve twice"),
-    ],
-)
-def test_bad_grouped_curves_are_named(tmp_path, mutate, message):
-    data = grouped_profile().to_dict()
+def test_bad_grouped_and_order_curves_are_named(tmp_path, make, mutate, message):
+    data = make().to_dict()
     mutate(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
