@@ -31,7 +31,9 @@ class ProfilerSettings:
     ``pipeline_samples`` / ``pipeline_micro_batches``: where the pipeline schedule's overhead is
     measured; ``order_samples`` / ``order_in_flight``: micro-batch sizes and numbers of micro-batches in
     flight at which the op order's cost is measured (whole model, GPipe's order against gradient
-    accumulation; ``order_rounds`` timed rounds, as the model's step is the largest item); ``batches``: global batch sizes whose construction is timed; ``comm_min_exp`` /
+    accumulation; ``order_rounds`` timed rounds after at most one untimed one, as these are the
+    largest items and each call starts warm); ``batches``: global batch sizes whose construction is
+    timed; ``comm_min_exp`` /
     ``comm_max_exp`` / ``comm_step_exp``: message sizes ``2^k`` bytes; ``comm_rounds`` /
     ``comm_warmup``: timed and untimed collectives per size; ``gap_s``: computation between two
     collectives (collectives are timed inside a loop that computes, as training does);
