@@ -10,7 +10,8 @@ threads compete with the computation for the core. This phase measures that dire
 layer at a time: every rank builds the same wrapped layer on its own group of ``g`` consecutive
 ranks (all groups of a size at once, so every device is busy as in training) and times its
 forward and backward in wall time (the waits are the point), interleaved over rounds like the
-other items, with a barrier before each item.
+other items, with a barrier before each item, and keeps the median over rounds
+(``ProfilerSettings.grouped_statistic``: a pause of the shared machine hits some rounds only).
 
 * ``tp``: one block under :data:`real_runner.executor.TP_LAYOUT` on a group of ``tp`` ranks, for
   every profiled tensor-parallel degree above one and every profiled sample count;
@@ -120,6 +121,6 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
         progress("grouped", r + 1, total)
     records = []
     for key, item_laps in zip(keys, laps):
-        fw, bw = summarise(item_laps, s.statistic)
+        fw, bw = summarise(item_laps, s.grouped_statistic)
         records.append({**key, "fw_s": fw, "bw_s": bw})
     return records

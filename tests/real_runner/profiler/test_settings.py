@@ -30,6 +30,7 @@ def test_settings_round_trip_and_sizes():
         ({"comm_min_exp": 20, "comm_max_exp": 10}, "comm_min_exp"),
         ({"comm_ops": ("broadcast",)}, "broadcast"),
         ({"statistic": "max"}, "statistic"),
+        ({"grouped_statistic": "mode"}, "grouped_statistic"),
         ({"clock": "sundial"}, "clock"),
         ({"gap_s": 5.0}, "gap_s"),
         ({"order_in_flight": (1, 8)}, "order_in_flight must start at 2"),
