@@ -18,7 +18,7 @@ import logging
 import pickle
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +118,14 @@ def save(
     rank: int,
     world_size: int,
     extra: Mapping[str, Any],
+    published: Callable[[CheckpointInfo], None] | None = None,
 ) -> CheckpointInfo | None:
     """Save the trainer's state after ``step`` steps on every rank; publish it atomically.
 
-    Returns the published checkpoint on rank 0 (None elsewhere). Every rank returns only after
-    the checkpoint is complete.
+    Returns the published checkpoint on rank 0 (None elsewhere). Rank 0 calls ``published`` the
+    moment the checkpoint is complete on disk, before the final barrier: a peer that dies or hangs
+    there cannot hide a checkpoint a relaunch will resume from. Every rank returns only after the
+    checkpoint is complete.
     """
     if rank == 0:
         prepare_partial(Path(ckpt_dir), step)
@@ -133,6 +136,8 @@ def save(
         warnings.filterwarnings("ignore", message=".*assuming the intent is to save in a single process.*")
         dcp.save(state, storage_writer=FileSystemWriter(Path(ckpt_dir) / f"step_{step:08d}.partial"))
     info = publish(Path(ckpt_dir), step, identity, extra) if rank == 0 else None
+    if info is not None and published is not None:
+        published(info)
     _barrier(world_size)
     return info
 

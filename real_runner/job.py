@@ -81,6 +81,12 @@ class _Run:
         if step <= (self.ckpt_step or 0):
             return
         t0 = time.perf_counter()
+
+        def published(_: CheckpointInfo) -> None:
+            save_s = time.perf_counter() - t0
+            log.info("rank %d: checkpoint of step %d in %.2f s", self.ctx.rank, step, save_s)
+            self.record("checkpoint", step, ckpt_step=step, info={"save_s": save_s})
+
         checkpoint.save(
             self.trainer,
             Path(self.spec.checkpoint_dir),
@@ -89,11 +95,9 @@ class _Run:
             rank=self.ctx.rank,
             world_size=self.ctx.world_size,
             extra={"job_id": self.spec.job_id, "world_size": self.ctx.world_size, "plan": self.executed.to_dict()},
+            published=published,
         )
         self.ckpt_step, self.last_save = step, time.monotonic()
-        save_s = time.perf_counter() - t0
-        log.info("rank %d: checkpoint of step %d in %.2f s", self.ctx.rank, step, save_s)
-        self.record("checkpoint", step, ckpt_step=step, info={"save_s": save_s})
 
     def agree(self, stop: bool) -> tuple[bool, bool]:
         """(stop now, checkpoint now by time), the same on every rank (rank 0's clock decides the time)."""

@@ -100,6 +100,21 @@ def test_layout_keeps_the_two_newest_complete_checkpoints(two_checkpoints):
     assert all(len(f["sha256"]) == 64 for f in manifest["files"].values())
 
 
+def test_the_checkpoint_is_announced_once_complete_before_the_final_barrier(tmp_path, monkeypatch):
+    # a peer that dies or hangs in the final barrier must not hide a checkpoint a relaunch resumes from
+    calls: list[str] = []
+    monkeypatch.setattr(checkpoint, "_barrier", lambda world_size: calls.append("barrier"))
+
+    def published(info):
+        calls.append("published")
+        assert select_checkpoint(tmp_path, identity()).step == info.step == 3
+
+    tr = trainer()
+    tr.train_step(0)
+    checkpoint.save(tr, tmp_path, 3, identity(), rank=0, world_size=2, extra={}, published=published)
+    assert calls == ["barrier", "published", "barrier"]
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "no manifest", "missing file"])
 def test_a_damaged_newest_checkpoint_is_skipped_with_a_log_line(ckpt, damage, caplog):
     newest = ckpt / "step_00000006"

@@ -72,6 +72,7 @@ def _count(rank: int, work: str) -> None:
     if rank == 0:
         with open(f"{work}/counts.json", "w") as fh:
             json.dump(out, fh)
+    dist.barrier()  # neither rank tears its pairs down while the other still drains its last collective
     dist.destroy_process_group()
 
 
