@@ -55,6 +55,8 @@ def _layers(
         }
         for kind in KINDS:
             index = KIND_INDEX[kind](spec)
+            if kind == "block":  # in a step a block runs after a block: so does the first timed one (untimed primer)
+                items.append(layer_item(build_layer(spec, index, tps[0]).to(device), spec, kind, s.samples[0], device))
             for tp in tps if kind == "block" else [1]:
                 for n in s.samples:
                     plain[len(items)] = {"model": name, "layer": kind, "variant": "compute", "tp": tp, "samples": n}

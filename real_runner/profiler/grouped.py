@@ -37,6 +37,7 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import fully_shard
 
+from estimator.zoo import TransformerSpec
 from real_runner.model import build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import KIND_INDEX, layer_item, wrap
@@ -92,22 +93,35 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
         own, _ = dist.new_subgroups(group_size=g)
         meshes[g] = DeviceMesh.from_group(own, device.type)
     items: list = []
-    keys: list[dict[str, Any]] = []
+    keys: list[dict[str, Any] | None] = []  # None: an untimed primer
+
+    def tp_block(spec: TransformerSpec, tp: int) -> nn.Module:
+        return wrap(build_layer(spec, KIND_INDEX["block"](spec)).to(device), "tp", meshes[tp])
+
+    def unit(spec: TransformerSpec, kind: str, dp: int) -> nn.Module:
+        return fsdp_unit(build_layer(spec, KIND_INDEX[kind](spec)).to(device), kind, meshes[dp])
+
     for name in job.models:
         spec = model_spec(name)
         tps = [t for t in tp_degrees(s, spec.heads, job.devices_per_node) if t in meshes]
+        # in a step a block runs after a block: so does the first timed block of a group (untimed primers)
+        if tps:
+            items.append(layer_item(tp_block(spec, tps[0]), spec, "block", s.samples[0], device))
+            keys.append(None)
         for tp in tps:
             for n in s.samples:
-                block = wrap(build_layer(spec, KIND_INDEX["block"](spec)).to(device), "tp", meshes[tp])
-                items.append(layer_item(block, spec, "block", n, device, s.layer_repeats))
+                items.append(layer_item(tp_block(spec, tp), spec, "block", n, device, s.layer_repeats))
                 keys.append({"model": name, "layer": "block", "wrapper": "tp", "group": tp, "samples": n})
         for dp in sizes:
             for kind in KINDS:
+                if kind == "block":
+                    items.append(layer_item(unit(spec, kind, dp), spec, kind, s.samples[0], device))
+                    keys.append(None)
                 for n in s.samples:
                     for wrapper in ("fsdp", "fsdp_sync"):
-                        unit = fsdp_unit(build_layer(spec, KIND_INDEX[kind](spec)).to(device), kind, meshes[dp])
-                        unit.set_requires_gradient_sync(wrapper == "fsdp_sync")
-                        items.append(layer_item(unit, spec, kind, n, device, s.layer_repeats))
+                        wrapped = unit(spec, kind, dp)
+                        wrapped.set_requires_gradient_sync(wrapper == "fsdp_sync")
+                        items.append(layer_item(wrapped, spec, kind, n, device, s.layer_repeats))
                         keys.append({"model": name, "layer": kind, "wrapper": wrapper, "group": dp, "samples": n})
     watch = Stopwatch(device, "wall")
     laps: list[list[list[float]]] = [[] for _ in items]
@@ -121,6 +135,8 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
         progress("grouped", r + 1, total)
     records = []
     for key, item_laps in zip(keys, laps):
+        if key is None:
+            continue
         fw, bw = summarise(item_laps, s.grouped_statistic)
         records.append({**key, "fw_s": fw, "bw_s": bw})
     return records

@@ -25,7 +25,7 @@ class ProfilerSettings:
     so load changes hit every item alike; the median over rounds is kept); ``layer_repeats``: calls
     of a layer back to back per round (with more than one, the first warms it and is dropped;
     the default times each layer once, after a different item, which matches a training step
-    better on CPUs: docs/profiler.md); ``neighbours``:
+    better on CPUs: docs/profiler.md; a block always after another block, as in a step); ``neighbours``:
     ``busy`` profiles compute on every device of the node at once (each device's neighbours
     compute too, as in training), ``idle`` on the first device while the others wait;
     ``pipeline_samples`` / ``pipeline_micro_batches``: where the pipeline schedule's overhead is

@@ -1,0 +1,80 @@
+"""In every round, each timed block item runs right after another block, as a block does inside a step (2 gloo ranks)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from real_runner.profiler.settings import ProfileJob, ProfilerSettings  # noqa: E402
+from tests.real_runner.distributed_cases import spawn  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+SETTINGS = ProfilerSettings(samples=(1, 2), overhead_samples=(1,), rounds=1, warmup_rounds=0)
+
+
+def _record(rank: int, work: str) -> None:
+    import torch.distributed as dist
+
+    from real_runner.profiler import compute, grouped
+    from real_runner.profiler.timing import Stopwatch
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        store=dist.FileStore(f"{work}/store", 2),
+        rank=rank,
+        world_size=2,
+        timeout=datetime.timedelta(seconds=120),
+    )
+    calls: list[str] = []
+    for module in (compute, grouped):
+        real = module.layer_item
+
+        def recording(layer, spec, kind, samples, device, repeats=1, real=real):
+            item = real(layer, spec, kind, samples, device, repeats)
+
+            def run(watch):
+                calls.append(kind)
+                return item(watch)
+
+            return run
+
+        module.layer_item = recording
+    job = ProfileJob(("gpt__tiny",), SETTINGS, "cpu-2", 1, 2, (0, 1), work)
+    own, _ = dist.new_subgroups(group_size=1)
+    device = torch.device("cpu")
+    curves, _ = compute._layers(job, own, device, Stopwatch(device, "cpu"), lambda *a: None)
+    layers = list(calls)
+    calls.clear()
+    records = grouped.profile_grouped(job, rank, device, lambda *a: None)
+    if rank == 0:
+        out = {"layers": layers, "grouped": list(calls), "curves": curves, "records": records}
+        with open(f"{work}/order.json", "w") as fh:
+            json.dump(out, fh)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_every_timed_block_follows_a_block_and_primers_are_not_recorded(tmp_path):
+    spawn(_record, 2, (str(tmp_path),), timeout_s=240)
+    got = json.loads((tmp_path / "order.json").read_text())
+    # the only blocks after another kind are the untimed primers (one before the plain blocks; one before the
+    # tensor-parallel and one before the FSDP blocks on the group), each followed by the blocks it primes
+    for phase, primers in (("layers", 1), ("grouped", 2)):
+        calls = got[phase]
+        cold = [i for i, kind in enumerate(calls) if kind == "block" and (i == 0 or calls[i - 1] != "block")]
+        assert len(cold) == primers and all(calls[i + 1] == "block" for i in cold), (phase, calls)
+    # one untimed primer per model for the plain blocks: the curves hold the timed items only
+    plain = [c for c in got["curves"] if c["layer"] == "block" and c["variant"] == "compute"]
+    assert sorted((c["tp"], c["samples"]) for c in plain) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert got["layers"].count("block") == 1 + 4 + 2  # primer, plain (tp 1, 2 x samples 1, 2), fsdp + tp at 1
+    assert got["grouped"].count("block") == 2 + 2 + 4  # primers, tp (samples 1, 2), fsdp and fsdp_sync
+    blocks = [r for r in got["records"] if r["layer"] == "block"]
+    assert sorted((r["wrapper"], r["samples"]) for r in blocks) == sorted(
+        [("tp", 1), ("tp", 2)] + [(w, n) for w in ("fsdp", "fsdp_sync") for n in (1, 2)]
+    )
