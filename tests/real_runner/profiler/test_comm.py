@@ -1,0 +1,68 @@
+"""The send/recv table times the transfer, not a late peer: its skew is the pipeline simulation's (2 gloo ranks)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import statistics
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from real_runner.profiler.settings import ProfileJob, ProfilerSettings  # noqa: E402
+from tests.real_runner.distributed_cases import spawn  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
+
+LATE_S = 0.008  # the echo side finishes each gap this much later than the pinging side
+SETTINGS = ProfilerSettings(
+    comm_ops=("send_recv",),
+    comm_min_exp=10,
+    comm_max_exp=14,
+    comm_step_exp=4,
+    comm_rounds=5,
+    comm_warmup=1,
+    gap_s=0.04,  # half a gap (20 ms) of extra computation covers the 8 ms
+)
+
+
+def _table(rank: int, work: str) -> None:
+    import time
+
+    import torch.distributed as dist
+
+    from real_runner.profiler import comm
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        store=dist.FileStore(f"{work}/store", 2),
+        rank=rank,
+        world_size=2,
+        timeout=datetime.timedelta(seconds=120),
+    )
+    if rank == 1:
+        gap = comm._Gap.__call__
+
+        def late(self, fraction=1.0):
+            gap(self, fraction)
+            time.sleep(LATE_S)
+
+        comm._Gap.__call__ = late
+    job = ProfileJob(("gpt__tiny",), SETTINGS, "cpu-2", 1, 2, (0, 1), work)
+    rows = comm.profile_comm(job, rank, torch.device("cpu"), lambda *a: None)
+    if rank == 0:
+        with open(f"{work}/comm.json", "w") as fh:
+            json.dump(rows, fh)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_a_late_peer_does_not_count_into_the_send_recv_time(tmp_path):
+    spawn(_table, 2, (str(tmp_path),), timeout_s=240)
+    (row,) = json.loads((tmp_path / "comm.json").read_text())
+    assert row["op"] == "send_recv" and row["ranks"] == [0, 1] and row["bytes"] == [1024, 16384]
+    # pinging at once would wait for the late peer: half the round trip >= LATE_S / 2 in every round
+    for rounds in row["seconds"]:
+        assert len(rounds) == 5 and statistics.median(rounds) < LATE_S / 4, rounds
