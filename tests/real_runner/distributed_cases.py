@@ -101,7 +101,8 @@ def reference_losses(steps: int) -> list[float]:
 
 
 @contextlib.contextmanager
-def _group(workdir: Path, tag: str, rank: int, world: int, backend: str) -> Iterator[None]:
+def process_group(workdir: Path, tag: str, rank: int, world: int, backend: str) -> Iterator[None]:
+    """The default process group of ``world`` ranks (none for one), torn down after a closing barrier."""
     if world == 1:
         yield
         return
@@ -114,6 +115,7 @@ def _group(workdir: Path, tag: str, rank: int, world: int, backend: str) -> Iter
     )
     try:
         yield
+        dist.barrier()  # no rank tears its pairs down while another still drains its last collective
     finally:
         dist.destroy_process_group()
         reset_distributed_caches()
@@ -138,7 +140,7 @@ def oracle_case(proc: int, nprocs: int, workdir: str, backend: str) -> None:
         world = plan.num_gpus
         if proc >= world or world > nprocs:
             continue
-        with _group(work, f"oracle{i}", proc, world, backend):
+        with process_group(work, f"oracle{i}", proc, world, backend):
             executed = resolve_plan(spec, plan, BATCH, world)
             trainer = Trainer(spec, executed, rank=proc, global_batch=BATCH, lr=LR, seed=SEED, device=device)
             out[name] = [trainer.train_step(s) for s in range(ORACLE_STEPS)]
@@ -158,7 +160,7 @@ def chain_case(proc: int, nprocs: int, workdir: str) -> None:
             continue
         rank = world - 1 - proc if seg.reverse_ranks else proc
         spec = chain_spec(work, seg.plan, done, j)
-        with _group(work, f"chain{j}", rank, world, "gloo"):
+        with process_group(work, f"chain{j}", rank, world, "gloo"):
             executed, resume = prepare(spec, world)
             run_job(spec, executed, resume, RunContext(rank, world, torch.device("cpu"), time.time()), lambda: False)
     # the final checkpoint under DP2, with and without the optimizer state: only the first may match
@@ -168,7 +170,7 @@ def chain_case(proc: int, nprocs: int, workdir: str) -> None:
     for restore in (True, False):
         if proc >= 2:
             continue
-        with _group(work, f"control{restore}", proc, 2, "gloo"):
+        with process_group(work, f"control{restore}", proc, 2, "gloo"):
             trainer = Trainer(
                 spec, executed, rank=proc, global_batch=BATCH, lr=LR, seed=SEED, device=torch.device("cpu")
             )

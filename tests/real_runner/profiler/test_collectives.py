@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import datetime
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from arena_gym.types import Plan, StagePlan  # noqa: E402
 from estimator.profiled import step_collectives  # noqa: E402
 from tests.estimator.test_profile import synthetic_profile  # noqa: E402
-from tests.real_runner.distributed_cases import spawn  # noqa: E402
+from tests.real_runner.distributed_cases import process_group, spawn  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
@@ -36,7 +36,6 @@ def _kind(op: object) -> str | None:
 
 
 def _count(rank: int, work: str) -> None:
-    import torch.distributed as dist
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recorder(TorchDispatchMode):
@@ -56,24 +55,26 @@ def _count(rank: int, work: str) -> None:
     from real_runner.plans import model_spec, resolve_plan
 
     torch.set_num_threads(1)
-    store = dist.FileStore(f"{work}/store", 2)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=120))
     spec = model_spec("gpt__tiny")
     out = {}
-    for name, plan in PLANS.items():
-        trainer = Trainer(
-            spec, resolve_plan(spec, plan, 8, 2), rank=rank, global_batch=8, lr=1e-3, seed=0, device=torch.device("cpu")
-        )
-        trainer.train_step(0)
-        recorder = Recorder()
-        with recorder:
-            trainer.train_step(1)
-        out[name] = recorder.counts
+    with process_group(Path(work), "count", rank, 2, "gloo"):
+        for name, plan in PLANS.items():
+            trainer = Trainer(
+                spec,
+                resolve_plan(spec, plan, 8, 2),
+                rank=rank,
+                global_batch=8,
+                lr=1e-3,
+                seed=0,
+                device=torch.device("cpu"),
+            )
+            trainer.train_step(0)
+            recorder = Recorder()
+            with recorder:
+                trainer.train_step(1)
+            out[name] = recorder.counts
     if rank == 0:
-        with open(f"{work}/counts.json", "w") as fh:
-            json.dump(out, fh)
-    dist.barrier()  # neither rank tears its pairs down while the other still drains its last collective
-    dist.destroy_process_group()
+        (Path(work) / "counts.json").write_text(json.dumps(out))
 
 
 def test_composition_counts_the_executors_collectives(tmp_path):

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import statistics
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from real_runner.profiler.settings import ProfileJob, ProfilerSettings  # noqa: E402
-from tests.real_runner.distributed_cases import spawn  # noqa: E402
+from tests.real_runner.distributed_cases import process_group, spawn  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
@@ -30,18 +30,9 @@ SETTINGS = ProfilerSettings(
 def _table(rank: int, work: str) -> None:
     import time
 
-    import torch.distributed as dist
-
     from real_runner.profiler import comm
 
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        store=dist.FileStore(f"{work}/store", 2),
-        rank=rank,
-        world_size=2,
-        timeout=datetime.timedelta(seconds=120),
-    )
     if rank == 1:
         gap = comm._Gap.__call__
 
@@ -51,12 +42,10 @@ def _table(rank: int, work: str) -> None:
 
         comm._Gap.__call__ = late
     job = ProfileJob(("gpt__tiny",), SETTINGS, "cpu-2", 1, 2, (0, 1), work)
-    rows = comm.profile_comm(job, rank, torch.device("cpu"), lambda *a: None)
+    with process_group(Path(work), "comm", rank, 2, "gloo"):
+        rows = comm.profile_comm(job, rank, torch.device("cpu"), lambda *a: None)
     if rank == 0:
-        with open(f"{work}/comm.json", "w") as fh:
-            json.dump(rows, fh)
-    dist.barrier()
-    dist.destroy_process_group()
+        (Path(work) / "comm.json").write_text(json.dumps(rows))
 
 
 def test_a_late_peer_does_not_count_into_the_send_recv_time(tmp_path):

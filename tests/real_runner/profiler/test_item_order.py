@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import datetime
 import json
+from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from real_runner.profiler.settings import ProfileJob, ProfilerSettings  # noqa: E402
-from tests.real_runner.distributed_cases import spawn  # noqa: E402
+from tests.real_runner.distributed_cases import process_group, spawn  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
@@ -24,13 +24,6 @@ def _record(rank: int, work: str) -> None:
     from real_runner.profiler.timing import Stopwatch
 
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        store=dist.FileStore(f"{work}/store", 2),
-        rank=rank,
-        world_size=2,
-        timeout=datetime.timedelta(seconds=120),
-    )
     calls: list[str] = []
     for module in (compute, grouped):
         real = module.layer_item
@@ -46,18 +39,16 @@ def _record(rank: int, work: str) -> None:
 
         module.layer_item = recording
     job = ProfileJob(("gpt__tiny",), SETTINGS, "cpu-2", 1, 2, (0, 1), work)
-    own, _ = dist.new_subgroups(group_size=1)
     device = torch.device("cpu")
-    curves, _ = compute._layers(job, own, device, Stopwatch(device, "cpu"), lambda *a: None)
-    layers = list(calls)
-    calls.clear()
-    records = grouped.profile_grouped(job, rank, device, lambda *a: None)
+    with process_group(Path(work), "order", rank, 2, "gloo"):
+        own, _ = dist.new_subgroups(group_size=1)
+        curves, _ = compute._layers(job, own, device, Stopwatch(device, "cpu"), lambda *a: None)
+        layers = list(calls)
+        calls.clear()
+        records = grouped.profile_grouped(job, rank, device, lambda *a: None)
     if rank == 0:
-        out = {"layers": layers, "grouped": list(calls), "curves": curves, "records": records}
-        with open(f"{work}/order.json", "w") as fh:
-            json.dump(out, fh)
-    dist.barrier()
-    dist.destroy_process_group()
+        out = {"layers": layers, "grouped": calls, "curves": curves, "records": records}
+        (Path(work) / "order.json").write_text(json.dumps(out))
 
 
 def test_every_timed_block_follows_a_block_and_primers_are_not_recorded(tmp_path):
