@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def _record(rank: int, work: str) -> None:
 
     torch.set_num_threads(1)
     calls: list[str] = []
+    models: list[str] = []  # the model of every call
     for module in (compute, grouped):
         real = module.layer_item
 
@@ -33,6 +35,7 @@ def _record(rank: int, work: str) -> None:
 
             def run(watch):
                 calls.append(kind)
+                models.append(spec.name)
                 return item(watch)
 
             return run
@@ -46,12 +49,17 @@ def _record(rank: int, work: str) -> None:
         layers = list(calls)
         calls.clear()
         records = grouped.profile_grouped(job, rank, device, lambda *a: None)
+        grouped_calls = list(calls)
+        models.clear()
+        two_rounds = dataclasses.replace(SETTINGS, rounds=2)
+        both = ProfileJob(("gpt__tiny", "gpt__mini"), two_rounds, "cpu-2", 1, 2, (0, 1), work)
+        grouped.profile_grouped(both, rank, device, lambda *a: None)
     if rank == 0:
-        out = {"layers": layers, "grouped": calls, "curves": curves, "records": records}
+        out = {"layers": layers, "grouped": grouped_calls, "curves": curves, "records": records, "models": models}
         (Path(work) / "order.json").write_text(json.dumps(out))
 
 
-def test_every_timed_block_follows_a_block_and_primers_are_not_recorded(tmp_path):
+def test_every_timed_block_follows_a_block_primers_are_not_recorded_and_models_get_own_rounds(tmp_path):
     spawn(_record, 2, (str(tmp_path),), timeout_s=240)
     got = json.loads((tmp_path / "order.json").read_text())
     # the only blocks after another kind are the untimed primers (one before the plain blocks; one before the
@@ -69,3 +77,7 @@ def test_every_timed_block_follows_a_block_and_primers_are_not_recorded(tmp_path
     assert sorted((r["wrapper"], r["samples"]) for r in blocks) == sorted(
         [("tp", 1), ("tp", 2)] + [(w, n) for w in ("fsdp", "fsdp_sync") for n in (1, 2)]
     )
+    # on real groups every round runs one model's items: all of gpt__tiny's rounds, then gpt__mini's
+    models = got["models"]
+    switches = sum(a != b for a, b in zip(models, models[1:]))
+    assert models[0] == "gpt__tiny" and models[-1] == "gpt__mini" and switches == 1
