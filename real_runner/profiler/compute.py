@@ -7,6 +7,7 @@ differences); :mod:`real_runner.profiler.run` turns the records of all ranks int
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -37,17 +38,43 @@ KINDS = ("embed", "block", "head")
 Progress = Callable[[str, int, int], None]
 
 
+def _per_model(
+    job: ProfileJob,
+    build: Callable[[str], list],
+    watch: Stopwatch,
+    rounds: int,
+    warmup: int,
+    phase: str,
+    progress: Progress,
+) -> dict[str, list[list[list[float]]]]:
+    """Per model, the laps of its items (built by ``build``), interleaved in rounds of their own.
+
+    A training rank runs one model: another model's items between its rounds would evict its weights and activations
+    from the caches a step keeps warm. Each model's items are built only when its rounds start.
+    """
+    out = {}
+    for m, name in enumerate(job.models):
+
+        def on_round(r: int, t: int, m: int = m) -> None:
+            progress(phase, m * t + r, len(job.models) * t)
+
+        out[name] = interleaved(build(name), watch, rounds, warmup, on_round)
+    return out
+
+
 def _layers(
     job: ProfileJob, group: dist.ProcessGroup, device: torch.device, watch: Stopwatch, progress: Progress
 ) -> tuple[list[dict[str, Any]], float]:
     """Plain curves and wrapper overheads of every layer kind, and the cost of one autograd backward call."""
     s = job.settings
     mesh = one_rank_mesh(group, device)
-    items: list = []
-    plain: dict[int, dict[str, Any]] = {}  # item index -> record key of a plain layer
-    pairs: list[tuple[int, int, dict[str, Any]]] = []  # (wrapped item, plain item, record key)
-    for name in job.models:
+    plain: dict[str, dict[int, dict[str, Any]]] = {}  # per model: item index -> record key of a plain layer
+    pairs: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}  # per model: (wrapped item, plain item, record key)
+
+    def build(name: str) -> list:
         spec = model_spec(name)
+        items: list = []
+        plain[name], pairs[name] = {}, []
         tps = tp_degrees(s, spec.heads, job.devices_per_node)
         wrappers = {
             kind: (["fsdp"] if job.world_size > 1 else []) + (["tp"] if kind == "block" and max(tps) > 1 else [])
@@ -59,7 +86,13 @@ def _layers(
                 items.append(layer_item(build_layer(spec, index, tps[0]).to(device), spec, kind, s.samples[0], device))
             for tp in tps if kind == "block" else [1]:
                 for n in s.samples:
-                    plain[len(items)] = {"model": name, "layer": kind, "variant": "compute", "tp": tp, "samples": n}
+                    plain[name][len(items)] = {
+                        "model": name,
+                        "layer": kind,
+                        "variant": "compute",
+                        "tp": tp,
+                        "samples": n,
+                    }
                     items.append(
                         layer_item(build_layer(spec, index, tp).to(device), spec, kind, n, device, s.layer_repeats)
                     )
@@ -67,30 +100,25 @@ def _layers(
                         continue
                     reference = len(items) - 1
                     for w in wrappers[kind]:
-                        pairs.append(
-                            (len(items), reference, {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n})
-                        )
-                        items.append(
-                            layer_item(
-                                wrap(build_layer(spec, index).to(device), w, mesh),
-                                spec,
-                                kind,
-                                n,
-                                device,
-                                s.layer_repeats,
-                            )
-                        )
-    call = len(items)
-    items.append(backward_call_item(device))
-    laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("layers", r, t))
+                        key = {"model": name, "layer": kind, "variant": w, "tp": 1, "samples": n}
+                        pairs[name].append((len(items), reference, key))
+                        layer = wrap(build_layer(spec, index).to(device), w, mesh)
+                        items.append(layer_item(layer, spec, kind, n, device, s.layer_repeats))
+        items.append(backward_call_item(device))
+        return items
+
+    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "layers", progress)
     out = []
-    for i, key in plain.items():
-        fw, bw = summarise(laps[i], s.statistic)
-        out.append({**key, "fw_s": fw, "bw_s": bw})
-    for wrapped, reference, key in pairs:
-        fw, bw = paired_difference(laps[wrapped], laps[reference])
-        out.append({**key, "fw_s": fw, "bw_s": bw})
-    return out, summarise(laps[call], s.statistic)[0]
+    calls = []
+    for name, model_laps in laps.items():
+        for i, key in plain[name].items():
+            fw, bw = summarise(model_laps[i], s.statistic)
+            out.append({**key, "fw_s": fw, "bw_s": bw})
+        for wrapped, reference, key in pairs[name]:
+            fw, bw = paired_difference(model_laps[wrapped], model_laps[reference])
+            out.append({**key, "fw_s": fw, "bw_s": bw})
+        calls.append(summarise(model_laps[-1], s.statistic)[0])
+    return out, statistics.fmean(calls)
 
 
 def _pipeline(
@@ -99,18 +127,19 @@ def _pipeline(
     """Per micro-batch overhead of a one-stage pipeline schedule over a plain loop in its op order (half to forward, half
     to backward)."""
     s = job.settings
-    items, keys = [], []
-    for name in job.models:
+
+    def build(name: str) -> list:
         spec = model_spec(name)
-        for n in s.pipeline_samples:
-            items.extend(pipeline_items(spec, n, s.pipeline_micro_batches, group, device))
-            keys.append({"model": name, "layer": "model", "variant": "pipeline", "tp": 1, "samples": n})
-    laps = interleaved(items, watch, s.rounds, s.warmup_rounds, lambda r, t: progress("pipeline", r, t))
+        return [i for n in s.pipeline_samples for i in pipeline_items(spec, n, s.pipeline_micro_batches, group, device)]
+
+    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "pipeline", progress)
     out = []
-    for i, key in enumerate(keys):
-        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i])
-        per_mb = extra / s.pipeline_micro_batches
-        out.append({**key, "fw_s": per_mb / 2, "bw_s": per_mb / 2})
+    for name, model_laps in laps.items():
+        for i, n in enumerate(s.pipeline_samples):
+            (extra,) = paired_difference(model_laps[2 * i + 1], model_laps[2 * i])
+            per_mb = extra / s.pipeline_micro_batches
+            key = {"model": name, "layer": "model", "variant": "pipeline", "tp": 1, "samples": n}
+            out.append({**key, "fw_s": per_mb / 2, "bw_s": per_mb / 2})
     return out
 
 
@@ -118,19 +147,19 @@ def _order(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pr
     """Extra computation (a fraction) of GPipe's op order over gradient accumulation, per model, micro-batch size and
     number of micro-batches in flight."""
     s = job.settings
-    items, keys = [], []
-    for name in job.models:
+    cases = [(n, d) for n in s.order_samples for d in s.order_in_flight]
+
+    def build(name: str) -> list:
         spec = model_spec(name)
-        for n in s.order_samples:
-            for d in s.order_in_flight:
-                items.extend(order_items(GPT(spec).to(device), n, d, device))
-                keys.append({"model": name, "samples": n, "in_flight": d})
-    laps = interleaved(items, watch, s.order_rounds, min(s.warmup_rounds, 1), lambda r, t: progress("order", r, t))
+        return [i for n, d in cases for i in order_items(GPT(spec).to(device), n, d, device)]
+
+    laps = _per_model(job, build, watch, s.order_rounds, min(s.warmup_rounds, 1), "order", progress)
     out = []
-    for i, key in enumerate(keys):
-        (extra,) = paired_difference(laps[2 * i + 1], laps[2 * i])
-        (base,) = summarise(laps[2 * i], "median")
-        out.append({**key, "fraction": extra / base})
+    for name, model_laps in laps.items():
+        for i, (n, d) in enumerate(cases):
+            (extra,) = paired_difference(model_laps[2 * i + 1], model_laps[2 * i])
+            (base,) = summarise(model_laps[2 * i], "median")
+            out.append({"model": name, "samples": n, "in_flight": d, "fraction": extra / base})
     return out
 
 
@@ -139,12 +168,14 @@ def _optimizer(
 ) -> list[dict[str, Any]]:
     """AdamW steps over plain parameter sets (layers, tensor-parallel shapes, FSDP-sized shards) and the wrappers' extra."""
     mesh = one_rank_mesh(group, device)
-    items: list = []
-    records: list[dict[str, Any] | None] = []  # None for the wrapped items (reported as pairs)
-    pairs: list[tuple[int, int, dict[str, Any]]] = []
+    records: dict[str, list[dict[str, Any] | None]] = {}  # per model; None for the wrapped items (reported as pairs)
+    pairs: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
     shards = [d for d in (2**k for k in range(1, job.world_size.bit_length())) if d <= job.world_size]
-    for name in job.models:
+
+    def build(name: str) -> list:
         spec = model_spec(name)
+        items: list = []
+        records[name], pairs[name] = [], []
         tps = tp_degrees(job.settings, spec.heads, job.devices_per_node)
         for kind in KINDS:
             index = KIND_INDEX[kind](spec)
@@ -152,14 +183,18 @@ def _optimizer(
                 module = build_layer(spec, index, tp).to(device)
                 params = list(module.parameters())
                 items.append(optimizer_item(params))
-                records.append({"wrapper": "none", "tensors": len(params), "elements": sum(p.numel() for p in params)})
+                records[name].append(
+                    {"wrapper": "none", "tensors": len(params), "elements": sum(p.numel() for p in params)}
+                )
                 if tp != 1:
                     continue
                 plain = len(items) - 1
                 for d in shards:
                     flat = flat_shard(module, d, device)
                     items.append(optimizer_item(flat))
-                    records.append({"wrapper": "none", "tensors": len(flat), "elements": sum(p.numel() for p in flat)})
+                    records[name].append(
+                        {"wrapper": "none", "tensors": len(flat), "elements": sum(p.numel() for p in flat)}
+                    )
                 wrappers = (["fsdp"] if job.world_size > 1 else []) + (
                     ["tp"] if kind == "block" and max(tps) > 1 else []
                 )
@@ -167,36 +202,39 @@ def _optimizer(
                     wrapped = wrap(build_layer(spec, index).to(device), w, mesh)
                     dtensors = parameter_counts(spec, kind)["tp_tensors"] if w == "tp" else len(params)
                     items.append(optimizer_item(list(wrapped.parameters())))
-                    records.append(None)
-                    pairs.append((len(items) - 1, plain, {"wrapper": w, "tensors": dtensors}))
+                    records[name].append(None)
+                    pairs[name].append((len(items) - 1, plain, {"wrapper": w, "tensors": dtensors}))
+        return items
+
     s = job.settings
-    rounds = s.optimizer_rounds
-    laps = interleaved(
-        items, watch, rounds, min(2, job.settings.warmup_rounds + 1), lambda r, t: progress("optimizer", r, t)
-    )
-    out = [
-        {**rec, "step_s": summarise(item_laps, s.statistic)[0]}
-        for rec, item_laps in zip(records, laps)
-        if rec is not None
-    ]
-    for wrapped, plain, rec in pairs:
-        (extra,) = paired_difference(laps[wrapped], laps[plain])
-        out.append({**rec, "extra_s": extra})
+    warmup = min(2, s.warmup_rounds + 1)
+    laps = _per_model(job, build, watch, s.optimizer_rounds, warmup, "optimizer", progress)
+    out = []
+    for name, model_laps in laps.items():
+        out += [
+            {**rec, "step_s": summarise(item_laps, s.statistic)[0]}
+            for rec, item_laps in zip(records[name], model_laps)
+            if rec is not None
+        ]
+        for wrapped, plain, rec in pairs[name]:
+            (extra,) = paired_difference(model_laps[wrapped], model_laps[plain])
+            out.append({**rec, "extra_s": extra})
     return out
 
 
 def _data(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Progress) -> list[dict[str, Any]]:
     s = job.settings
-    items, keys = [], []
-    for name in job.models:
+
+    def build(name: str) -> list:
         spec = model_spec(name)
-        for b in job.settings.batches:
-            items.append(data_item(spec, b, device))
-            keys.append({"model": name, "batch": b})
-    laps = interleaved(
-        items, watch, job.settings.rounds, job.settings.warmup_rounds, lambda r, t: progress("data", r, t)
-    )
-    return [{**k, "seconds": summarise(item_laps, s.statistic)[0]} for k, item_laps in zip(keys, laps)]
+        return [data_item(spec, b, device) for b in s.batches]
+
+    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "data", progress)
+    return [
+        {"model": name, "batch": b, "seconds": summarise(item_laps, s.statistic)[0]}
+        for name, model_laps in laps.items()
+        for b, item_laps in zip(s.batches, model_laps)
+    ]
 
 
 def profile_compute(

@@ -50,12 +50,18 @@ def _record(rank: int, work: str) -> None:
         calls.clear()
         records = grouped.profile_grouped(job, rank, device, lambda *a: None)
         grouped_calls = list(calls)
-        models.clear()
         two_rounds = dataclasses.replace(SETTINGS, rounds=2)
         both = ProfileJob(("gpt__tiny", "gpt__mini"), two_rounds, "cpu-2", 1, 2, (0, 1), work)
-        grouped.profile_grouped(both, rank, device, lambda *a: None)
+        rounds: dict[str, list[str]] = {}
+        for phase, run in (
+            ("layers", lambda: compute._layers(both, own, device, Stopwatch(device, "cpu"), lambda *a: None)),
+            ("grouped", lambda: grouped.profile_grouped(both, rank, device, lambda *a: None)),
+        ):
+            models.clear()
+            run()
+            rounds[phase] = list(models)
     if rank == 0:
-        out = {"layers": layers, "grouped": grouped_calls, "curves": curves, "records": records, "models": models}
+        out = {"layers": layers, "grouped": grouped_calls, "curves": curves, "records": records, "models": rounds}
         (Path(work) / "order.json").write_text(json.dumps(out))
 
 
@@ -77,7 +83,7 @@ def test_every_timed_block_follows_a_block_primers_are_not_recorded_and_models_g
     assert sorted((r["wrapper"], r["samples"]) for r in blocks) == sorted(
         [("tp", 1), ("tp", 2)] + [(w, n) for w in ("fsdp", "fsdp_sync") for n in (1, 2)]
     )
-    # on real groups every round runs one model's items: all of gpt__tiny's rounds, then gpt__mini's
-    models = got["models"]
-    switches = sum(a != b for a, b in zip(models, models[1:]))
-    assert models[0] == "gpt__tiny" and models[-1] == "gpt__mini" and switches == 1
+    # on one device and on real groups every round runs one model's items: all of gpt__tiny's rounds, then gpt__mini's
+    for phase, models in got["models"].items():
+        switches = sum(a != b for a, b in zip(models, models[1:]))
+        assert models[0] == "gpt__tiny" and models[-1] == "gpt__mini" and switches == 1, phase
