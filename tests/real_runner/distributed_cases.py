@@ -25,6 +25,7 @@ from real_runner.checkpoint_files import select_checkpoint
 from real_runner.executor import Trainer, reset_distributed_caches
 from real_runner.job import RunContext, run_job
 from real_runner.plans import model_spec, resolve_plan
+from real_runner.rank_cli import exit_now
 from real_runner.spec import WorkerSpec
 from real_runner.worker import prepare
 
@@ -183,9 +184,17 @@ def chain_case(proc: int, nprocs: int, workdir: str) -> None:
         _write(work, "control", out)
 
 
+def _exit_after(proc: int, fn, *args) -> None:
+    """``fn(proc, *args)``, then exit at once as the runner's ranks do: a process that used gloo with DTensor, FSDP2 or
+    pipelining can abort in the interpreter's teardown of torch's threads ("terminate called without an active
+    exception"), after its work is done."""
+    fn(proc, *args)
+    exit_now(0)
+
+
 def spawn(fn, nprocs: int, args: tuple, timeout_s: float) -> None:
     """Run ``fn(proc, *args)`` in ``nprocs`` spawned processes; kill them and fail after ``timeout_s``."""
-    ctx = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method="spawn")
+    ctx = mp.start_processes(_exit_after, args=(fn, *args), nprocs=nprocs, join=False, start_method="spawn")
     deadline = time.monotonic() + timeout_s
     while not ctx.join(timeout=max(0.1, deadline - time.monotonic())):
         if time.monotonic() >= deadline:
