@@ -104,7 +104,7 @@ def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) ->
                 except OSError:
                     pass
 
-    jobs = [job("a", 50, 2), job("b", 120, 1, batch=8, submit=1.0)]  # b long enough to outlast a's relaunch
+    jobs = [job("a", 50, 2), job("b", 400, 1, batch=8, submit=1.0)]  # b outlasts a's relaunch (2-3 s) several times
     config = LiveConfig(
         round_s=1.0, checkpoint_every_s=0, checkpoint_every_steps=0, status_every_s=0.5, stale_timeout_s=120
     )
