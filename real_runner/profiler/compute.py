@@ -30,36 +30,12 @@ from real_runner.profiler.layers import (
     wrap,
 )
 from real_runner.profiler.settings import ProfileJob, tp_degrees
-from real_runner.profiler.timing import Stopwatch, interleaved, paired_difference, summarise
+from real_runner.profiler.timing import Stopwatch, paired_difference, per_model_interleaved, summarise
 
 log = logging.getLogger(__name__)
 
 KINDS = ("embed", "block", "head")
 Progress = Callable[[str, int, int], None]
-
-
-def _per_model(
-    job: ProfileJob,
-    build: Callable[[str], list],
-    watch: Stopwatch,
-    rounds: int,
-    warmup: int,
-    phase: str,
-    progress: Progress,
-) -> dict[str, list[list[list[float]]]]:
-    """Per model, the laps of its items (built by ``build``), interleaved in rounds of their own.
-
-    A training rank runs one model: another model's items between its rounds would evict its weights and activations
-    from the caches a step keeps warm. Each model's items are built only when its rounds start.
-    """
-    out = {}
-    for m, name in enumerate(job.models):
-
-        def on_round(r: int, t: int, m: int = m) -> None:
-            progress(phase, m * t + r, len(job.models) * t)
-
-        out[name] = interleaved(build(name), watch, rounds, warmup, on_round)
-    return out
 
 
 def _layers(
@@ -107,7 +83,9 @@ def _layers(
         items.append(backward_call_item(device))
         return items
 
-    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "layers", progress)
+    laps = per_model_interleaved(
+        job.models, build, watch, s.rounds, s.warmup_rounds, lambda d, t: progress("layers", d, t)
+    )
     out = []
     calls = []
     for name, model_laps in laps.items():
@@ -132,7 +110,9 @@ def _pipeline(
         spec = model_spec(name)
         return [i for n in s.pipeline_samples for i in pipeline_items(spec, n, s.pipeline_micro_batches, group, device)]
 
-    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "pipeline", progress)
+    laps = per_model_interleaved(
+        job.models, build, watch, s.rounds, s.warmup_rounds, lambda d, t: progress("pipeline", d, t)
+    )
     out = []
     for name, model_laps in laps.items():
         for i, n in enumerate(s.pipeline_samples):
@@ -153,7 +133,9 @@ def _order(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pr
         spec = model_spec(name)
         return [i for n, d in cases for i in order_items(GPT(spec).to(device), n, d, device)]
 
-    laps = _per_model(job, build, watch, s.order_rounds, min(s.warmup_rounds, 1), "order", progress)
+    laps = per_model_interleaved(
+        job.models, build, watch, s.order_rounds, min(s.warmup_rounds, 1), lambda d, t: progress("order", d, t)
+    )
     out = []
     for name, model_laps in laps.items():
         for i, (n, d) in enumerate(cases):
@@ -208,7 +190,9 @@ def _optimizer(
 
     s = job.settings
     warmup = min(2, s.warmup_rounds + 1)
-    laps = _per_model(job, build, watch, s.optimizer_rounds, warmup, "optimizer", progress)
+    laps = per_model_interleaved(
+        job.models, build, watch, s.optimizer_rounds, warmup, lambda d, t: progress("optimizer", d, t)
+    )
     out = []
     for name, model_laps in laps.items():
         out += [
@@ -229,7 +213,9 @@ def _data(job: ProfileJob, device: torch.device, watch: Stopwatch, progress: Pro
         spec = model_spec(name)
         return [data_item(spec, b, device) for b in s.batches]
 
-    laps = _per_model(job, build, watch, s.rounds, s.warmup_rounds, "data", progress)
+    laps = per_model_interleaved(
+        job.models, build, watch, s.rounds, s.warmup_rounds, lambda d, t: progress("data", d, t)
+    )
     return [
         {"model": name, "batch": b, "seconds": summarise(item_laps, s.statistic)[0]}
         for name, model_laps in laps.items()

@@ -45,10 +45,20 @@ from real_runner.model import build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import KIND_INDEX, layer_item, wrap
 from real_runner.profiler.settings import ProfileJob, tp_degrees
-from real_runner.profiler.timing import Stopwatch, summarise
+from real_runner.profiler.timing import Stopwatch, per_model_interleaved, summarise
 
 KINDS = ("embed", "block", "head")
 Progress = Callable[[str, int, int], None]
+
+
+def _after_barrier(item: Callable[[Stopwatch], list[float]]) -> Callable[[Stopwatch], list[float]]:
+    """``item``, started after a barrier of the default group."""
+
+    def run(watch: Stopwatch) -> list[float]:
+        dist.barrier()
+        return item(watch)
+
+    return run
 
 
 class _Root(nn.Module):
@@ -102,48 +112,42 @@ def profile_grouped(job: ProfileJob, rank: int, device: torch.device, progress: 
     def unit(spec: TransformerSpec, kind: str, dp: int) -> nn.Module:
         return fsdp_unit(build_layer(spec, KIND_INDEX[kind](spec)).to(device), kind, meshes[dp])
 
-    def model_items(name: str) -> tuple[list, list[dict[str, Any] | None]]:
-        """One model's items and their record keys (None: an untimed primer)."""
+    keys: dict[str, list[dict[str, Any] | None]] = {}  # per model, each item's record key (None: an untimed primer)
+
+    def model_items(name: str) -> list:
+        """One model's items, each after a barrier (all ranks of a group start it together); keys in ``keys``."""
         spec = model_spec(name)
         items: list = []
-        keys: list[dict[str, Any] | None] = []
+        keys[name] = []
         tps = [t for t in tp_degrees(s, spec.heads, job.devices_per_node) if t in meshes]
         # in a step a block runs after a block: so does the first timed block of a group (untimed primers)
         if tps:
             items.append(layer_item(tp_block(spec, tps[0]), spec, "block", s.samples[0], device))
-            keys.append(None)
+            keys[name].append(None)
         for tp in tps:
             for n in s.samples:
                 items.append(layer_item(tp_block(spec, tp), spec, "block", n, device, s.layer_repeats))
-                keys.append({"model": name, "layer": "block", "wrapper": "tp", "group": tp, "samples": n})
+                keys[name].append({"model": name, "layer": "block", "wrapper": "tp", "group": tp, "samples": n})
         for dp in sizes:
             for kind in KINDS:
                 if kind == "block":
                     items.append(layer_item(unit(spec, kind, dp), spec, kind, s.samples[0], device))
-                    keys.append(None)
+                    keys[name].append(None)
                 for n in s.samples:
                     for wrapper in ("fsdp", "fsdp_sync"):
                         wrapped = unit(spec, kind, dp)
                         wrapped.set_requires_gradient_sync(wrapper == "fsdp_sync")
                         items.append(layer_item(wrapped, spec, kind, n, device, s.layer_repeats))
-                        keys.append({"model": name, "layer": kind, "wrapper": wrapper, "group": dp, "samples": n})
-        return items, keys
+                        keys[name].append({"model": name, "layer": kind, "wrapper": wrapper, "group": dp, "samples": n})
+        return [_after_barrier(item) for item in items]
 
     watch = Stopwatch(device, "wall")
-    total = s.warmup_rounds + s.rounds
+    laps = per_model_interleaved(
+        job.models, model_items, watch, s.rounds, s.warmup_rounds, lambda d, t: progress("grouped", d, t)
+    )
     records = []
-    # a training rank runs one model: each model's items are built and interleaved in rounds of their own
-    for m, name in enumerate(job.models):
-        items, keys = model_items(name)
-        laps: list[list[list[float]]] = [[] for _ in items]
-        for r in range(total):
-            for i, item in enumerate(items):
-                dist.barrier()
-                out = item(watch)
-                if r >= s.warmup_rounds:
-                    laps[i].append(out)
-            progress("grouped", m * total + r + 1, len(job.models) * total)
-        for key, item_laps in zip(keys, laps):
+    for name, model_laps in laps.items():
+        for key, item_laps in zip(keys[name], model_laps):
             if key is None:
                 continue
             fw, bw = summarise(item_laps, s.grouped_statistic)

@@ -66,6 +66,30 @@ def interleaved(
     return out
 
 
+def per_model_interleaved(
+    models: Sequence[str],
+    build: Callable[[str], Sequence[Callable[[Stopwatch], list[float]]]],
+    watch: Stopwatch,
+    rounds: int,
+    warmup: int,
+    on_round: Callable[[int, int], None],
+) -> dict[str, list[list[list[float]]]]:
+    """Per model, the laps of its items (built by ``build`` when its rounds start), interleaved in rounds of their
+    own; ``on_round(done, total)`` counts rounds over all models.
+
+    A training rank runs one model: another model's items between its rounds would evict its weights and activations
+    from the caches a step keeps warm.
+    """
+    out = {}
+    for m, name in enumerate(models):
+
+        def counted(r: int, t: int, m: int = m) -> None:
+            on_round(m * t + r, len(models) * t)
+
+        out[name] = interleaved(build(name), watch, rounds, warmup, counted)
+    return out
+
+
 #: How a list of timed rounds is summarised: the mean keeps the share of time a busy machine takes
 #: from every item (a step of training loses it too); the median drops it for short items.
 STATISTICS: dict[str, Callable[[Sequence[float]], float]] = {"mean": statistics.fmean, "median": statistics.median}
