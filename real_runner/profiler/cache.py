@@ -21,8 +21,8 @@ from pathlib import Path
 
 from estimator.hardware import canonical_gpu_name
 from estimator.profile import PROFILE_VERSION, ProfileError, load_profile
-from real_runner.profiler.run import Progress, check_models, profile_testbed, write_profile
-from real_runner.profiler.settings import ProfilerSettings
+from real_runner.profiler.run import check_models, profile_testbed, write_profile
+from real_runner.profiler.settings import ProfilerSettings, Progress
 from real_runner.profiler.worker import host_description
 from real_runner.testbed import Testbed
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from real_runner.profiler.settings import ProfileJob
+from real_runner.profiler.settings import ProfileJob, Progress
 from real_runner.profiler.timing import Stopwatch
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,7 @@ def _collective(
     raise ValueError(f"unknown collective {op!r}")
 
 
-def profile_comm(
-    job: ProfileJob, rank: int, device: torch.device, progress: Callable[[str, int, int], None]
-) -> list[dict[str, Any]]:
+def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Progress) -> list[dict[str, Any]]:
     """This rank's timings of every tabulated collective: per group, seconds per size and round.
 
     Every rank calls this (groups are created collectively); ranks outside a group compute the

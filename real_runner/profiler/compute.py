@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,6 +17,7 @@ from real_runner.model import GPT, build_layer
 from real_runner.plans import model_spec
 from real_runner.profiler.layers import (
     KIND_INDEX,
+    KINDS,
     backward_call_item,
     data_item,
     flat_shard,
@@ -29,13 +29,10 @@ from real_runner.profiler.layers import (
     pipeline_items,
     wrap,
 )
-from real_runner.profiler.settings import ProfileJob, tp_degrees
+from real_runner.profiler.settings import ProfileJob, Progress, tp_degrees
 from real_runner.profiler.timing import Stopwatch, paired_difference, per_model_interleaved, summarise
 
 log = logging.getLogger(__name__)
-
-KINDS = ("embed", "block", "head")
-Progress = Callable[[str, int, int], None]
 
 
 def _layers(

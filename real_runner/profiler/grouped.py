@@ -31,7 +31,6 @@ are composed from the tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,15 +42,12 @@ from torch.distributed.fsdp import fully_shard
 from estimator.zoo import TransformerSpec
 from real_runner.model import build_layer
 from real_runner.plans import model_spec
-from real_runner.profiler.layers import KIND_INDEX, layer_item, wrap
-from real_runner.profiler.settings import ProfileJob, tp_degrees
-from real_runner.profiler.timing import Stopwatch, per_model_interleaved, summarise
-
-KINDS = ("embed", "block", "head")
-Progress = Callable[[str, int, int], None]
+from real_runner.profiler.layers import KIND_INDEX, KINDS, layer_item, wrap
+from real_runner.profiler.settings import ProfileJob, Progress, tp_degrees
+from real_runner.profiler.timing import Item, Stopwatch, per_model_interleaved, summarise
 
 
-def _after_barrier(item: Callable[[Stopwatch], list[float]]) -> Callable[[Stopwatch], list[float]]:
+def _after_barrier(item: Item) -> Item:
     """``item``, started after a barrier of the default group."""
 
     def run(watch: Stopwatch) -> list[float]:

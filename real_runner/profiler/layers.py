@@ -16,7 +16,6 @@ then every backward) against gradient accumulation (each backward right after it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -32,10 +31,10 @@ from estimator.zoo import TransformerSpec
 from real_runner.data import global_batch, replica_slice
 from real_runner.executor import TP_LAYOUT
 from real_runner.model import GPT, build_layer, loss_fn, n_layers
-from real_runner.profiler.timing import Stopwatch
+from real_runner.profiler.timing import Item, Stopwatch
 
 KIND_INDEX = {"embed": lambda spec: 0, "block": lambda spec: 1, "head": lambda spec: n_layers(spec) - 1}
-Item = Callable[[Stopwatch], list[float]]
+KINDS = tuple(KIND_INDEX)
 
 
 @dataclass(frozen=True)

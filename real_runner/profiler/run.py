@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +46,10 @@ from estimator.zoo import get_model
 from real_runner.launch import LocalJob, free_port
 from real_runner.plans import model_spec
 from real_runner.profiler.comm import trimmed_mean
-from real_runner.profiler.settings import ProfileJob, ProfilerSettings
+from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress
 from real_runner.testbed import Testbed
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]
 
 
 def check_models(models: Sequence[str]) -> tuple[str, ...]:

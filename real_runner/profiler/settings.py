@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from estimator.profile import COMM_OPS, NEIGHBOURS
 from estimator.zoo import get_model
+
+#: A progress callback: (phase, done, total).
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,12 @@ class Stopwatch:
         return [b - a for a, b in zip(marks, marks[1:])]
 
 
+#: A timed item: runs once, marking the watch, and returns its own laps.
+Item = Callable[[Stopwatch], list[float]]
+
+
 def interleaved(
-    items: Sequence[Callable[[Stopwatch], list[float]]],
+    items: Sequence[Item],
     watch: Stopwatch,
     rounds: int,
     warmup: int,
@@ -68,7 +72,7 @@ def interleaved(
 
 def per_model_interleaved(
     models: Sequence[str],
-    build: Callable[[str], Sequence[Callable[[Stopwatch], list[float]]]],
+    build: Callable[[str], Sequence[Item]],
     watch: Stopwatch,
     rounds: int,
     warmup: int,
