@@ -1,0 +1,49 @@
+"""The README's table of `make run` is what the Makefile's own command prints today (a stale table fails)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from arena_gym.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = "results/compare/leaderboard.csv"
+BLOCK = re.compile(r"<!-- table:" + re.escape(SOURCE) + r" columns=(\S+) sort=\S+ -->\n(.*?)<!-- /table -->", re.DOTALL)
+
+
+def _make_run_argv(out: Path) -> list[str]:
+    """The arguments of `make run`'s compare, read from the Makefile."""
+    make = (ROOT / "Makefile").read_text()
+    policies = re.search(r"^POLICIES \?= (\S+)$", make, re.MULTILINE)
+    cluster = re.search(r"compare --policies \$\(POLICIES\) --cluster (\S+) --out \$\(OUT\)", make)
+    assert policies and cluster, "the Makefile's run recipe changed: update this test"
+    return ["compare", "--policies", policies.group(1), "--cluster", cluster.group(1), "--out", str(out)]
+
+
+def _readme_rows() -> tuple[list[str], dict[str, list[str]]]:
+    match = BLOCK.search((ROOT / "README.md").read_text())
+    assert match, f"README.md has no generated table of {SOURCE}"
+    lines = [line.strip("|").split("|") for line in match.group(2).strip().splitlines()[2:]]
+    return match.group(1).split(","), {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in lines}
+
+
+def test_the_readme_table_matches_a_fresh_make_run(tmp_path: Path) -> None:
+    out = tmp_path / "compare"
+    assert main(_make_run_argv(out)) == 0
+    columns, readme = _readme_rows()
+    fresh = pd.read_csv(out / "leaderboard.csv").set_index("policy")
+    assert sorted(readme) == sorted(fresh.index)
+    stale = []
+    for policy, cells in readme.items():
+        for column, cell in zip(columns[1:], cells, strict=True):
+            shown, now = float(cell.replace(",", "")), float(fresh.loc[policy, column])
+            # 1 % (or half the last digit shown) absorbs floating-point differences between machines
+            if not math.isclose(shown, now, rel_tol=0.01, abs_tol=0.5 if "." not in cell else 0.005):
+                stale.append(f"{policy} {column}: README {cell}, make run {now:,.3f}")
+    assert not stale, "README's make-run table is stale (make run, then scripts/update_docs_tables.py): " + "; ".join(
+        stale
+    )
