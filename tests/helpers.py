@@ -1,11 +1,15 @@
-"""Small builders shared by tests: a hand-written performance table, jobs, and an invariant-checking backend."""
+"""Small builders shared by tests: a hand-written performance table, jobs, an invariant-checking backend, and the
+repository's scripts loaded as modules."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import signal
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 from arena_gym.core import ClusterState
 from arena_gym.loop import run_episode
@@ -145,3 +149,13 @@ def default_sigint() -> None:
     """``preexec_fn`` for a child that a test interrupts: SIGINT at its default, as under a terminal,
     even when the test run itself was started with SIGINT ignored (a background job of a shell)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` of this repository as a module (the scripts folder is not a package)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

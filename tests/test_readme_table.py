@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.cli import main
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "results/compare/leaderboard.csv"
-BLOCK = re.compile(r"<!-- table:" + re.escape(SOURCE) + r" columns=(\S+) sort=\S+ -->\n(.*?)<!-- /table -->", re.DOTALL)
+docs = load_script("update_docs_tables")
 
 
 def _make_run_argv(out: Path) -> list[str]:
@@ -25,10 +26,13 @@ def _make_run_argv(out: Path) -> list[str]:
 
 
 def _readme_rows() -> tuple[list[str], dict[str, list[str]]]:
-    match = BLOCK.search((ROOT / "README.md").read_text())
-    assert match, f"README.md has no generated table of {SOURCE}"
-    lines = [line.strip("|").split("|") for line in match.group(2).strip().splitlines()[2:]]
-    return match.group(1).split(","), {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in lines}
+    """The columns and the rows (policy -> cells as shown) of the README's generated table of :data:`SOURCE`."""
+    blocks = [m for m in docs.BLOCK.finditer((ROOT / "README.md").read_text()) if m.group(3) == SOURCE]
+    assert blocks, f"README.md has no generated table of {SOURCE}"
+    _, kind, _, raw, body, _ = blocks[0].groups()
+    columns = docs._options(kind, raw, "README.md")["columns"].split(",")
+    lines = [line.strip("|").split("|") for line in body.strip().splitlines()[2:]]
+    return columns, {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in lines}
 
 
 def test_the_readme_table_matches_a_fresh_make_run(tmp_path: Path) -> None:

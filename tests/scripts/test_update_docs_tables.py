@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "update_docs_tables.py"
-spec = importlib.util.spec_from_file_location("update_docs_tables", SCRIPT)
-assert spec is not None and spec.loader is not None
-docs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(docs)
+from tests.helpers import load_script
+
+docs = load_script("update_docs_tables")
 
 CSV = "policy,avg_jct_s,jobs_finished\narena,1234.5,10\nfcfs,99.25,8\n"
 
