@@ -8,7 +8,6 @@ import importlib.util
 import math
 import signal
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
 
 from arena_gym.core import ClusterState
@@ -18,6 +17,7 @@ from arena_gym.records import EpisodeRecord, Event
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import ClusterSpec, Decision, GpuType, JobId, JobSpec, ModelRef, PerfModel, Snapshot
 from estimator.measured import MeasuredPerfModel, MeasuredTable
+from tests.conftest import REPO
 
 GPT = ModelRef("gpt", "1.3B")
 MOE = ModelRef("moe", "2.4B")
@@ -153,7 +153,7 @@ def default_sigint() -> None:
 
 def load_script(name: str) -> ModuleType:
     """``scripts/<name>.py`` of this repository as a module (the scripts folder is not a package)."""
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    path = REPO / "scripts" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

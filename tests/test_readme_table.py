@@ -9,16 +9,16 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.cli import main
+from tests.conftest import REPO
 from tests.helpers import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "results/compare/leaderboard.csv"
 docs = load_script("update_docs_tables")
 
 
 def _make_run_argv(out: Path) -> list[str]:
     """The arguments of `make run`'s compare, read from the Makefile."""
-    make = (ROOT / "Makefile").read_text()
+    make = (REPO / "Makefile").read_text()
     policies = re.search(r"^POLICIES \?= (\S+)$", make, re.MULTILINE)
     cluster = re.search(r"compare --policies \$\(POLICIES\) --cluster (\S+) --out \$\(OUT\)", make)
     assert policies and cluster, "the Makefile's run recipe changed: update this test"
@@ -27,7 +27,7 @@ def _make_run_argv(out: Path) -> list[str]:
 
 def _readme_rows() -> tuple[list[str], dict[str, list[str]]]:
     """The columns and the rows (policy -> cells as shown) of the README's generated table of :data:`SOURCE`."""
-    blocks = [m for m in docs.BLOCK.finditer((ROOT / "README.md").read_text()) if m.group(3) == SOURCE]
+    blocks = [m for m in docs.BLOCK.finditer((REPO / "README.md").read_text()) if m.group(3) == SOURCE]
     assert blocks, f"README.md has no generated table of {SOURCE}"
     _, kind, _, raw, body, _ = blocks[0].groups()
     columns = docs._options(kind, raw, "README.md")["columns"].split(",")

@@ -10,6 +10,7 @@ import pytest
 
 from arena_gym.cli import main
 from tests.agents.rl.conftest import ENV_ID
+from tests.helpers import load_script
 
 
 def _train_args(tmp_path: Path, env_overrides: dict, algo: str, *extra: str) -> list[str]:
@@ -118,16 +119,11 @@ def test_train_with_subprocess_envs(tmp_path: Path, env_overrides: dict) -> None
 
 def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
-    import importlib.util
 
     from agents.rl.config import TrainConfig, config_from_args
     from arena_gym.cli import build_parser
 
-    spec = importlib.util.spec_from_file_location(
-        "train_agent", Path(__file__).resolve().parents[3] / "scripts" / "train_agent.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("train_agent")
     monkeypatch.setattr("sys.argv", ["train_agent.py"])
     script_args = script.parse_args()
     cli_args = build_parser().parse_args(["train"])
