@@ -1,6 +1,6 @@
 """SimBackend: the event-driven cluster simulator behind the ClusterBackend protocol.
 
-Semantics (DESIGN.md, "Simulator semantics"): jobs progress at the speed the ground-truth
+Semantics (docs/simulator.md): jobs progress at the speed the ground-truth
 ``PerfModel`` gives their grid, integrated exactly between events; every allocation change
 costs a reconfiguration overhead during which the job holds its GPUs and makes no progress;
 completions are scheduled at their exact time. Policies see ``belief`` estimates, never the

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_gym.cli import main
+from arena_gym.harness.cli import main
 from arena_gym.records import EventKind
 from tests.agents.baseline_cases import SMALL, run_checked
 from tests.helpers import job, uniform_model

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 import envs  # noqa: F401  (registers the ids)
-from arena_gym.experiment import make_policy
+from arena_gym.harness.experiment import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics
 from arena_gym.registry import policy_registry, resolve
@@ -137,7 +137,7 @@ def test_strict_expert_names_what_the_codec_cannot_express(perf):
 @pytest.mark.parametrize("policy_name", ["fcfs", "srtf"])
 def test_env_with_the_default_estimator_equals_arena_gym_simulate(policy_name):
     import estimator
-    from arena_gym.experiment import RunConfig, run
+    from arena_gym.harness.experiment import RunConfig, run
 
     if not hasattr(estimator, "default_perf_model"):
         pytest.skip("the estimator package has no default_perf_model yet")
