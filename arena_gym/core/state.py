@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,65 @@ class ClusterState:
         self._clock = -math.inf
         self._epoch = 0
 
+    def fork(self) -> ClusterState:
+        """An independent copy of the whole state (performance models shared, finished jobs shared: they never change).
+
+        Under the same operations the copy and the original go on identically.
+        """
+        new = ClusterState.__new__(ClusterState)
+        new.cluster, new.truth, new.belief, new.horizon = self.cluster, self.truth, self.belief, self.horizon
+        new._capacity = self._capacity
+        new._free = {t: free.copy() for t, free in self._free.items()}
+        new._free_ro = {}
+        finished = JobStatus.FINISHED
+        new._jobs = {j: job if job.status is finished else job.copy() for j, job in self._jobs.items()}
+        new._queue = self._queue.copy()
+        new._active = {j: new._jobs[j] for j in self._active}
+        new._events = list(self._events)
+        new._unsubmitted, new._unfinished = self._unsubmitted, self._unfinished
+        new._clock, new._epoch = self._clock, self._epoch
+        return new
+
+    def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec]) -> None:
+        """Start from a moment of another episode: ``current`` jobs as their views say at ``now``, ``future`` ones to come.
+
+        Each current job takes the state its view shows (status, allocation, progress, attained
+        service, queueing, counters) with the spec given beside it (the same job, perhaps with
+        another length: a sampled world); progress is settled at ``now``. A running job keeps
+        its view's rate; a reconfiguring one gets ``truth``'s rate of its grid. The future jobs
+        are loaded unsubmitted. The event log starts empty; times start at ``now``.
+        """
+        self.load([*(spec for spec, _ in current), *future])
+        for spec, view in current:
+            if view.job_id != spec.job_id or view.status is JobStatus.FINISHED:
+                raise ValueError(
+                    f"cannot restore job {spec.job_id} from the view of {view.job_id} ({view.status.value})"
+                )
+            job = self._jobs[spec.job_id]
+            job.submitted = True
+            self._unsubmitted -= 1
+            job.status, job.alloc, job.mark = view.status, view.allocation, now
+            job.done = min(float(spec.iterations), view.iterations_done(now))
+            job.attained, job.queued = view.attained_gpu_seconds(now), view.queued_s(now)
+            job.first_start, job.reconfigs, job.preempts = view.first_start, view.reconfigurations, view.preemptions
+            if view.allocation is None:
+                self._queue.add(spec)
+                continue
+            p = view.allocation.placement
+            free = self._free[p.gpu_type]
+            for node in p.nodes:
+                free[node] -= p.gpus_per_node
+            if (free < 0).any():
+                raise ValueError(f"cannot restore job {spec.job_id}: its GPUs on {p.gpu_type} are taken twice")
+            self._active[spec.job_id] = job
+            if view.status is JobStatus.RUNNING and view.rate > 0:
+                self._set_rate(job, 1.0 / view.rate)
+            else:
+                self._set_rate(job, self.truth.grid_iter_time(spec.model, spec.global_batch, view.allocation.grid))
+            job.run_start = view.run_start
+            job.version = 1
+        self._clock = now
+
     # ------------------------------------------------------------------ reads
     @property
     def epoch(self) -> int:
@@ -164,6 +224,11 @@ class ClusterState:
     def version(self, job_id: JobId) -> int:
         """Changes whenever the job's expected start of progress or completion becomes void."""
         return self._jobs[job_id].version
+
+    def expected_finish(self, job_id: JobId, now: float) -> float:
+        """When a running job completes at its current rate, seen from ``now``."""
+        job = self._jobs[job_id]
+        return now + (job.spec.iterations - job.iterations_at(now)) / job.rate
 
     def free(self, gpu_type: str) -> np.ndarray:
         """A read-only array of free GPUs per node of a type."""
@@ -364,9 +429,17 @@ class ClusterState:
 
     # ------------------------------------------------------------------ outputs
     def snapshot(
-        self, now: float, arrivals: Iterable[JobId] = (), departures: Iterable[JobId] = (), round_index: int = 0
+        self,
+        now: float,
+        arrivals: Iterable[JobId] = (),
+        departures: Iterable[JobId] = (),
+        round_index: int = 0,
+        fork: Callable[[], Any] | None = None,
     ) -> Snapshot:
-        """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change)."""
+        """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change).
+
+        ``fork`` is the backend's copy function, for clairvoyant search (see :class:`Snapshot`).
+        """
         epoch = lambda: self._epoch  # noqa: E731 - the views compare against the live counter
         return Snapshot(
             now=now,
@@ -379,6 +452,7 @@ class ClusterState:
             departures=tuple(departures),
             round_index=round_index,
             horizon=self.horizon,
+            fork=fork,
         )
 
     def record(

@@ -130,6 +130,7 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
             "seed": result.config.seed,
             "code_version": code_version(),
             "policy": result.record.policy,
+            "clairvoyant": result.record.clairvoyant,
             "cluster": result.record.cluster,
         },
     )
@@ -177,7 +178,12 @@ def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) 
             groups.setdefault((r.config.trace, r.config.seed), []).append(r)
         padded = {k: padded_avg_jct(v, pad_reference) for k, v in groups.items()}
     for r in results:
-        row: dict[str, Any] = {"policy": r.record.policy, "trace": r.config.trace, "seed": r.config.seed}
+        row: dict[str, Any] = {
+            "policy": r.record.policy,
+            "clairvoyant": r.record.clairvoyant,
+            "trace": r.config.trace,
+            "seed": r.config.seed,
+        }
         row.update({k: r.metrics.get(k, math.nan) for k in LEADERBOARD_COLUMNS})
         if pad_reference:
             row["padded_avg_jct_s"] = padded[(r.config.trace, r.config.seed)][r.record.policy]

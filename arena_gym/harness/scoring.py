@@ -19,6 +19,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.rl.algos import greedy_action
+from arena_gym.core.information import is_clairvoyant
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.protocols import PerfModel, Policy
@@ -77,7 +78,7 @@ def baseline_policies(names: Sequence[str], seed: int = 0) -> dict[str, Policy]:
 
 def policy_facts(policy: Policy) -> dict[str, Any]:
     """What a policy knows and pays: ``clairvoyant`` (sees true remaining work) and its restart ``overhead_class``."""
-    return {"clairvoyant": bool(getattr(policy, "clairvoyant", False)), "overhead_class": str(policy.ap_search)}
+    return {"clairvoyant": is_clairvoyant(policy), "overhead_class": str(policy.ap_search)}
 
 
 class Evaluator:

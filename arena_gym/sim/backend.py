@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from arena_gym.core import ClusterState
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.sim.config import SimConfig
-from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, PerfModel, Snapshot
+from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, JobStatus, JobView, PerfModel, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,47 @@ class SimBackend:
         self._round = 0
         self._stalled_rounds = 0
         self._ended = False
+
+    def fork(self) -> SimBackend:
+        """An independent copy at this point: under the same decisions it continues exactly as this one does.
+
+        Cheap: the cluster state and the event heap are copied, the performance models and
+        the configuration shared. Snapshots taken before stay bound to this backend.
+        """
+        new = SimBackend.__new__(SimBackend)
+        new.cluster, new.truth, new.belief, new.config = self.cluster, self.truth, self.belief, self.config
+        new.state = self.state.fork()
+        new._overheads = self._overheads  # a memo of a pure function of the GPU count
+        new._now, new._start, new._seq = self._now, self._start, self._seq
+        new._heap = list(self._heap)
+        new._arrivals, new._departures = list(self._arrivals), list(self._departures)
+        new._round, new._stalled_rounds, new._ended = self._round, self._stalled_rounds, self._ended
+        return new
+
+    def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec] = ()) -> None:
+        """Continue from a moment of another episode (a sampled world): see :meth:`ClusterState.restore`.
+
+        Running jobs finish at their rate, reconfiguring ones start at their view's ``run_start``
+        (at ``now`` at the earliest), future jobs arrive at their submit times (after ``now``);
+        rounds, if configured, fire every ``round_s`` from ``now + round_s``. Apply a decision
+        next (or call :meth:`advance`).
+        """
+        if any(spec.submit_time <= now for spec in future):
+            raise ValueError("future jobs must be submitted after now")
+        self.state.restore(now, current, future)
+        self._reset_clock(now)
+        state = self.state
+        for spec, view in current:
+            if view.status is JobStatus.RUNNING:
+                job = spec.job_id
+                self._push(state.expected_finish(job, now), _FINISH, job, state.version(job))
+            elif view.status is JobStatus.RECONFIGURING:
+                run_at = max(now, view.run_start if view.run_start is not None else now)
+                self._push(run_at, _RUN, spec.job_id, state.version(spec.job_id))
+        for spec in future:
+            self._push(spec.submit_time, _SUBMIT, spec.job_id, 0)
+        if self.config.round_s is not None:
+            self._push(now + self.config.round_s, _ROUND, _NO_JOB, 0)
 
     # ----------------------------------------------------------------- protocol
     def reset(self, jobs: Sequence[JobSpec]) -> Snapshot | None:
@@ -107,7 +148,7 @@ class SimBackend:
             self._now = t
             triggered |= self._process(kind, job_id)
         if triggered:
-            return self.state.snapshot(self._now, self._arrivals, self._departures, self._round)
+            return self.state.snapshot(self._now, self._arrivals, self._departures, self._round, self.fork)
         self._end(horizon if heap else self._now)
         return None
 

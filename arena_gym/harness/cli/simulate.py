@@ -47,8 +47,9 @@ def handle(args: argparse.Namespace) -> int:
     m = result.metrics
     total, submitted = int(m.get("jobs_total", m["jobs_submitted"])), int(m["jobs_submitted"])
     unsubmitted = f" ({total - submitted} of {total} never arrived within the horizon)" if total > submitted else ""
+    oracle = " (clairvoyant: saw the true job lengths)" if result.record.clairvoyant else ""
     print(
-        f"{result.record.policy}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
+        f"{result.record.policy}{oracle}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
         f"avg JCT {m['avg_jct_s'] / 3600:.2f} h, p95 {m['p95_jct_s'] / 3600:.2f} h, "
         f"avg queue {m['avg_queue_s'] / 3600:.2f} h, avg throughput {m['avg_throughput']:.1f} samples/s"
     )
