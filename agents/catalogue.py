@@ -25,6 +25,14 @@ POLICIES: dict[str, Entry] = {
     ),
     "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
     "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
+    "lookahead": Entry(
+        "agents.search.lookahead:Lookahead",
+        {},
+        "Arena's decision tested against variants by rollouts in sampled worlds",
+    ),
+    "lookahead-oracle": Entry(
+        "agents.search.lookahead:Lookahead", {"oracle": True}, "lookahead on the true world (clairvoyant ablation)"
+    ),
 }
 
 

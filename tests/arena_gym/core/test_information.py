@@ -11,7 +11,7 @@ from arena_gym.cluster import load_cluster
 from arena_gym.core.information import Masker, information_set, is_clairvoyant
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
-from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.records import EventKind
 from arena_gym.registry import make_perf, make_policy, policy_registry
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import Decision, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
@@ -19,9 +19,7 @@ from tests.agents.baseline_cases import TINY
 from tests.helpers import job, uniform_model
 
 #: Every registered policy that does not declare clairvoyance (the learned one needs a model file).
-NON_CLAIRVOYANT = sorted(
-    name for name in policy_registry().names() if not is_clairvoyant(make_policy(name)) and name != "lookahead"
-)
+NON_CLAIRVOYANT = sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name)))
 
 
 class Recorder:
@@ -97,23 +95,36 @@ def _perturbed(jobs: tuple[JobSpec, ...], seed: int) -> tuple[JobSpec, ...]:
     return tuple(dataclasses.replace(j, iterations=max(1, int(j.iterations * f))) for j, f in zip(jobs, factors))
 
 
-def _until_first_finish(record: EpisodeRecord) -> list[tuple]:
-    first = min((e.time for e in record.events if e.kind is EventKind.FINISH), default=float("inf"))
-    return [(e.time, e.kind, e.job_id, e.shape) for e in record.events if e.time < first]
+def _until_first_finish(backend: SimBackend, policy, jobs) -> list[tuple]:
+    """The events before the first completion, deciding as the loop does (the policy's information set applied)."""
+    policy.reset()
+    shown = information_set(policy)
+    snapshot = backend.reset(jobs)
+    while snapshot is not None and not snapshot.departures:
+        backend.apply(policy.decide(shown(snapshot)))
+        snapshot = backend.advance()
+    assert snapshot is not None, "the episode ended before any job finished"
+    first = min(e.time for e in backend.events if e.kind is EventKind.FINISH)
+    return [(e.time, e.kind, e.job_id, e.shape) for e in backend.events if e.time < first]
 
 
 @pytest.mark.parametrize("name", NON_CLAIRVOYANT)
 def test_decisions_do_not_depend_on_the_true_lengths_until_a_job_finishes(name: str) -> None:
     cluster = load_cluster("testbed-64")
     perf = make_perf("estimator", cluster)
-    jobs = load_jobs("synthetic:mix=testbed,n_jobs=40,rate_per_h=120", cluster, perf, seed=3)
+    trace = (
+        "synthetic:mix=testbed,n_jobs=40,rate_per_h=120,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
+    )
+    jobs = load_jobs(trace, cluster, perf, seed=3)
     runs = []
     for workload in (jobs, _perturbed(jobs, 1)):
         policy = make_policy(name)
         runs.append(
-            run_episode(SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search)), policy, workload)
+            _until_first_finish(
+                SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search)), policy, workload
+            )
         )
-    truth, perturbed = (_until_first_finish(r) for r in runs)
+    truth, perturbed = runs
     prefix = min(len(truth), len(perturbed))
     assert sum(e[1] is EventKind.ALLOCATE for e in truth[:prefix]) >= 5  # the prefix holds real decisions
     assert truth[:prefix] == perturbed[:prefix]
