@@ -5,17 +5,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import multiprocessing
 import re
-import signal
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from tqdm.autonotebook import tqdm
 
 from arena_gym.cluster import load_cluster
+from arena_gym.harness.executor import run_tasks
 from arena_gym.harness.experiment import RunConfig, RunResult, load_jobs, run, user_models
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.results import leaderboard, to_markdown, write_run
@@ -91,36 +89,6 @@ def _run_one(task: Task) -> RunResult:
     return run(config, jobs=jobs, cache_dir=cache_dir)
 
 
-def _ignore_sigint() -> None:
-    """Worker initialiser: Ctrl-C is the parent's to handle (it then terminates the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_all(tasks: list[Task], workers: int, progress: bool) -> list[RunResult]:
-    bar = tqdm(total=len(tasks), desc="runs", unit="run", disable=not progress)
-    results: list[RunResult] = []
-    try:
-        if workers > 1 and len(tasks) > 1:
-            pool = multiprocessing.get_context().Pool(min(workers, len(tasks)), initializer=_ignore_sigint)
-            try:
-                for result in pool.imap(_run_one, tasks):
-                    results.append(result)
-                    bar.update()
-                pool.close()
-            except BaseException:  # Ctrl-C or a failed run: stop the other runs at once
-                pool.terminate()
-                raise
-            finally:
-                pool.join()
-        else:
-            for task in tasks:
-                results.append(_run_one(task))
-                bar.update()
-    finally:
-        bar.close()
-    return results
-
-
 def compare(
     config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True, cache_dir: Path | None = None
 ) -> tuple[list[RunResult], pd.DataFrame]:
@@ -142,7 +110,7 @@ def compare(
             dataclasses.replace(
                 r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[(r.config.trace, r.config.seed)])}
             )
-            for r in _run_all(tasks, config.workers, progress)
+            for r in run_tasks(_run_one, tasks, config.workers, progress, unit="run")
         ]
         trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
         for r in results:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.results import to_markdown
-from arena_gym.harness.scoring import Evaluator, baseline_policies
+from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import summary_table
 from arena_gym.harness.suites import SUITE_NAMES, Suite, custom_suite, get_suite
 from arena_gym.outputs import code_version, write_csv, write_json
@@ -65,9 +65,12 @@ class EvalConfig:
     loads: tuple[float, ...] = (0.9,)
     wandb_mode: str = "disabled"
     progress: bool = True
+    workers: int = 1
 
     def __post_init__(self) -> None:
         problems = []
+        if self.workers < 1:
+            problems.append(f"workers must be >= 1, got {self.workers}")
         if not self.policies:
             problems.append("name at least one policy")
         if self.suite not in (*SUITE_NAMES, "custom"):
@@ -116,7 +119,8 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``."""
     start = time.perf_counter()
     suite = suite or config.build_suite()
-    policies = baseline_policies(config.policies, config.seed)
+    policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
+    specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
         raise ValueError(f"reference policy {config.reference!r} is not among the policies ({', '.join(policies)})")
     workloads = suite.workloads()
@@ -126,7 +130,7 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
     evaluator = Evaluator(suite.parts[0].config, workloads)
     jct_rows: list[dict[str, Any]] = []
-    table = evaluator.score(policies, progress=config.progress, jct_rows=jct_rows)
+    table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
     out = Path(config.out_dir)

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from agents.rl.algos import greedy_action
 from arena_gym.core.information import is_clairvoyant
+from arena_gym.harness.executor import run_tasks
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.protocols import PerfModel, Policy
@@ -144,36 +145,74 @@ class Evaluator:
         ``jct_rows``, when given, receives one dict per finished job (workload, policy, job, JCT).
         """
         rows: list[dict[str, Any]] = []
-        bar = tqdm(
-            total=len(self.workloads) * len(policies), desc="evaluate", unit="run", disable=not progress, leave=False
-        )
+        bar = tqdm(total=len(self.workloads), desc="evaluate", unit="workload", disable=not progress, leave=False)
         for workload in self.workloads:
-            jcts: dict[str, list[float]] = {}
-            for label, policy in policies.items():
-                record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
-                metrics = compute_metrics(record)
-                jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
-                rows.append(
-                    {
-                        "workload": workload.label,
-                        "trace": workload.trace,
-                        "split": workload.split,
-                        "load": workload.load,
-                        "load_basis": workload.basis,
-                        "cluster": workload.cluster,
-                        "seed": workload.window,
-                        "policy": label,
-                        **policy_facts(policy),
-                        **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
-                    }
-                )
-                if jct_rows is not None:
-                    jct_rows.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
-                bar.update()
-            for row, padded in zip(rows[-len(policies) :], padded_means(jcts).values()):
-                row["padded_jct_s"] = padded
+            scored, jobs = self.score_workload(workload, policies)
+            rows.extend(scored)
+            if jct_rows is not None:
+                jct_rows.extend(jobs)
+            bar.update()
         bar.close()
         return pd.DataFrame(rows)
+
+    def score_specs(
+        self,
+        specs: Mapping[str, str],
+        seed: int = 0,
+        workers: int = 1,
+        progress: bool = False,
+        jct_rows: list[dict[str, Any]] | None = None,
+    ) -> pd.DataFrame:
+        """:meth:`score` for policies given by spec (``label -> spec``), in ``workers`` local processes.
+
+        Each workload is one task; a process builds the policies by spec (seeded by ``seed``)
+        and resets them before every episode, so the table is the one a single process writes.
+        """
+        if workers <= 1 or len(self.workloads) < 2:
+            return self.score({label: make_policy(spec, seed) for label, spec in specs.items()}, progress, jct_rows)
+        tasks = [(self.config, w, dict(specs), seed) for w in self.workloads]
+        rows: list[dict[str, Any]] = []
+        for scored, jobs in run_tasks(_score_task, tasks, workers, progress, unit="workload"):
+            rows.extend(scored)
+            if jct_rows is not None:
+                jct_rows.extend(jobs)
+        return pd.DataFrame(rows)
+
+    def score_workload(
+        self, workload: Workload, policies: Mapping[str, Policy]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """One workload under every policy: its rows (padded across these policies) and its finished jobs' JCTs."""
+        rows, jobs = [], []
+        jcts: dict[str, list[float]] = {}
+        for label, policy in policies.items():
+            record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
+            metrics = compute_metrics(record)
+            jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
+            rows.append(
+                {
+                    "workload": workload.label,
+                    "trace": workload.trace,
+                    "split": workload.split,
+                    "load": workload.load,
+                    "load_basis": workload.basis,
+                    "cluster": workload.cluster,
+                    "seed": workload.window,
+                    "policy": label,
+                    **policy_facts(policy),
+                    **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
+                }
+            )
+            jobs.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
+        for row, padded in zip(rows, padded_means(jcts).values()):
+            row["padded_jct_s"] = padded
+        return rows, jobs
+
+
+def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int]) -> tuple[list[dict], list[dict]]:
+    """Worker: one workload under every policy, built by spec in this process."""
+    config, workload, specs, seed = task
+    policies = {label: make_policy(spec, seed) for label, spec in specs.items()}
+    return Evaluator(config, [workload]).score_workload(workload, policies)
 
 
 def padded_means(jcts: Mapping[str, Sequence[float]]) -> dict[str, float]:

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from arena_gym.harness.cli.common import bounded_int
 from arena_gym.harness.suites import SUITE_NAMES
 
 
@@ -57,6 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("results/evaluate"), help="results directory")
     parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
     parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
+    parser.add_argument(
+        "--workers", type=bounded_int(1, 256), default=1, help="local worker processes, one workload each at a time"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=handle)
 
@@ -89,6 +93,7 @@ def handle(args: argparse.Namespace) -> int:
         loads=args.loads,
         wandb_mode=mode,
         progress=not args.no_progress,
+        workers=args.workers,
     )
     result = evaluate(config)
     print((result.out_dir / "summary.md").read_text(), end="")

@@ -111,9 +111,10 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
         progress=False,
     )
     first = evaluate(config, suite)
-    second = evaluate(EvalConfig(**{**config.__dict__, "out_dir": str(tmp_path / "b")}), suite)
-    pd.testing.assert_frame_equal(first.per_workload, second.per_workload)
+    second = evaluate(EvalConfig(**{**config.__dict__, "out_dir": str(tmp_path / "b"), "workers": 2}), suite)
+    pd.testing.assert_frame_equal(first.per_workload, second.per_workload)  # two worker processes: the same table
     pd.testing.assert_frame_equal(first.summary, second.summary)
+    assert (tmp_path / "a" / "jobs.csv").read_text() == (tmp_path / "b" / "jobs.csv").read_text()
     for name in (
         "per_workload.csv",
         "jobs.csv",
