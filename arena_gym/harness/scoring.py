@@ -182,7 +182,8 @@ class Evaluator:
         self, workload: Workload, policies: Mapping[str, Policy]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """One workload under every policy: its rows (padded across these policies) and its finished jobs' JCTs."""
-        rows, jobs = [], []
+        rows: list[dict[str, Any]] = []
+        jobs: list[dict[str, Any]] = []
         jcts: dict[str, list[float]] = {}
         for label, policy in policies.items():
             record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
