@@ -25,6 +25,17 @@ POLICIES: dict[str, Entry] = {
     ),
     "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
     "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
+    "arena-gittins": Entry(
+        "agents.search.gittins:arena_gittins", {}, "Arena ordered by the belief's Gittins index (non-clairvoyant)"
+    ),
+    "arena-srpt": Entry(
+        "agents.arena.variants:arena_srpt", {}, "Arena ordered by the true shortest remaining time (clairvoyant)"
+    ),
+    "arena-pl": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"preempt_lower": True},
+        "arena-gittins preempting any lower-index running job for a waiting one",
+    ),
     "lookahead": Entry(
         "agents.search.lookahead:Lookahead",
         {},

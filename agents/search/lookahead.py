@@ -35,6 +35,7 @@ import numpy as np
 from agents.common import configure
 from agents.search.belief import KINDS, WorkBelief, default_belief
 from agents.search.worlds import rollout, sampled_world
+from arena_gym.core.information import is_clairvoyant
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend, SimConfig
@@ -103,6 +104,9 @@ class Lookahead:
         self.clairvoyant = self.config.oracle
         self.base = make_policy(self.config.base)
         self.candidates = [make_policy(c) for c in self.config.candidates]
+        seeing = [p.name for p in (self.base, *self.candidates) if is_clairvoyant(p)]
+        if seeing and not self.clairvoyant:
+            raise ValueError(f"{name}: a non-clairvoyant search cannot use clairvoyant policies ({', '.join(seeing)})")
         self.ap_search = self.base.ap_search
         self._belief: WorkBelief | None = None
         self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))

@@ -48,6 +48,12 @@ def test_it_searches_where_proposals_differ_and_is_seeded(testbed) -> None:
     assert again.events == records[0].events
 
 
+def test_a_non_clairvoyant_search_refuses_clairvoyant_policies() -> None:
+    with pytest.raises(ValueError, match=r"cannot use clairvoyant policies \(srtf\)"):
+        Lookahead(candidates=("srtf",))
+    assert Lookahead(oracle=True, candidates=("srtf",)).clairvoyant
+
+
 def test_an_infinite_margin_never_changes_the_base_decision(testbed) -> None:
     with pytest.raises(ValueError, match="margin must be in"):
         LookaheadConfig(margin=1.0)

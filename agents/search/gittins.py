@@ -1,0 +1,52 @@
+"""Arena ordered by the belief's Gittins index: the non-clairvoyant baseline every search or learned policy must beat.
+
+The Gittins index of a job at its attained iterations (:meth:`WorkBelief.gittins_index`, per
+second of service at its reference iteration time) is the best ratio of the chance to finish
+within a further quantum of service to the service that quantum costs: serving the highest
+index first minimises the mean completion time for the belief's size distribution. Arena's
+admission and pending-restart trial walk the queue by it instead of by submission time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from agents.arena import ArenaPolicy
+from agents.search.belief import KINDS, WorkBelief, default_belief
+from arena_gym.types import JobId, JobView, Snapshot
+
+
+class GittinsPriority:
+    """Queue keys ``(-Gittins index, submit time, job id)`` from a belief (non-clairvoyant: attained work only)."""
+
+    clairvoyant = False
+
+    def __init__(self, belief: WorkBelief) -> None:
+        self.belief = belief
+
+    def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
+        """Every waiting and running job's key, computed in one vectorised call for the snapshot."""
+        now = snapshot.now
+        views = [*snapshot.pending, *snapshot.running]
+        index = (
+            np.atleast_1d(self.belief.gittins_index(views, [v.iterations_done(now) for v in views])) if views else ()
+        )
+        memo: dict[JobId, tuple] = {v.job_id: (-float(g), v.spec.submit_time, v.job_id) for v, g in zip(views, index)}
+
+        def key(view: JobView) -> tuple:
+            found = memo.get(view.job_id)
+            if found is None:
+                g = float(self.belief.gittins_index(view, view.iterations_done(now)))
+                found = memo[view.job_id] = (-g, view.spec.submit_time, view.job_id)
+            return found
+
+        return key
+
+
+def arena_gittins(name: str = "arena-gittins", belief: str = "real", **overrides: Any) -> ArenaPolicy:
+    """Arena admitting and restarting by the Gittins index of ``belief`` (a packaged kind or a belief file)."""
+    model = default_belief(belief) if belief in KINDS else WorkBelief.load(belief)
+    return ArenaPolicy(name, priority=GittinsPriority(model), **overrides)
