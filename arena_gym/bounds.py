@@ -1,0 +1,499 @@
+"""Lower bounds on the average JCT of a workload: every schedule the simulator allows does at least this well.
+
+Two bounds, both for schedules that finish every job (no horizon) under one reconfiguration
+overhead class, the one ``SimConfig.overhead_s`` charges (Arena's ``pruned`` class by default:
+``min(10 s x GPUs, 40 s)``):
+
+- **LB1**: each job alone on the cluster, on its best configuration.
+- **LP**: a time-indexed linear relaxation of the whole cluster (:func:`lp_bound`), which adds
+  what LB1 ignores: the jobs share each GPU type's capacity.
+
+The configurations of a job are (GPU type, GPU count) pairs, the count any power of two up to
+the type's GPUs (so every count a policy may ask for, :data:`arena_gym.types.GPU_COUNTS` and
+beyond). A configuration's run time is the job's iterations times the ground truth's best
+iteration time over every grid the cluster can hold with that type and count (every uniform
+locality that fits the node group, every stage count): the simulator runs a job at
+``truth.grid_iter_time`` of the grid it is given, so no allocation of that type and count is
+faster. A (re)start on ``n`` GPUs holds them ``overhead_s(n)`` seconds without progress.
+
+**LB1 is valid.** Let a schedule make the fraction ``f_k > 0`` of job ``j``'s work on
+configuration ``k`` (run time ``p_k``, overhead ``o_k``). Progress on ``k`` follows a full
+overhead ``o_k`` on ``k``, at or after the release ``r_j``, and a job is in one state at a
+time, so ``C_j - r_j >= sum_k (o_k + f_k p_k) >= sum_k f_k (o_k + p_k) >= min_k (o_k + p_k)``
+(using ``f_k <= 1`` and ``sum_k f_k = 1``).
+
+**The LP is valid.** Time after the first release is cut into slots ``[b_l, b_l+1)`` (release
+dates are boundaries; lengths grow geometrically after each release, up to a horizon ``b_L``
+after which one unbounded tail slot follows). Variable ``x_jkl`` is the run time of job ``j``
+on configuration ``k`` in slot ``l``, ``y_j`` the fraction of its work done after ``b_L`` and
+``C_j`` its completion time. Map any simulator schedule to them (``x`` = its run seconds,
+``y`` = its work after ``b_L``, ``C`` = its completion times). Then every constraint holds:
+
+1. work: ``sum_kl x_jkl / p_jk + y_j = 1``;
+2. capacity: ``sum_{j, k of type g} n_k x_jkl <= G_g (b_l+1 - b_l)`` (GPUs held during
+   overheads are left out of the capacity: a relaxation);
+3. one configuration at a time: ``sum_k x_jkl <= |slot l after r_j + min_k o_k|``, and
+   ``0 <= x_jkl <= |slot l after r_j + o_k|`` (progress on ``k`` starts ``o_k`` after the
+   release at the earliest);
+4. mean busy time: the work fraction of job ``j`` runs with density at most ``1 / p_j^min``
+   (its fastest configuration) and ends by ``C_j``, so its work-weighted mean time ``M_j`` is at
+   most ``C_j - p_j^min / 2``; every bit of work in slot ``l`` on ``k`` is done at or after
+   ``a_jkl = max(b_l, r_j + o_k)``, so
+   ``C_j >= sum_kl a_jkl x_jkl / p_jk + b_L y_j + p_j^min / 2``;
+5. ``C_j >= r_j + LB1_j`` (above), so the LP bound is never below LB1.
+
+So the LP optimum of ``mean_j (C_j - r_j)`` is at most any schedule's average JCT. Coarser
+slots only weaken constraint 4 (the slot start stands for the true time), never validity.
+Configurations dominated by fewer GPUs of the same type that are at least as fast are dropped
+(moving their work there satisfies every constraint at no higher objective), which leaves
+the optimum unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import coo_array, csr_array
+
+from arena_gym.sim.config import SimConfig
+from arena_gym.types import ClusterSpec, GpuType, Grid, JobSpec, ModelRef, NodeGroup, PerfModel, localities
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunTimes:
+    """Every job's best run time on every (GPU type, GPU count) configuration of a cluster.
+
+    ``run_s[j, k]`` is job ``j``'s iterations times its best iteration time on configuration
+    ``k`` (``inf``: no feasible grid); configuration ``k`` is ``gpus[k]`` GPUs of
+    ``gpu_types[type_index[k]]``, whose group has ``type_gpus[type_index[k]]`` GPUs in all,
+    and a (re)start on it costs ``overhead_s[k]``. ``release_s`` holds the submit times.
+    """
+
+    gpu_types: tuple[GpuType, ...]
+    type_gpus: np.ndarray
+    type_index: np.ndarray
+    gpus: np.ndarray
+    overhead_s: np.ndarray
+    release_s: np.ndarray
+    run_s: np.ndarray
+
+    @property
+    def n_jobs(self) -> int:
+        """Jobs of the workload."""
+        return len(self.release_s)
+
+    def lb1_s(self) -> np.ndarray:
+        """Per job: the shortest overhead + run time over its configurations (LB1 of its JCT)."""
+        return np.min(self.overhead_s[None, :] + self.run_s, axis=1)
+
+    def dominated(self) -> np.ndarray:
+        """(jobs x configurations) mask: a configuration with fewer GPUs of the same type is at least as fast."""
+        out = np.zeros(self.run_s.shape, dtype=bool)
+        for t in range(len(self.gpu_types)):
+            cols = np.flatnonzero(self.type_index == t)
+            cols = cols[np.argsort(self.gpus[cols], kind="stable")]
+            best_before = np.minimum.accumulate(self.run_s[:, cols], axis=1)
+            out[:, cols[1:]] = self.run_s[:, cols[1:]] >= best_before[:, :-1]
+        return out
+
+
+def run_times(jobs: Sequence[JobSpec], cluster: ClusterSpec, truth: PerfModel, sim_config: SimConfig) -> RunTimes:
+    """The :class:`RunTimes` of ``jobs`` on ``cluster`` under ``truth``, overheads from ``sim_config``."""
+    types, type_index, gpus = [], [], []
+    for t, group in enumerate(cluster.groups):
+        types.append(group.gpu_type)
+        n = 1
+        while n <= group.total_gpus:
+            type_index.append(t)
+            gpus.append(n)
+            n *= 2
+    best: dict[tuple[ModelRef, int], np.ndarray] = {}  # per (model, batch): best iteration time per configuration
+    for spec in jobs:
+        key = (spec.model, spec.global_batch)
+        if key not in best:
+            best[key] = np.array(
+                [_best_iter_time(truth, spec, cluster.groups[t], n) for t, n in zip(type_index, gpus)], dtype=float
+            )
+    iterations = np.array([spec.iterations for spec in jobs], dtype=float)
+    per_iter = np.array([best[(spec.model, spec.global_batch)] for spec in jobs], dtype=float).reshape(
+        len(jobs), len(gpus)
+    )
+    return RunTimes(
+        gpu_types=tuple(types),
+        type_gpus=np.array([g.total_gpus for g in cluster.groups], dtype=float),
+        type_index=np.array(type_index, dtype=np.int64),
+        gpus=np.array(gpus, dtype=np.int64),
+        overhead_s=np.array([sim_config.overhead_s(n) for n in gpus], dtype=float),
+        release_s=np.array([spec.submit_time for spec in jobs], dtype=float),
+        run_s=iterations[:, None] * per_iter,
+    )
+
+
+def _best_iter_time(truth: PerfModel, spec: JobSpec, group: NodeGroup, num_gpus: int) -> float:
+    """The fastest ``truth.grid_iter_time`` of ``spec`` over every grid of ``num_gpus`` GPUs that fits ``group``."""
+    best = math.inf
+    for shape in localities(group.gpu_type, num_gpus, group.gpus_per_node):
+        if shape.n_nodes > group.nodes:
+            continue
+        stages = 1
+        while stages <= num_gpus:
+            t = truth.grid_iter_time(spec.model, spec.global_batch, Grid(shape, stages))
+            if t > 0:
+                best = min(best, t)
+            stages *= 2
+    return best
+
+
+@dataclass(frozen=True)
+class LPConfig:
+    """How the LP cuts time into slots, and how far each job's slots reach at first.
+
+    Let ``d = first_slot_frac x`` (the workload's median LB1). After every release date come
+    ``ceil(1 / growth)`` slots of length ``d``, then each slot is ``1 + growth`` times as long as
+    the one before up to ``max_slot_frac x`` the median LB1, then slots of that length, until
+    the next release. The last
+    bounded slot ends at the last release plus every job's LB1 one after another (a makespan
+    some schedule achieves); an unbounded tail slot follows. Job ``j``'s columns first reach
+    ``LB1_j + job_window x`` the median LB1 past its release (see :func:`lp_bound`). Smaller
+    slots tighten the bound and grow the LP.
+    """
+
+    growth: float = 0.5
+    first_slot_frac: float = 0.15
+    max_slot_frac: float = 0.3
+    job_window: float = 8.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.growth <= 10 and math.isfinite(self.growth)):
+            raise ValueError(f"LPConfig.growth must be in (0, 10], got {self.growth}")
+        if not (0 < self.first_slot_frac <= 1):
+            raise ValueError(f"LPConfig.first_slot_frac must be in (0, 1], got {self.first_slot_frac}")
+        if not (self.first_slot_frac <= self.max_slot_frac and math.isfinite(self.max_slot_frac)):
+            raise ValueError(f"LPConfig.max_slot_frac must be finite and >= first_slot_frac, got {self.max_slot_frac}")
+        if not (0 < self.job_window and math.isfinite(self.job_window)):
+            raise ValueError(f"LPConfig.job_window must be finite and > 0, got {self.job_window}")
+
+
+def slot_boundaries(release_s: np.ndarray, lb1_s: np.ndarray, config: LPConfig) -> np.ndarray:
+    """The slot boundaries ``b_0 < ... < b_L`` of a workload (see :class:`LPConfig`); ``b_0`` is the first release."""
+    releases = np.unique(release_s)
+    horizon = releases[-1] + float(np.sum(lb1_s))
+    median = float(np.median(lb1_s))
+    step, cap = config.first_slot_frac * median, config.max_slot_frac * median
+    gaps = np.diff(np.append(releases, horizon))
+    # slot lengths after a release: ceil(1 / growth) of ``step``, then each 1 + growth times the one before up
+    # to ``cap``, then ``cap`` until the longest gap is covered
+    n_linear = math.ceil(1 / config.growth)
+    n_growing = max(0, math.ceil(math.log(cap / step) / math.log1p(config.growth)))
+    growing = np.minimum(cap, step * (1 + config.growth) ** np.arange(1, n_growing + 1))
+    covered = step * n_linear + float(growing.sum())
+    n_flat = max(0, math.ceil((gaps.max() - covered) / cap))
+    lengths = np.concatenate([np.full(n_linear, step), growing, np.full(n_flat, cap)])
+    offsets = np.concatenate([[0.0], np.cumsum(lengths)])
+    points = releases[:, None] + offsets[None, :]
+    return np.unique(np.append(points[offsets[None, :] < gaps[:, None]], horizon))
+
+
+@dataclass(frozen=True)
+class LPSolution:
+    """The LP bound of a workload: per-job completion-time bounds, the last LP's size, the solves it took."""
+
+    avg_jct_s: float
+    jct_s: np.ndarray
+    n_slots: int
+    n_vars: int
+    n_rows: int
+    n_nonzeros: int
+    solves: int
+    build_s: float
+    solve_s: float
+
+
+#: Work fractions above this in a job's tail make the job's slots reach further (see :func:`lp_bound`).
+TAIL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A workload in LP units (times divided by ``unit``, measured from the first release), with its slots."""
+
+    release: np.ndarray  # (jobs,)
+    lb1: np.ndarray  # (jobs,)
+    run: np.ndarray  # (jobs, configs), inf where unusable
+    overhead: np.ndarray  # (configs,)
+    first_progress: np.ndarray  # (jobs,): release + the smallest overhead of a usable configuration
+    bounds: np.ndarray  # slot boundaries b_0 .. b_L
+    gpus: np.ndarray  # (configs,)
+    type_index: np.ndarray  # (configs,)
+    type_gpus: np.ndarray  # (types,)
+
+
+def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
+    """Solve the time-indexed LP relaxation of the module docstring (HiGHS); its optimum bounds the average JCT.
+
+    Job ``j`` gets slots up to ``LB1_j + job_window x median LB1`` after its release (snapped to
+    a slot boundary ``H_j``); its work after ``H_j`` is a tail fraction counted at ``H_j`` with
+    no capacity limit, a relaxation of the full LP. While some job leaves more than
+    :data:`TAIL_TOL` of its work in the tail, its window doubles and the LP is solved again;
+    at the end no tail is used, so the optimum is the full LP's (every intermediate one is a
+    valid bound too).
+    """
+    config = config if config is not None else LPConfig()
+    t0 = time.perf_counter()
+    lb1 = times.lb1_s()
+    if not np.all(np.isfinite(lb1)):
+        log.warning("%d job(s) cannot run on any configuration: the bound is infinite", int(np.sum(~np.isfinite(lb1))))
+        return LPSolution(math.inf, np.full(times.n_jobs, math.inf), 0, 0, 0, 0, 0, time.perf_counter() - t0, 0.0)
+    unit = max(float(np.median(lb1)), 1.0)  # a time unit of about a job's length keeps the coefficients near 1
+    origin = float(times.release_s.min())
+    usable = np.isfinite(times.run_s) & ~times.dominated()
+    overhead = times.overhead_s / unit
+    release = (times.release_s - origin) / unit
+    scaled = _Scaled(
+        release=release,
+        lb1=lb1 / unit,
+        run=np.where(usable, times.run_s / unit, np.inf),
+        overhead=overhead,
+        first_progress=release + np.min(np.where(usable, overhead[None, :], np.inf), axis=1),
+        bounds=(slot_boundaries(times.release_s, lb1, config) - origin) / unit,
+        gpus=times.gpus,
+        type_index=times.type_index,
+        type_gpus=times.type_gpus,
+    )
+    n_slots = len(scaled.bounds) - 1
+    end = np.minimum(np.searchsorted(scaled.bounds, release + scaled.lb1 + config.job_window), n_slots)
+    build_s = solve_s = 0.0
+    solves = 0
+    while True:
+        t1 = time.perf_counter()
+        problem = _build(scaled, end)
+        t2 = time.perf_counter()
+        completion, tail = _solve(problem)
+        build_s += t2 - t1
+        solve_s += time.perf_counter() - t2
+        solves += 1
+        grow = (tail > TAIL_TOL) & (end < n_slots)
+        if not grow.any():
+            break
+        reach = release[grow] + 2 * (scaled.bounds[end[grow]] - release[grow])
+        end[grow] = np.minimum(np.searchsorted(scaled.bounds, reach), n_slots)
+    jct = (completion - release) * unit
+    return LPSolution(
+        avg_jct_s=float(np.mean(jct)),
+        jct_s=jct,
+        n_slots=n_slots,
+        n_vars=problem.n_vars,
+        n_rows=problem.n_rows,
+        n_nonzeros=problem.n_nonzeros,
+        solves=solves,
+        build_s=build_s,
+        solve_s=solve_s,
+    )
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One LP in scipy's form: minimise ``cost @ v`` s.t. ``a_ub @ v <= b_ub``, ``a_eq @ v = b_eq``, bounds."""
+
+    cost: np.ndarray
+    a_ub: csr_array
+    b_ub: np.ndarray
+    a_eq: csr_array
+    b_eq: np.ndarray
+    bounds: np.ndarray
+    n_jobs: int
+
+    @property
+    def n_vars(self) -> int:
+        """Columns."""
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows, equalities included."""
+        return self.a_ub.shape[0] + self.a_eq.shape[0]
+
+    @property
+    def n_nonzeros(self) -> int:
+        """Nonzero coefficients."""
+        return self.a_ub.nnz + self.a_eq.nnz
+
+
+def _build(s: _Scaled, end: np.ndarray) -> _Problem:
+    """The LP of the module docstring with job ``j``'s slots ending at ``b[end_j]`` (its tail from there)."""
+    n_jobs = len(s.release)
+    lo, hi = s.bounds[:-1], s.bounds[1:]
+    n_slots = len(lo)
+    # run-time columns x_jkl: usable configuration, slot before the job's end and with room after its start
+    earliest = np.maximum(lo[None, None, :], (s.release[:, None] + s.overhead[None, :])[:, :, None])  # a_jkl
+    room = hi[None, None, :] - earliest
+    in_window = np.arange(n_slots)[None, None, :] < end[:, None, None]
+    jj, kk, ll = np.nonzero(np.isfinite(s.run)[:, :, None] & in_window & (room > 0))
+    n_x = len(jj)
+    inv_run = 1.0 / s.run[jj, kk]
+    col_x = np.arange(n_x)
+    col_y = n_x + np.arange(n_jobs)  # tail fractions
+    col_c = n_x + n_jobs + np.arange(n_jobs)  # completion times
+    jobs = np.arange(n_jobs)
+    n_cols = n_x + 2 * n_jobs
+    a_eq = coo_array(
+        (np.concatenate([inv_run, np.ones(n_jobs)]), (np.concatenate([jj, jobs]), np.concatenate([col_x, col_y]))),
+        shape=(n_jobs, n_cols),
+    ).tocsr()
+    # one configuration at a time: a row per (job, slot) pair with two or more columns
+    pair, pair_of, pair_count = np.unique(jj * n_slots + ll, return_inverse=True, return_counts=True)
+    kept = np.flatnonzero(pair_count > 1)
+    pair_row = np.full(len(pair), -1)
+    pair_row[kept] = np.arange(len(kept))
+    shared = pair_count[pair_of] > 1
+    pj, pl = pair[kept] // n_slots, pair[kept] % n_slots
+    pair_rhs = np.clip(hi[pl] - np.maximum(lo[pl], s.first_progress[pj]), 0.0, None)
+    # capacity: a row per (GPU type, slot) that has columns
+    cap_key, cap_of = np.unique(s.type_index[kk] * n_slots + ll, return_inverse=True)
+    n_pairs, n_cap = len(kept), len(cap_key)
+    cap_rhs = s.type_gpus[cap_key // n_slots] * (hi - lo)[cap_key % n_slots]
+    # completion: sum a x / p + H y - C <= -p_min / 2
+    p_min = np.min(s.run, axis=1)
+    rows = np.concatenate(
+        [
+            pair_row[pair_of[shared]],
+            n_pairs + cap_of,
+            n_pairs + n_cap + jj,
+            n_pairs + n_cap + jobs,
+            n_pairs + n_cap + jobs,
+        ]
+    )
+    cols = np.concatenate([col_x[shared], col_x, col_x, col_y, col_c])
+    data = np.concatenate(
+        [
+            np.ones(int(shared.sum())),
+            s.gpus[kk].astype(float),
+            earliest[jj, kk, ll] * inv_run,
+            s.bounds[end],
+            -np.ones(n_jobs),
+        ]
+    )
+    a_ub = coo_array((data, (rows, cols)), shape=(n_pairs + n_cap + n_jobs, n_cols)).tocsr()
+    lower = np.concatenate([np.zeros(n_x + n_jobs), s.release + s.lb1])
+    upper = np.concatenate([room[jj, kk, ll], np.ones(n_jobs), np.full(n_jobs, np.inf)])
+    return _Problem(
+        cost=np.concatenate([np.zeros(n_x + n_jobs), np.full(n_jobs, 1.0 / n_jobs)]),
+        a_ub=a_ub,
+        b_ub=np.concatenate([pair_rhs, cap_rhs, -p_min / 2]),
+        a_eq=a_eq,
+        b_eq=np.ones(n_jobs),
+        bounds=np.column_stack([lower, upper]),
+        n_jobs=n_jobs,
+    )
+
+
+def _solve(problem: _Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Solve with HiGHS; (completion times, tail fractions); RuntimeError when it ends without an optimum."""
+    result = linprog(
+        problem.cost,
+        A_ub=problem.a_ub,
+        b_ub=problem.b_ub,
+        A_eq=problem.a_eq,
+        b_eq=problem.b_eq,
+        bounds=problem.bounds,
+        method="highs-ipm",
+    )
+    if result.status != 0:
+        raise RuntimeError(f"the bound LP was not solved: {result.message}")
+    n = problem.n_jobs
+    return result.x[-n:], result.x[-2 * n : -n]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds on the average JCT of one workload (seconds), with the LP's size and cost.
+
+    ``lb1_jct_s`` / ``lp_jct_s`` are the per-job bounds in workload order (each job's LP value
+    is its completion-time variable, never below its LB1); ``overhead_class`` is the
+    reconfiguration overhead class both bounds charge.
+    """
+
+    lb1_avg_jct_s: float
+    lp_avg_jct_s: float
+    lb1_jct_s: tuple[float, ...]
+    lp_jct_s: tuple[float, ...]
+    overhead_class: str
+    lp_slots: int
+    lp_vars: int
+    lp_rows: int
+    lp_nonzeros: int
+    lp_solves: int
+    lp_build_s: float
+    lp_solve_s: float
+
+
+def workload_bounds(
+    jobs: Sequence[JobSpec],
+    cluster: ClusterSpec,
+    truth: PerfModel,
+    sim_config: SimConfig | None = None,
+    lp: LPConfig | None = None,
+) -> Bounds:
+    """LB1 and the LP bound of ``jobs`` on ``cluster`` run by ``truth``, overheads of ``sim_config`` (default: pruned)."""
+    if not jobs:
+        raise ValueError("a bound needs at least one job")
+    sim_config = sim_config if sim_config is not None else SimConfig()
+    times = run_times(jobs, cluster, truth, sim_config)
+    lb1 = times.lb1_s()
+    solution = lp_bound(times, lp)
+    return Bounds(
+        lb1_avg_jct_s=float(np.mean(lb1)),
+        lp_avg_jct_s=solution.avg_jct_s,
+        lb1_jct_s=tuple(float(v) for v in lb1),
+        lp_jct_s=tuple(float(v) for v in solution.jct_s),
+        overhead_class=str(sim_config.overhead_class),
+        lp_slots=solution.n_slots,
+        lp_vars=solution.n_vars,
+        lp_rows=solution.n_rows,
+        lp_nonzeros=solution.n_nonzeros,
+        lp_solves=solution.solves,
+        lp_build_s=solution.build_s,
+        lp_solve_s=solution.solve_s,
+    )
+
+
+class BoundsCache:
+    """:func:`workload_bounds` of one cluster, truth and overhead setting, remembered per workload (LRU)."""
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        truth: PerfModel,
+        sim_config: SimConfig | None = None,
+        lp: LPConfig | None = None,
+        maxsize: int = 256,
+    ) -> None:
+        if maxsize < 1:
+            raise ValueError(f"BoundsCache.maxsize must be >= 1, got {maxsize}")
+        self.cluster, self.truth, self.sim_config, self.lp = cluster, truth, sim_config, lp
+        self.maxsize = maxsize
+        self._cache: OrderedDict[tuple[JobSpec, ...], Bounds] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def get(self, jobs: Sequence[JobSpec]) -> Bounds:
+        """The bounds of ``jobs``, computed on first use."""
+        key = tuple(jobs)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = workload_bounds(key, self.cluster, self.truth, self.sim_config, self.lp)
+            if len(self._cache) > self.maxsize:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return hit
