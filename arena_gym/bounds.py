@@ -59,8 +59,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_array, csr_array
+from scipy.optimize._highspy import _core  # scipy's bundled HiGHS: warm-started re-solves
+from scipy.sparse import coo_array, csc_array
 
 from arena_gym.sim.config import SimConfig
 from arena_gym.types import ClusterSpec, GpuType, Grid, JobSpec, ModelRef, NodeGroup, PerfModel, localities
@@ -160,11 +160,12 @@ class LPConfig:
     Let ``d = first_slot_frac x`` (the workload's median LB1). After every release date come
     ``ceil(1 / growth)`` slots of length ``d``, then each slot is ``1 + growth`` times as long as
     the one before up to ``max_slot_frac x`` the median LB1, then slots of that length, until
-    the next release. The last
+    the next release; after the last release, past ``job_window x`` the median LB1, the slots
+    grow again by ``1 + growth`` each. The last
     bounded slot ends at the last release plus every job's LB1 one after another (a makespan
-    some schedule achieves); an unbounded tail slot follows. Job ``j``'s columns first reach
-    ``LB1_j + job_window x`` the median LB1 past its release (see :func:`lp_bound`). Smaller
-    slots tighten the bound and grow the LP.
+    some schedule achieves); an unbounded tail slot follows. Smaller slots tighten the bound
+    and grow the LP. The column generation of :func:`lp_bound` starts from job ``j``'s columns
+    up to ``LB1_j + job_window x`` the median LB1 past its release.
     """
 
     growth: float = 0.5
@@ -186,26 +187,33 @@ class LPConfig:
 def slot_boundaries(release_s: np.ndarray, lb1_s: np.ndarray, config: LPConfig) -> np.ndarray:
     """The slot boundaries ``b_0 < ... < b_L`` of a workload (see :class:`LPConfig`); ``b_0`` is the first release."""
     releases = np.unique(release_s)
-    horizon = releases[-1] + float(np.sum(lb1_s))
     median = float(np.median(lb1_s))
-    step, cap = config.first_slot_frac * median, config.max_slot_frac * median
+    horizon = releases[-1] + float(np.sum(lb1_s))
     gaps = np.diff(np.append(releases, horizon))
+    step, cap = config.first_slot_frac * median, config.max_slot_frac * median
     # slot lengths after a release: ceil(1 / growth) of ``step``, then each 1 + growth times the one before up
-    # to ``cap``, then ``cap`` until the longest gap is covered
+    # to ``cap``, then ``cap`` until the next release; after the last release, once the busy period a job
+    # window covers is over, they grow again up to the horizon
     n_linear = math.ceil(1 / config.growth)
     n_growing = max(0, math.ceil(math.log(cap / step) / math.log1p(config.growth)))
     growing = np.minimum(cap, step * (1 + config.growth) ** np.arange(1, n_growing + 1))
-    covered = step * n_linear + float(growing.sum())
-    n_flat = max(0, math.ceil((gaps.max() - covered) / cap))
-    lengths = np.concatenate([np.full(n_linear, step), growing, np.full(n_flat, cap)])
-    offsets = np.concatenate([[0.0], np.cumsum(lengths)])
+    lengths = np.concatenate([np.full(n_linear, step), growing])
+    busy = max(float(gaps[:-1].max(initial=0.0)), config.job_window * median)
+    n_flat = max(0, math.ceil((busy - float(lengths.sum())) / cap))
+    offsets = np.concatenate([[0.0], np.cumsum(np.concatenate([lengths, np.full(n_flat, cap)]))])
+    n_tail = max(0, math.ceil(math.log(max(gaps[-1], offsets[-1]) / offsets[-1]) / math.log1p(config.growth)))
+    offsets = np.concatenate([offsets, offsets[-1] * (1 + config.growth) ** np.arange(1, n_tail + 1)])
     points = releases[:, None] + offsets[None, :]
     return np.unique(np.append(points[offsets[None, :] < gaps[:, None]], horizon))
 
 
 @dataclass(frozen=True)
 class LPSolution:
-    """The LP bound of a workload: per-job completion-time bounds, the last LP's size, the solves it took."""
+    """The LP bound of a workload: per-job completion-time bounds, the LP's size and what solving it took.
+
+    ``n_vars`` / ``n_rows`` / ``n_nonzeros`` are the full LP's; ``n_active`` the columns of the
+    last restricted LP of the column generation (:func:`lp_bound`), solved ``solves`` times.
+    """
 
     avg_jct_s: float
     jct_s: np.ndarray
@@ -213,209 +221,197 @@ class LPSolution:
     n_vars: int
     n_rows: int
     n_nonzeros: int
+    n_active: int
     solves: int
     build_s: float
     solve_s: float
 
 
-#: Work fractions above this in a job's tail make the job's slots reach further (see :func:`lp_bound`).
-TAIL_TOL = 1e-6
+#: Reduced costs below minus this let a column into the restricted LP (objective units: median LB1 per job).
+PRICE_TOL = 1e-9
 
 
 @dataclass(frozen=True)
-class _Scaled:
-    """A workload in LP units (times divided by ``unit``, measured from the first release), with its slots."""
+class _Problem:
+    """The full LP: minimise ``cost @ v`` s.t. ``row_lower <= matrix @ v <= row_upper``, ``col_lower <= v <= col_upper``.
 
-    release: np.ndarray  # (jobs,)
-    lb1: np.ndarray  # (jobs,)
-    run: np.ndarray  # (jobs, configs), inf where unusable
-    overhead: np.ndarray  # (configs,)
-    first_progress: np.ndarray  # (jobs,): release + the smallest overhead of a usable configuration
-    bounds: np.ndarray  # slot boundaries b_0 .. b_L
-    gpus: np.ndarray  # (configs,)
-    type_index: np.ndarray  # (configs,)
-    type_gpus: np.ndarray  # (types,)
+    Columns: the run times ``x`` (the first ``n_x``), then per job its tail fraction ``y`` and
+    its completion time ``C``. ``seed`` marks the run-time columns the column generation starts
+    from. ``matrix`` is column-wise (CSC).
+    """
+
+    cost: np.ndarray
+    matrix: csc_array
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    n_x: int
+    seed: np.ndarray
 
 
 def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
     """Solve the time-indexed LP relaxation of the module docstring (HiGHS); its optimum bounds the average JCT.
 
-    Job ``j`` gets slots up to ``LB1_j + job_window x median LB1`` after its release (snapped to
-    a slot boundary ``H_j``); its work after ``H_j`` is a tail fraction counted at ``H_j`` with
-    no capacity limit, a relaxation of the full LP. While some job leaves more than
-    :data:`TAIL_TOL` of its work in the tail, its window doubles and the LP is solved again;
-    at the end no tail is used, so the optimum is the full LP's (every intermediate one is a
-    valid bound too).
+    By column generation on HiGHS' dual simplex (scipy's bundled HiGHS, warm-started after each
+    new batch of columns): the restricted LP holds the tails, the completion times and each
+    job's fastest and, per GPU type, most GPU-efficient configurations in the slots up to
+    ``LB1_j + job_window x`` the median LB1 past its release; after each solve every run-time
+    column whose reduced cost is below ``-PRICE_TOL`` joins. When none is left the restricted
+    optimum is the full LP's (LP duality).
     """
     config = config if config is not None else LPConfig()
     t0 = time.perf_counter()
     lb1 = times.lb1_s()
+    n_jobs = times.n_jobs
     if not np.all(np.isfinite(lb1)):
         log.warning("%d job(s) cannot run on any configuration: the bound is infinite", int(np.sum(~np.isfinite(lb1))))
-        return LPSolution(math.inf, np.full(times.n_jobs, math.inf), 0, 0, 0, 0, 0, time.perf_counter() - t0, 0.0)
+        return LPSolution(math.inf, np.full(n_jobs, math.inf), 0, 0, 0, 0, 0, 0, time.perf_counter() - t0, 0.0)
     unit = max(float(np.median(lb1)), 1.0)  # a time unit of about a job's length keeps the coefficients near 1
     origin = float(times.release_s.min())
-    usable = np.isfinite(times.run_s) & ~times.dominated()
-    overhead = times.overhead_s / unit
-    release = (times.release_s - origin) / unit
-    scaled = _Scaled(
-        release=release,
-        lb1=lb1 / unit,
-        run=np.where(usable, times.run_s / unit, np.inf),
-        overhead=overhead,
-        first_progress=release + np.min(np.where(usable, overhead[None, :], np.inf), axis=1),
-        bounds=(slot_boundaries(times.release_s, lb1, config) - origin) / unit,
-        gpus=times.gpus,
-        type_index=times.type_index,
-        type_gpus=times.type_gpus,
-    )
-    n_slots = len(scaled.bounds) - 1
-    end = np.minimum(np.searchsorted(scaled.bounds, release + scaled.lb1 + config.job_window), n_slots)
-    build_s = solve_s = 0.0
-    solves = 0
-    while True:
-        t1 = time.perf_counter()
-        problem = _build(scaled, end)
-        t2 = time.perf_counter()
-        completion, tail = _solve(problem)
-        build_s += t2 - t1
-        solve_s += time.perf_counter() - t2
-        solves += 1
-        grow = (tail > TAIL_TOL) & (end < n_slots)
-        if not grow.any():
-            break
-        reach = release[grow] + 2 * (scaled.bounds[end[grow]] - release[grow])
-        end[grow] = np.minimum(np.searchsorted(scaled.bounds, reach), n_slots)
-    jct = (completion - release) * unit
+    bounds = (slot_boundaries(times.release_s, lb1, config) - origin) / unit
+    problem = _build(times, bounds, (times.release_s - origin) / unit, lb1 / unit, unit, config.job_window)
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    completion, n_active, solves = _column_generation(problem, n_jobs)
+    jct = completion * unit + origin - times.release_s
     return LPSolution(
         avg_jct_s=float(np.mean(jct)),
         jct_s=jct,
-        n_slots=n_slots,
-        n_vars=problem.n_vars,
-        n_rows=problem.n_rows,
-        n_nonzeros=problem.n_nonzeros,
+        n_slots=len(bounds) - 1,
+        n_vars=len(problem.cost),
+        n_rows=problem.matrix.shape[0],
+        n_nonzeros=problem.matrix.nnz,
+        n_active=n_active,
         solves=solves,
         build_s=build_s,
-        solve_s=solve_s,
+        solve_s=time.perf_counter() - t1,
     )
 
 
-@dataclass(frozen=True)
-class _Problem:
-    """One LP in scipy's form: minimise ``cost @ v`` s.t. ``a_ub @ v <= b_ub``, ``a_eq @ v = b_eq``, bounds."""
+def _column_generation(problem: _Problem, n_jobs: int) -> tuple[np.ndarray, int, int]:
+    """(completion times, columns of the last restricted LP, solves) of the full LP's optimum."""
+    active = problem.seed.copy()
+    columns = np.concatenate([np.flatnonzero(active), problem.n_x + np.arange(2 * n_jobs)])
+    first_c = int(active.sum()) + n_jobs  # the completion columns' position in the restricted LP
+    highs = _highs()
+    model = _core.HighsLp()
+    model.num_col_, model.num_row_ = len(columns), problem.matrix.shape[0]
+    model.col_cost_ = problem.cost[columns]
+    model.col_lower_, model.col_upper_ = _finite(problem.col_lower[columns]), _finite(problem.col_upper[columns])
+    model.row_lower_, model.row_upper_ = _finite(problem.row_lower), _finite(problem.row_upper)
+    restricted = problem.matrix[:, columns]
+    model.a_matrix_.format_ = _core.MatrixFormat.kColwise
+    model.a_matrix_.start_, model.a_matrix_.index_ = restricted.indptr, restricted.indices
+    model.a_matrix_.value_ = restricted.data
+    highs.passModel(model)
+    x_rows = problem.matrix[:, : problem.n_x].T.tocsr()  # run-time columns as rows, for pricing
+    solves = 0
+    while True:
+        highs.run()
+        solves += 1
+        status = highs.getModelStatus()
+        if status != _core.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"the bound LP was not solved: {highs.modelStatusToString(status)}")
+        solution = highs.getSolution()
+        reduced = -(x_rows @ np.asarray(solution.row_dual))  # run-time columns cost nothing themselves
+        enter = np.flatnonzero(~active & (reduced < -PRICE_TOL))
+        if len(enter) == 0:
+            return np.asarray(solution.col_value)[first_c : first_c + n_jobs], int(active.sum()) + 2 * n_jobs, solves
+        active[enter] = True
+        new = problem.matrix[:, enter]
+        highs.addCols(
+            len(enter),
+            problem.cost[enter],
+            _finite(problem.col_lower[enter]),
+            _finite(problem.col_upper[enter]),
+            new.nnz,
+            new.indptr[:-1].astype(np.int32),
+            new.indices.astype(np.int32),
+            new.data,
+        )
 
-    cost: np.ndarray
-    a_ub: csr_array
-    b_ub: np.ndarray
-    a_eq: csr_array
-    b_eq: np.ndarray
-    bounds: np.ndarray
-    n_jobs: int
 
-    @property
-    def n_vars(self) -> int:
-        """Columns."""
-        return len(self.cost)
-
-    @property
-    def n_rows(self) -> int:
-        """Rows, equalities included."""
-        return self.a_ub.shape[0] + self.a_eq.shape[0]
-
-    @property
-    def n_nonzeros(self) -> int:
-        """Nonzero coefficients."""
-        return self.a_ub.nnz + self.a_eq.nnz
+def _highs() -> _core._Highs:
+    """A quiet HiGHS instance."""
+    highs = _core._Highs()
+    highs.setOptionValue("output_flag", False)
+    return highs
 
 
-def _build(s: _Scaled, end: np.ndarray) -> _Problem:
-    """The LP of the module docstring with job ``j``'s slots ending at ``b[end_j]`` (its tail from there)."""
-    n_jobs = len(s.release)
-    lo, hi = s.bounds[:-1], s.bounds[1:]
+def _finite(values: np.ndarray) -> np.ndarray:
+    """Infinite bounds as HiGHS' infinity."""
+    return np.clip(values, -_core.kHighsInf, _core.kHighsInf)
+
+
+def _build(
+    times: RunTimes, b: np.ndarray, release: np.ndarray, lb1: np.ndarray, unit: float, seed_window: float
+) -> _Problem:
+    """The full LP of the module docstring in units of ``unit`` (slot boundaries ``b``, releases, LB1 in those units)."""
+    n_jobs = times.n_jobs
+    usable = np.isfinite(times.run_s) & ~times.dominated()
+    run = np.where(usable, times.run_s / unit, np.inf)
+    overhead = times.overhead_s / unit
+    first_progress = release + np.min(np.where(usable, overhead[None, :], np.inf), axis=1)
+    lo, hi = b[:-1], b[1:]
     n_slots = len(lo)
-    # run-time columns x_jkl: usable configuration, slot before the job's end and with room after its start
-    earliest = np.maximum(lo[None, None, :], (s.release[:, None] + s.overhead[None, :])[:, :, None])  # a_jkl
+    # run-time columns x_jkl: usable configuration, room in the slot after the configuration's first progress
+    earliest = np.maximum(lo[None, None, :], (release[:, None] + overhead[None, :])[:, :, None])  # a_jkl
     room = hi[None, None, :] - earliest
-    in_window = np.arange(n_slots)[None, None, :] < end[:, None, None]
-    jj, kk, ll = np.nonzero(np.isfinite(s.run)[:, :, None] & in_window & (room > 0))
+    jj, kk, ll = np.nonzero(usable[:, :, None] & (room > 0))
     n_x = len(jj)
-    inv_run = 1.0 / s.run[jj, kk]
-    col_x = np.arange(n_x)
-    col_y = n_x + np.arange(n_jobs)  # tail fractions
-    col_c = n_x + n_jobs + np.arange(n_jobs)  # completion times
+    inv_run = 1.0 / run[jj, kk]
     jobs = np.arange(n_jobs)
-    n_cols = n_x + 2 * n_jobs
-    a_eq = coo_array(
-        (np.concatenate([inv_run, np.ones(n_jobs)]), (np.concatenate([jj, jobs]), np.concatenate([col_x, col_y]))),
-        shape=(n_jobs, n_cols),
-    ).tocsr()
-    # one configuration at a time: a row per (job, slot) pair with two or more columns
-    pair, pair_of, pair_count = np.unique(jj * n_slots + ll, return_inverse=True, return_counts=True)
-    kept = np.flatnonzero(pair_count > 1)
-    pair_row = np.full(len(pair), -1)
-    pair_row[kept] = np.arange(len(kept))
-    shared = pair_count[pair_of] > 1
-    pj, pl = pair[kept] // n_slots, pair[kept] % n_slots
-    pair_rhs = np.clip(hi[pl] - np.maximum(lo[pl], s.first_progress[pj]), 0.0, None)
-    # capacity: a row per (GPU type, slot) that has columns
-    cap_key, cap_of = np.unique(s.type_index[kk] * n_slots + ll, return_inverse=True)
-    n_pairs, n_cap = len(kept), len(cap_key)
-    cap_rhs = s.type_gpus[cap_key // n_slots] * (hi - lo)[cap_key % n_slots]
-    # completion: sum a x / p + H y - C <= -p_min / 2
-    p_min = np.min(s.run, axis=1)
+    col_x, col_y, col_c = np.arange(n_x), n_x + jobs, n_x + n_jobs + jobs
+    # rows: one configuration at a time per (job, slot); capacity per (GPU type, slot); completion; work
+    pair, pair_of = np.unique(jj * n_slots + ll, return_inverse=True)
+    pair_rhs = np.clip(hi[pair % n_slots] - np.maximum(lo[pair % n_slots], first_progress[pair // n_slots]), 0.0, None)
+    cap, cap_of = np.unique(times.type_index[kk] * n_slots + ll, return_inverse=True)
+    cap_rhs = times.type_gpus[cap // n_slots] * (hi - lo)[cap % n_slots]
+    done_row = len(pair) + len(cap)
+    work_row = done_row + n_jobs
+    p_min = np.min(run, axis=1)
     rows = np.concatenate(
-        [
-            pair_row[pair_of[shared]],
-            n_pairs + cap_of,
-            n_pairs + n_cap + jj,
-            n_pairs + n_cap + jobs,
-            n_pairs + n_cap + jobs,
-        ]
+        [pair_of, len(pair) + cap_of, done_row + jj, done_row + jobs, done_row + jobs, work_row + jj, work_row + jobs]
     )
-    cols = np.concatenate([col_x[shared], col_x, col_x, col_y, col_c])
+    cols = np.concatenate([col_x, col_x, col_x, col_y, col_c, col_x, col_y])
     data = np.concatenate(
         [
-            np.ones(int(shared.sum())),
-            s.gpus[kk].astype(float),
-            earliest[jj, kk, ll] * inv_run,
-            s.bounds[end],
+            np.ones(n_x),  # sum_k x_jkl <= room after the first progress
+            times.gpus[kk].astype(float),  # sum n_k x_jkl <= G_g x slot length
+            earliest[jj, kk, ll] * inv_run,  # sum a x / p + b_L y - C <= -p_min / 2
+            np.full(n_jobs, b[-1]),
             -np.ones(n_jobs),
+            inv_run,  # sum x / p + y = 1
+            np.ones(n_jobs),
         ]
     )
-    a_ub = coo_array((data, (rows, cols)), shape=(n_pairs + n_cap + n_jobs, n_cols)).tocsr()
-    lower = np.concatenate([np.zeros(n_x + n_jobs), s.release + s.lb1])
-    upper = np.concatenate([room[jj, kk, ll], np.ones(n_jobs), np.full(n_jobs, np.inf)])
+    matrix = coo_array((data, (rows, cols)), shape=(work_row + n_jobs, n_x + 2 * n_jobs)).tocsc()
+    # the first columns: each job's fastest and per type most GPU-efficient configurations, early slots
+    area = np.where(usable, times.gpus[None, :] * run, np.inf)
+    first = np.zeros_like(usable)
+    for t in range(len(times.gpu_types)):
+        in_type = np.where(times.type_index[None, :] == t, area, np.inf)
+        first[jobs, in_type.argmin(axis=1)] |= np.isfinite(in_type.min(axis=1))
+    first[jobs, run.argmin(axis=1)] = True
     return _Problem(
         cost=np.concatenate([np.zeros(n_x + n_jobs), np.full(n_jobs, 1.0 / n_jobs)]),
-        a_ub=a_ub,
-        b_ub=np.concatenate([pair_rhs, cap_rhs, -p_min / 2]),
-        a_eq=a_eq,
-        b_eq=np.ones(n_jobs),
-        bounds=np.column_stack([lower, upper]),
-        n_jobs=n_jobs,
+        matrix=matrix,
+        row_lower=np.concatenate([np.full(done_row + n_jobs, -np.inf), np.ones(n_jobs)]),
+        row_upper=np.concatenate([pair_rhs, cap_rhs, -p_min / 2, np.ones(n_jobs)]),
+        col_lower=np.concatenate([np.zeros(n_x + n_jobs), release + lb1]),
+        col_upper=np.concatenate([room[jj, kk, ll], np.ones(n_jobs), np.full(n_jobs, np.inf)]),
+        n_x=n_x,
+        seed=first[jj, kk] & (lo[ll] < (release + lb1 + seed_window)[jj]),
     )
-
-
-def _solve(problem: _Problem) -> tuple[np.ndarray, np.ndarray]:
-    """Solve with HiGHS; (completion times, tail fractions); RuntimeError when it ends without an optimum."""
-    result = linprog(
-        problem.cost,
-        A_ub=problem.a_ub,
-        b_ub=problem.b_ub,
-        A_eq=problem.a_eq,
-        b_eq=problem.b_eq,
-        bounds=problem.bounds,
-        method="highs-ipm",
-    )
-    if result.status != 0:
-        raise RuntimeError(f"the bound LP was not solved: {result.message}")
-    n = problem.n_jobs
-    return result.x[-n:], result.x[-2 * n : -n]
 
 
 @dataclass(frozen=True)
 class Bounds:
     """Lower bounds on the average JCT of one workload (seconds), with the LP's size and cost.
+
+    ``lp_vars`` / ``lp_rows`` / ``lp_nonzeros`` are the full LP's, ``lp_active_vars`` the columns
+    its column generation ended with after ``lp_solves`` solves.
 
     ``lb1_jct_s`` / ``lp_jct_s`` are the per-job bounds in workload order (each job's LP value
     is its completion-time variable, never below its LB1); ``overhead_class`` is the
@@ -431,6 +427,7 @@ class Bounds:
     lp_vars: int
     lp_rows: int
     lp_nonzeros: int
+    lp_active_vars: int
     lp_solves: int
     lp_build_s: float
     lp_solve_s: float
@@ -460,6 +457,7 @@ def workload_bounds(
         lp_vars=solution.n_vars,
         lp_rows=solution.n_rows,
         lp_nonzeros=solution.n_nonzeros,
+        lp_active_vars=solution.n_active,
         lp_solves=solution.solves,
         lp_build_s=solution.build_s,
         lp_solve_s=solution.solve_s,

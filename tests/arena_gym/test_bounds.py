@@ -30,8 +30,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linprog
 
-from arena_gym.bounds import BoundsCache, LPConfig, lp_bound, run_times, slot_boundaries, workload_bounds
+from arena_gym.bounds import BoundsCache, LPConfig, _build, lp_bound, run_times, slot_boundaries, workload_bounds
 from arena_gym.cluster import PRESETS
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
@@ -401,7 +402,9 @@ def test_finer_slots_tighten_the_lp() -> None:
     jobs = [
         job(f"j{i}", float(t), int(rng.integers(50, 600)), "a40", 1) for i, t in enumerate(rng.integers(0, 600, 12))
     ]
-    coarse = lp_bound(run_times(jobs, TOY, PERF, sim_config("pruned")), LPConfig(growth=2.0, first_slot_frac=0.5, max_slot_frac=4.0))
+    coarse = lp_bound(
+        run_times(jobs, TOY, PERF, sim_config("pruned")), LPConfig(growth=2.0, first_slot_frac=0.5, max_slot_frac=4.0)
+    )
     fine = lp_bound(run_times(jobs, TOY, PERF, sim_config("pruned")), LPConfig(growth=0.1, first_slot_frac=0.02))
     assert fine.n_slots > coarse.n_slots
     assert fine.avg_jct_s >= coarse.avg_jct_s * (1 - TOL)
@@ -422,3 +425,33 @@ def test_bounds_cache_remembers_per_workload() -> None:
 def test_workload_bounds_needs_jobs() -> None:
     with pytest.raises(ValueError, match="at least one job"):
         workload_bounds([], TOY, PERF)
+
+
+def test_column_generation_reaches_the_full_lp_optimum() -> None:
+    rng = np.random.default_rng(11)
+    perf = uniform_model(counts=(1, 2, 4))
+    jobs = [
+        job(f"j{i}", float(t), int(rng.integers(50, 1500)), "a40", 1, model=GPT if rng.random() < 0.5 else MOE)
+        for i, t in enumerate(np.sort(rng.integers(0, 3000, 14)))
+    ]
+    times = run_times(jobs, PRESET_TINY, perf, sim_config("pruned"))
+    solution = lp_bound(times)
+    assert solution.n_active < solution.n_vars  # the restricted LP ended smaller than the full one
+    # the full LP, every column at once, through scipy's linprog
+    lb1 = times.lb1_s()
+    unit, origin = float(np.median(lb1)), float(times.release_s.min())
+    slots = (slot_boundaries(times.release_s, lb1, LPConfig()) - origin) / unit
+    full = _build(times, slots, (times.release_s - origin) / unit, lb1 / unit, unit, LPConfig().job_window)
+    upper = np.isinf(full.row_lower)
+    result = linprog(
+        full.cost,
+        A_ub=full.matrix[upper],
+        b_ub=full.row_upper[upper],
+        A_eq=full.matrix[~upper],
+        b_eq=full.row_upper[~upper],
+        bounds=np.column_stack([full.col_lower, full.col_upper]),
+        method="highs",
+    )
+    assert result.status == 0
+    full_avg = (result.fun - float(np.mean((times.release_s - origin) / unit))) * unit
+    assert solution.avg_jct_s == pytest.approx(full_avg, rel=1e-7)
