@@ -216,7 +216,7 @@ class LPSolution:
     """
 
     avg_jct_s: float
-    jct_s: np.ndarray
+    jct_s: tuple[float, ...]
     n_slots: int
     n_vars: int
     n_rows: int
@@ -266,7 +266,7 @@ def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
     n_jobs = times.n_jobs
     if not np.all(np.isfinite(lb1)):
         log.warning("%d job(s) cannot run on any configuration: the bound is infinite", int(np.sum(~np.isfinite(lb1))))
-        return LPSolution(math.inf, np.full(n_jobs, math.inf), 0, 0, 0, 0, 0, 0, time.perf_counter() - t0, 0.0)
+        return LPSolution(math.inf, (math.inf,) * n_jobs, 0, 0, 0, 0, 0, 0, time.perf_counter() - t0, 0.0)
     unit = max(float(np.median(lb1)), 1.0)  # a time unit of about a job's length keeps the coefficients near 1
     origin = float(times.release_s.min())
     bounds = (slot_boundaries(times.release_s, lb1, config) - origin) / unit
@@ -277,7 +277,7 @@ def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
     jct = completion * unit + origin - times.release_s
     return LPSolution(
         avg_jct_s=float(np.mean(jct)),
-        jct_s=jct,
+        jct_s=tuple(float(v) for v in jct),
         n_slots=len(bounds) - 1,
         n_vars=len(problem.cost),
         n_rows=problem.matrix.shape[0],
@@ -408,29 +408,32 @@ def _build(
 
 @dataclass(frozen=True)
 class Bounds:
-    """Lower bounds on the average JCT of one workload (seconds), with the LP's size and cost.
+    """Lower bounds on the average JCT of one workload (seconds): LB1 and the LP (with its size and cost in ``lp``).
 
-    ``lp_vars`` / ``lp_rows`` / ``lp_nonzeros`` are the full LP's, ``lp_active_vars`` the columns
-    its column generation ended with after ``lp_solves`` solves.
-
-    ``lb1_jct_s`` / ``lp_jct_s`` are the per-job bounds in workload order (each job's LP value
-    is its completion-time variable, never below its LB1); ``overhead_class`` is the
+    ``lb1_jct_s`` / ``lp_jct_s`` are the per-job bounds in workload order (a job's LP value is
+    its completion-time variable, never below its LB1); ``overhead_class`` is the
     reconfiguration overhead class both bounds charge.
     """
 
     lb1_avg_jct_s: float
-    lp_avg_jct_s: float
     lb1_jct_s: tuple[float, ...]
-    lp_jct_s: tuple[float, ...]
+    lp: LPSolution
     overhead_class: str
-    lp_slots: int
-    lp_vars: int
-    lp_rows: int
-    lp_nonzeros: int
-    lp_active_vars: int
-    lp_solves: int
-    lp_build_s: float
-    lp_solve_s: float
+
+    @property
+    def lp_avg_jct_s(self) -> float:
+        """The LP bound on the average JCT."""
+        return self.lp.avg_jct_s
+
+    @property
+    def lp_jct_s(self) -> tuple[float, ...]:
+        """The LP's per-job bounds."""
+        return self.lp.jct_s
+
+    @property
+    def lp_solve_s(self) -> float:
+        """Seconds HiGHS took, every solve of the column generation together."""
+        return self.lp.solve_s
 
 
 def workload_bounds(
@@ -446,21 +449,8 @@ def workload_bounds(
     sim_config = sim_config if sim_config is not None else SimConfig()
     times = run_times(jobs, cluster, truth, sim_config)
     lb1 = times.lb1_s()
-    solution = lp_bound(times, lp)
     return Bounds(
-        lb1_avg_jct_s=float(np.mean(lb1)),
-        lp_avg_jct_s=solution.avg_jct_s,
-        lb1_jct_s=tuple(float(v) for v in lb1),
-        lp_jct_s=tuple(float(v) for v in solution.jct_s),
-        overhead_class=str(sim_config.overhead_class),
-        lp_slots=solution.n_slots,
-        lp_vars=solution.n_vars,
-        lp_rows=solution.n_rows,
-        lp_nonzeros=solution.n_nonzeros,
-        lp_active_vars=solution.n_active,
-        lp_solves=solution.solves,
-        lp_build_s=solution.build_s,
-        lp_solve_s=solution.solve_s,
+        float(np.mean(lb1)), tuple(float(v) for v in lb1), lp_bound(times, lp), str(sim_config.overhead_class)
     )
 
 

@@ -371,8 +371,9 @@ def test_lp_is_never_below_lb1_per_job() -> None:
     bounds = workload_bounds(jobs, PRESET_TINY, perf, sim_config("pruned"))
     assert all(lp >= lb1 * (1 - TOL) for lp, lb1 in zip(bounds.lp_jct_s, bounds.lb1_jct_s))
     assert bounds.lp_avg_jct_s > bounds.lb1_avg_jct_s  # 30 jobs on 8 GPUs contend
-    assert bounds.lp_vars > 0 and bounds.lp_rows > 0 and bounds.lp_nonzeros >= bounds.lp_vars
-    assert bounds.lp_solves >= 1 and bounds.lp_solve_s >= 0 and bounds.overhead_class == "pruned"
+    lp = bounds.lp
+    assert 0 < lp.n_active <= lp.n_vars and lp.n_rows > 0 and lp.n_nonzeros >= lp.n_vars
+    assert lp.solves >= 1 and bounds.lp_solve_s == lp.solve_s >= 0 and bounds.overhead_class == "pruned"
 
 
 def test_infeasible_job_makes_the_bound_infinite() -> None:
