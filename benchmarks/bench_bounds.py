@@ -70,7 +70,7 @@ def main() -> None:
         f"(Arena: {arena_s:.0f} s)"
     )
     print(
-        f"{'window':34s} {'LB1 h':>7s} {'LP h':>7s} {'Arena h':>8s} {'LB1/A':>6s} {'LP/A':>6s} {'vars':>6s} {'solve s':>7s}"
+        f"{'window':34s} {'LB1 h':>7s} {'LP h':>7s} {'Arena h':>8s} {'LB1/A':>6s} {'LP/A':>6s} {'cols':>7s} {'active':>6s} {'solve s':>7s}"
     )
     rows = []
     for w in workloads:

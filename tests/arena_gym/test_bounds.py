@@ -264,11 +264,12 @@ def policy_jct(name: str, jobs: list[JobSpec], cluster: ClusterSpec, truth: Perf
     return metrics["avg_jct_s"], str(policy.ap_search)
 
 
-#: Toy workloads: three jobs on TOY, four on ONE_NODE (their requests fit either cluster's types).
+#: Toy workloads: three jobs on TOY, four on ONE_NODE. They request shapes whose reference times ship with the
+#: belief of the search policies, so that every registered policy can run them.
 TOY_WORKLOADS = {
     "toy-staggered": (
         TOY,
-        [job("a", 0.0, 300, "a40", 2), job("b", 100.0, 30, "a10", 1), job("c", 150.0, 80, "a40", 1, model=MOE)],
+        [job("a", 0.0, 300, "a40", 2), job("b", 100.0, 30, "a10", 2), job("c", 150.0, 80, "a40", 1)],
     ),
     "toy-burst": (
         TOY,
@@ -280,7 +281,7 @@ TOY_WORKLOADS = {
             job("a", 0.0, 120, "a40", 2),
             job("b", 0.0, 60, "a40", 1),
             job("c", 20.0, 200, "a40", 2),
-            job("d", 90.0, 40, "a40", 1, model=MOE),
+            job("d", 90.0, 40, "a40", 1),
         ],
     ),
 }
