@@ -23,8 +23,9 @@ time, so ``C_j - r_j >= sum_k (o_k + f_k p_k) >= sum_k f_k (o_k + p_k) >= min_k 
 (using ``f_k <= 1`` and ``sum_k f_k = 1``).
 
 **The LP is valid.** Time after the first release is cut into slots ``[b_l, b_l+1)`` (release
-dates are boundaries; lengths grow geometrically after each release, up to a horizon ``b_L``
-after which one unbounded tail slot follows). Variable ``x_jkl`` is the run time of job ``j``
+dates are boundaries; lengths grow geometrically after each release, capped while jobs are
+released and queued, see :class:`LPConfig`, up to a horizon ``b_L`` after which one unbounded
+tail slot follows). Variable ``x_jkl`` is the run time of job ``j``
 on configuration ``k`` in slot ``l``, ``y_j`` the fraction of its work done after ``b_L`` and
 ``C_j`` its completion time. Map any simulator schedule to them (``x`` = its run seconds,
 ``y`` = its work after ``b_L``, ``C`` = its completion times). Then every constraint holds:
@@ -45,8 +46,9 @@ on configuration ``k`` in slot ``l``, ``y_j`` the fraction of its work done afte
 So the LP optimum of ``mean_j (C_j - r_j)`` is at most any schedule's average JCT. Coarser
 slots only weaken constraint 4 (the slot start stands for the true time), never validity.
 Configurations dominated by fewer GPUs of the same type that are at least as fast are dropped
-(moving their work there satisfies every constraint at no higher objective), which leaves
-the optimum unchanged.
+(moving their work there satisfies every constraint at no higher objective: the overhead
+grows with the GPU count), which leaves the optimum unchanged. :func:`lp_bound` solves the LP
+to optimality by column generation.
 """
 
 from __future__ import annotations
