@@ -4,13 +4,19 @@
 suite's workloads and writes into ``config.out_dir``:
 
 - ``per_workload.csv``: one row per (workload, policy): avg / median / p95 JCT, padded JCT,
-  queueing, makespan, jobs finished, utilisation, reconfigurations, preemptions, and the
-  policy's ``clairvoyant`` flag and restart ``overhead_class``;
+  queueing, makespan, jobs finished, utilisation, reconfigurations, preemptions, the
+  policy's ``clairvoyant`` flag and restart ``overhead_class``, and (``bounds``) the
+  workload's lower bounds ``lb1_avg_jct_s`` and ``lp_avg_jct_s`` (:mod:`arena_gym.bounds`);
 - ``jobs.csv``: the JCT of every finished job;
 - ``summary.csv`` / ``summary.md``: per policy the mean of ``metric`` with its bootstrap 95%
   interval, win / tie / loss counts against the reference, the mean paired difference with
-  its bootstrap 95% interval, the mean per-workload ratio, and Wilcoxon / paired t-test p-values;
-- ``vs_reference.png`` (per-workload scatter) and ``cdf.png`` (ratio and per-job JCT CDFs);
+  its bootstrap 95% interval, the mean per-workload ratio, Wilcoxon / paired t-test p-values,
+  the interquartile mean of the score ``reference / policy`` and the probability of
+  improvement over the reference with stratified-bootstrap intervals
+  (:mod:`arena_gym.harness.aggregates`, rliable), and with bounds the mean ratios to LB1 and
+  the LP and the share of the reference's gap to the LP the policy closes;
+- ``vs_reference.png`` (per-workload scatter), ``cdf.png`` (ratio and per-job JCT CDFs) and
+  ``performance_profile.png`` (rliable's score distributions);
 - ``config.json`` (the config, the suite's workloads, seed and code version).
 
 With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a wandb run.
@@ -26,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
@@ -66,6 +73,7 @@ class EvalConfig:
     wandb_mode: str = "disabled"
     progress: bool = True
     workers: int = 1
+    bounds: bool = True
 
     def __post_init__(self) -> None:
         problems = []
@@ -128,13 +136,20 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
         step = len(workloads) / config.limit
         workloads = [workloads[int(i * step)] for i in range(config.limit)]
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
-    evaluator = Evaluator(suite.parts[0].config, workloads)
+    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds)
     jct_rows: list[dict[str, Any]] = []
     table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if config.bounds else None
+    if lp is not None:
+        summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
+    rl = aggregate(
+        table, lp, AggregateConfig(config.reference, config.metric, seed=config.seed), out / "performance_profile.png"
+    )
+    summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
     write_csv(out / "per_workload.csv", table)
     write_csv(out / "jobs.csv", jobs)
     write_csv(out / "summary.csv", summary)
@@ -158,25 +173,61 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     return EvalResult(table, summary, out, wall)
 
 
+def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:
+    """Per policy: the mean ratio of its metric to each lower bound, and the share of the reference's gap to the LP it closes.
+
+    ``gap_closed`` averages ``(J_ref - J_p) / (J_ref - LP)`` over the workloads: 0 is the
+    reference's level, 1 the bound (unreachable in general: the LP relaxes the cluster).
+    """
+    wide = table.pivot(index="workload", columns="policy", values=metric)
+    lb1 = table.groupby("workload")["lb1_avg_jct_s"].first().reindex(wide.index)
+    lp = table.groupby("workload")["lp_avg_jct_s"].first().reindex(wide.index)
+    rows = []
+    for policy in dict.fromkeys(table["policy"]):
+        values = wide[policy]
+        rows.append(
+            {
+                "policy": policy,
+                "mean_ratio_to_lb1": float((values / lb1).mean()),
+                "mean_ratio_to_lp": float((values / lp).mean()),
+                "gap_closed": float(((wide[reference] - values) / (wide[reference] - lp)).mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite) -> str:
     """The summary as a Markdown table in hours, with the suite named above it."""
     rows = []
+    bounds = "mean_ratio_to_lp" in summary.columns
     for r in summary.itertuples(index=False):
-        rows.append(
-            {
-                "policy": r.policy,
-                "clairvoyant": "yes" if r.clairvoyant else "no",
-                "overhead": r.overhead_class,
-                f"mean {metric} (h)": f"{r.mean / 3600:.2f} [{r.mean_ci_low / 3600:.2f}, {r.mean_ci_high / 3600:.2f}]",
-                "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
-                "mean diff (h)": f"{r.mean_diff / 3600:+.2f} [{r.diff_ci_low / 3600:+.2f}, {r.diff_ci_high / 3600:+.2f}]",
-                "mean ratio": f"{r.mean_ratio:.3f}",
-                "Wilcoxon p": f"{r.wilcoxon_p:.2g}",
-            }
-        )
+        row = {
+            "policy": r.policy,
+            "clairvoyant": "yes" if r.clairvoyant else "no",
+            "overhead": r.overhead_class,
+            f"mean {metric} (h)": f"{r.mean / 3600:.2f} [{r.mean_ci_low / 3600:.2f}, {r.mean_ci_high / 3600:.2f}]",
+            "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
+            "mean diff (h)": f"{r.mean_diff / 3600:+.2f} [{r.diff_ci_low / 3600:+.2f}, {r.diff_ci_high / 3600:+.2f}]",
+            "mean ratio": f"{r.mean_ratio:.3f}",
+            "Wilcoxon p": f"{r.wilcoxon_p:.2g}",
+            "IQM score": f"{r.iqm_score:.3f} [{r.iqm_score_lo:.3f}, {r.iqm_score_hi:.3f}]",
+            "P(improvement)": f"{r.poi:.2f} [{r.poi_lo:.2f}, {r.poi_hi:.2f}]",
+        }
+        if bounds:
+            row.update(
+                {
+                    "ratio to LP": f"{r.mean_ratio_to_lp:.2f}",
+                    "ratio to LB1": f"{r.mean_ratio_to_lb1:.2f}",
+                    "gap closed": f"{r.gap_closed:+.3f}",
+                }
+            )
+        rows.append(row)
     head = (
         f"Suite `{suite.name}` ({suite.description}); {int(summary['workloads'].max())} workloads; "
-        f"95% bootstrap intervals; differences are policy - reference.\n\n"
+        f"95% bootstrap intervals; differences are policy - reference; IQM of the per-workload score "
+        f"reference / policy and the probability of improvement over the reference (rliable, stratified "
+        f"bootstrap); ratios to the lower bounds (LB1: each job alone on its best grid; LP: the relaxation "
+        f"of the cluster's capacity) and the share of the reference's gap to the LP closed.\n\n"
     )
     return head + to_markdown(pd.DataFrame(rows))
 

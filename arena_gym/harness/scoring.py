@@ -4,7 +4,10 @@ The workloads are :class:`envs.Workload` objects: windows of a trace split or ge
 at a load level, each with the cluster it runs on (see :mod:`envs.workload`). The table has one
 row per (workload, policy) with the run's metrics, the padded average JCT across the policies
 of the same call, what the policy knows (``clairvoyant``) and the restart overhead class it
-paid (``overhead_class``).
+paid (``overhead_class``); with ``bounds`` also the workload's lower bounds on the average JCT
+(``lb1_avg_jct_s``: every job alone on its best grid; ``lp_avg_jct_s``: the LP relaxation of
+the cluster's capacity; :mod:`arena_gym.bounds`), charged Arena's pruned overhead class, so
+they hold for every policy that pays at least it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.rl.algos import greedy_action
+from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.executor import run_tasks
 from arena_gym.loop import run_episode
@@ -26,7 +30,7 @@ from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
-from arena_gym.types import ClusterSpec
+from arena_gym.types import ClusterSpec, OverheadClass
 from envs import EnvConfig, ObservationPolicy, Workload, WorkloadSampler
 from envs.arena_env import resolve_perf
 from envs.clusters import resolve_cluster
@@ -90,11 +94,12 @@ class Evaluator:
     runs each workload on a fresh :class:`SimBackend` and pays its own restart overhead class.
     """
 
-    def __init__(self, config: EnvConfig, workloads: Sequence[Workload]) -> None:
+    def __init__(self, config: EnvConfig, workloads: Sequence[Workload], bounds: bool = False) -> None:
         if not workloads:
             raise ValueError("evaluation needs at least one workload")
         self.config = config
         self.workloads = tuple(workloads)
+        self.bounds = bounds
         self._models: dict[str, tuple[ClusterSpec, PerfModel, PerfModel]] = {}
 
     @classmethod
@@ -170,7 +175,7 @@ class Evaluator:
         """
         if workers <= 1 or len(self.workloads) < 2:
             return self.score({label: make_policy(spec, seed) for label, spec in specs.items()}, progress, jct_rows)
-        tasks = [(self.config, w, dict(specs), seed) for w in self.workloads]
+        tasks = [(self.config, w, dict(specs), seed, self.bounds) for w in self.workloads]
         rows: list[dict[str, Any]] = []
         for scored, jobs in run_tasks(_score_task, tasks, workers, progress, unit="workload"):
             rows.extend(scored)
@@ -206,14 +211,19 @@ class Evaluator:
             jobs.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
         for row, padded in zip(rows, padded_means(jcts).values()):
             row["padded_jct_s"] = padded
+        if self.bounds:
+            cluster, truth, _ = self.models(workload.cluster)
+            found = workload_bounds(workload.jobs, cluster, truth, self.config.sim_config(OverheadClass.PRUNED))
+            for row in rows:
+                row.update(lb1_avg_jct_s=found.lb1_avg_jct_s, lp_avg_jct_s=found.lp_avg_jct_s)
         return rows, jobs
 
 
-def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int]) -> tuple[list[dict], list[dict]]:
+def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int, bool]) -> tuple[list[dict], list[dict]]:
     """Worker: one workload under every policy, built by spec in this process."""
-    config, workload, specs, seed = task
+    config, workload, specs, seed, bounds = task
     policies = {label: make_policy(spec, seed) for label, spec in specs.items()}
-    return Evaluator(config, [workload]).score_workload(workload, policies)
+    return Evaluator(config, [workload], bounds).score_workload(workload, policies)
 
 
 def padded_means(jcts: Mapping[str, Sequence[float]]) -> dict[str, float]:

@@ -61,6 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=bounded_int(1, 256), default=1, help="local worker processes, one workload each at a time"
     )
+    parser.add_argument(
+        "--no-bounds", action="store_true", help="skip the lower bounds per workload (LB1, LP relaxation)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=handle)
 
@@ -94,6 +97,7 @@ def handle(args: argparse.Namespace) -> int:
         wandb_mode=mode,
         progress=not args.no_progress,
         workers=args.workers,
+        bounds=not args.no_bounds,
     )
     result = evaluate(config)
     print((result.out_dir / "summary.md").read_text(), end="")

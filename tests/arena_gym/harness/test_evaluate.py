@@ -122,12 +122,19 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
         "summary.md",
         "vs_reference.png",
         "cdf.png",
+        "performance_profile.png",
         "config.json",
     ):
         assert (tmp_path / "a" / name).is_file(), name
+    table = first.per_workload
+    assert (table["lp_avg_jct_s"] >= table["lb1_avg_jct_s"] - 1e-6).all()
+    finished = table[table["jobs_finished"] == table["jobs_total"]]
+    assert (finished["avg_jct_s"] >= finished["lp_avg_jct_s"] * (1 - 1e-9)).all()  # a bound holds for every policy
     summary = first.summary.set_index("policy")
     assert list(summary.index) == ["arena", "fcfs", "tiresias", "srtf"]
     assert summary.loc["arena", "ties"] == 3 and summary.loc["fcfs", "workloads"] == 3
+    assert summary.loc["arena", "gap_closed"] == 0 and summary.loc["arena", "poi"] == 0.5
+    assert summary.loc["arena", "iqm_score"] == 1 and summary.loc["fcfs", "mean_ratio_to_lp"] >= 1
     assert bool(summary.loc["srtf", "clairvoyant"]) and not bool(summary.loc["arena", "clairvoyant"])
     assert summary.loc["arena", "overhead_class"] == "pruned" and summary.loc["fcfs", "overhead_class"] == "full"
     assert len(pd.read_csv(tmp_path / "a" / "jobs.csv")) == first.per_workload["jobs_finished"].sum()
