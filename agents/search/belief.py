@@ -395,6 +395,33 @@ class WorkBelief:
         return attrs, single, groups, scales, v
 
     # ------------------------------------------------------------------ the distribution
+    def scale_log_likelihood(
+        self,
+        jobs: Sequence[JobLike],
+        work: Sequence[float] | np.ndarray,
+        finished: Sequence[bool] | np.ndarray,
+        log_scales: np.ndarray,
+    ) -> np.ndarray:
+        """The log-likelihood of each log scale: every job's work ``exp(log_scale)`` times the belief's.
+
+        A finished job contributes the density of its total ``work`` (iterations), an unfinished
+        one the probability of exceeding the ``work`` it has attained (censored). Shape of
+        ``log_scales``.
+        """
+        _, _, groups, scales, v = self._prepare(list(jobs), work, "work")
+        done = np.asarray(finished, dtype=bool)
+        grid = np.asarray(log_scales, dtype=float)
+        total = np.zeros(grid.shape)
+        with np.errstate(divide="ignore"):
+            u = np.log(v * scales)
+        for g in np.unique(groups):
+            group = self.groups[g]
+            for rows, read in ((groups == g) & done, group.log_pdf), ((groups == g) & ~done, group.log_survival):
+                if rows.any():
+                    shifted = (u[rows][:, None] - grid.ravel()[None, :]).ravel()
+                    total += read(np.maximum(shifted, -700.0)).reshape(-1, grid.size).sum(axis=0).reshape(grid.shape)
+        return total
+
     def log_density(self, jobs: JobLike | Sequence[JobLike], iterations: float | Sequence[float]) -> np.ndarray:
         """The log density of each job's total iterations at ``iterations`` (a held-out log-likelihood)."""
         _, single, groups, scales, v = self._prepare(jobs, iterations, "iterations")
@@ -412,21 +439,24 @@ class WorkBelief:
         attained: float | Sequence[float] | np.ndarray,
         rng: np.random.Generator,
         n: int = 1,
+        log_scale: float = 0.0,
     ) -> np.ndarray:
         """``n`` draws of each job's total iterations given the iterations it has attained.
 
         Every draw is an integer above the attained (at least ``floor(attained) + 1``, at most
-        ``MAX_EXACT_INT``). One job: shape ``(n,)``; a sequence of jobs: ``(jobs, n)``.
+        ``MAX_EXACT_INT``). One job: shape ``(n,)``; a sequence of jobs: ``(jobs, n)``. With
+        ``log_scale`` the work is ``exp(log_scale)`` times the belief's (an episode's scale,
+        :mod:`agents.search.adaptive`).
         """
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
         _, single, groups, scales, a = self._prepare(jobs, attained, "attained")
         out = np.empty((len(a), n), dtype=np.int64)
         with np.errstate(divide="ignore"):
-            lower = np.log(a * scales)
+            lower = np.log(a * scales) - log_scale
         for g in np.unique(groups):
             rows = groups == g
-            draws = np.exp(self.groups[g].sample_above(lower[rows], rng, n)) / scales[rows, None]
+            draws = np.exp(self.groups[g].sample_above(lower[rows], rng, n) + log_scale) / scales[rows, None]
             floor = np.floor(a[rows])[:, None] + 1.0
             out[rows] = np.minimum(np.maximum(np.ceil(draws), floor), MAX_EXACT_INT)
         return out[0] if single else out

@@ -32,14 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from agents.common import configure
+from agents.common import Estimates, configure, requested
+from agents.search.adaptive import EpisodeScale, Observation
+from agents.search.arrivals import JobAttributes
 from agents.search.belief import KINDS, WorkBelief, default_belief
 from agents.search.worlds import rollout, sampled_world
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, JobId, OverheadModel, Snapshot
+from arena_gym.types import Decision, JobId, JobView, OverheadModel, Snapshot
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,8 @@ class LookaheadConfig:
     ``candidates`` the registered policies whose decisions compete with it; ``worlds`` (M) the
     sampled worlds per decision; ``horizon_s`` (H) how far each rollout runs; ``margin`` the
     relative improvement of the mean score a proposal needs; ``belief`` a packaged belief kind
-    (``real``, ``synthetic``) or a belief file; ``oracle`` plans on the true world instead
+    (``real``, ``synthetic``) or a belief file; ``adapt`` infers the episode's work scale from
+    the jobs seen (:mod:`agents.search.adaptive`); ``oracle`` plans on the true world instead
     (clairvoyant); ``budget_s`` a wall-clock limit per decision (None: none); ``overhead`` the
     reconfiguration overheads the worlds charge.
     """
@@ -61,6 +64,7 @@ class LookaheadConfig:
     horizon_s: float = 4 * 3600.0
     margin: float = 0.01
     belief: str = "real"
+    adapt: bool = True
     oracle: bool = False
     budget_s: float | None = None
     overhead: OverheadModel = OverheadModel()
@@ -112,6 +116,9 @@ class Lookahead:
         self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
         self._rng = np.random.default_rng(self._seed)
         self._arrivals: dict[JobId, float] = {}
+        self._seen: dict[JobId, Observation] = {}
+        self._last: dict[JobId, JobView] = {}
+        self._estimates = Estimates(dp=False)
         self.searched = 0  # decision points where the proposals differed (per episode)
         self.changed = 0  # of which the base decision was replaced
 
@@ -129,13 +136,13 @@ class Lookahead:
         for policy in self.candidates:
             policy.reset()
         self._rng = np.random.default_rng(self._seed)
-        self._arrivals = {}
+        self._arrivals, self._seen, self._last = {}, {}, {}
+        self._estimates.clear()
         self.searched = self.changed = 0
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
-        for view in (*snapshot.pending, *snapshot.running):
-            self._arrivals.setdefault(view.job_id, view.spec.submit_time)
+        self._observe(snapshot)
         base = self.base.decide(snapshot)
         proposals = [base]
         for policy in self.candidates:
@@ -153,6 +160,35 @@ class Lookahead:
             return proposals[best]
         return base
 
+    def _observe(self, snapshot: Snapshot) -> None:
+        """Note arrival times and every job's attained work; a departed job's total from its last view."""
+        now = snapshot.now
+        self._estimates.bind(snapshot.perf)
+        for job in snapshot.departures:
+            last = self._last.pop(job, None)
+            seen = self._seen.get(job)
+            if last is not None and seen is not None:
+                self._seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
+        for view in (*snapshot.pending, *snapshot.running):
+            self._arrivals.setdefault(view.job_id, view.spec.submit_time)
+            seen = self._seen.get(view.job_id)
+            attributes = seen.attributes if seen is not None else self._attributes(view, snapshot)
+            self._seen[view.job_id] = Observation(attributes, view.iterations_done(now), False)
+            self._last[view.job_id] = view
+
+    def _attributes(self, view: JobView, snapshot: Snapshot) -> JobAttributes:
+        """A job's attributes with its reference iteration time from the snapshot's belief model (requested shape)."""
+        gpu_type, n = requested(view.spec, snapshot)
+        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
+        attributes = JobAttributes.of(view)
+        return (
+            JobAttributes(
+                attributes.model, attributes.global_batch, attributes.gpu_type, attributes.num_gpus, reference
+            )
+            if math.isfinite(reference)
+            else attributes
+        )
+
     def _scores(self, snapshot: Snapshot, proposals: Sequence[Decision]) -> list[list[float]]:
         """Each proposal's jobs-in-system integral in each world (common random numbers across proposals)."""
         cfg = self.config
@@ -162,15 +198,22 @@ class Lookahead:
         deadline = time.perf_counter() + cfg.budget_s if cfg.budget_s is not None else math.inf
         scores: list[list[float]] = [[] for _ in proposals]
         shown = _as_is
-        for _ in range(1 if cfg.oracle else cfg.worlds):
-            world = self._world(snapshot, until, sim)
+        worlds = 1 if cfg.oracle else cfg.worlds
+        log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
+        for log_scale in log_scales:
+            world = self._world(snapshot, until, sim, float(log_scale))
             for i, decision in enumerate(proposals):
                 scores[i].append(rollout(world.fork(), decision, fork_policy(self.base), shown, now, until))
             if time.perf_counter() > deadline:
                 break
         return scores
 
-    def _world(self, snapshot: Snapshot, until: float, sim: SimConfig) -> SimBackend:
+    def _log_scales(self, n: int) -> np.ndarray:
+        """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""
+        scale = EpisodeScale(self.belief)
+        return self._rng.choice(np.asarray(scale.grid), size=n, p=scale.posterior(self._seen))
+
+    def _world(self, snapshot: Snapshot, until: float, sim: SimConfig, log_scale: float) -> SimBackend:
         if self.config.oracle:
             if snapshot.fork is None:
                 raise ValueError(f"{self.name}: the oracle plans on the true world, which this backend cannot fork")
@@ -179,7 +222,10 @@ class Lookahead:
             world.state.horizon = until
             return world
         arrivals = sorted(t for t in self._arrivals.values() if t <= snapshot.now)
-        return sampled_world(snapshot, self.belief, arrivals, until, self._rng, sim)
+        seen = self._seen
+        return sampled_world(
+            snapshot, self.belief, arrivals, until, self._rng, sim, log_scale, lambda v: seen[v.job_id].attributes
+        )
 
 
 def _as_is(snapshot: Snapshot) -> Snapshot:

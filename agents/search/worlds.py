@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from agents.search.arrivals import JobAttributes
 from agents.search.belief import WorkBelief
 from arena_gym.protocols import InvalidDecision, Policy
 from arena_gym.records import EventKind
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, JobId, JobSpec, Snapshot
+from arena_gym.types import Decision, JobId, JobSpec, JobView, Snapshot
 
 
 def sampled_world(
@@ -34,20 +35,31 @@ def sampled_world(
     until: float,
     rng: np.random.Generator,
     config: SimConfig,
+    log_scale: float = 0.0,
+    attributes: Callable[[JobView], JobAttributes] = JobAttributes.of,
 ) -> SimBackend:
     """A simulator continuing ``snapshot``: lengths given attained work, arrivals over ``(now, until]`` from the belief.
 
     ``arrivals`` are the submit times the policy has seen in this episode (the arrival
-    model's evidence); ``config`` should end the episode at ``until`` (its ``horizon_s``).
+    model's evidence); ``config`` should end the episode at ``until`` (its ``horizon_s``);
+    ``log_scale`` scales every job's work by ``exp(log_scale)`` (the episode's scale,
+    :mod:`agents.search.adaptive`); ``attributes`` gives a view's job attributes (with its
+    reference iteration time, where the belief's table lacks it).
     """
     now = snapshot.now
     views = (*snapshot.running, *snapshot.pending)
     attained = np.array([v.iterations_done(now) for v in views], dtype=np.float64)
-    totals = belief.sample_total(list(views), attained, rng).reshape(len(views), -1)[:, 0] if views else ()
+    jobs = [attributes(v) for v in views]
+    totals = belief.sample_total(jobs, attained, rng, log_scale=log_scale)[:, 0] if views else ()
     current = [(_spec(v.spec, int(total)), v) for v, total in zip(views, totals)]
     types = set(snapshot.cluster.gpu_types)
+    scale = math.exp(log_scale)
     future = [
-        _spec(s, s.iterations, requested_type=s.requested_gpu_type if s.requested_gpu_type in types else None)
+        _spec(
+            s,
+            max(1, round(s.iterations * scale)),
+            requested_type=s.requested_gpu_type if s.requested_gpu_type in types else None,
+        )
         for s in belief.future_jobs(now, arrivals, until - now, rng, taken={v.job_id for v in views})
         if s.submit_time > now
     ]
