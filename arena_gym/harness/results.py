@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arena_gym.harness.experiment import RunResult
-from arena_gym.metrics import JobOutcome, Replay, Timeline, job_outcomes, replayed, timeline
+from arena_gym.metrics import JobOutcome, Replay, Timeline, job_outcomes, padded_mean_jcts, replayed, timeline
 from arena_gym.outputs import code_version, write_json, write_rows
 from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
 from arena_gym.records import EpisodeRecord
@@ -148,21 +148,12 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
 
 
 def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, float]:
-    """The artifact's padding rule: pad each policy's finished JCTs with the largest JCT seen
-    (over all policies) up to the reference policy's finished count, then average.
-
-    ``reference="max"`` pads up to the largest finished count of any policy.
-    """
+    """The artifact's padding rule (:func:`arena_gym.metrics.padded_mean_jcts`) up to the reference policy's
+    finished count; ``reference="max"`` pads up to the largest finished count of any policy."""
     jcts = {r.record.policy: [o.jct for o in job_outcomes(r.record) if o.jct is not None] for r in results}
     if reference != "max" and reference not in jcts:
         raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)} (or 'max')")
-    worst = max((max(v) for v in jcts.values() if v), default=math.nan)
-    target = max(len(v) for v in jcts.values()) if reference == "max" else len(jcts[reference])
-    out = {}
-    for policy, values in jcts.items():
-        padded = values + [worst] * max(0, target - len(values))
-        out[policy] = sum(padded) / len(padded) if padded else math.nan
-    return out
+    return padded_mean_jcts(jcts, None if reference == "max" else len(jcts[reference]))
 
 
 def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:

@@ -26,7 +26,7 @@ from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.executor import run_tasks
 from arena_gym.loop import run_episode
-from arena_gym.metrics import compute_metrics, job_outcomes
+from arena_gym.metrics import compute_metrics, job_outcomes, padded_mean_jcts
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
@@ -209,7 +209,7 @@ class Evaluator:
                 }
             )
             jobs.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
-        for row, padded in zip(rows, padded_means(jcts).values()):
+        for row, padded in zip(rows, padded_mean_jcts(jcts).values()):
             row["padded_jct_s"] = padded
         if self.bounds:
             cluster, truth, _ = self.models(workload.cluster)
@@ -224,17 +224,6 @@ def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int, bool]) -> 
     config, workload, specs, seed, bounds = task
     policies = {label: make_policy(spec, seed) for label, spec in specs.items()}
     return Evaluator(config, [workload], bounds).score_workload(workload, policies)
-
-
-def padded_means(jcts: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """Per policy: the mean of its finished JCTs padded with the worst JCT seen up to the largest finished count."""
-    worst = max((max(v) for v in jcts.values() if v), default=math.nan)
-    target = max((len(v) for v in jcts.values()), default=0)
-    out = {}
-    for label, values in jcts.items():
-        padded = list(values) + [worst] * (target - len(values))
-        out[label] = float(np.mean(padded)) if padded else math.nan
-    return out
 
 
 def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:

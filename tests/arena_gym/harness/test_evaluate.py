@@ -15,12 +15,12 @@ from arena_gym.harness.scoring import (
     Evaluator,
     baseline_policies,
     mean_avg_jct,
-    padded_means,
     parse_policy_spec,
     summarise,
 )
 from arena_gym.harness.stats import bootstrap_ci, paired_comparison, summary_table
 from arena_gym.harness.suites import custom_suite, env_suite, get_suite
+from arena_gym.metrics import padded_mean_jcts
 from tests.rl_cases import ENV_ID, TRACE
 
 
@@ -42,7 +42,7 @@ def test_workloads_are_the_envs_and_scores_are_deterministic(env_overrides: dict
 
 
 def test_padding_uses_the_worst_jct_up_to_the_largest_finished_count() -> None:
-    padded = padded_means({"a": [1.0, 2.0, 3.0], "b": [1.0, 10.0], "c": []})
+    padded = padded_mean_jcts({"a": [1.0, 2.0, 3.0], "b": [1.0, 10.0], "c": []})
     assert padded == {"a": 2.0, "b": pytest.approx((1 + 10 + 10) / 3), "c": 10.0}
 
 
