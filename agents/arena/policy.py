@@ -60,6 +60,8 @@ class ArenaPolicy:
         self._runnable = {}
         self._seen_until = -math.inf
         self._oracle.reset()
+        if self.priority is not None:
+            self.priority.reset()
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """One scheduling round on ``snapshot``."""
@@ -89,6 +91,7 @@ class ArenaPolicy:
         """A copy with this episode's state that goes on independently (the memoised estimates are shared)."""
         twin = copy.copy(self)
         twin._runnable = dict(self._runnable)
+        twin.priority = self.priority.fork() if self.priority is not None else None
         return twin
 
     def _new_jobs(self, snapshot: Snapshot) -> list[JobView]:

@@ -17,12 +17,24 @@ from arena_gym.types import JobView, Snapshot
 
 
 class Priority(Protocol):
-    """Keys that order a snapshot's jobs (lower first); ``clairvoyant`` if they read the true remaining work."""
+    """Keys that order a snapshot's jobs (lower first); ``clairvoyant`` if they read the true remaining work.
+
+    A priority may remember the episode (it sees every snapshot the policy sees, in order):
+    ``reset`` forgets it, ``fork`` copies it for a rollout.
+    """
 
     clairvoyant: bool
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """The key of each job of ``snapshot`` (memoised within the snapshot)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the episode."""
+        ...
+
+    def fork(self) -> Priority:
+        """A copy that goes on independently."""
         ...
 
 
@@ -33,6 +45,13 @@ class ShortestRemaining:
 
     def __init__(self) -> None:
         self._estimates = Estimates(dp=False)
+
+    def reset(self) -> None:
+        """Nothing to forget (the estimates' memo is kept per belief model)."""
+
+    def fork(self) -> ShortestRemaining:
+        """Itself: it keeps no episode state."""
+        return self
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """(remaining seconds at the requested shape, submit time, job id)."""

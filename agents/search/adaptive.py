@@ -11,14 +11,16 @@ unfinished ones' survival probabilities as the likelihood. A sampled world draws
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from agents.common import Estimates, requested
 from agents.search.arrivals import JobAttributes
 from agents.search.belief import WorkBelief
-from arena_gym.types import JobId
+from arena_gym.types import JobId, JobView, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +57,51 @@ class EpisodeScale:
             )
         weights = np.exp(log_post - log_post.max())
         return weights / weights.sum()
+
+
+class EpisodeLog:
+    """What a policy has seen of an episode's jobs: arrival times, attained work, the totals of those that finished.
+
+    Call :meth:`observe` with every snapshot (it is the policy's own memory, built from
+    snapshots only). A departed job's total is its last view's progress extrapolated to the
+    departure (exact while its allocation did not change after that view). Each job's
+    attributes carry its reference iteration time from the snapshot's belief model.
+    """
+
+    def __init__(self) -> None:
+        self.arrivals: dict[JobId, float] = {}
+        self.seen: dict[JobId, Observation] = {}
+        self._last: dict[JobId, JobView] = {}
+        self._estimates = Estimates(dp=False)
+
+    def reset(self) -> None:
+        """Forget the episode."""
+        self.arrivals, self.seen, self._last = {}, {}, {}
+        self._estimates.clear()
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Note the snapshot's departures, arrivals and every job's attained work."""
+        now = snapshot.now
+        self._estimates.bind(snapshot.perf)
+        for job in snapshot.departures:
+            last, seen = self._last.pop(job, None), self.seen.get(job)
+            if last is not None and seen is not None:
+                self.seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
+        for view in (*snapshot.pending, *snapshot.running):
+            self.arrivals.setdefault(view.job_id, view.spec.submit_time)
+            seen = self.seen.get(view.job_id)
+            attributes = seen.attributes if seen is not None else self._attributes(view, snapshot)
+            self.seen[view.job_id] = Observation(attributes, view.iterations_done(now), False)
+            self._last[view.job_id] = view
+
+    def attributes(self, view: JobView) -> JobAttributes:
+        """The attributes of a job seen in the last snapshot."""
+        return self.seen[view.job_id].attributes
+
+    def _attributes(self, view: JobView, snapshot: Snapshot) -> JobAttributes:
+        gpu_type, n = requested(view.spec, snapshot)
+        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
+        a = JobAttributes.of(view)
+        if not math.isfinite(reference):
+            return a
+        return JobAttributes(a.model, a.global_batch, a.gpu_type, a.num_gpus, reference)

@@ -32,16 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.common import Estimates, configure, requested
-from agents.search.adaptive import EpisodeScale, Observation
-from agents.search.arrivals import JobAttributes
+from agents.common import configure
+from agents.search.adaptive import EpisodeLog, EpisodeScale
 from agents.search.belief import KINDS, WorkBelief, default_belief
 from agents.search.worlds import rollout, sampled_world
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, JobId, JobView, OverheadModel, Snapshot
+from arena_gym.types import Decision, OverheadModel, Snapshot
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,10 @@ class LookaheadConfig:
     sampled worlds per decision; ``horizon_s`` (H) how far each rollout runs; ``margin`` the
     relative improvement of the mean score a proposal needs; ``belief`` a packaged belief kind
     (``real``, ``synthetic``) or a belief file; ``adapt`` infers the episode's work scale from
-    the jobs seen (:mod:`agents.search.adaptive`); ``oracle`` plans on the true world instead
+    the jobs seen (:mod:`agents.search.adaptive`); ``rollout`` is who decides after a proposal in
+    its rollouts: ``base`` (a one-step deviation from the base policy) or ``proposer`` (the
+    policy that proposed it goes on: a choice between policies from now on); ``oracle`` plans on
+    the true world instead
     (clairvoyant); ``budget_s`` a wall-clock limit per decision (None: none); ``overhead`` the
     reconfiguration overheads the worlds charge.
     """
@@ -65,6 +67,7 @@ class LookaheadConfig:
     margin: float = 0.01
     belief: str = "real"
     adapt: bool = True
+    rollout: str = "base"
     oracle: bool = False
     budget_s: float | None = None
     overhead: OverheadModel = OverheadModel()
@@ -79,6 +82,8 @@ class LookaheadConfig:
             problems.append(f"margin must be in [0, 1), got {self.margin}")
         if self.budget_s is not None and not self.budget_s > 0:
             problems.append(f"budget_s must be > 0 or None, got {self.budget_s}")
+        if self.rollout not in ("base", "proposer"):
+            problems.append(f"rollout must be 'base' or 'proposer', got {self.rollout!r}")
         if self.base in self.candidates:
             problems.append(f"the base policy {self.base!r} is not a candidate of itself")
         if self.belief not in KINDS and not Path(self.belief).is_file():
@@ -115,10 +120,7 @@ class Lookahead:
         self._belief: WorkBelief | None = None
         self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
         self._rng = np.random.default_rng(self._seed)
-        self._arrivals: dict[JobId, float] = {}
-        self._seen: dict[JobId, Observation] = {}
-        self._last: dict[JobId, JobView] = {}
-        self._estimates = Estimates(dp=False)
+        self._log = EpisodeLog()
         self.searched = 0  # decision points where the proposals differed (per episode)
         self.changed = 0  # of which the base decision was replaced
 
@@ -136,23 +138,24 @@ class Lookahead:
         for policy in self.candidates:
             policy.reset()
         self._rng = np.random.default_rng(self._seed)
-        self._arrivals, self._seen, self._last = {}, {}, {}
-        self._estimates.clear()
+        self._log.reset()
         self.searched = self.changed = 0
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
-        self._observe(snapshot)
+        self._log.observe(snapshot)
         base = self.base.decide(snapshot)
-        proposals = [base]
+        proposals, proposers = [base], [self.base]
         for policy in self.candidates:
             decision = policy.decide(snapshot)
             if decision not in proposals:
                 proposals.append(decision)
+                proposers.append(policy)
         if len(proposals) == 1:
             return base
         self.searched += 1
-        scores = self._scores(snapshot, proposals)
+        rollers = proposers if self.config.rollout == "proposer" else [self.base] * len(proposals)
+        scores = self._scores(snapshot, proposals, rollers)
         means = [float(np.mean(s)) if s else math.inf for s in scores]
         best = int(np.argmin(means))
         if best != 0 and means[best] < means[0] * (1.0 - self.config.margin):
@@ -160,37 +163,11 @@ class Lookahead:
             return proposals[best]
         return base
 
-    def _observe(self, snapshot: Snapshot) -> None:
-        """Note arrival times and every job's attained work; a departed job's total from its last view."""
-        now = snapshot.now
-        self._estimates.bind(snapshot.perf)
-        for job in snapshot.departures:
-            last = self._last.pop(job, None)
-            seen = self._seen.get(job)
-            if last is not None and seen is not None:
-                self._seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
-        for view in (*snapshot.pending, *snapshot.running):
-            self._arrivals.setdefault(view.job_id, view.spec.submit_time)
-            seen = self._seen.get(view.job_id)
-            attributes = seen.attributes if seen is not None else self._attributes(view, snapshot)
-            self._seen[view.job_id] = Observation(attributes, view.iterations_done(now), False)
-            self._last[view.job_id] = view
-
-    def _attributes(self, view: JobView, snapshot: Snapshot) -> JobAttributes:
-        """A job's attributes with its reference iteration time from the snapshot's belief model (requested shape)."""
-        gpu_type, n = requested(view.spec, snapshot)
-        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
-        attributes = JobAttributes.of(view)
-        return (
-            JobAttributes(
-                attributes.model, attributes.global_batch, attributes.gpu_type, attributes.num_gpus, reference
-            )
-            if math.isfinite(reference)
-            else attributes
-        )
-
-    def _scores(self, snapshot: Snapshot, proposals: Sequence[Decision]) -> list[list[float]]:
-        """Each proposal's jobs-in-system integral in each world (common random numbers across proposals)."""
+    def _scores(
+        self, snapshot: Snapshot, proposals: Sequence[Decision], rollers: Sequence[Policy]
+    ) -> list[list[float]]:
+        """Each proposal's jobs-in-system integral in each world (common random numbers across proposals),
+        rolled forward by the policy beside it."""
         cfg = self.config
         now = snapshot.now
         until = now + cfg.horizon_s
@@ -202,8 +179,8 @@ class Lookahead:
         log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
         for log_scale in log_scales:
             world = self._world(snapshot, until, sim, float(log_scale))
-            for i, decision in enumerate(proposals):
-                scores[i].append(rollout(world.fork(), decision, fork_policy(self.base), shown, now, until))
+            for i, (decision, roller) in enumerate(zip(proposals, rollers)):
+                scores[i].append(rollout(world.fork(), decision, fork_policy(roller), shown, now, until))
             if time.perf_counter() > deadline:
                 break
         return scores
@@ -211,7 +188,7 @@ class Lookahead:
     def _log_scales(self, n: int) -> np.ndarray:
         """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""
         scale = EpisodeScale(self.belief)
-        return self._rng.choice(np.asarray(scale.grid), size=n, p=scale.posterior(self._seen))
+        return self._rng.choice(np.asarray(scale.grid), size=n, p=scale.posterior(self._log.seen))
 
     def _world(self, snapshot: Snapshot, until: float, sim: SimConfig, log_scale: float) -> SimBackend:
         if self.config.oracle:
@@ -221,11 +198,8 @@ class Lookahead:
             world.config = dataclasses.replace(world.config, horizon_s=until)  # this copy's own settings
             world.state.horizon = until
             return world
-        arrivals = sorted(t for t in self._arrivals.values() if t <= snapshot.now)
-        seen = self._seen
-        return sampled_world(
-            snapshot, self.belief, arrivals, until, self._rng, sim, log_scale, lambda v: seen[v.job_id].attributes
-        )
+        arrivals = sorted(t for t in self._log.arrivals.values() if t <= snapshot.now)
+        return sampled_world(snapshot, self.belief, arrivals, until, self._rng, sim, log_scale, self._log.attributes)
 
 
 def _as_is(snapshot: Snapshot) -> Snapshot:

@@ -58,3 +58,18 @@ def test_gittins_keys_follow_the_belief_index() -> None:
     view = snapshot.pending[0]
     assert key(view)[0] == pytest.approx(-float(belief.gittins_index(view, 0.0))) and key(view)[1:] == (0.0, "A")
     assert view.status is JobStatus.PENDING
+
+
+def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
+    policy = make_policy("arena-gittins")  # the plain order reads no episode
+    assert not policy.priority.adapt
+    from agents.search.gittins import arena_gittins
+
+    adaptive = arena_gittins(adapt=True)
+    record, out, _ = simulate(ONE, PERF, adaptive, JOBS)
+    assert len(out) == 3 and adaptive.priority._log.seen  # it saw the jobs
+    twin = adaptive.fork()
+    twin.priority._log.reset()
+    assert adaptive.priority._log.seen and twin.priority is not adaptive.priority
+    adaptive.reset()
+    assert not adaptive.priority._log.seen

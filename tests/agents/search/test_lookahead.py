@@ -54,6 +54,14 @@ def test_a_non_clairvoyant_search_refuses_clairvoyant_policies() -> None:
     assert Lookahead(oracle=True, candidates=("srtf",)).clairvoyant
 
 
+def test_proposers_may_roll_their_own_proposals_forward(testbed) -> None:
+    with pytest.raises(ValueError, match="rollout must be 'base' or 'proposer'"):
+        LookaheadConfig(rollout="other")
+    policy = Lookahead(rollout="proposer", rng=np.random.default_rng(3), **SMALL)
+    record = _run(policy, testbed)
+    assert policy.searched > 0 and len([e for e in record.events if e.kind.value == "finish"]) == len(record.jobs)
+
+
 def test_an_infinite_margin_never_changes_the_base_decision(testbed) -> None:
     with pytest.raises(ValueError, match="margin must be in"):
         LookaheadConfig(margin=1.0)
