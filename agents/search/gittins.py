@@ -25,7 +25,8 @@ from arena_gym.types import JobId, JobView, Snapshot
 class GittinsPriority:
     """Queue keys ``(-Gittins index, submit time, job id)`` from a belief (non-clairvoyant: attained work only).
 
-    With ``adapt`` the belief is rescaled to the episode: the index is read at the attained work
+    Each job's index is read at its reference iteration time from the snapshot's belief model
+    (its requested shape). With ``adapt`` the belief is rescaled to the episode: the index is read at the attained work
     divided by the posterior mean of the episode's work scale (:mod:`agents.search.adaptive`),
     inferred from the jobs seen so far (finished ones' totals, running ones' attained work).
     """
@@ -50,20 +51,19 @@ class GittinsPriority:
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """Every waiting and running job's key, computed in one vectorised call for the snapshot."""
-        now = snapshot.now
-        shrink = 1.0
-        if self.adapt:
-            self._log.observe(snapshot)
-            shrink = math.exp(-float(np.dot(self._scale.posterior(self._log.seen), self._scale.grid)))
+        now, log = snapshot.now, self._log
+        log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
+        shrink = math.exp(-float(np.dot(self._scale.posterior(log.seen), self._scale.grid))) if self.adapt else 1.0
         views = [*snapshot.pending, *snapshot.running]
         attained = [v.iterations_done(now) * shrink for v in views]
-        index = np.atleast_1d(self.belief.gittins_index(views, attained)) if views else ()
+        index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()
         memo: dict[JobId, tuple] = {v.job_id: (-float(g), v.spec.submit_time, v.job_id) for v, g in zip(views, index)}
 
         def key(view: JobView) -> tuple:
             found = memo.get(view.job_id)
-            if found is None:
-                g = float(self.belief.gittins_index(view, view.iterations_done(now) * shrink))
+            if found is None:  # a view the snapshot did not list (the round's own bookkeeping)
+                attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
+                g = float(self.belief.gittins_index(attributes, view.iterations_done(now) * shrink))
                 found = memo[view.job_id] = (-g, view.spec.submit_time, view.job_id)
             return found
 
