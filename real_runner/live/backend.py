@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.core import ClusterState
+from arena_gym.core.oplog import Close, Fail, Finish, Op, Progress, Run, Submit, replay
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import Allocation, Decision, JobId, JobSpec, JobStatus, PerfModel, Snapshot
@@ -235,6 +236,7 @@ class LiveBackend:
         self._t0 = math.nan
         self._t = 0.0
         self._op_t = 0.0
+        self._journaled = 0
         self._jobs: dict[JobId, _Job] = {}
         self._arrival_queue: deque[JobSpec] = deque()
         self._submitted: set[JobId] = set()
@@ -254,6 +256,7 @@ class LiveBackend:
         """Start the deployment of ``jobs``, or resume it from the journal of an interrupted one; first decision point."""
         jobs = tuple(jobs)
         self.state.load(jobs)
+        self._journaled = 0
         self._jobs = {j.job_id: _Job(j, self.run_dir / "jobs" / _dirname(j.job_id), self._identity(j)) for j in jobs}
         self._arrival_queue = deque(sorted(jobs, key=lambda j: (j.submit_time, j.job_id)))
         self._arrivals, self._departures = [], []
@@ -303,15 +306,7 @@ class LiveBackend:
         for job_id in moved:
             self.devices.release(job_id)
         with self.journal.transaction():
-            self.journal.add_op(
-                t,
-                "commit",
-                "",
-                {
-                    "preempt": list(checked.preemptions),
-                    "alloc": [[job_id, alloc_to_dict(alloc)] for job_id, alloc, _ in checked.allocations],
-                },
-            )
+            self._journal_ops()
             for job_id in moved:
                 job = self._jobs[job_id]
                 if job.current is not None:
@@ -446,7 +441,7 @@ class LiveBackend:
             while self._arrival_queue and self._arrival_queue[0].submit_time <= t:
                 spec = self._arrival_queue.popleft()
                 when = max(spec.submit_time, self._op_t)
-                self._op(when, "submit", spec.job_id)
+                self._op(Submit(when, spec.job_id))
                 self._submitted.add(spec.job_id)
                 self._arrivals.append(spec.job_id)
                 triggered |= self.config.event_decisions
@@ -463,11 +458,17 @@ class LiveBackend:
             self.on_status(self.status())
         return triggered
 
-    def _op(self, t: float, op: str, job_id: JobId, data: Mapping[str, Any] | None = None) -> None:
-        """Apply one operation to the core and journal it (the same code replays it on resume)."""
-        apply_op(self.state, t, op, job_id, data or {})
-        self.journal.add_op(t, op, job_id, data)
-        self._op_t = t
+    def _op(self, op: Op) -> None:
+        """Apply one operation to the core and journal it (the same record replays it on resume)."""
+        op.apply(self.state)
+        self._journal_ops()
+        self._op_t = op.t
+
+    def _journal_ops(self) -> None:
+        """Journal the operations the core logged since the last call (the journal holds its whole log)."""
+        for op in self.state.ops_since(self._journaled):
+            self.journal.add_op(op)
+        self._journaled = self.state.n_ops
 
     def _watch(self, job: _Job) -> bool:
         """Progress, exits, releases and timeouts of one job's generations; True at a decision point."""
@@ -524,7 +525,7 @@ class LiveBackend:
         if rec.event == "step" and rec.iter_s is not None:
             gen.iter_times.append(rec.iter_s)
             if status is JobStatus.RECONFIGURING:
-                self._op(self._record_time(rec, rec.iter_s), "run", job_id, {"iter_time": rec.iter_s})
+                self._op(Run(self._record_time(rec, rec.iter_s), job_id, rec.iter_s))
                 self._progress(job, self._record_time(rec), rec.step, rec.iter_s)
                 log.info(
                     "job %s runs generation %d (%s) from step %d",
@@ -544,8 +545,8 @@ class LiveBackend:
         if rec.event == "done":
             when = self._record_time(rec)
             if status is JobStatus.RECONFIGURING:
-                self._op(when, "run", job_id, {"iter_time": None})
-            self._op(when, "finish", job_id)
+                self._op(Run(when, job_id))
+            self._op(Finish(when, job_id))
             self.devices.release(job_id)
             self._departures.append(job_id)
             log.info("job %s finished at t=%.1f s (generation %d)", job_id, when, gen.number)
@@ -553,7 +554,7 @@ class LiveBackend:
         return False
 
     def _progress(self, job: _Job, t: float, step: int, iter_time: float) -> None:
-        self._op(t, "progress", job.spec.job_id, {"done": step, "iter_time": max(iter_time, 1e-6)})
+        self._op(Progress(t, job.spec.job_id, step, max(iter_time, 1e-6)))
         job.win = (t, step)
 
     def _check_exit(self, job: _Job, gen: _Gen) -> bool:
@@ -607,7 +608,7 @@ class LiveBackend:
             job.retries,
             self.config.max_retries,
         )
-        self._op(self._now(), "fail", job.spec.job_id, {"done": step, "reason": reason})
+        self._op(Fail(self._now(), job.spec.job_id, step, reason))
         self._new_gen(job, gen.alloc, gen.slots, gen.executed)
 
     def _latest_checkpoint(self, job: _Job) -> int:
@@ -767,9 +768,8 @@ class LiveBackend:
         )
 
     def _end(self) -> None:
-        self.state.close(self._t)
         with self.journal.transaction():
-            self.journal.add_op(self._t, "close")
+            self._op(Close(self._t))
             self.journal.set_meta("status", "finished" if self.state.unfinished == 0 else "ended")
 
     def _identity(self, job: JobSpec) -> JobIdentity:
@@ -782,10 +782,10 @@ class LiveBackend:
         self.resumed = True
         self._t0 = float(self.journal.meta("t0"))
         ops = self.journal.ops()
-        for op in ops:
-            apply_op(self.state, op.t, op.op, JobId(op.job_id), op.data)
+        replay(ops, self.state)
+        self._journaled = self.state.n_ops
         self._op_t = ops[-1].t if ops else 0.0
-        self._submitted = {JobId(op.job_id) for op in ops if op.op == "submit"}
+        self._submitted = {op.job_id for op in ops if isinstance(op, Submit)}
         self._arrival_queue = deque(j for j in self._arrival_queue if j.job_id not in self._submitted)
         self._prior_decisions = int(self.journal.meta("decisions", 0))
         self._prior_wall = float(self.journal.meta("decide_wall_s", 0.0))
@@ -858,7 +858,7 @@ class LiveBackend:
             return
         if self.state.status(job_id) is JobStatus.RUNNING:
             step = self._latest_checkpoint(job)
-            self._op(self._t, "fail", job_id, {"done": step, "reason": "its processes ended while no controller ran"})
+            self._op(Fail(self._t, job_id, step, "its processes ended while no controller ran"))
             log.info("job %s: its generation %d is gone; relaunching from step %d", job_id, gone.number, step)
         self._new_gen(job, gone.alloc, gone.slots, gone.executed)
 
@@ -881,25 +881,3 @@ class LiveBackend:
 def _dirname(job_id: str) -> str:
     """A job id as a directory name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id) or "job"
-
-
-def apply_op(state: ClusterState, t: float, op: str, job_id: JobId, data: Mapping[str, Any]) -> None:
-    """Apply one journaled operation to a :class:`ClusterState` (live, and when a journal is replayed)."""
-    if op == "submit":
-        state.submit(job_id, t)
-    elif op == "commit":
-        decision = Decision(
-            allocations=tuple((JobId(j), alloc_from_dict(a)) for j, a in data["alloc"]),
-            preemptions=tuple(JobId(j) for j in data["preempt"]),
-        )
-        state.apply(decision, t)
-    elif op == "run":
-        state.start_running(job_id, t, data.get("iter_time"))
-    elif op == "progress":
-        state.update_progress(job_id, t, float(data["done"]), float(data["iter_time"]))
-    elif op == "fail":
-        state.fail(job_id, t, float(data["done"]))
-    elif op == "finish":
-        state.finish(job_id, t)
-    elif op != "close":
-        raise ValueError(f"journal: unknown operation {op!r}")
