@@ -170,7 +170,7 @@ def test_killed_and_stopped_ranks_are_relaunched_from_their_checkpoints(tmp_path
         group_timeout_s=120,
     )
     be = backend(tmp_path, config, inject)
-    caplog.set_level(logging.WARNING, logger="real_runner.live.backend")
+    caplog.set_level(logging.WARNING, logger="real_runner.live")
     try:
         record = run_episode(be, make_policy("fcfs"), jobs)
     finally:
