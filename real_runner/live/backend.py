@@ -249,6 +249,13 @@ class LiveBackend:
         with self.journal.transaction():
             self.journal.set_meta("status", "interrupted")
 
+    def next_due(self) -> float:
+        """The wall-clock time (``clock()``'s seconds) at which an arrival, a round or the horizon is next due (inf: none)."""
+        due = [self.config.horizon_s, self._next_round if self.state.unfinished else math.inf]
+        if self._arrival_queue:
+            due.append(self._arrival_queue[0].submit_time)
+        return self.core.t0 + min(due)
+
     def progress_path(self, job_id: str) -> Path:
         """Where a job's progress channel is (all its generations)."""
         return self.run_dir / "jobs" / dirname(job_id) / "progress.jsonl"

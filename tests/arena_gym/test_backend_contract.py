@@ -1,16 +1,20 @@
 """The ClusterBackend contract, for every backend built on the shared cluster core.
 
-Each test takes a backend factory from ``BACKENDS``: invariants after every decision (random,
-often invalid ones, and real policies), atomic rejection of invalid decisions, snapshots that
-go stale when the backend moves on, the episode ending at its last real event, and metrics
-that agree with the backend's own job accounting. A live backend joins by adding its factory
-to ``BACKENDS``; backends expose their :class:`arena_gym.core.ClusterState` as ``state``.
+Each test takes a backend from ``BACKENDS``: invariants after every decision (random, often
+invalid ones, and real policies), atomic rejection of invalid decisions, snapshots that go stale
+when the backend moves on, the episode ending at its last real event, and metrics that agree with
+the backend's own job accounting. The simulator runs on the two-type ``tiny`` cluster; the live
+backend on a one-type testbed (2 nodes x 2 a40), its jobs as fake generations
+(:mod:`tests.fake_live`) of the dense models the runner trains. A backend joins by adding its
+case to ``BACKENDS``; backends expose their :class:`arena_gym.core.ClusterState` as ``state``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,30 +38,50 @@ from arena_gym.types import (
     Grid,
     JobStatus,
     JobViews,
-    PerfModel,
+    ModelRef,
+    NodeGroup,
     Placement,
     ResourceShape,
     Snapshot,
 )
+from tests.fake_live import fake_live_backend
 from tests.helpers import GPT, MOE, CheckedBackend, job, uniform_model
 
 TINY = PRESETS["tiny"]
+A40 = ClusterSpec("a40-2x2", (NodeGroup(GpuType("a40"), 2, 2),))
 PERF = uniform_model()
 
-#: A factory makes a backend for (cluster, perf, overhead class, decision round or None).
-Factory = Callable[[ClusterSpec, PerfModel, str, "float | None"], ClusterBackend]
+
+def make_sim(overhead_class: str, round_s: float | None, run_dir: Path) -> ClusterBackend:
+    """The simulator on ``tiny``."""
+    return SimBackend(TINY, PERF, config=SimConfig(round_s=round_s, overhead_class=overhead_class))
 
 
-def make_sim(cluster: ClusterSpec, perf: PerfModel, overhead_class: str, round_s: float | None) -> ClusterBackend:
-    """The simulator."""
-    return SimBackend(cluster, perf, config=SimConfig(round_s=round_s, overhead_class=overhead_class))
+def make_live(overhead_class: str, round_s: float | None, run_dir: Path) -> ClusterBackend:
+    """The live backend on fake generations that step and restart as the simulator would."""
+    return fake_live_backend(A40, PERF, run_dir, SimConfig(round_s=round_s, overhead_class=overhead_class))
 
 
-BACKENDS: dict[str, Factory] = {"sim": make_sim}
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A backend for (overhead class, decision round or None, a directory of its own), its cluster, the GPU types
+    and models of its jobs, and how many random episodes it runs."""
+
+    make: Callable[[str, float | None, Path], ClusterBackend]
+    cluster: ClusterSpec
+    types: tuple[str, ...]
+    models: tuple[ModelRef, ...]
+    examples: int  # random episodes per run (a live backend's are dearer: every stop writes a checkpoint)
+
+
+BACKENDS: dict[str, Case] = {
+    "sim": Case(make_sim, TINY, ("a40", "a10"), (GPT, MOE), 25),
+    "live": Case(make_live, A40, ("a40",), (GPT,), 10),
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def factory(request) -> Factory:
+def case(request) -> Case:
     return BACKENDS[request.param]
 
 
@@ -81,59 +105,74 @@ def random_decision(snap: Snapshot, rng: np.random.Generator) -> Decision:
     return Decision(tuple(a for a in allocs if a[1] is not None), tuple(preempt))
 
 
-def workload(seed: int, n: int = 40):
+def workload(seed: int, n: int = 40, case: Case = BACKENDS["sim"]):
+    """``n`` jobs over 3,000 s requesting 1, 2 or 4 GPUs of the case's types, of its models."""
     rng = np.random.default_rng(seed)
     return [
         job(
             f"j{i}",
             float(t),
             int(rng.integers(10, 400)),
-            str(rng.choice(["a40", "a10"])),
+            str(rng.choice(case.types)),
             int(rng.choice([1, 2, 4])),
-            model=GPT if rng.random() < 0.5 else MOE,
+            model=case.models[0] if rng.random() < 0.5 else case.models[-1],
         )
         for i, t in enumerate(np.sort(rng.integers(0, 3000, n)))
     ]
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_invariants_and_atomic_rejection_under_random_decisions(seed):
-    for make in BACKENDS.values():
+def test_invariants_and_atomic_rejection_under_random_decisions(case):
+    @settings(max_examples=case.examples, deadline=None)
+    @given(seed=st.integers(0, 2**32 - 1))
+    def episode(seed):
         rng = np.random.default_rng(seed)
+        models = case.models
         jobs = [
-            job(f"j{i}", float(rng.integers(0, 500)), int(rng.integers(1, 200)), "a40", 2, model=GPT if i % 2 else MOE)
+            job(
+                f"j{i}", float(rng.integers(0, 500)), int(rng.integers(1, 200)), "a40", 2, model=models[i % len(models)]
+            )
             for i in range(12)
         ]
         # periodic rounds keep decision points coming while random decisions leave jobs waiting
-        backend = CheckedBackend(make(TINY, PERF, "pruned", 50.0))
-        snap = backend.reset(jobs)
-        steps = 0
-        while snap is not None and steps < 400:
-            try:
-                backend.apply(random_decision(snap, rng))  # CheckedBackend: rejected => unchanged
-            except InvalidDecision:
-                pass
-            snap = backend.advance()
-            steps += 1
+        with tempfile.TemporaryDirectory() as run_dir:
+            steps, backend, snap = _random_episode(case.make("pruned", 50.0, Path(run_dir)), jobs, rng)
         assert backend.decisions + backend.rejected == steps
         assert steps >= 50 or snap is None
 
+    episode()
+
+
+def _random_episode(
+    backend: ClusterBackend, jobs: list, rng: np.random.Generator
+) -> tuple[int, CheckedBackend, Snapshot | None]:
+    """Random decisions, at most 400 of them: (decisions taken, the checked backend, the last snapshot)."""
+    checked = CheckedBackend(backend)
+    snap = checked.reset(jobs)
+    steps = 0
+    while snap is not None and steps < 400:
+        try:
+            checked.apply(random_decision(snap, rng))  # CheckedBackend: rejected => unchanged
+        except InvalidDecision:
+            pass
+        snap = checked.advance()
+        steps += 1
+    return steps, checked, snap
+
 
 @pytest.mark.parametrize("policy", [FCFS, SRTF])
-def test_policies_keep_invariants_and_finish_every_job(factory, policy):
+def test_policies_keep_invariants_and_finish_every_job(case, policy, tmp_path):
     for seed in range(5):
         p = policy()
-        backend = CheckedBackend(factory(TINY, PERF, p.ap_search, None))
-        record = run_episode(backend, p, workload(seed, 25))
+        backend = CheckedBackend(case.make(p.ap_search, None, tmp_path / str(seed)))
+        record = run_episode(backend, p, workload(seed, 25, case))
         assert compute_metrics(record)["jobs_finished"] == 25
         assert backend.rejected == 0 and backend.decisions == record.decisions
 
 
 @pytest.mark.parametrize("policy", [FCFS, SRTF])
-def test_same_workload_same_trajectory(factory, policy):
-    a = run_episode(factory(TINY, PERF, "full", None), policy(), workload(3))
-    b = run_episode(factory(TINY, PERF, "full", None), policy(), workload(3))
+def test_same_workload_same_trajectory(case, policy, tmp_path):
+    a = run_episode(case.make("full", None, tmp_path / "a"), policy(), workload(3, case=case))
+    b = run_episode(case.make("full", None, tmp_path / "b"), policy(), workload(3, case=case))
     assert a.events == b.events
     ma, mb = compute_metrics(a), compute_metrics(b)
     assert {k: v for k, v in ma.items() if k not in WALL_CLOCK_KEYS} == {
@@ -142,8 +181,8 @@ def test_same_workload_same_trajectory(factory, policy):
     assert ma["jobs_finished"] == 40
 
 
-def test_every_rejection_names_its_problem_and_changes_nothing(factory):
-    backend = CheckedBackend(factory(TINY, PERF, "pruned", None))
+def test_every_rejection_names_its_problem_and_changes_nothing(case, tmp_path):
+    backend = CheckedBackend(case.make("pruned", None, tmp_path))
     snap = backend.reset([job("A", 0, 10, "a40", 2), job("B", 0, 10, "a40", 2), job("later", 99, 10, "a40", 2)])
     a40 = Allocation(Grid(ResourceShape(GpuType("a40"), 1, 2), 1), Placement(GpuType("a40"), (0,), 2))
     bad = [
@@ -158,8 +197,8 @@ def test_every_rejection_names_its_problem_and_changes_nothing(factory):
     assert backend.rejected == len(bad) and len(snap.pending) == 2  # the snapshot is still current
 
 
-def test_snapshot_views_go_stale_when_the_backend_moves_on(factory):
-    backend = factory(TINY, PERF, "pruned", None)
+def test_snapshot_views_go_stale_when_the_backend_moves_on(case, tmp_path):
+    backend = case.make("pruned", None, tmp_path)
     snap = backend.reset([job("A", 0, 10, "a40", 2), job("B", 5, 10, "a40", 2)])
     kept = tuple(snap.pending)
     assert [v.job_id for v in kept] == ["A"] and snap.job("A") is kept[0]
@@ -174,26 +213,27 @@ def test_snapshot_views_go_stale_when_the_backend_moves_on(factory):
     assert [v.job_id for v in nxt.running] == ["A"] and [v.job_id for v in nxt.pending] == ["B"]
 
 
-def test_episode_ends_at_its_last_real_event(factory):
+def test_episode_ends_at_its_last_real_event(case, tmp_path):
     # No overhead; 4 a40 GPUs run 1 iteration/s. L starts at 0; S arrives at 30 and SRTF preempts
-    # L for it (S: 30..40), L resumes at 40 and finishes at 110. Rounds every 50 s: the one due
-    # at 150 comes after the last job and must not stretch the episode (nor its metrics).
+    # L for it (S: 30..40; L is at a step boundary, so live stops it at once), L resumes at 40 and
+    # finishes at 110. Rounds every 50 s: the one due at 150 comes after the last job and must not
+    # stretch the episode (nor its metrics).
     jobs = [job("L", 0, 100, "a40", 4), job("S", 30, 10, "a40", 4)]
-    record = run_episode(factory(TINY, PERF, "none", 50.0), SRTF(), jobs)
+    record = run_episode(case.make("none", 50.0, tmp_path), SRTF(), jobs)
     finishes = sorted(e.time for e in record.events if e.kind is EventKind.FINISH)
     assert finishes == pytest.approx([40.0, 110.0])
     assert record.end_time == max(e.time for e in record.events) == pytest.approx(110.0)
     m = compute_metrics(record)
     assert m["end_time_s"] == m["makespan_s"] == pytest.approx(110.0)
-    assert m["gpu_util"] == pytest.approx(4 * 110 / (8 * 110))
+    assert m["gpu_util"] == pytest.approx(4 * 110 / (case.cluster.total_gpus * 110))
 
 
-def test_metrics_agree_with_the_backends_own_accounting(factory):
+def test_metrics_agree_with_the_backends_own_accounting(case, tmp_path):
     # Per job: JCT and queueing from the event log equal the backend's own job views; the
     # timeline's integral of GPUs making progress equals the attained GPU-seconds of all jobs.
     policy = SRTF()
-    backend = factory(TINY, PERF, policy.ap_search, None)
-    jobs = workload(5, 30)
+    backend = case.make(policy.ap_search, None, tmp_path)
+    jobs = workload(5, 30, case)
     record = run_episode(backend, policy, jobs)
     outcomes = {o.job_id: o for o in job_outcomes(record)}
     attained = 0.0
@@ -209,7 +249,7 @@ def test_metrics_agree_with_the_backends_own_accounting(factory):
     assert tl.integral(tl.running_gpus) == pytest.approx(attained, rel=1e-9)
     m = compute_metrics(record)
     span = record.end_time - record.start_time
-    assert m["gpu_util"] == pytest.approx(attained / (span * TINY.total_gpus), rel=1e-9)
+    assert m["gpu_util"] == pytest.approx(attained / (span * case.cluster.total_gpus), rel=1e-9)
 
 
 def materialised(snap: Snapshot) -> Snapshot:
@@ -218,12 +258,12 @@ def materialised(snap: Snapshot) -> Snapshot:
 
 
 @pytest.mark.parametrize("name", ["fcfs", "srtf", "arena", "arena-no"])
-def test_policies_decide_the_same_on_lazy_and_materialised_snapshots(factory, name):
+def test_policies_decide_the_same_on_lazy_and_materialised_snapshots(case, name, tmp_path):
     # the backend's per-type and per-configuration queue indexes must give what a scan gives
     lazy, plain = make_policy(name), make_policy(name)
     lazy.reset(), plain.reset()
-    backend = factory(TINY, PERF, lazy.ap_search, None)
-    snap = backend.reset(workload(11, 30))
+    backend = case.make(lazy.ap_search, None, tmp_path)
+    snap = backend.reset(workload(11, 30, case))
     decisions = 0
     while snap is not None:
         copy = materialised(snap)
