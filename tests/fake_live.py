@@ -9,6 +9,7 @@ clock (:class:`~real_runner.launchers.fake.FakeClock`) jumps from one due time t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,18 @@ def testbed_of(cluster: ClusterSpec) -> Testbed:
 
 
 def fake_live_backend(
-    cluster: ClusterSpec, perf: PerfModel, run_dir: Path, sim: SimConfig, **config: Any
+    cluster: ClusterSpec,
+    perf: PerfModel,
+    run_dir: Path,
+    sim: SimConfig,
+    clock: FakeClock | None = None,
+    interrupt: Callable[[], bool] | None = None,
+    **config: Any,
 ) -> LiveBackend:
     """A live backend on ``cluster`` (one type) whose jobs run as ``sim`` would run them: ``perf``'s step
-    times and ``sim``'s reconfiguration overheads; ``config`` overrides :data:`SETTINGS` and ``sim``'s
-    decision schedule."""
-    clock = FakeClock()
+    times and ``sim``'s reconfiguration overheads, on ``clock`` (a new one from 0 by default); ``config``
+    overrides :data:`SETTINGS` and ``sim``'s decision schedule."""
+    clock = clock if clock is not None else FakeClock()
     launcher = FakeLauncher(perf, cluster.groups[0].gpu_type, clock.time, sim.overhead_s, REPORT_EVERY_S)
     schedule = dataclasses.asdict(sim.schedule)
     backend = LiveBackend(
@@ -53,6 +60,7 @@ def fake_live_backend(
         launcher,
         config=LiveConfig(**{**SETTINGS, **schedule, **config}),
         cores=[0],
+        interrupt=interrupt,
         clock=clock.time,
         sleep=clock.sleep,
     )

@@ -153,7 +153,7 @@ class LiveBackend:
             if [job_from_dict(d) for d in journaled] != list(jobs):
                 raise ValueError(f"journal {self.journal.path} holds another workload than the one to resume")
             self.resumed = True
-            resumed = resume(self.core, self.processes, self.devices, self._finished)
+            resumed = resume(self.core, self.processes, self.devices)
             self._submitted = set(resumed.submitted)
             self._arrival_queue = deque(j for j in self._arrival_queue if j.job_id not in self._submitted)
             self._prior_decisions, self._prior_wall = resumed.decisions, resumed.decide_wall_s

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena_gym.core.oplog import Fail, Submit, replay
@@ -35,10 +35,10 @@ class Resumed:
     decide_wall_s: float
 
 
-def resume(core: LiveCore, processes: Processes, devices: DeviceMap, finished: Callable[[JobId], None]) -> Resumed:
+def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
     """Rebuild ``core`` from its journal and take over the generations of ``processes``' jobs.
 
-    ``finished(job_id)`` is called for a job found finished while no controller watched.
+    A job found finished while no controller watched departs through ``processes.reader`` (as any completion).
     """
     journal = core.journal
     ops = journal.ops()
@@ -53,7 +53,7 @@ def resume(core: LiveCore, processes: Processes, devices: DeviceMap, finished: C
     with journal.transaction():
         for job_id, job in processes.jobs.items():
             job.ckpt_step = next((s for s, _ in reversed(journal.checkpoints(job_id))), None)
-            _take_over(core, processes, devices, finished, job, rows.get(job_id, []))
+            _take_over(core, processes, devices, job, rows.get(job_id, []))
         journal.set_meta("status", "running")
     log.info("resumed the deployment at t=%.1f s: %d job(s) unfinished", core.t, core.state.unfinished)
     return Resumed(
@@ -67,7 +67,6 @@ def _take_over(
     core: LiveCore,
     processes: Processes,
     devices: DeviceMap,
-    finished: Callable[[JobId], None],
     job: LiveJob,
     rows: Sequence[GenerationRow],
 ) -> None:
@@ -113,9 +112,8 @@ def _take_over(
     if gone is None or gone.phase != "exited" or state.status(job_id) is JobStatus.FINISHED:
         return
     if current is not None and current.data.get("released_at") is not None:
-        processes.reader.read(job, gone)  # what it wrote while no controller watched
+        processes.reader.read(job, gone)  # what it wrote while no controller watched (its completion too)
     if state.status(job_id) is JobStatus.FINISHED:
-        finished(job_id)
         return
     if state.status(job_id) is JobStatus.RUNNING:
         step = latest_checkpoint(job)
