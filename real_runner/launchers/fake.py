@@ -334,7 +334,7 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         """Move to the earliest due time ahead (or by ``seconds`` when none is) and tick."""
-        due = min((next_due() for next_due in self._due), default=math.inf)
-        self.t = due if self.t < due < math.inf else self.t + seconds
+        due = min((d for d in (next_due() for next_due in self._due) if d > self.t), default=math.inf)
+        self.t = due if due < math.inf else self.t + seconds
         for tick in self._ticks:
             tick()

@@ -21,7 +21,10 @@ It implements :class:`arena_gym.protocols.ClusterBackend` on top of the shared
   deployment rebuilds the state, reattaches to the generations still running, relaunches the
   others from their checkpoints and goes on.
 
-Decision points: arrivals, completions and failures (``event_decisions``) and optional rounds.
+Decision points: arrivals, completions and failures (``event_decisions``) and optional rounds, as
+the core's :class:`~arena_gym.core.triggers.Triggers` say on the wall clock: the same object
+the simulator drives, so both decide at the same times (rounds from the first submission, rounds
+stopping after two stalled ones, the horizon).
 This module is the protocol and the controller's cycle; :mod:`.reports` translates progress
 records, :mod:`.processes` runs the generations and handles their faults, :mod:`.resume` takes
 over an interrupted deployment, :mod:`.core` keeps the clock and the journaled core.
@@ -30,15 +33,14 @@ over an interrupted deployment, :mod:`.core` keeps the clock and the journaled c
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from arena_gym.core import ClusterState
 from arena_gym.core.oplog import Close, Submit
+from arena_gym.core.triggers import Triggers
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import Decision, JobId, JobSpec, PerfModel, Snapshot
@@ -122,12 +124,10 @@ class LiveBackend:
         self.core = LiveCore(self.state, self.journal, clock)
         self.reader = ProgressReader(self.core, self.config, self._finished)
         self.processes = Processes(self.core, self.reader, launcher, self.config, self.env, not testbed.is_cpu, sleep)
-        self._arrival_queue: deque[JobSpec] = deque()
+        self.triggers = Triggers(self.config.schedule)
         self._submitted: set[JobId] = set()
         self._arrivals: list[JobId] = []
         self._departures: list[JobId] = []
-        self._round = 0
-        self._next_round = math.inf
         self._next_status = 0.0
         self._prior_decisions = 0
         self._prior_wall = 0.0
@@ -140,7 +140,7 @@ class LiveBackend:
         jobs = tuple(jobs)
         self.state.load(jobs)
         self.processes.load(LiveJob(j, self.run_dir / "jobs" / dirname(j.job_id), self._identity(j)) for j in jobs)
-        self._arrival_queue = deque(sorted(jobs, key=lambda j: (j.submit_time, j.job_id)))
+        self.triggers.reset(jobs)
         self._arrivals, self._departures = [], []
         journaled = self.journal.meta("workload")
         if journaled is None:
@@ -155,13 +155,11 @@ class LiveBackend:
             self.resumed = True
             resumed = resume(self.core, self.processes, self.devices)
             self._submitted = set(resumed.submitted)
-            self._arrival_queue = deque(j for j in self._arrival_queue if j.job_id not in self._submitted)
+            self.triggers.resume(self.core.t, self._submitted)
             self._prior_decisions, self._prior_wall = resumed.decisions, resumed.decide_wall_s
-        if self.config.round_s is not None:
-            self._next_round = (math.floor(self.core.t / self.config.round_s) + 1) * self.config.round_s
         if self.resumed:
             self._cycle(self.core.now())
-            return self.state.snapshot(self.core.t, self._arrivals, self._departures, self._round)
+            return self._snapshot()
         return self.advance()
 
     def now(self) -> float:
@@ -212,17 +210,18 @@ class LiveBackend:
                 raise KeyboardInterrupt
             t = self.core.now()
             if self._cycle(t):
-                return self.state.snapshot(self.core.t, self._arrivals, self._departures, self._round)
-            if self.state.unfinished == 0 and not self.processes.alive():
+                return self._snapshot()
+            if self.triggers.idle(self.state) and not self.processes.alive():
+                if self.state.queued:
+                    log.warning(
+                        "%d job(s) wait, none holds devices and nothing else can happen; ending", self.state.queued
+                    )
                 return self._end()
-            if t >= self.config.horizon_s:
+            if self.triggers.over(t):
                 log.warning("horizon %.0f s reached with %d job(s) unfinished; stopping them", t, self.state.unfinished)
                 self.stop_all()
                 return self._end()
-            if self._stuck():
-                log.warning("%d job(s) wait, none holds devices and nothing else can happen; ending", self.state.queued)
-                return self._end()
-            self._sleep(self.config.poll_s)
+            self._sleep(min(self.config.poll_s, max(0.0, self.triggers.next_due(self.state) - t)))
 
     def close(self) -> None:
         """Kill any generation still running, release the launcher and close the journal."""
@@ -251,10 +250,7 @@ class LiveBackend:
 
     def next_due(self) -> float:
         """The wall-clock time (``clock()``'s seconds) at which an arrival, a round or the horizon is next due (inf: none)."""
-        due = [self.config.horizon_s, self._next_round if self.state.unfinished else math.inf]
-        if self._arrival_queue:
-            due.append(self._arrival_queue[0].submit_time)
-        return self.core.t0 + min(due)
+        return self.core.t0 + self.triggers.next_due(self.state)
 
     def progress_path(self, job_id: str) -> Path:
         """Where a job's progress channel is (all its generations)."""
@@ -274,19 +270,21 @@ class LiveBackend:
         """Arrivals, progress, exits, releases, timeouts and rounds up to ``t``; True at a decision point."""
         triggered = False
         with self.journal.transaction():
-            while self._arrival_queue and self._arrival_queue[0].submit_time <= t:
-                spec = self._arrival_queue.popleft()
+            triggers = self.triggers
+            while triggers.next_arrival <= t:
+                spec = triggers.take_arrival()
+                assert spec is not None
                 when = max(spec.submit_time, self.core.op_t)
                 self.core.op(Submit(when, spec.job_id))
                 self._submitted.add(spec.job_id)
                 self._arrivals.append(spec.job_id)
-                triggered |= self.config.event_decisions
+                triggered |= triggers.events
             for job in self.processes.jobs.values():
-                if job.gens:
-                    triggered |= self.processes.watch(job)
-            if self._next_round <= t and self.state.unfinished:
-                self._round += 1
-                self._next_round += self.config.round_s or math.inf
+                if job.gens and self.processes.watch(job):  # a job completed or failed
+                    triggered |= triggers.events
+            self.processes.release_ready()
+            if triggers.next_round <= t and triggers.round_live(self.state):
+                triggers.count_round(self.state)
                 triggered = True
         self.processes.launch_planned(self.core.now())
         if self.on_status is not None and t >= self._next_status:
@@ -299,15 +297,8 @@ class LiveBackend:
         self.devices.release(job_id)
         self._departures.append(job_id)
 
-    def _stuck(self) -> bool:
-        """Jobs wait, none holds devices, none is left to arrive, no round is due: nothing can change."""
-        return (
-            self.state.queued > 0
-            and not self.state.active
-            and not self._arrival_queue
-            and not self.processes.alive()
-            and self.config.round_s is None
-        )
+    def _snapshot(self) -> Snapshot:
+        return self.state.snapshot(self.core.t, self._arrivals, self._departures, self.triggers.round_index)
 
     def _end(self) -> None:
         with self.journal.transaction():

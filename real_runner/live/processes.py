@@ -112,12 +112,14 @@ class Processes:
         deadline = time.monotonic() + wait_s
         while self.alive() and time.monotonic() < deadline:
             self.sleep(self.config.poll_s)
+            self.core.now()  # the deployment's clock follows the wait
             self.reap()
         for job in self.jobs.values():
             for gen in job.gens:
                 if gen.alive and gen.handle is not None:
                     log.warning("job %s generation %d did not stop in time; killing it", gen.job_id, gen.number)
                     gen.handle.kill()
+        self.core.now()
         self.reap(wait=True)
 
     def kill_all(self) -> None:
@@ -184,7 +186,7 @@ class Processes:
 
     # ------------------------------------------------------------------ watching
     def watch(self, job: LiveJob) -> bool:
-        """Progress, exits, releases and timeouts of one job's generations; True at a decision point."""
+        """Progress, exits, releases and timeouts of one job's generations; True when it completed or failed."""
         triggered = self.reader.read(job)
         for gen in list(job.gens):
             if gen.handle is not None and gen.alive:
@@ -203,6 +205,15 @@ class Processes:
         job.gens = [g for g in job.gens if g.alive or g is job.current]
         return triggered
 
+    def release_ready(self) -> None:
+        """Release every job's held generation that is ready and no longer waits for other processes (after all
+        jobs' exits were seen, so that releases do not depend on the order the jobs are watched in)."""
+        for job in self.jobs.values():
+            current = job.current
+            if current is not None and current.phase == "held" and current.handle is not None:
+                if current.handle.held_ready():
+                    self._maybe_release(job, current)
+
     def _maybe_release(self, job: LiveJob, gen: Generation) -> None:
         """Release a held generation once its job's older ones exited and its slots are free of other processes."""
         if any(g.alive for g in job.gens if g is not gen):
@@ -219,7 +230,7 @@ class Processes:
 
     # ------------------------------------------------------------------ faults
     def _check_exit(self, job: LiveJob, gen: Generation) -> bool:
-        """Handle ranks that exited; True when a failure of the current generation was handled (decision point)."""
+        """Handle ranks that exited; True when a failure of the current generation was handled."""
         assert gen.handle is not None
         codes = gen.handle.poll()
         bad = [c for c in codes if c not in (None, 0)]
@@ -243,7 +254,7 @@ class Processes:
             f"exit codes {codes}" if bad else f"exited without completing ({gen.end or 'no record'})"
         )
         self._fail(job, gen, reason)
-        return self.config.event_decisions
+        return True
 
     def _fail(self, job: LiveJob, gen: Generation, reason: str) -> None:
         """The current generation failed: fall back to the latest checkpoint and relaunch on the same devices."""

@@ -31,8 +31,7 @@ class ProgressReader:
         self.core, self.config, self.finished = core, config, finished
 
     def read(self, job: LiveJob, gen: Generation | None = None) -> bool:
-        """Apply the job's new records (of ``gen``, by default the released one); True when it completed (and
-        completions are decision points)."""
+        """Apply the job's new records (of ``gen``, by default the released one); True when it completed."""
         records = job.tail.poll()
         if not records:
             return False
@@ -41,7 +40,7 @@ class ProgressReader:
         for rec in records:
             done |= self._on_record(job, gen, rec)
         self.core.journal.set_offset(job.spec.job_id, job.tail.offset)
-        return done and self.config.event_decisions
+        return done
 
     def _on_record(self, job: LiveJob, gen: Generation | None, rec: ProgressRecord) -> bool:
         core, job_id = self.core, job.spec.job_id

@@ -278,3 +278,149 @@ def test_policies_decide_the_same_on_lazy_and_materialised_snapshots(case, name,
         decisions += 1
         snap = backend.advance()
     assert decisions > 20
+
+
+# ---------------------------------------------------------------------- decision times on both backends
+class Recorder:
+    """A policy that notes every decision point it is shown (time, arrivals, departures, round) and defers to another."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.name, self.ap_search, self.clairvoyant = policy.name, policy.ap_search, policy.clairvoyant
+        self.points: list[tuple[float, tuple[str, ...], tuple[str, ...], int]] = []
+
+    def reset(self) -> None:
+        self.policy.reset()
+        self.points = []
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        self.points.append(
+            (snapshot.now, tuple(sorted(snapshot.arrivals)), tuple(sorted(snapshot.departures)), snapshot.round_index)
+        )
+        return self.policy.decide(snapshot)
+
+
+def decision_points(make, policy: str, jobs, sim: SimConfig, tmp_path: Path):
+    """The decision points of one episode of ``policy`` on ``jobs`` (its overheads as ``sim`` says), and its record."""
+    recorder = Recorder(make_policy(policy))
+    record = run_episode(make(sim, tmp_path), recorder, jobs)
+    return recorder.points, record
+
+
+def on_sim(config: SimConfig, run_dir: Path) -> ClusterBackend:
+    return SimBackend(A40, PERF, config=config)
+
+
+def on_live(config: SimConfig, run_dir: Path) -> ClusterBackend:
+    return fake_live_backend(A40, PERF, run_dir, config)
+
+
+def assert_same_points(sim_points, live_points, within_s: float = 1e-9) -> None:
+    """The same decision points (arrivals, departures, round index) in the same order, at times within ``within_s``."""
+    assert [p[1:] for p in live_points] == [p[1:] for p in sim_points]
+    assert [p[0] for p in live_points] == pytest.approx([p[0] for p in sim_points], rel=1e-12, abs=within_s)
+
+
+def assert_same_job_events(sim_record, live_record) -> None:
+    """Every job's events, in order and at the same times, but for what only the live backend knows: its measured
+    rates (PROGRESS), and a RUN logged once the first step is read, in order with the core's other operations
+    (at the latest when that step ends)."""
+    for spec in sim_record.jobs:
+        sim = [e for e in sim_record.events if e.job_id == spec.job_id]
+        live = [e for e in live_record.events if e.job_id == spec.job_id and e.kind is not EventKind.PROGRESS]
+        assert [e.kind for e in live] == [e.kind for e in sim]
+        for s, v in zip(sim, live):
+            if s.kind is EventKind.RUN:
+                assert s.time - 1e-9 <= v.time <= s.time + LONGEST_STEP_S
+            else:
+                assert v.time == pytest.approx(s.time, rel=1e-12, abs=1e-9)
+
+
+#: The schedules compared: event-driven, with rounds, rounds only.
+SCHEDULES = {
+    "event decisions": {},
+    "and rounds": {"round_s": 300.0},
+    "rounds only": {"round_s": 600.0, "event_decisions": False},
+}
+#: The longest step on the cluster (one GPU): what a job stopped mid-step still runs.
+LONGEST_STEP_S = 2.0
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_both_backends_decide_at_the_same_times(schedule, tmp_path):
+    # 40 jobs over 50 minutes that keep the cluster busy for about three hours, under FCFS (which
+    # never moves a running job): the live backend's jobs step and restart exactly as simulated
+    # (fake generations on the same performance model and overheads), its clock jumping from one
+    # due time to the next. Both backends decide at the same points, at the same times.
+    jobs = workload(7, 40, BACKENDS["live"])
+    config = SimConfig(**SCHEDULES[schedule], overhead_class="full")
+    sim_points, sim_record = decision_points(on_sim, "fcfs", jobs, config, tmp_path / "sim")
+    live_points, live_record = decision_points(on_live, "fcfs", jobs, config, tmp_path / "live")
+    assert len(sim_points) > 10 and sim_record.end_time > 2.5 * 3600
+    assert_same_points(sim_points, live_points)
+    assert live_record.end_time == pytest.approx(sim_record.end_time, rel=1e-12)
+    assert_same_job_events(sim_record, live_record)
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+@pytest.mark.parametrize("policy", ["srtf", "arena"])
+def test_a_job_moved_mid_step_frees_its_gpus_at_the_end_of_that_step(policy, schedule, tmp_path):
+    # The one difference: a live job that is preempted or moved finishes the step it is in and
+    # checkpoints before its processes exit (the worker stops at step boundaries), so the job that
+    # takes its GPUs starts up to a step later, and the moved job keeps that step's work. The
+    # decision points are the same, each within one step of the simulated time.
+    jobs = workload(7, 40, BACKENDS["live"])
+    config = SimConfig(**SCHEDULES[schedule], overhead_class=make_policy(policy).ap_search)
+    sim_points, sim_record = decision_points(on_sim, policy, jobs, config, tmp_path / "sim")
+    live_points, live_record = decision_points(on_live, policy, jobs, config, tmp_path / "live")
+    assert_same_points(sim_points, live_points, within_s=LONGEST_STEP_S)
+    metrics = compute_metrics(sim_record)
+    shifted = sum(abs(a[0] - b[0]) > 1e-9 for a, b in zip(sim_points, live_points))
+    assert not shifted or metrics["preemptions"] + metrics["reconfigurations"] > 0  # only moves shift decisions
+
+
+def test_a_preempted_job_frees_its_gpus_at_the_end_of_its_step(tmp_path):
+    # 4 GPUs run 1 step/s. S arrives at 30.5 and SRTF preempts L, in its step 31: simulated, S runs
+    # 30.5..40.5 and L, 30.5 steps done, resumes then; live, L's processes finish step 31 and exit at
+    # 31, S runs 31..41 and L resumes from its checkpoint of step 31. Both finish L at 110.
+    jobs = [job("L", 0, 100, "a40", 4), job("S", 30.5, 10, "a40", 4)]
+    config = SimConfig(overhead_class="none")
+    sim_points, _ = decision_points(on_sim, "srtf", jobs, config, tmp_path / "sim")
+    live_points, live_record = decision_points(on_live, "srtf", jobs, config, tmp_path / "live")
+    assert [p[0] for p in sim_points] == [0.0, 30.5, 40.5, 110.0]
+    assert [p[0] for p in live_points] == [0.0, 30.5, 41.0, 110.0]
+    assert [p[1:] for p in live_points] == [p[1:] for p in sim_points]
+
+
+def test_the_first_round_comes_at_the_first_submission_on_both_backends(tmp_path):
+    jobs = [job("A", 100, 50, "a40", 2), job("B", 250, 50, "a40", 2)]
+    config = SimConfig(round_s=300.0, event_decisions=False, overhead_class="none")
+    sim_points, _ = decision_points(on_sim, "fcfs", jobs, config, tmp_path / "sim")
+    live_points, _ = decision_points(on_live, "fcfs", jobs, config, tmp_path / "live")
+    assert [p[0] for p in sim_points] == [100.0, 400.0]  # A is decided at once, B at the next round
+    assert_same_points(sim_points, live_points)
+
+
+@pytest.mark.timeout(60)
+def test_rounds_stop_after_two_stalled_ones_on_both_backends(tmp_path):
+    # the big job asks for 8 GPUs of a 4-GPU cluster: FCFS never starts it; with rounds and no
+    # horizon both backends must end after two stalled rounds (A is done at 14 s)
+    jobs = [job("A", 0, 10, "a40", 2), job("big", 5, 10, "a40", 8)]
+    config = SimConfig(round_s=300.0, overhead_class="none")
+    sim_points, sim_record = decision_points(on_sim, "fcfs", jobs, config, tmp_path / "sim")
+    live_points, live_record = decision_points(on_live, "fcfs", jobs, config, tmp_path / "live")
+    assert [p[0] for p in sim_points][-2:] == [300.0, 600.0] and sim_record.end_time == 600.0
+    assert_same_points(sim_points, live_points)
+    assert live_record.end_time == 600.0 and compute_metrics(live_record)["jobs_finished"] == 1
+
+
+def test_at_the_horizon_the_live_backend_stops_its_jobs_at_their_next_step_boundary(tmp_path):
+    # the same decisions up to the horizon; the simulator ends there, the live backend once its
+    # running job has saved at the end of the step it is in (4 GPUs: 1 s a step, from 0.5 s)
+    jobs = [job("L", 0.5, 5000, "a40", 4), job("S", 10, 20, "a40", 2)]
+    config = SimConfig(horizon_s=100.25, overhead_class="none")
+    sim_points, sim_record = decision_points(on_sim, "fcfs", jobs, config, tmp_path / "sim")
+    live_points, live_record = decision_points(on_live, "fcfs", jobs, config, tmp_path / "live")
+    assert_same_points(sim_points, live_points)
+    assert sim_record.end_time == 100.25 and live_record.end_time == 100.5
+    assert compute_metrics(live_record)["jobs_finished"] == compute_metrics(sim_record)["jobs_finished"] == 0

@@ -156,9 +156,12 @@ def test_a_fake_clock_jumps_to_the_earliest_due_time_or_waits_what_it_is_asked()
     clock.watch(lambda: due[1], lambda: ticks.append(clock.time()))
     clock.sleep(0.5)
     assert clock.time() == 12.0 and ticks == [12.0]
-    due[1] = 12.0  # due now, not ahead: the wait lasts what was asked
+    due[1] = 12.0  # due now, not ahead: the earliest ahead
     clock.sleep(0.5)
-    assert clock.time() == 12.5
+    assert clock.time() == 30.0
+    due[0] = 10.0  # nothing ahead: the wait lasts what was asked
+    clock.sleep(0.5)
+    assert clock.time() == 30.5
     due[:] = [float("inf"), float("inf")]
     clock.sleep(2.0)
-    assert clock.time() == 14.5 and ticks == [12.0, 12.5, 14.5]
+    assert clock.time() == 32.5 and ticks == [12.0, 30.0, 30.5, 32.5]
