@@ -332,7 +332,7 @@ class ClusterState:
             self._allocate(self._jobs[job_id], alloc, t, iter_time, overhead)
         if not checked.is_empty:
             self._tick(t)
-            allocations = tuple((job_id, alloc) for job_id, alloc, _ in checked.allocations)
+            allocations = tuple([(job_id, alloc) for job_id, alloc, _ in checked.allocations])
             self._ops.append(Commit(t, checked.preemptions, allocations, tuple(overheads)))
 
     def apply(
