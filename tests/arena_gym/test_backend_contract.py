@@ -7,6 +7,9 @@ the backend's own job accounting. The simulator runs on the two-type ``tiny`` cl
 backend on a one-type testbed (2 nodes x 2 a40), its jobs as fake generations
 (:mod:`tests.fake_live`) of the dense models the runner trains. A backend joins by adding its
 case to ``BACKENDS``; backends expose their :class:`arena_gym.core.ClusterState` as ``state``.
+The last tests run one trace on both backends, on the same one-type cluster, and
+compare when they decide: the same points at the same times, but where a live job moved mid-step
+frees its GPUs at the end of that step.
 """
 
 from __future__ import annotations
