@@ -7,10 +7,10 @@ progress channel what a worker writes (:class:`~real_runner.progress.ProgressRec
 ends, as the worker does: released at ``r``, it resumes from the job's newest checkpoint ``s0``
 after ``startup_s(world size)`` seconds (``start`` at ``a = r + startup``) and completes step
 ``k`` at ``a + (k - s0) x iteration time``. A stop (SIGTERM) takes effect at the next step
-boundary (checkpoint, ``stopped``, exit 0), a held or still starting one exits at once; checkpoints are real
-checkpoint directories with manifests (no tensors), so a relaunch resumes where the job was. Step
-records are thinned to one every ``report_every_s`` (the first step, the last and every
-checkpoint kept).
+boundary (checkpoint, ``stopped``, exit 0), a held or still starting one exits at once;
+checkpoints are real checkpoint directories with manifests (no tensors), so a relaunch resumes
+where the job was. Step records are thinned to one every ``report_every_s`` (the first step, the
+last and the one a stop ends on are always written).
 
 Time is ``clock()``: records are written when the clock has passed them, whenever the backend
 looks at a generation (poll, release) or :meth:`FakeLauncher.tick` is called. With a
