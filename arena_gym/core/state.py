@@ -8,7 +8,9 @@ and times must never go backwards. The lifecycle of a job::
     submit -> [allocate -> start_running (-> update_progress | fail -> start_running)*
                -> preempt | allocate (resize, move) ...] -> finish
 
-``docs/simulator.md`` spells out what a backend calls, in which order.
+Every operation is also appended to the state's operation log (:mod:`arena_gym.core.oplog`):
+replayed into a state loaded with the same workload, it rebuilds the job states and the event
+log exactly. ``docs/simulator.md`` spells out what a backend calls, in which order.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from arena_gym.core.job import JobState
+from arena_gym.core.oplog import Close, Commit, Fail, Finish, Op, Progress, Run, Submit
 from arena_gym.core.queue import JobQueue
 from arena_gym.core.views import ActiveViews, QueueViews
 from arena_gym.protocols import InvalidDecision
@@ -104,6 +107,7 @@ class ClusterState:
         self._queue = JobQueue()  # waiting jobs: FIFO order, indexed by requested type and configuration
         self._active: dict[JobId, JobState] = {}  # holding GPUs (reconfiguring or running)
         self._events: list[Event] = []
+        self._ops: list[Op] = []
         self._unsubmitted = len(self._jobs)
         self._unfinished = len(self._jobs)
         self._clock = -math.inf
@@ -124,6 +128,7 @@ class ClusterState:
         new._queue = self._queue.copy()
         new._active = {j: new._jobs[j] for j in self._active}
         new._events = list(self._events)
+        new._ops = list(self._ops)
         new._unsubmitted, new._unfinished = self._unsubmitted, self._unfinished
         new._clock, new._epoch = self._clock, self._epoch
         return new
@@ -135,7 +140,8 @@ class ClusterState:
         service, queueing, counters) with the spec given beside it (the same job, perhaps with
         another length: a sampled world); progress is settled at ``now``. A running job keeps
         its view's rate; a reconfiguring one gets ``truth``'s rate of its grid. The future jobs
-        are loaded unsubmitted. The event log starts empty; times start at ``now``.
+        are loaded unsubmitted. The event log and the operation log start empty (a replay of
+        the log applies to a state restored the same way); times start at ``now``.
         """
         self.load([*(spec for spec, _ in current), *future])
         for spec, view in current:
@@ -207,6 +213,20 @@ class ClusterState:
     def n_events(self) -> int:
         """How many events the log holds."""
         return len(self._events)
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """The operation log so far (:mod:`arena_gym.core.oplog`)."""
+        return tuple(self._ops)
+
+    def ops_since(self, index: int) -> tuple[Op, ...]:
+        """The operations logged after the first ``index`` ones."""
+        return tuple(self._ops[index:])
+
+    @property
+    def n_ops(self) -> int:
+        """How many operations the log holds."""
+        return len(self._ops)
 
     @property
     def jobs(self) -> tuple[JobSpec, ...]:
@@ -312,6 +332,8 @@ class ClusterState:
             self._allocate(self._jobs[job_id], alloc, t, iter_time, overhead)
         if not checked.is_empty:
             self._tick(t)
+            allocations = tuple([(job_id, alloc) for job_id, alloc, _ in checked.allocations])
+            self._ops.append(Commit(t, checked.preemptions, allocations, tuple(overheads)))
 
     def apply(
         self, decision: Decision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
@@ -333,6 +355,7 @@ class ClusterState:
         self._unsubmitted -= 1
         self._queue.add(job.spec)
         self._log(t, EventKind.SUBMIT, job)
+        self._ops.append(Submit(t, job_id))
 
     def preempt(self, job_id: JobId, t: float) -> None:
         """The job gives its GPUs back and re-queues (PREEMPT); its progress so far is kept."""
@@ -363,6 +386,7 @@ class ClusterState:
         job.status = JobStatus.RUNNING
         job.run_start = t
         self._log(t, EventKind.RUN, job)
+        self._ops.append(Run(t, job_id, iter_time))
         return t + (job.spec.iterations - job.done) / job.rate
 
     def update_progress(self, job_id: JobId, t: float, iterations_done: float, iter_time: float) -> float:
@@ -383,14 +407,15 @@ class ClusterState:
         self._set_rate(job, iter_time)
         job.version += 1
         self._log(t, EventKind.PROGRESS, job)
+        self._ops.append(Progress(t, job_id, float(iterations_done), iter_time))
         return t + (job.spec.iterations - job.done) / job.rate
 
-    def fail(self, job_id: JobId, t: float, iterations_done: float) -> None:
+    def fail(self, job_id: JobId, t: float, iterations_done: float, reason: str = "") -> None:
         """The job's processes failed and are being relaunched on the same GPUs (FAIL).
 
         Progress falls back to ``iterations_done`` (the checkpoint it resumes from; never more
         than it had); the job holds its GPUs, is RECONFIGURING, and runs again at the next
-        :meth:`start_running`.
+        :meth:`start_running`. ``reason`` goes into the operation log.
         """
         job = self._job(job_id, t)
         if job.alloc is None:
@@ -403,6 +428,7 @@ class ClusterState:
         job.version += 1
         job.failures += 1
         self._log(t, EventKind.FAIL, job)
+        self._ops.append(Fail(t, job_id, float(iterations_done), reason))
 
     def finish(self, job_id: JobId, t: float) -> None:
         """The job completed all its iterations and releases its GPUs (FINISH)."""
@@ -418,6 +444,7 @@ class ClusterState:
         job.version += 1
         self._unfinished -= 1
         self._log(t, EventKind.FINISH, job)
+        self._ops.append(Finish(t, job_id))
 
     def close(self, t: float) -> None:
         """End of the episode at ``t``: credit the progress and queueing of every unfinished job up to ``t``."""
@@ -426,6 +453,7 @@ class ClusterState:
         for job in self._jobs.values():
             if job.submitted and job.status is not JobStatus.FINISHED:
                 job.settle(t)
+        self._ops.append(Close(t))
 
     # ------------------------------------------------------------------ outputs
     def snapshot(

@@ -29,8 +29,8 @@ from arena_gym.harness.deploy import (
     write_results,
 )
 from arena_gym.loop import run_episode
-from real_runner.launchers import LAUNCHERS
 from real_runner.live.backend import LiveError, LiveStatus
+from real_runner.testbed import LAUNCHERS
 
 #: Settings a resumed deployment takes from its journal (so they may not be given with --resume).
 _SETTINGS = (
