@@ -10,14 +10,32 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from tqdm.auto import tqdm
 
 from arena_gym.harness.scoring import Evaluator, mean_avg_jct
-from arena_gym.outputs import write_csv
+from arena_gym.outputs import write_csv, write_json
 from arena_gym.protocols import Policy
 
 log = logging.getLogger(__name__)
+
+
+class StampedCheckpointCallback(CheckpointCallback):
+    """SB3's checkpoints (``model_N_steps.zip``), each with ``model_N_steps.json`` holding the run's config hash.
+
+    A resume loads a checkpoint only under the config that wrote it (:func:`arena_gym.harness.train.resume`).
+    """
+
+    def __init__(self, config_hash: str, save_freq: int, save_path: str, name_prefix: str = "model") -> None:
+        super().__init__(save_freq, save_path, name_prefix=name_prefix)
+        self.config_hash = config_hash
+
+    def _on_step(self) -> bool:
+        saving = self.n_calls % self.save_freq == 0
+        result = super()._on_step()
+        if saving:
+            write_json(Path(self._checkpoint_path(extension="json")), {"config_hash": self.config_hash})
+        return result
 
 
 class ProgressBarCallback(BaseCallback):

@@ -19,6 +19,8 @@ suite's workloads and writes into ``config.out_dir``:
   ``performance_profile.png`` (rliable's score distributions);
 - ``config.json`` (the config, the suite's workloads, seed and code version).
 
+The directory is written complete or not at all (:func:`arena_gym.outputs.staged_dir`).
+
 With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a wandb run.
 """
 
@@ -38,7 +40,7 @@ from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import summary_table
 from arena_gym.harness.suites import SUITE_NAMES, Suite, custom_suite, get_suite
-from arena_gym.outputs import code_version, write_csv, write_json
+from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
 
 log = logging.getLogger(__name__)
 
@@ -142,32 +144,35 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
     out = Path(config.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if config.bounds else None
-    if lp is not None:
-        summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
-    rl = aggregate(
-        table, lp, AggregateConfig(config.reference, config.metric, seed=config.seed), out / "performance_profile.png"
-    )
-    summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
-    write_csv(out / "per_workload.csv", table)
-    write_csv(out / "jobs.csv", jobs)
-    write_csv(out / "summary.csv", summary)
-    (out / "summary.md").write_text(summary_markdown(summary, config.metric, suite))
-    plot_vs_reference(table, config.metric, config.reference, out / "vs_reference.png")
-    plot_cdfs(table, jobs, config.metric, config.reference, out / "cdf.png")
-    wall = time.perf_counter() - start
-    write_json(
-        out / "config.json",
-        {
-            "evaluate": config,
-            "suite": {"name": suite.name, "description": suite.description},
-            "workloads": [w.label for w in workloads],
-            "seed": config.seed,
-            "code_version": code_version(),
-            "wall_s": wall,
-        },
-    )
+    with staged_dir(out) as staging:
+        lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if config.bounds else None
+        if lp is not None:
+            summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
+        rl = aggregate(
+            table,
+            lp,
+            AggregateConfig(config.reference, config.metric, seed=config.seed),
+            staging / "performance_profile.png",
+        )
+        summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
+        write_csv(staging / "per_workload.csv", table)
+        write_csv(staging / "jobs.csv", jobs)
+        write_csv(staging / "summary.csv", summary)
+        (staging / "summary.md").write_text(summary_markdown(summary, config.metric, suite))
+        plot_vs_reference(table, config.metric, config.reference, staging / "vs_reference.png")
+        plot_cdfs(table, jobs, config.metric, config.reference, staging / "cdf.png")
+        wall = time.perf_counter() - start
+        write_json(
+            staging / "config.json",
+            {
+                "evaluate": config,
+                "suite": {"name": suite.name, "description": suite.description},
+                "workloads": [w.label for w in workloads],
+                "seed": config.seed,
+                "code_version": code_version(),
+                "wall_s": wall,
+            },
+        )
     if config.wandb_mode != "disabled":
         _log_wandb(out, config, table, summary)
     return EvalResult(table, summary, out, wall)

@@ -2,20 +2,24 @@
 
 ``train(config)`` writes into ``config.out_dir``: ``config.json`` (config, resolved EnvConfig,
 seed, code version), ``checkpoints/`` (SB3 zips with their optimizer state, plus
-``arena_gym.json``), ``learning_curve.csv`` and ``.png``, ``eval_history.csv`` (every
+``arena_gym.json``; each ``model_N_steps.zip`` beside a ``model_N_steps.json`` holding the config
+hash), ``learning_curve.csv`` and ``.png``, ``eval_history.csv`` (every
 validation during training), ``eval.csv`` (final and best model vs the baselines on the
 validation workloads, one row per policy and workload), ``eval_summary.csv``, ``model.zip``
 (final) and ``best_model.zip`` (best validation score with every job finished, over the
 periodic validations and the final model). ``resume(out_dir)`` continues a run from its
-latest checkpoint.
+latest checkpoint, written under the same config. A new run goes only into a new or empty
+directory or an earlier finished training run (replaced as a whole).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import re
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from agents.rl.algos import algo_spec, policy_class
 from agents.rl.artifact import ModelInfo, load_model, save_model, write_sidecar
@@ -35,19 +39,22 @@ from arena_gym.harness.callbacks import (
     ArenaEvalCallback,
     LearningCurveCallback,
     ProgressBarCallback,
+    StampedCheckpointCallback,
     WandbScalarCallback,
     selection_score,
 )
 from arena_gym.harness.eval_plots import plot_learning_curve
 from arena_gym.harness.scoring import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
 from arena_gym.harness.tracking import finish_run, start_run
-from arena_gym.outputs import code_version, write_csv, write_json
+from arena_gym.outputs import check_out_dir, code_version, write_csv, write_json
 
 log = logging.getLogger(__name__)
 
 _CHECKPOINT = re.compile(r"^model_(\d+)_steps\.zip$")
+#: TrainConfig fields a resume may change (the budget, where and how it is reported): outside the config hash.
+_UNHASHED = ("steps", "out_dir", "wandb_mode", "wandb_project", "progress")
 
-__all__ = ["TrainConfig", "TrainResult", "build_model", "latest_checkpoint", "resume", "train"]
+__all__ = ["TrainConfig", "TrainResult", "build_model", "config_hash", "latest_checkpoint", "resume", "train"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,64 @@ def latest_checkpoint(out_dir: Path) -> tuple[Path, int] | None:
     return path, steps
 
 
+def config_hash(config: TrainConfig) -> str:
+    """A short hash of what determines a run's learning (every field but :data:`_UNHASHED`)."""
+    data = {k: v for k, v in config.to_json().items() if k not in _UNHASHED}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def checkpoint_hash(checkpoint: Path) -> str | None:
+    """The config hash stamped beside a checkpoint (``model_N_steps.json``), or None when there is none."""
+    try:
+        value = json.loads(checkpoint.with_suffix(".json").read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _finished_steps(out: Path) -> int | None:
+    """The steps a run's ``result.json`` records, or None when it has none (not finished)."""
+    try:
+        steps = json.loads((out / "result.json").read_text(encoding="utf-8"))["timesteps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return steps if isinstance(steps, int) else None
+
+
+def is_train_run(out: Path) -> bool:
+    """Whether ``out`` holds a training run (its ``config.json`` has a ``train`` section)."""
+    try:
+        data = json.loads((Path(out) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "train" in data
+
+
+def prepare_run_dir(out_dir: str | Path) -> Path:
+    """The directory of a new run: new, empty, or an earlier finished training run (removed first).
+
+    Refused (one-line ValueError): anything :func:`arena_gym.outputs.check_out_dir` refuses, a
+    non-empty directory that is not a training run (the results of another command), and an
+    unfinished run with a checkpoint (resume it instead): nothing of an earlier run can mix with
+    the new one.
+    """
+    label = f"--out {out_dir}"
+    out = check_out_dir(out_dir)
+    if not (out.is_dir() and any(out.iterdir())):
+        return out
+    if not is_train_run(out):
+        raise ValueError(f"{label}: holds results of another command, not a training run; name a new or empty one")
+    checkpoint, done = latest_checkpoint(out), _finished_steps(out)
+    if checkpoint is not None and (done is None or done < checkpoint[1]):
+        raise ValueError(
+            f"{label}: holds an unfinished training run (latest checkpoint at {checkpoint[1]} steps); "
+            f"continue it with --resume {out_dir} or name another directory"
+        )
+    log.info("replacing the earlier training run in %s", out)
+    shutil.rmtree(out)
+    return out
+
+
 def _validation(config: TrainConfig) -> Evaluator:
     return Evaluator.for_split(
         env_config(config.env_id, config.env_overrides_for(EVAL_SPLIT)),
@@ -124,8 +189,8 @@ def _callbacks(
     if config.checkpoint_every:
         write_sidecar(out / "checkpoints", info)
         callbacks.append(
-            CheckpointCallback(
-                max(config.checkpoint_every // config.n_envs, 1), str(out / "checkpoints"), name_prefix="model"
+            StampedCheckpointCallback(
+                config_hash(config), max(config.checkpoint_every // config.n_envs, 1), str(out / "checkpoints")
             )
         )
     evaluation = None
@@ -144,7 +209,12 @@ def _callbacks(
 
 
 def train(config: TrainConfig) -> TrainResult:
-    """Train ``config.algo`` on ``config.env_id``, validate it against the baselines, and write the run folder."""
+    """Train ``config.algo`` on ``config.env_id``, validate it against the baselines, and write the run folder.
+
+    The run folder must be new, empty or an earlier finished training run (:func:`prepare_run_dir`).
+    """
+    env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # a bad override fails before anything is removed
+    prepare_run_dir(config.out_dir)
     return _run(config, resume_from=None)
 
 
@@ -169,6 +239,12 @@ def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
     checkpoint = latest_checkpoint(out)
     if checkpoint is None:
         raise ValueError(f"cannot resume {out}: no checkpoints/model_N_steps.zip (checkpoint_every was 0?)")
+    stamped, expected = checkpoint_hash(checkpoint[0]), config_hash(config)
+    if stamped != expected:
+        raise ValueError(
+            f"cannot resume {out}: checkpoint {checkpoint[0].name} was written under another config "
+            f"(config hash {stamped or 'missing'}, config.json's {expected}); start a new run instead"
+        )
     if checkpoint[1] >= config.steps:
         raise ValueError(
             f"cannot resume {out}: its latest checkpoint is at {checkpoint[1]} of {config.steps} steps "
@@ -184,10 +260,6 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
     env_cfg = env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # validates the overrides first
     out.mkdir(parents=True, exist_ok=True)
     start_steps = resume_from[1] if resume_from else 0
-    if resume_from is None:
-        (out / "best_model.zip").unlink(missing_ok=True)  # a previous run's best must not pass for this one's
-        for name in ("eval_history.csv", "learning_curve.csv"):
-            (out / name).unlink(missing_ok=True)
     info = ModelInfo(config.algo, config.env_id, env_cfg, code_version(), config.policy)
     write_json(
         out / "config.json",

@@ -19,6 +19,7 @@ from arena_gym.harness.cli.common import (
 )
 from arena_gym.harness.compare import CompareConfig, compare
 from arena_gym.harness.results import to_markdown
+from arena_gym.runlock import RunLock
 
 DEFAULT_POLICIES = "fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena"
 #: An item that continues the previous trace spec's options (``rate_per_h=5`` in ``synthetic:n_jobs=9,rate_per_h=5``).
@@ -100,15 +101,16 @@ def handle(args: argparse.Namespace) -> int:
     traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
     base = run_config(args, args.policies[0], args.seeds[0])
     config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict)
-    results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
-    print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
-    print(f"results: {args.out}")
-    if args.wandb:
-        # set wandb's mode in the environment before it is imported (stack.md: an init argument
-        # alone still lets it probe a telemetry host at exit)
-        os.environ.setdefault("WANDB_MODE", "offline")
-        os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
-        from arena_gym.harness.tracking import log_comparison
+    with RunLock(args.out, "compare"):
+        results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
+        print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
+        print(f"results: {args.out}")
+        if args.wandb:
+            # set wandb's mode in the environment before it is imported (stack.md: an init argument
+            # alone still lets it probe a telemetry host at exit)
+            os.environ.setdefault("WANDB_MODE", "offline")
+            os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
+            from arena_gym.harness.tracking import log_comparison
 
-        log_comparison(args.out, board, config, mode=os.environ["WANDB_MODE"])
+            log_comparison(args.out, board, config, mode=os.environ["WANDB_MODE"])
     return 0

@@ -29,6 +29,7 @@ from arena_gym.harness.deploy import (
     write_results,
 )
 from arena_gym.loop import run_episode
+from arena_gym.runlock import RunLock
 from real_runner.live.backend import LiveError, LiveStatus
 from real_runner.testbed import LAUNCHERS
 
@@ -174,7 +175,10 @@ def _config(args: argparse.Namespace) -> DeployConfig:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Deploy (or resume), print the status while it runs and the results at the end."""
+    """Deploy (or resume), print the status while it runs and the results at the end.
+
+    The results directory is locked for the whole run: a second deployment or a resume of it
+    while this one lives is refused naming this one (:class:`arena_gym.runlock.RunLock`)."""
     env = dict(os.environ)
     stop = threading.Event()
 
@@ -182,37 +186,42 @@ def handle(args: argparse.Namespace) -> int:
         stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
+    if args.resume is not None:
+        extra = [f"--{_FLAGS.get(k, k).replace('_', '-')}" for k in _SETTINGS if getattr(args, k) is not None]
+        if extra:
+            raise ValueError(f"--resume takes the deployment's settings from its journal; drop {', '.join(extra)}")
+        lock = RunLock(args.resume, "deploy", flag="--resume", create=False)
+    else:
+        lock = RunLock(args.out, "deploy")
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        if args.resume is not None:
-            extra = [f"--{_FLAGS.get(k, k).replace('_', '-')}" for k in _SETTINGS if getattr(args, k) is not None]
-            if extra:
-                raise ValueError(f"--resume takes the deployment's settings from its journal; drop {', '.join(extra)}")
-            out = args.resume.resolve()
-            dep, run_dir = load_deployment(out, env, args.ray_address)
-            dep = _with_display(dep, args)
-        else:
-            dep = prepare(_config(args), env)
-            out, run_dir = check_deploy_dir(args.out), None
-        _header(dep, out, args.resume is not None)
-        backend = open_backend(dep, out, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set)
-        try:
-            record = run_episode(backend, dep.policy, dep.jobs)
-        except KeyboardInterrupt:
-            print("interrupted: stopping every job with a checkpoint ...", flush=True)
-            backend.stop_all()
-            print(f"stopped; continue with: arena-gym deploy --resume {out}", flush=True)
-            raise
-        except LiveError as exc:
-            backend.stop_all()
-            print(f"arena-gym deploy: error: {exc}; continue with: arena-gym deploy --resume {out}", flush=True)
-            return 1
-        finally:
-            backend.close()
-        result = finish(dep, backend, record)
-        write_results(out, dep, result)
-        _report(dep, result, out)
-        return 0
+        with lock:
+            if args.resume is not None:
+                out = args.resume.resolve()
+                dep, run_dir = load_deployment(out, env, args.ray_address)
+                dep = _with_display(dep, args)
+            else:
+                dep = prepare(_config(args), env)
+                out, run_dir = check_deploy_dir(args.out), None
+            _header(dep, out, args.resume is not None)
+            backend = open_backend(dep, out, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set)
+            try:
+                record = run_episode(backend, dep.policy, dep.jobs)
+            except KeyboardInterrupt:
+                print("interrupted: stopping every job with a checkpoint ...", flush=True)
+                backend.stop_all()
+                print(f"stopped; continue with: arena-gym deploy --resume {out}", flush=True)
+                raise
+            except LiveError as exc:
+                backend.stop_all()
+                print(f"arena-gym deploy: error: {exc}; continue with: arena-gym deploy --resume {out}", flush=True)
+                return 1
+            finally:
+                backend.close()
+            result = finish(dep, backend, record)
+            write_results(out, dep, result)
+            _report(dep, result, out)
+            return 0
     finally:
         signal.signal(signal.SIGINT, previous)
 

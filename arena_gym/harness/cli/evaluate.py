@@ -6,8 +6,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from arena_gym.harness.cli.common import bounded_int
+from arena_gym.harness.cli.common import bounded_int, out_dir
 from arena_gym.harness.suites import SUITE_NAMES
+from arena_gym.runlock import RunLock
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -55,7 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=0, help="at most N workloads, evenly spaced (0 = all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policies and the bootstrap")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
-    parser.add_argument("--out", type=Path, default=Path("results/evaluate"), help="results directory")
+    parser.add_argument(
+        "--out", type=out_dir, default=Path("results/evaluate"), help="results directory (checked writable first)"
+    )
     parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
     parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
     parser.add_argument(
@@ -99,7 +102,8 @@ def handle(args: argparse.Namespace) -> int:
         workers=args.workers,
         bounds=not args.no_bounds,
     )
-    result = evaluate(config)
+    with RunLock(args.out, "evaluate"):
+        result = evaluate(config)
     print((result.out_dir / "summary.md").read_text(), end="")
     print(f"results: {result.out_dir} ({result.wall_s:.0f} s)")
     return 0

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from arena_gym.outputs import check_out_file
+from arena_gym.runlock import RunLock
 from arena_gym.types import ModelRef
 
 #: Steps a direct measurement of one plan runs (warm-up included), for the cost comparison.
@@ -102,43 +103,50 @@ def _profile(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.batch < 1:
         raise ValueError(f"--batch must be >= 1, got {args.batch}")
-    bars: dict[str, tqdm] = {}
+    with RunLock(out, "profile"):
+        bars: dict[str, tqdm] = {}
 
-    def progress(phase: str, done: int, total: int) -> None:
-        bar = bars.get(phase)
-        if bar is None:
-            bar = bars[phase] = tqdm(total=total, desc=f"profile {phase}", unit="round", leave=False, file=sys.stderr)
-        bar.update(done - bar.n)
+        def progress(phase: str, done: int, total: int) -> None:
+            bar = bars.get(phase)
+            if bar is None:
+                bar = bars[phase] = tqdm(
+                    total=total, desc=f"profile {phase}", unit="round", leave=False, file=sys.stderr
+                )
+            bar.update(done - bar.n)
 
-    print(f"profiling {testbed.name} ({testbed.total_devices} x {testbed.device_type}) for {', '.join(models)}")
-    repo = Path(real_runner.__file__).resolve().parents[1]  # the ranks import the packages from here
-    try:
-        with tempfile.TemporaryDirectory(prefix="arena-profile-") as tmp:
-            work = Path(args.work_dir) if args.work_dir else Path(tmp)
-            profile = profile_testbed(
-                testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device, on_progress=progress
-            )
-    except RuntimeError as exc:
-        print(f"arena-gym estimate: error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        for bar in bars.values():
-            bar.close()
-    write_profile(profile, out)
-    perf = ProfiledPerfModel(profile, testbed.cluster())
-    cfg = PlannerConfig()
-    cost = profile.cost["device_s"]
-    direct, count = 0.0, 0
-    for m in models:
-        arch = get_model(m)
-        for shape in shapes_for(testbed.device_type, testbed.devices_per_node, testbed.total_devices, (1, 2, 4, 8, 16)):
-            for plan in executable_plans(arch, args.batch, shape, cfg):
-                est = perf.estimate(ModelRef.parse(m), args.batch, shape, plan)
-                direct += plan.num_gpus * (profile.cost.get("startup_s", 0.0) + DIRECT_STEPS * est.total_s)
-                count += 1
-    print(f"wrote {out}: {cost:.0f} device-s ({profile.cost['wall_s']:.0f} s on {profile.cost['devices']:.0f} devices)")
-    print(
-        f"measuring each of the {count} executable plans of {', '.join(models)} (batch {args.batch}) directly instead: "
-        f"about {direct:.0f} device-s ({direct / max(cost, 1e-9):.1f}x; {DIRECT_STEPS} steps and a start-up each)"
-    )
+        print(f"profiling {testbed.name} ({testbed.total_devices} x {testbed.device_type}) for {', '.join(models)}")
+        repo = Path(real_runner.__file__).resolve().parents[1]  # the ranks import the packages from here
+        try:
+            with tempfile.TemporaryDirectory(prefix="arena-profile-") as tmp:
+                work = Path(args.work_dir) if args.work_dir else Path(tmp)
+                profile = profile_testbed(
+                    testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device, on_progress=progress
+                )
+        except RuntimeError as exc:
+            print(f"arena-gym estimate: error: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            for bar in bars.values():
+                bar.close()
+        write_profile(profile, out)
+        perf = ProfiledPerfModel(profile, testbed.cluster())
+        cfg = PlannerConfig()
+        cost = profile.cost["device_s"]
+        direct, count = 0.0, 0
+        for m in models:
+            arch = get_model(m)
+            for shape in shapes_for(
+                testbed.device_type, testbed.devices_per_node, testbed.total_devices, (1, 2, 4, 8, 16)
+            ):
+                for plan in executable_plans(arch, args.batch, shape, cfg):
+                    est = perf.estimate(ModelRef.parse(m), args.batch, shape, plan)
+                    direct += plan.num_gpus * (profile.cost.get("startup_s", 0.0) + DIRECT_STEPS * est.total_s)
+                    count += 1
+        print(
+            f"wrote {out}: {cost:.0f} device-s ({profile.cost['wall_s']:.0f} s on {profile.cost['devices']:.0f} devices)"
+        )
+        print(
+            f"measuring each of the {count} executable plans of {', '.join(models)} (batch {args.batch}) directly instead: "
+            f"about {direct:.0f} device-s ({direct / max(cost, 1e-9):.1f}x; {DIRECT_STEPS} steps and a start-up each)"
+        )
     return 0

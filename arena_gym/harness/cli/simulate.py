@@ -13,6 +13,7 @@ from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.results import write_run
 from arena_gym.outputs import staged_dir
 from arena_gym.registry import make_perf
+from arena_gym.runlock import RunLock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Run and write the results directory; print the headline metrics."""
     config = run_config(args, args.policy, args.seed)
-    with staged_dir(args.out) as staging:
+    with RunLock(args.out, "simulate"), staged_dir(args.out) as staging:
         cluster = load_cluster(config.cluster)
         tables = cache_dir(args)
         truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=user_models(config.model_spec))

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from agents.rl.config import TRAIN_SPLIT, add_train_arguments, config_from_args, wandb_mode
+from arena_gym.runlock import RunLock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +33,9 @@ def set_wandb_env(mode: str) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Validate everything first (a bad value fails before any work), then train or resume and print the summary."""
+    """Validate everything first (a bad value fails before any work), then train or resume and print the summary.
+
+    The run directory is locked while the run writes it (:class:`arena_gym.runlock.RunLock`)."""
     try:
         config = config_from_args(args)
         from agents.rl.env_factory import env_config
@@ -49,9 +52,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.resume is not None:
         from agents.rl.config import TrainConfig
 
-        result = resume(args.resume, steps=args.steps if args.steps != TrainConfig.steps else None)
+        with RunLock(args.resume, "train", flag="--resume", create=False):
+            result = resume(args.resume, steps=args.steps if args.steps != TrainConfig.steps else None)
     else:
-        result = train(config)
+        with RunLock(config.out_dir, "train"):
+            result = train(config)
     print(f"trained {result.timesteps} steps in {result.wall_s:.0f} s")
     for key, value in result.metrics.items():
         figure = f"{value / 3600:.2f} h" if math.isfinite(value) else "n/a (some jobs never finished)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import torch
 
 from agents.rl.artifact import load_model, read_model_info
 from arena_gym.harness.experiment import make_policy
-from arena_gym.harness.train import TrainConfig, latest_checkpoint, resume, train
+from arena_gym.harness.train import TrainConfig, config_hash, latest_checkpoint, resume, train
 from tests.rl_cases import ENV_ID
 
 
@@ -123,3 +124,58 @@ def test_bad_hyperparameters_are_a_value_error(tmp_path: Path, env_overrides: di
     )
     with pytest.raises(ValueError, match="bad hyperparameters for maskable_ppo"):
         train(config)
+
+
+def test_a_new_run_never_mixes_with_another_and_a_resume_needs_the_config_of_its_checkpoint(
+    tmp_path: Path, env_overrides: dict
+) -> None:
+    run = tmp_path / "run"
+    config = TrainConfig(
+        env_id=ENV_ID,
+        env_overrides=env_overrides,
+        steps=128,
+        n_envs=1,
+        n_steps=64,
+        batch_size=64,
+        eval_every=0,
+        eval_seeds=(1000,),
+        eval_baselines=("fcfs",),
+        checkpoint_every=64,
+        out_dir=str(run),
+        progress=False,
+    )
+    simulated = tmp_path / "sim"
+    simulated.mkdir()
+    (simulated / "config.json").write_text(json.dumps({"code_version": "0", "policy": "fcfs"}))
+    with pytest.raises(ValueError, match="holds results of another command, not a training run"):
+        train(dataclasses.replace(config, out_dir=str(simulated)))
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not an arena-gym results directory"):
+        train(dataclasses.replace(config, out_dir=str(tmp_path / "junk")))
+    assert (tmp_path / "junk" / "notes.txt").read_text() == "mine"
+
+    train(config)
+    stamp = json.loads((run / "checkpoints" / "model_128_steps.json").read_text())
+    assert stamp == {"config_hash": config_hash(config)}
+    assert config_hash(dataclasses.replace(config, steps=999, progress=True)) == config_hash(config)
+    assert config_hash(dataclasses.replace(config, learning_rate=1e-3)) != config_hash(config)
+    result = (run / "result.json").read_text()
+    (run / "result.json").unlink()  # as if the run had been killed after its last checkpoint
+    with pytest.raises(
+        ValueError, match=r"unfinished training run \(latest checkpoint at 128 steps\); continue it with --resume"
+    ):
+        train(config)
+    (run / "result.json").write_text(result)
+    (run / "stray.txt").write_text("from the earlier run")
+    train(dataclasses.replace(config, steps=64))  # a finished run is replaced as a whole
+    assert not (run / "stray.txt").exists()
+    assert sorted(p.name for p in (run / "checkpoints").glob("model_*")) == [
+        "model_64_steps.json",
+        "model_64_steps.zip",
+    ]
+    meta = json.loads((run / "config.json").read_text())
+    meta["train"]["learning_rate"] = 1e-3
+    (run / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="model_64_steps.zip was written under another config"):
+        resume(run, steps=128)

@@ -94,7 +94,7 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
         (["--eval-seeds", "5,-2"], "eval_seeds must be >= 0, got -2"),
         (["--env-arg", "seed=-1"], "EnvConfig: seed must be >= 0, got -1"),
         (["--env-arg", "max_pending=1000000000"], "EnvConfig: max_pending must be in [1, 1024], got 1000000000"),
-        (["--resume", "/nonexistent/run"], "no config.json"),
+        (["--resume", "/nonexistent/run"], "--resume /nonexistent/run: no such file or directory"),
     ],
 )
 def test_train_bad_arguments_fail_at_once(
