@@ -142,15 +142,33 @@ def _parse(path: Path) -> Any:
         raise ValueError(f"{path}: cannot parse cluster file: {' '.join(str(exc).split())}") from None
 
 
-def load_cluster(spec: str) -> ClusterSpec:
-    """A preset name (``arena-1280``, ``testbed-64``, ``tiny``) or a JSON/TOML file path."""
-    if spec in PRESETS:
-        return PRESETS[spec]
+def load_cluster(spec: str, allow_shadowing: bool = False) -> ClusterSpec:
+    """A preset name (``arena-1280``, ``testbed-64``, ``tiny``) or a JSON/TOML file path.
+
+    A file that shadows a preset is refused unless ``allow_shadowing`` (then the file is read):
+    a file named like a preset (``tiny`` in the current directory), or a cluster file whose name
+    is a preset's but whose contents are not (its results would pass for the preset's).
+    """
     path = Path(spec)
+    if spec in PRESETS:
+        if not path.exists():
+            return PRESETS[spec]
+        if not allow_shadowing:
+            raise ValueError(
+                f"cluster {spec!r} names both a preset and a file here; write ./{spec} for the file, "
+                "or pass --allow-shadowing"
+            )
     if not path.is_file():
         raise ValueError(f"unknown cluster {spec!r}: not a file; presets are {', '.join(PRESETS)}")
     try:
         data = _parse(path)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read cluster file: {exc.strerror or exc}") from None
-    return cluster_from_dict(data, path.stem, str(path))
+    cluster = cluster_from_dict(data, path.stem, str(path))
+    preset = PRESETS.get(cluster.name)
+    if preset is not None and cluster != preset and not allow_shadowing:
+        raise ValueError(
+            f"{path}: cluster name {cluster.name!r} is a preset's, but the contents differ from it; "
+            'give the file another name (its "name" key or file name), or pass --allow-shadowing'
+        )
+    return cluster

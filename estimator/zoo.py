@@ -496,11 +496,21 @@ def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
         raise ValueError(f"model spec {data['name']!r}: {exc}") from None
 
 
-def load_models(path: str | Path) -> dict[str, ModelArch]:
-    """User models from a JSON file holding one spec object or a list of them."""
+def load_models(path: str | Path, allow_shadowing: bool = False) -> dict[str, ModelArch]:
+    """User models from a JSON file holding one spec object or a list of them.
+
+    A model named like a zoo model would replace it everywhere: refused (one-line ValueError)
+    unless ``allow_shadowing``.
+    """
     data = json.loads(Path(path).read_text())
     items: Iterable[Mapping[str, Any]] = data if isinstance(data, list) else [data]
     archs = [model_from_dict(item) for item in items]
+    clash = sorted(a.name for a in archs if a.name in _BUILTIN)
+    if clash and not allow_shadowing:
+        raise ValueError(
+            f"model(s) {', '.join(clash)} would replace the zoo's model(s) of that name; "
+            "rename them, or pass --allow-shadowing to use yours"
+        )
     return {a.name: a for a in archs}
 
 

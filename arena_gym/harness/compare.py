@@ -98,9 +98,13 @@ def compare(
     ``cache_dir`` is the estimator's performance-table cache (None: none).
     """
     with staged_dir(out_dir) as staging:
-        cluster = load_cluster(config.base.cluster)
-        truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir, models=user_models(config.base.model_spec))
-        workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
+        base = config.base
+        cluster = load_cluster(base.cluster, base.allow_shadowing)
+        models = user_models(base.model_spec, base.allow_shadowing)
+        truth = make_perf(base.perf, cluster, cache_dir=cache_dir, models=models)
+        workloads = {
+            (t, s): load_jobs(t, cluster, truth, s, base.allow_shadowing) for t in config.traces for s in config.seeds
+        }
         unplaceable = {
             key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
             for key, jobs in workloads.items()

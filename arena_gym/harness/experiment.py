@@ -25,7 +25,8 @@ class RunConfig:
     ``perf`` is the ground-truth model the simulator executes with; ``belief`` the one policies
     plan with (None: the same model). ``horizon_s`` counts from the first submission.
     ``model_spec`` is a JSON file of user-defined models (architectures the estimator knows
-    in addition to its zoo; see ``estimator.zoo.load_models``).
+    in addition to its zoo; see ``estimator.zoo.load_models``). ``allow_shadowing`` lets a
+    user model, trace file or cluster file take a built-in name (refused otherwise).
     """
 
     policy: str
@@ -39,6 +40,7 @@ class RunConfig:
     event_decisions: bool = True
     overhead: OverheadModel = field(default_factory=OverheadModel)
     model_spec: str | None = None
+    allow_shadowing: bool = False
 
     def sim_config(self, overhead_class: OverheadClass | str = OverheadClass.PRUNED) -> SimConfig:
         """The simulator settings of this run, charging ``overhead_class`` (the policy's ``ap_search``)."""
@@ -61,22 +63,47 @@ class RunResult:
     replay: Replay | None = field(default=None, compare=False, repr=False)
 
 
-def user_models(path: str | None) -> dict[str, Any] | None:
-    """The user-defined models of a ``--model-spec`` JSON file by name (None without a file)."""
+def user_models(path: str | None, allow_shadowing: bool = False) -> dict[str, Any] | None:
+    """The user-defined models of a ``--model-spec`` JSON file by name (None without a file); a zoo
+    name among them is refused unless ``allow_shadowing``."""
     if path is None:
         return None
     from estimator.zoo import load_models
 
-    return load_models(path)
+    try:
+        return load_models(path, allow_shadowing)
+    except ValueError as exc:
+        raise ValueError(f"--model-spec {path}: {exc}") from None
 
 
-def load_jobs(trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int) -> tuple[JobSpec, ...]:
+def check_trace_name(trace: str, allow_shadowing: bool = False) -> str:
+    """The trace spec to load: a file named like a built-in generator or a registered trace is refused
+    unless ``allow_shadowing`` (then the file is meant: returned as ``./NAME``)."""
+    if not os.path.exists(trace) or os.path.isabs(trace):
+        return trace
+    generators = own("traces.formats:GENERATORS", f"trace {trace!r}")
+    builtin = trace.partition(":")[0] in generators or trace_registry().knows(trace)
+    if not builtin:
+        return trace
+    if not allow_shadowing:
+        raise ValueError(
+            f"trace {trace!r} names both a built-in trace and a file here; write ./{trace} for the file, "
+            "or pass --allow-shadowing"
+        )
+    return os.path.join(os.curdir, trace)
+
+
+def load_jobs(
+    trace: str, cluster: ClusterSpec, perf: PerfModel, seed: int, allow_shadowing: bool = False
+) -> tuple[JobSpec, ...]:
     """Resolve a trace spec into jobs, sampling missing fields feasibly on ``cluster``.
 
     Files and the built-in generators go to :func:`traces.resolve_trace`; other specs (a
     registered name, an ``arena_gym.traces`` entry point, ``module:attr``) to the trace registry,
-    whose factory returns a ``Trace`` or a sequence of ``JobSpec``.
+    whose factory returns a ``Trace`` or a sequence of ``JobSpec``. A file that shadows a
+    built-in name is refused unless ``allow_shadowing`` (:func:`check_trace_name`).
     """
+    trace = check_trace_name(trace, allow_shadowing)
     what = f"trace {trace!r}"
     Trace, resolve_trace = own("traces:Trace", what), own("traces:resolve_trace", what)
     generators = own("traces.formats:GENERATORS", what)
@@ -103,13 +130,13 @@ def run(
     ``truth`` is the model ``config.perf`` names, when the caller has built it already (it
     keeps its tables); ``cache_dir`` is the estimator's disk cache (None: none).
     """
-    cluster = load_cluster(config.cluster)
-    models = user_models(config.model_spec)
+    cluster = load_cluster(config.cluster, config.allow_shadowing)
+    models = user_models(config.model_spec, config.allow_shadowing)
     if truth is None:
         truth = make_perf(config.perf, cluster, config.seed, cache_dir=cache_dir, models=models)
     belief = make_perf(config.belief, cluster, config.seed, truth, cache_dir, models) if config.belief else truth
     if jobs is None:
-        jobs = load_jobs(config.trace, cluster, truth, config.seed)
+        jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
     policy = make_policy(config.policy, config.seed)
     backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
     record = run_episode(backend, policy, jobs, progress=progress)

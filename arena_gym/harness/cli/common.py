@@ -97,22 +97,27 @@ def model_spec_file(text: str) -> str:
     from arena_gym.harness.experiment import user_models
 
     try:
-        user_models(text)
+        user_models(text, allow_shadowing=True)  # a zoo name is refused after parsing, unless --allow-shadowing
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--model-spec ")) from None
     return text
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """--model-spec: user-defined models the estimator knows besides its zoo."""
+    """--model-spec: user-defined models the estimator knows besides its zoo; --allow-shadowing."""
     parser.add_argument(
         "--model-spec",
         type=model_spec_file,
         default=None,
         metavar="FILE",
         help="JSON file of user-defined models (a transformer, MoE or Wide-ResNet spec, or a list)",
+    )
+    parser.add_argument(
+        "--allow-shadowing",
+        action="store_true",
+        help="let a --model-spec model, a trace file or a cluster file take a built-in name (refused otherwise)",
     )
 
 
@@ -200,6 +205,7 @@ def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
         event_decisions=not args.no_event_decisions,
         overhead=scaled_overhead(args.overhead_scale),
         model_spec=args.model_spec,
+        allow_shadowing=args.allow_shadowing,
     )
 
 

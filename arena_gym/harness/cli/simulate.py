@@ -37,10 +37,11 @@ def handle(args: argparse.Namespace) -> int:
     """Run and write the results directory; print the headline metrics."""
     config = run_config(args, args.policy, args.seed)
     with RunLock(args.out, "simulate"), staged_dir(args.out) as staging:
-        cluster = load_cluster(config.cluster)
+        cluster = load_cluster(config.cluster, config.allow_shadowing)
         tables = cache_dir(args)
-        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=user_models(config.model_spec))
-        jobs = load_jobs(config.trace, cluster, truth, config.seed)
+        models = user_models(config.model_spec, config.allow_shadowing)
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=models)
+        jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
         unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
         result = run(config, progress=True, jobs=jobs, cache_dir=tables, truth=truth)
         result = dataclasses.replace(result, metrics={**result.metrics, "jobs_unplaceable_type": float(unplaceable)})

@@ -67,3 +67,44 @@ def test_bad_spec_is_a_one_line_parse_error(tmp_path, capsys):
     assert main(["simulate", "--model-spec", str(tmp_path / "absent.json"), "--out", str(tmp_path / "run")]) == 2
     assert "No such file" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+SHADOW_TRACE = (
+    "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\na,0,gpt__1.3B,32,50,a40,2,\n"
+)
+
+
+def _simulate(tmp_path, capsys, *args: str) -> tuple[int, str]:
+    out = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+    code = main(["simulate", "--cluster", "tiny", "--no-plots", "--out", str(out), *args])
+    return code, capsys.readouterr().err.strip()
+
+
+def test_a_user_model_named_like_a_zoo_model_is_refused_unless_allowed(tmp_path, capsys):
+    spec, trace = tmp_path / "models.json", tmp_path / "trace.csv"
+    spec.write_text(json.dumps([MODEL, {**MODEL, "name": "gpt__1.3B"}]))
+    trace.write_text(SHADOW_TRACE)
+    code, err = _simulate(tmp_path, capsys, "--trace", str(trace), "--model-spec", str(spec))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"--model-spec {spec}: model(s) gpt__1.3B would replace the zoo's model(s) of that name" in err
+    code, _ = _simulate(tmp_path, capsys, "--trace", str(trace), "--model-spec", str(spec), "--allow-shadowing")
+    assert code == 0
+
+
+def test_a_cluster_or_trace_file_that_shadows_a_built_in_name_is_refused_unless_allowed(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny").write_text(json.dumps({"gpu_types": {"a40": {"nodes": 1, "gpus_per_node": 2}}}))
+    code, err = _simulate(tmp_path, capsys, "--trace", "synthetic:n_jobs=2")
+    assert code == 2 and "cluster 'tiny' names both a preset and a file here; write ./tiny for the file" in err
+    code, err = _simulate(tmp_path, capsys, "--trace", "synthetic:n_jobs=2", "--cluster", "./tiny")
+    assert code == 2 and "cluster name 'tiny' is a preset's, but the contents differ from it" in err
+    code, _ = _simulate(tmp_path, capsys, "--trace", "synthetic:n_jobs=2", "--cluster", "./tiny", "--allow-shadowing")
+    assert code == 0
+    (tmp_path / "tiny").unlink()
+    (tmp_path / "synthetic").write_text(SHADOW_TRACE)
+    code, err = _simulate(tmp_path, capsys, "--trace", "synthetic")
+    assert code == 2 and "trace 'synthetic' names both a built-in trace and a file here; write ./synthetic" in err
+    code, _ = _simulate(tmp_path, capsys, "--trace", "synthetic", "--allow-shadowing")
+    assert code == 0
+    metrics = json.loads(sorted(tmp_path.glob("run*"))[-1].joinpath("metrics.json").read_text())
+    assert metrics["jobs_submitted"] == 1  # the file's one job, not the generator's
