@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arena_gym.protocols import PerfModel
-from arena_gym.types import ClusterSpec, Grid, ModelRef, Plan, ResourceShape, best_locality
+from arena_gym.types import ClusterSpec, Grid, JobSpec, ModelRef, Plan, ResourceShape, best_locality, localities
 
 #: Largest noise level: a factor of e^(10 x 6.8) already spans every sensible misestimate,
 #: and larger ones overflow a float.
@@ -100,3 +100,30 @@ def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bo
         return math.isfinite(iter_time(model, batch, gpu_type, num_gpus))
 
     return feasible, iter_time
+
+
+def unschedulable_reason(job: JobSpec, perf: PerfModel, cluster: ClusterSpec) -> str | None:
+    """Why ``job`` can never run on ``cluster`` (its requested GPU type is absent, or it is infeasible,
+    out of memory, on every shape the cluster has), or None when some shape can run it."""
+    wanted = job.requested_gpu_type
+    if wanted is not None and wanted not in {g.gpu_type for g in cluster.groups}:
+        return f"requests GPU type {wanted}, which cluster {cluster.name} lacks"
+    groups = [g for g in cluster.groups if wanted is None or g.gpu_type == wanted]
+    for group in groups:
+        count = 1
+        while count <= group.nodes * group.gpus_per_node:
+            for shape in localities(group.gpu_type, count, group.gpus_per_node):
+                if math.isfinite(perf.iter_time(job.model, job.global_batch, shape)):
+                    return None
+            count *= 2
+    kinds = "+".join(g.gpu_type for g in groups)
+    return (
+        f"{job.model.name} at batch {job.global_batch} is infeasible (out of memory) on every shape of "
+        f"cluster {cluster.name} ({kinds}, up to {max(g.nodes * g.gpus_per_node for g in groups)} GPUs)"
+    )
+
+
+def describe_unschedulable(reasons: dict[str, str], limit: int = 5) -> str:
+    """``j7: REASON; j9: REASON; and 3 more`` for a job id -> reason mapping."""
+    shown = "; ".join(f"{job}: {why}" for job, why in list(reasons.items())[:limit])
+    return shown + (f"; and {len(reasons) - limit} more" if len(reasons) > limit else "")

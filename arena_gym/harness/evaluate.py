@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,13 @@ from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import summary_table
-from arena_gym.harness.suites import SUITE_NAMES, Suite, custom_suite, get_suite
+from arena_gym.harness.suites import MODEL_SUITE, SUITE_CHOICES, SUITE_NAMES, Suite, custom_suite, env_suite, get_suite
 from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
+from arena_gym.protocols import Policy
+from arena_gym.types import ClusterSpec
+from envs import EnvConfig, ObservationPolicy
+from envs.clusters import resolve_cluster
+from envs.codec import ActionCodec
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +89,8 @@ class EvalConfig:
             problems.append(f"workers must be >= 1, got {self.workers}")
         if not self.policies:
             problems.append("name at least one policy")
-        if self.suite not in (*SUITE_NAMES, "custom"):
-            problems.append(f"unknown suite {self.suite!r}; valid: {', '.join([*SUITE_NAMES, 'custom'])}")
+        if self.suite not in SUITE_CHOICES:
+            problems.append(f"unknown suite {self.suite!r}; valid: {', '.join(SUITE_CHOICES)}")
         if self.suite == "custom" and not self.traces:
             problems.append("the custom suite needs at least one trace")
         if self.suite != "custom" and self.traces:
@@ -102,10 +108,20 @@ class EvalConfig:
         if problems:
             raise ValueError("EvalConfig: " + "; ".join(problems))
 
-    def build_suite(self) -> Suite:
-        """The suite this config names (the data folder is checked for suites that need it)."""
+    def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite:
+        """The suite this config names (the data folder is checked for suites that need it).
+
+        ``model`` is the test split of the env the learned ``policies`` were trained on (they must
+        share it)."""
         if self.suite == "custom":
             return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads)
+        if self.suite == MODEL_SUITE:
+            configs = {repr(p.config): p.config for p in (policies or {}).values() if isinstance(p, ObservationPolicy)}
+            if len(configs) != 1:
+                raise ValueError(
+                    f"suite {MODEL_SUITE!r} needs learned policies (sb3:PATH) trained on one env; got {len(configs)} envs"
+                )
+            return env_suite(next(iter(configs.values())))
         suite = get_suite(self.suite, self.data_dir)
         if suite.needs_data and not Path(self.data_dir).is_dir():
             raise ValueError(
@@ -128,8 +144,9 @@ class EvalResult:
 def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``."""
     start = time.perf_counter()
-    suite = suite or config.build_suite()
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
+    suite = suite or config.build_suite(policies)
+    check_models_fit(policies, suite, config.data_dir)
     specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
         raise ValueError(f"reference policy {config.reference!r} is not among the policies ({', '.join(policies)})")
@@ -176,6 +193,37 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     if config.wandb_mode != "disabled":
         _log_wandb(out, config, table, summary)
     return EvalResult(table, summary, out, wall)
+
+
+def _observed(config: EnvConfig, cluster: str | ClusterSpec) -> tuple[Any, ...]:
+    """What fixes a learned policy's spaces on ``cluster``: the GPU types and the grid cells under ``config``."""
+    spec = resolve_cluster(cluster)
+    return spec.gpu_types, ActionCodec(spec, config).cells
+
+
+def _suite_clusters(suite: Suite) -> list[str | ClusterSpec]:
+    return list(dict.fromkeys(c for part in suite.parts for c in (part.cluster or part.config.cluster,)))
+
+
+def check_models_fit(policies: Mapping[str, Policy], suite: Suite, data_dir: str = "../shared/data") -> None:
+    """ValueError (one line) unless every learned policy can observe every cluster of ``suite``; it names
+    the suites that fit the model (``model``: the test split of its own env, always)."""
+    for label, policy in policies.items():
+        if not isinstance(policy, ObservationPolicy):
+            continue
+        trained = _observed(policy.config, policy.config.cluster)
+        if all(_observed(policy.config, c) == trained for c in _suite_clusters(suite)):
+            continue
+        fits = [
+            name
+            for name in SUITE_NAMES
+            if all(_observed(policy.config, c) == trained for c in _suite_clusters(get_suite(name, data_dir)))
+        ]
+        cluster = policy.config.cluster if isinstance(policy.config.cluster, str) else policy.config.cluster.name
+        raise ValueError(
+            f"policy {label} was trained on cluster {cluster}, whose GPU types and grid differ from suite "
+            f"{suite.name}'s; suites that fit it: {', '.join([*fits, MODEL_SUITE])} (model: its own env's test split)"
+        )
 
 
 def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:

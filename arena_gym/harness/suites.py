@@ -11,7 +11,8 @@ depend on the GPU types and grid) runs on every suite:
   on (8 A40 + 24 A10 nodes), an offered load of 1.6 (training: 0.6 - 1.2) and bursty arrivals
   (the synthetic generator's two-state process), 20 workloads each;
 - ``custom``: the test windows of your own trace files (:func:`custom_suite`);
-- the test split of any env config (:func:`env_suite`), e.g. of the env an agent trained on.
+- ``model``: the test split of the env an agent trained on (:func:`env_suite` of its metadata's
+  EnvConfig), which fits the agent whatever its cluster.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ _SUITES: Mapping[str, tuple[str, Callable[[str], tuple[SuitePart, ...]], bool]] 
     }
 )
 SUITE_NAMES: tuple[str, ...] = tuple(_SUITES)
+#: The suite of a learned policy's own env (its test split), and every suite name an evaluation takes.
+MODEL_SUITE = "model"
+SUITE_CHOICES: tuple[str, ...] = (*SUITE_NAMES, "custom", MODEL_SUITE)
 
 
 def get_suite(name: str, data_dir: str = "../shared/data") -> Suite:

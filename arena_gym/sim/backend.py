@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from arena_gym.core import ClusterState
 from arena_gym.core.triggers import Triggers
+from arena_gym.perf import describe_unschedulable, unschedulable_reason
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.sim.config import SimConfig
 from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, JobStatus, JobView, PerfModel, Snapshot
@@ -61,6 +62,7 @@ class SimBackend:
         self._arrivals: list[JobId] = []
         self._departures: list[JobId] = []
         self._ended = False
+        self._stuck: tuple[JobSpec, ...] = ()  # jobs left queued with nothing left to wait for (warned at record)
 
     def fork(self) -> SimBackend:
         """An independent copy at this point: under the same decisions it continues exactly as this one does.
@@ -76,7 +78,7 @@ class SimBackend:
         new._now, new._start, new._seq = self._now, self._start, self._seq
         new._heap = list(self._heap)
         new._arrivals, new._departures = list(self._arrivals), list(self._departures)
-        new._ended = self._ended
+        new._ended, new._stuck = self._ended, self._stuck
         return new
 
     def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec] = ()) -> None:
@@ -155,7 +157,24 @@ class SimBackend:
 
     # ----------------------------------------------------------------- results
     def record(self, policy: str, decisions: int = 0, decide_wall_s: float = 0.0) -> EpisodeRecord:
-        """The episode so far as an EpisodeRecord (call after ``advance`` returned None)."""
+        """The episode so far as an EpisodeRecord (call after ``advance`` returned None).
+
+        Jobs the episode left waiting with nothing left to wait for are logged (once) with ``policy``
+        and the reason: their requested type is absent, they run out of memory on every shape, or the
+        policy never started them.
+        """
+        if self._stuck:
+            reasons = {
+                j.job_id: unschedulable_reason(j, self.truth, self.cluster) or "fits the cluster, but was never started"
+                for j in self._stuck
+            }
+            log.warning(
+                "policy %s ended the episode with %d job(s) waiting and nothing left to wait for: %s",
+                policy,
+                len(reasons),
+                describe_unschedulable(reasons),
+            )
+            self._stuck = ()
         return self.state.record(policy, self._start, self._now, decisions, decide_wall_s)
 
     @property
@@ -225,6 +244,6 @@ class SimBackend:
         self._ended = True
         self._now = max(self._now, t)
         self.state.close(self._now)
-        stuck = self.state.queued
-        if stuck and not self._heap:
-            log.warning("episode ended with %d job(s) never scheduled (no event left to wait for)", stuck)
+        if self.state.queued and not self._heap:
+            state = self.state
+            self._stuck = tuple(j for j in state.jobs if state.status(j.job_id) is JobStatus.PENDING)

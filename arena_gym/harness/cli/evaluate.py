@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from arena_gym.harness.cli.common import bounded_int, out_dir
-from arena_gym.harness.suites import SUITE_NAMES
+from arena_gym.harness.suites import SUITE_CHOICES
 from arena_gym.runlock import RunLock
 
 
@@ -31,7 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="comma-separated policies: registered names and sb3:PATH models, LABEL=SPEC to name one "
         "(e.g. arena,srtf,tiresias,fcfs,agent=sb3:run/best_model.zip)",
     )
-    parser.add_argument("--suite", default="synthetic", choices=[*SUITE_NAMES, "custom"], help="workload suite")
+    parser.add_argument(
+        "--suite",
+        default="synthetic",
+        choices=SUITE_CHOICES,
+        help="workload suite (model: the test split of the env the sb3 policies were trained on)",
+    )
     parser.add_argument(
         "--trace",
         action="append",

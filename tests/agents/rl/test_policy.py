@@ -184,3 +184,22 @@ def test_metadata_naming_another_algorithm_is_a_one_line_error(
         ValueError, match=f"metadata names {algo} \\(mlp policy\\) but it holds a MaskableMultiInputActorCriticPolicy"
     ):
         make_policy(f"sb3:{other}")
+
+
+def test_evaluate_refuses_a_suite_the_model_cannot_observe_and_runs_its_own_env(
+    saved: tuple[Path, MaskablePPO], tmp_path: Path, capsys
+) -> None:
+    path, _ = saved
+    args = ["evaluate", "--policies", f"arena,agent=sb3:{path}", "--limit", "1", "--resamples", "200", "--no-progress"]
+    assert main([*args, "--suite", "synthetic", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "arena-gym evaluate: error: policy agent was trained on cluster tiny, whose GPU types and grid differ from "
+        "suite synthetic's; suites that fit it: model (model: its own env's test split)"
+    )
+    assert not (tmp_path / "a").exists()
+    assert main([*args, "--suite", "model", "--no-bounds", "--out", str(tmp_path / "b")]) == 0
+    table = pd.read_csv(tmp_path / "b" / "per_workload.csv")
+    assert set(table["policy"]) == {"arena", "agent"} and (table["cluster"] == "tiny").all()
+    assert main(["evaluate", "--policies", "arena,fcfs", "--suite", "model", "--out", str(tmp_path / "c")]) == 2
+    assert "suite 'model' needs learned policies (sb3:PATH) trained on one env; got 0 envs" in capsys.readouterr().err
