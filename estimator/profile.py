@@ -149,6 +149,10 @@ def _series(
 # records
 
 
+#: Device kinds a profile can have been measured on.
+MEASURED_ON = ("cpu", "cuda")
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What was profiled: the catalogue device type it describes, backend, testbed and conditions."""
@@ -162,6 +166,18 @@ class DeviceInfo:
     torch: str
     threads_per_device: int = 1
     neighbours: str = "busy"  # whether the other devices of the node were computing during compute profiling
+    measured_on: str = ""  # the torch device kind that ran it (cpu, cuda); "" reads as the backend's (gloo: cpu)
+
+    def __post_init__(self) -> None:
+        if not self.measured_on:
+            object.__setattr__(self, "measured_on", "cuda" if self.backend == "nccl" else "cpu")
+        if self.measured_on not in MEASURED_ON:
+            raise ProfileError(f"device.measured_on must be one of {', '.join(MEASURED_ON)}, got {self.measured_on!r}")
+        if (self.device_type == "cpu") != (self.measured_on == "cpu"):
+            raise ProfileError(
+                f"the profile describes {self.device_type} devices but was measured on {self.measured_on} "
+                f"({self.backend}); profile on the testbed's own devices"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -174,7 +190,7 @@ class DeviceInfo:
             data,
             where,
             ("device_type", "backend", "testbed", "nodes", "devices_per_node", "host", "torch"),
-            ("threads_per_device", "neighbours"),
+            ("threads_per_device", "neighbours", "measured_on"),
         )
         return DeviceInfo(
             _str(d["device_type"], f"{where}.device_type").lower(),
@@ -186,6 +202,9 @@ class DeviceInfo:
             _str(d["torch"], f"{where}.torch"),
             _int(d.get("threads_per_device", 1), f"{where}.threads_per_device"),
             _str(d.get("neighbours", "busy"), f"{where}.neighbours", NEIGHBOURS),
+            _str(
+                d.get("measured_on", "cuda" if d["backend"] == "nccl" else "cpu"), f"{where}.measured_on", MEASURED_ON
+            ),
         )
 
 

@@ -34,6 +34,8 @@ from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, resolve
 from arena_gym.types import ClusterSpec, JobSpec, PerfModel
+from estimator.hardware import get_gpu
+from estimator.zoo import get_model
 from real_runner.launchers import make_launcher
 from real_runner.launchers.local import check_local_hosts
 from real_runner.live.backend import LiveBackend, LiveStatus
@@ -43,6 +45,7 @@ from real_runner.live.config import LiveConfig
 from real_runner.live.journal import Journal, exists
 from real_runner.live.trajectory import check_trajectory
 from real_runner.plans import model_spec
+from real_runner.preflight import preflight
 from real_runner.progress import read_progress
 from real_runner.testbed import Testbed, load_testbed, testbed_from_dict
 
@@ -143,7 +146,10 @@ def prepare(
 ) -> Deployment:
     """Resolve the settings; ValueError (one line) naming what cannot be deployed.
 
-    A resume passes the journaled ``testbed``, ``jobs`` and resolved ``perf_spec``.
+    The testbed is checked against this machine first (:func:`real_runner.preflight.preflight`:
+    CUDA, device indices, nccl, device memory, the checkpoint folder, every job runnable on some
+    shape), before anything is profiled or launched. A resume passes the journaled ``testbed``,
+    ``jobs`` and resolved ``perf_spec``.
     """
     testbed = testbed if testbed is not None else load_testbed(config.testbed)
     if config.launcher is not None:
@@ -151,8 +157,8 @@ def prepare(
     if testbed.launcher == "local":
         check_local_hosts([n.host for n in testbed.nodes])
     cluster = testbed.cluster()
+    probe = make_perf("estimator" if config.perf == PROFILE_SPEC else config.perf, cluster, config.seed)
     if jobs is None:
-        probe = make_perf("estimator" if config.perf == PROFILE_SPEC else config.perf, cluster, config.seed)
         raw = load_jobs(config.trace, cluster, probe, config.seed)
         jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * config.time_scale) for j in raw)
     models = sorted({j.model.name for j in jobs})
@@ -161,6 +167,14 @@ def prepare(
             model_spec(name)
         except ValueError as exc:
             raise ValueError(f"trace {config.trace!r}: the runner cannot train {name}: {exc}") from None
+    preflight(
+        testbed,
+        jobs=jobs,
+        perf=probe,
+        checkpoint_dir=Path(testbed.checkpoint_root) if testbed.checkpoint_root else None,
+        device_memory_gb=None if testbed.is_cpu else get_gpu(testbed.device_type).memory_gb,
+        models=[(name, get_model(name).param_count) for name in models],
+    )
     perf_spec = perf_spec or resolve_perf(config.perf, testbed, models, config.profile_cache, env)
     perf = make_perf(perf_spec, cluster, config.seed)
     unplaceable = check_requested_types(jobs, cluster, strict=config.strict, source=config.trace)

@@ -164,7 +164,7 @@ class SimBackend:
         policy never started them.
         """
         if self._stuck:
-            reasons = {
+            reasons: dict[str, str] = {
                 j.job_id: unschedulable_reason(j, self.truth, self.cluster) or "fits the cluster, but was never started"
                 for j in self._stuck
             }

@@ -325,6 +325,7 @@ def merge(job: ProfileJob, testbed: Testbed, records: list[dict[str, Any]], wall
         first["torch"],
         int(first["threads"]),
         job.settings.neighbours,
+        str(first["device"]).partition(":")[0],
     )
     t = first["timings"]
     world = job.world_size

@@ -350,3 +350,18 @@ def test_lookups_name_what_is_missing():
         p.model("gpt__mini")
     assert p.data_s("gpt__tiny", 8) == pytest.approx(8e-4)
     assert p.optimizer.step_s(10, 1000, {"tp": 4}) == pytest.approx(10e-5 + 1e-6 + 8e-5)
+
+
+def test_a_profile_records_the_device_that_ran_it_and_one_measured_on_another_kind_is_refused(tmp_path) -> None:
+    profile = synthetic_profile()
+    assert profile.device.measured_on == "cpu" and profile.device.to_dict()["measured_on"] == "cpu"
+    data = profile.to_dict()
+    del data["device"]["measured_on"]  # written before the field existed: read from the backend
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    assert load_profile(path).device.measured_on == "cpu"
+    data["device"]["device_type"] = "a100-40gb"  # what a CUDA testbed's profile measured with gloo on the CPU said
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="describes a100-40gb devices but was measured on cpu") as refused:
+        load_profile(path)
+    assert len(str(refused.value).splitlines()) == 1 and str(path) in str(refused.value)

@@ -90,10 +90,12 @@ def _profile(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # noqa: PLC0415
 
     import real_runner  # noqa: PLC0415
+    from estimator.hardware import get_gpu  # noqa: PLC0415
     from estimator.planner import PlannerConfig  # noqa: PLC0415
     from estimator.profiled import ProfiledPerfModel, executable_plans  # noqa: PLC0415
     from estimator.table import shapes_for  # noqa: PLC0415
     from estimator.zoo import get_model  # noqa: PLC0415
+    from real_runner.preflight import preflight  # noqa: PLC0415
     from real_runner.profiler.run import check_models, profile_testbed, write_profile  # noqa: PLC0415
     from real_runner.testbed import load_testbed  # noqa: PLC0415
 
@@ -103,6 +105,13 @@ def _profile(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.batch < 1:
         raise ValueError(f"--batch must be >= 1, got {args.batch}")
+    if args.device == "cpu" and not testbed.is_cpu:
+        raise ValueError(f"--device cpu would measure CPU cores for a profile of {testbed.device_type} devices")
+    preflight(
+        testbed,
+        device_memory_gb=None if testbed.is_cpu else get_gpu(testbed.device_type).memory_gb,
+        models=[(m, get_model(m).param_count) for m in models],
+    )
     with RunLock(out, "profile"):
         bars: dict[str, tqdm] = {}
 

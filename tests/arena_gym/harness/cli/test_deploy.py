@@ -63,3 +63,20 @@ def test_resume_takes_its_settings_from_the_journal_and_an_unfinished_one_is_not
     code, err = run(capsys, "--testbed", "cpu-1", "--trace", "live:n_jobs=1", "--out", str(tmp_path))
     assert code == 2 and "holds an unfinished deployment (running); resume it with --resume" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_cuda_testbed_on_a_machine_without_cuda_is_refused_before_anything_is_launched(tmp_path, capsys) -> None:
+    from real_runner.preflight import probe_machine
+
+    if probe_machine(gpu=True).cuda:
+        pytest.skip("this machine has CUDA")
+    lab = tmp_path / "lab.json"
+    lab.write_text(
+        json.dumps({"name": "lab", "device_type": "a100", "nodes": [{"host": "localhost", "devices": [0, 1]}]})
+    )
+    out = tmp_path / "out"
+    code, err = run(capsys, "--testbed", str(lab), "--trace", "live:gpu_type=a100", "--out", str(out))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.endswith("preflight: testbed lab names a100 (CUDA) devices, but CUDA is not available on this machine; "
+                        "use a cpu testbed (cpu-1, cpu-2, cpu-4) or a machine with GPUs")  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.json"]

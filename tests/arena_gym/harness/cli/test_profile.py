@@ -56,3 +56,28 @@ def test_a_run_writes_the_profile_and_compares_the_cost(tmp_path, capsys, monkey
     assert code == 0 and seen == {"testbed": "cpu-2", "models": ("gpt__tiny",), "samples": (1, 2)}
     assert load_profile(out).to_dict() == synthetic_profile().to_dict()
     assert "10 device-s" in text and "executable plans" in text
+
+
+def test_a_testbed_the_machine_cannot_profile_is_refused_before_any_rank_starts(tmp_path, capsys, monkeypatch):
+    from real_runner import preflight
+
+    def no_ranks(*args, **kwargs):
+        raise AssertionError("a rank was started")
+
+    monkeypatch.setattr(run, "profile_testbed", no_ranks)
+    lab = tmp_path / "lab.json"
+    lab.write_text('{"name": "lab", "device_type": "a100", "nodes": [{"host": "localhost", "devices": [0, 1]}]}')
+    out = tmp_path / "p.json"
+    cases = [(["--testbed", str(lab), "--device", "cpu"], "--device cpu would measure CPU cores for a profile of a100")]
+    if not preflight.probe_machine(gpu=True).cuda:
+        cases.append((["--testbed", str(lab)], "names a100 (CUDA) devices, but CUDA is not available"))
+    monkeypatch.setattr(preflight, "host_memory", lambda: 8 * 2**30)
+    cases.append(
+        (["--testbed", "cpu-2", "--models", "gpt__6.7B", "--quick"], "model gpt__6.7B needs 106.5 GB of training state")
+    )
+    for args, message in cases:
+        models = [] if "--models" in args else ["--models", "gpt__tiny"]
+        assert main(["estimate", "profile", *args, *models, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
