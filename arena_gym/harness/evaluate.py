@@ -26,6 +26,8 @@ With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -224,6 +226,28 @@ def check_models_fit(policies: Mapping[str, Policy], suite: Suite, data_dir: str
             f"policy {label} was trained on cluster {cluster}, whose GPU types and grid differ from suite "
             f"{suite.name}'s; suites that fit it: {', '.join([*fits, MODEL_SUITE])} (model: its own env's test split)"
         )
+
+
+def recorded_config(out_dir: str | Path) -> EvalConfig:
+    """The :class:`EvalConfig` an evaluation directory's ``config.json`` records (to re-run it at the current code).
+
+    A directory that holds no evaluation, or a config with unknown or missing fields, is a
+    one-line ``ValueError`` naming the file.
+    """
+    path = Path(out_dir) / "config.json"
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))["evaluate"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not the config of an evaluation ({err})") from None
+    fields = {f.name: f for f in dataclasses.fields(EvalConfig)}
+    unknown = sorted(set(recorded) - set(fields))
+    if unknown:
+        raise ValueError(f"{path}: unknown evaluate field(s) {', '.join(unknown)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
+    try:
+        return EvalConfig(**values)
+    except TypeError as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:
