@@ -27,16 +27,18 @@ from tests.helpers import default_sigint
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(1800)]  # generous: a loaded 2-core host runs it 10x slower
 
 REPO = Path(__file__).resolve().parents[3]
+#: What the resuming controller logs for each generation it finds still running.
+TAKEN_OVER = ("reattached to generation", "stopping leftover generation")
 
 
-def start(*args: str) -> subprocess.Popen:
+def start(*args: str, stderr=subprocess.PIPE) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "arena_gym", "deploy", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         preexec_fn=default_sigint,
     )
@@ -58,7 +60,9 @@ def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, timeout: flo
     while not condition():
         if proc.poll() is not None:
             out, err = proc.communicate()
-            raise AssertionError(f"the deployment ended early (exit {proc.returncode}): {out[-2000:]} {err[-3000:]}")
+            raise AssertionError(
+                f"the deployment ended early (exit {proc.returncode}): {out[-2000:]} {(err or '')[-3000:]}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError("timed out waiting for the deployment")
@@ -87,14 +91,28 @@ def test_killed_controller_and_ctrl_c_resume_to_every_job_finished_once(tmp_path
     first.communicate(timeout=30)
     survivors = find_processes(str(out))
     assert survivors, "the workers should outlive the controller"
-
-    second = start("--resume", str(out), "--status-every", "2")
+    # held still until the new controller has taken them over: on a loaded host it can take longer to start than
+    # the tiny jobs take to finish, and then there would be nothing left to reattach to
+    for pid in survivors:
+        os.kill(pid, signal.SIGSTOP)
+    log = tmp_path / "second.log"
+    with open(log, "w") as fh:
+        second = start("--resume", str(out), "--status-every", "2", stderr=fh)
+    try:
+        wait_for(lambda: any(m in log.read_text() for m in TAKEN_OVER), second, timeout=300)
+    finally:
+        for pid in survivors:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
     finished = journal(out, "SELECT COUNT(*) FROM ops WHERE op = 'finish'")
     wait_for(lambda: journal(out, "SELECT COUNT(*) FROM ops WHERE op = 'finish'") > finished, second, timeout=300)
     second.send_signal(signal.SIGINT)  # Ctrl-C: every job stops with a checkpoint
-    stdout, stderr = second.communicate(timeout=180)
+    stdout, _ = second.communicate(timeout=180)
+    stderr = log.read_text()
     assert second.returncode == 130, stderr[-3000:]
-    assert "reattached to generation" in stderr and f"continue with: arena-gym deploy --resume {out}" in stdout
+    assert any(m in stderr for m in TAKEN_OVER) and f"continue with: arena-gym deploy --resume {out}" in stdout
     assert find_processes(str(out)) == []
     with sqlite3.connect(out / "journal.sqlite") as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'status'").fetchone()[0] == '"interrupted"'
