@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from agents.arena.config import ArenaConfig
-from agents.common import Estimates, ShapeKey
-from arena_gym.types import JobId, JobSpec, JobView, Snapshot
+from agents.arena.shrink import halved_key
+from agents.common import Estimates, ShapeKey, key_of
+from arena_gym.types import JobId, JobSpec, JobView, Placement, Snapshot
+
+
+class MoveBound(NamedTuple):
+    """A change a running job may make (double, or move to another type), with its gain's upper bound."""
+
+    gain: float
+    gpu_type: str
+    num_gpus: int
+    doubles: bool
 
 
 class ThroughputOracle:
@@ -16,7 +28,9 @@ class ThroughputOracle:
     the data-parallel view (``perf.dp_iter_time``) with ``dp_only``; relaxed localities get
     whatever the belief says for them (a table model applies the 0.9-per-halving rule itself).
     Iteration times come from :class:`agents.common.Estimates`, memoised for as long as the
-    snapshot's ``perf`` object stays the same (one episode); :meth:`bind` starts each decision.
+    snapshot's ``perf`` object stays the same (one episode); so are the rates of the placements
+    jobs hold and of their halvings, per job and placement object (the halvings only for one
+    decision when deadline-aware, as they depend on the time). :meth:`bind` starts each decision.
     """
 
     def __init__(self, config: ArenaConfig) -> None:
@@ -24,21 +38,78 @@ class ThroughputOracle:
         self.estimates = Estimates(dp=config.dp_only)
         self._now = 0.0
         self._remaining: dict[JobId, float] = {}
+        self._held: dict[JobId, tuple[Placement, float]] = {}
+        self._halving: dict[JobId, tuple[Placement, float | None]] = {}
+        self._moves: dict[JobId, tuple[Placement, tuple[MoveBound, ...]]] = {}
 
     def reset(self) -> None:
         """Forget memoised numbers (a new episode may bring a new belief model)."""
         self.estimates.clear()
         self._remaining.clear()
+        self._held.clear()
+        self._halving.clear()
+        self._moves.clear()
 
     def bind(self, snapshot: Snapshot) -> None:
         """Start a decision: keep the memo if the belief model is unchanged, note the time."""
-        self.estimates.bind(snapshot.perf)
+        if self.estimates.bind(snapshot.perf):
+            self._held.clear()
+            self._halving.clear()
+            self._moves.clear()
+        elif self.config.deadline_aware:
+            self._halving.clear()
         self._now = snapshot.now
         self._remaining = {}
 
     def current(self, spec: JobSpec, key: ShapeKey) -> float:
         """Throughput of a configuration a job already holds (0 when the belief calls it infeasible)."""
         return spec.global_batch / self.estimates.time_at(spec, key)
+
+    def held_rate(self, views: Mapping[JobId, JobView], job: JobId, placement: Placement) -> float:
+        """Throughput of ``job`` on ``placement``, a placement it holds (memoised per placement object)."""
+        memo = self._held.get(job)
+        if memo is None or memo[0] is not placement:
+            memo = self._held[job] = (placement, self.current(views[job].spec, key_of(placement)))
+        return memo[1]
+
+    def halving_change(self, views: Mapping[JobId, JobView], job: JobId, placement: Placement) -> float | None:
+        """Throughput change of halving ``job`` in place on ``placement`` (see ``halved``), or None when infeasible."""
+        memo = self._halving.get(job)
+        if memo is None or memo[0] is not placement:
+            rate = self.rate(views[job], halved_key(placement))
+            memo = self._halving[job] = (
+                placement,
+                None if rate is None else rate - self.held_rate(views, job, placement),
+            )
+        return memo[1]
+
+    def moves(
+        self, views: Mapping[JobId, JobView], job: JobId, placement: Placement, capacity: Mapping[str, int]
+    ) -> tuple[MoveBound, ...]:
+        """The changes ``job`` may make from ``placement``, a placement it holds, with their gains' upper bounds.
+
+        First its doubling on its own type (unless ``no_scaling`` or beyond ``max_job_gpus``),
+        then its move at the same count to each other type of ``capacity`` (GPUs per node by
+        type, in cluster order; unless ``no_type_change``), each where the belief calls some
+        locality feasible: (best rate over the localities - the held rate, type, GPU count,
+        doubles). Memoised per placement object.
+        """
+        memo = self._moves.get(job)
+        if memo is None or memo[0] is not placement:
+            cfg, spec = self.config, views[job].spec
+            own, count = placement.gpu_type, placement.num_gpus
+            old = self.held_rate(views, job, placement)
+            bounds = []
+            if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus:
+                ub = self.best_rate(spec, own, 2 * count, capacity[own])
+                if ub is not None:
+                    bounds.append(MoveBound(ub - old, own, 2 * count, True))
+            for t, cap in capacity.items() if not cfg.no_type_change else ():
+                ub = self.best_rate(spec, t, count, cap) if t != own else None
+                if ub is not None:
+                    bounds.append(MoveBound(ub - old, t, count, False))
+            memo = self._moves[job] = (placement, tuple(bounds))
+        return memo[1]
 
     def rate(self, view: JobView, key: ShapeKey) -> float | None:
         """Throughput of moving ``view`` to a new configuration, or None when that is infeasible.
