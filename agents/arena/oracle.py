@@ -7,9 +7,12 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from agents.arena.config import ArenaConfig
-from agents.arena.shrink import halved_key
+from agents.arena.index import halved_key
 from agents.common import Estimates, ShapeKey, key_of
 from arena_gym.types import JobId, JobSpec, JobView, Placement, Snapshot
+
+#: Gains at or below this (samples/s) count as no gain (guards against float noise).
+GAIN_EPS = 1e-9
 
 
 class MoveBound(NamedTuple):
@@ -19,6 +22,16 @@ class MoveBound(NamedTuple):
     gpu_type: str
     num_gpus: int
     doubles: bool
+
+
+class Moves(NamedTuple):
+    """What a running job may change from a placement it holds: its samples/s there, its GPU count, the changes
+    (``bounds``), and those of them whose bound is a gain (``upgrades``: above ``GAIN_EPS``)."""
+
+    held: float
+    num_gpus: int
+    bounds: tuple[MoveBound, ...]
+    upgrades: tuple[MoveBound, ...]
 
 
 class ThroughputOracle:
@@ -40,7 +53,7 @@ class ThroughputOracle:
         self._remaining: dict[JobId, float] = {}
         self._held: dict[JobId, tuple[Placement, float]] = {}
         self._halving: dict[JobId, tuple[Placement, float | None]] = {}
-        self._moves: dict[JobId, tuple[Placement, tuple[MoveBound, ...]]] = {}
+        self._moves: dict[JobId, tuple[Placement, Moves]] = {}
 
     def reset(self) -> None:
         """Forget memoised numbers (a new episode may bring a new belief model)."""
@@ -85,7 +98,7 @@ class ThroughputOracle:
 
     def moves(
         self, views: Mapping[JobId, JobView], job: JobId, placement: Placement, capacity: Mapping[str, int]
-    ) -> tuple[MoveBound, ...]:
+    ) -> Moves:
         """The changes ``job`` may make from ``placement``, a placement it holds, with their gains' upper bounds.
 
         First its doubling on its own type (unless ``no_scaling`` or beyond ``max_job_gpus``),
@@ -108,7 +121,8 @@ class ThroughputOracle:
                 ub = self.best_rate(spec, t, count, cap) if t != own else None
                 if ub is not None:
                     bounds.append(MoveBound(ub - old, t, count, False))
-            memo = self._moves[job] = (placement, tuple(bounds))
+            upgrades = tuple(b for b in bounds if b.gain > GAIN_EPS)
+            memo = self._moves[job] = (placement, Moves(old, count, tuple(bounds), upgrades))
         return memo[1]
 
     def rate(self, view: JobView, key: ShapeKey) -> float | None:

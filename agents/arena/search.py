@@ -11,25 +11,20 @@ never recorded (the artifact's -1e9).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from agents.arena.config import ArenaConfig
-from agents.arena.oracle import ThroughputOracle
-from agents.arena.shrink import Shrink, ShrinkIndex, halved
+from agents.arena.index import Shrink, ShrinkIndex, halved
+from agents.arena.oracle import GAIN_EPS, ThroughputOracle
 from agents.common import Change, Workspace, key_of, shape_key
 from arena_gym.placement import place_shape
 from arena_gym.types import JobId, JobView, Placement, ResourceShape, best_locality, localities
 
-#: Gains at or below this (samples/s) count as no gain (guards against float noise).
-GAIN_EPS = 1e-9
 
-
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A candidate outcome of a search: the workspace edits it makes and its structured marginal gain."""
 
     gain: float
@@ -48,8 +43,7 @@ class _Move(NamedTuple):
     relaxed: bool
 
 
-@dataclass(frozen=True)
-class _Branch:
+class _Branch(NamedTuple):
     """A downgrade-search state: edits so far, their gain, and the target's current request."""
 
     changes: tuple[Change, ...]
@@ -113,9 +107,9 @@ class ArenaSearch:
         cap = ws.capacity.get(gpu_type)
         if (
             cap is None
+            or ws.total_free[gpu_type] < num_gpus
             or num_gpus > self.config.max_job_gpus
             or num_gpus > cap * ws.nodes[gpu_type]
-            or ws.total_free[gpu_type] < num_gpus
         ):
             return None, False
         shapes = localities(gpu_type, num_gpus, cap)
@@ -363,7 +357,9 @@ class ArenaSearch:
         """
         ws, oracle, cfg = self.ws, self.oracle, self.config
         free = ws.total_free
-        candidates = []
+        # (-gain bound, mover order, generation order, job, type, GPU count, current samples/s): sorting
+        # them tries the highest bound first, ties in mover order, then in the order they were made
+        candidates: list[tuple[float, int, int, JobId, str, int, float]] = []
         if target is not None and not cfg.no_type_change:
             view, count, old = target
             for t in ws.types:
@@ -371,22 +367,18 @@ class ArenaSearch:
                     continue
                 ub = oracle.best_rate(view.spec, t, count, ws.capacity[t])
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
-                    candidates.append((ub - old, 0, view.job_id, t, count, old))
-        placement = ws.placement
+                    candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
+        placement, views, capacity = ws.placement, self.views, ws.capacity
         for order, j in enumerate(movers, start=1):
             p = placement[j]
-            own, count = p.gpu_type, p.num_gpus
-            may_grow = grow and free[own] >= count
-            for gain, t, num_gpus, doubles in oracle.moves(self.views, j, p, ws.capacity):
-                if doubles:
-                    if may_grow and gain > GAIN_EPS:
-                        candidates.append((gain, order, j, t, num_gpus, self.held_rate(j, p)))
-                elif t != exclude_type and free[t] >= count and (not grow or gain > GAIN_EPS):
-                    candidates.append((gain, order, j, t, num_gpus, self.held_rate(j, p)))
-        candidates.sort(key=lambda c: (-c[0], c[1]))
+            old, count, bounds, upgrades = oracle.moves(views, j, p, capacity)
+            for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
+                if free[t] >= count and (grow if doubles else t != exclude_type):
+                    candidates.append((-gain, order, len(candidates), j, t, num_gpus, old))
+        candidates.sort()
         best: _Move | None = None
-        for ub, _, j, t, count, old in candidates:
-            if best is not None and ub <= best.gain:
+        for neg_ub, _, _, j, t, count, old in candidates:
+            if best is not None and -neg_ub <= best.gain:
                 break
             mark = ws.checkpoint()
             ws.set(j, None)  # a no-op for the target, which holds no GPUs yet

@@ -26,12 +26,12 @@ class _Copies(Mapping[str, np.ndarray]):
 
     def __init__(self, source: Mapping[str, np.ndarray]) -> None:
         self._source = source
-        self._copies: dict[str, np.ndarray] = {}
+        self.made: dict[str, np.ndarray] = {}
 
     def __getitem__(self, gpu_type: str) -> np.ndarray:
-        copy = self._copies.get(gpu_type)
+        copy = self.made.get(gpu_type)
         if copy is None:
-            copy = self._copies[gpu_type] = np.array(self._source[gpu_type], dtype=np.int64)
+            copy = self.made[gpu_type] = np.array(self._source[gpu_type], dtype=np.int64)
         return copy
 
     def __iter__(self) -> Iterator[str]:
@@ -54,7 +54,9 @@ class FreeGpus:
         self.capacity: dict[str, int] = {g.gpu_type: g.gpus_per_node for g in groups}
         self.nodes: dict[str, int] = {g.gpu_type: g.nodes for g in groups}
         source = snapshot.free
-        self.free: Mapping[str, np.ndarray] = _Copies(source)
+        copies = _Copies(source)
+        self.free: Mapping[str, np.ndarray] = copies
+        self._copied = copies.made  # the arrays copied so far, for the edit paths
         add = np.add.reduce
         self.total_free: dict[str, int] = {t: int(add(source[t])) for t in self.types}
 
@@ -244,7 +246,8 @@ class Workspace(FreeGpus):
     @property
     def by_count(self) -> dict[str, dict[int, dict[JobId, None]]]:
         """GPU type -> GPU count -> the jobs holding that many GPUs of the type (read-only use)."""
-        return self._build_by_count()
+        by_count = self._by_count
+        return by_count if by_count is not None else self._build_by_count()
 
     def occupants(self, gpu_type: str, node: int) -> dict[JobId, int]:
         """Jobs on one node and the GPUs each holds there (read-only use)."""
@@ -252,12 +255,18 @@ class Workspace(FreeGpus):
         if occupants is None:
             occupants = self._occupants = {t: {} for t in self.types}
             for job, p in self.placement.items():
-                self._occupy(occupants, job, p)
+                on_type, per = occupants[p.gpu_type], p.gpus_per_node
+                for n in p.nodes:
+                    on_type.setdefault(n, {})[job] = per
         return occupants[gpu_type].get(node, {})
 
     def largest(self, gpu_type: str) -> int:
         """The largest GPU count a job of ``gpu_type`` holds (0 if none)."""
-        return max((c for c, jobs in self.by_count[gpu_type].items() if jobs), default=0)
+        top = 0
+        for count, jobs in self.by_count[gpu_type].items():
+            if jobs and count > top:
+                top = count
+        return top
 
     def changed(self, job: JobId) -> bool:
         """Whether ``job``'s holding differs from the snapshot's."""
@@ -286,7 +295,9 @@ class Workspace(FreeGpus):
     # ------------------------------------------------------------------ internals
     def _link(self, job: JobId, p: Placement) -> None:
         t, per, nodes = p.gpu_type, p.gpus_per_node, p.nodes
-        free = self.free[t]
+        free = self._copied.get(t)
+        if free is None:
+            free = self.free[t]
         for node in nodes:
             free[node] -= per
         count = per * len(nodes)
@@ -295,7 +306,12 @@ class Workspace(FreeGpus):
         self._tick += 1
         self._order[job] = self._tick
         if self._occupants is not None:
-            self._occupy(self._occupants, job, p)
+            on_type = self._occupants[t]
+            for node in nodes:
+                on_node = on_type.get(node)
+                if on_node is None:
+                    on_node = on_type[node] = {}
+                on_node[job] = per
         if self._by_count is not None:
             bucket = self._by_count[t].get(count)
             if bucket is None:
@@ -306,7 +322,9 @@ class Workspace(FreeGpus):
 
     def _unlink(self, job: JobId, p: Placement) -> None:
         t, per, nodes = p.gpu_type, p.gpus_per_node, p.nodes
-        free = self.free[t]
+        free = self._copied.get(t)
+        if free is None:
+            free = self.free[t]
         for node in nodes:
             free[node] += per
         count = per * len(nodes)
@@ -328,12 +346,6 @@ class Workspace(FreeGpus):
             for job, p in self.placement.items():
                 by_count[p.gpu_type].setdefault(p.gpus_per_node * len(p.nodes), {})[job] = None
         return by_count
-
-    @staticmethod
-    def _occupy(occupants: dict[str, dict[int, dict[JobId, int]]], job: JobId, p: Placement) -> None:
-        on_type, per = occupants[p.gpu_type], p.gpus_per_node
-        for node in p.nodes:
-            on_type.setdefault(node, {})[job] = per
 
 
 class SnapshotViews(Mapping[JobId, JobView]):
