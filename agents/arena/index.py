@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from agents.common import ShapeKey, Workspace
@@ -11,8 +12,11 @@ from arena_gym.types import JobId, Placement
 Shrink = tuple[float, JobId | None]
 
 
+@functools.lru_cache(maxsize=65536)
 def halved(p: Placement) -> Placement:
-    """Shrink in place to half the GPUs: drop half the nodes, or half the GPUs of a single node."""
+    """Shrink in place to half the GPUs: drop half the nodes, or half the GPUs of a single node.
+
+    One object per placement (memoised), so that memos keyed by placement object keep their answers."""
     if len(p.nodes) > 1:
         return Placement(p.gpu_type, p.nodes[: len(p.nodes) // 2], p.gpus_per_node)
     return Placement(p.gpu_type, p.nodes, p.gpus_per_node // 2)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from agents.arena.config import ArenaConfig
 from agents.arena.index import halved_key
 from agents.common import Estimates, ShapeKey, key_of
-from arena_gym.types import JobId, JobSpec, JobView, Placement, Snapshot
+from arena_gym.types import ClusterSpec, JobId, JobSpec, JobView, ModelRef, Placement, Snapshot
 
 #: Gains at or below this (samples/s) count as no gain (guards against float noise).
 GAIN_EPS = 1e-9
@@ -42,8 +42,9 @@ class ThroughputOracle:
     whatever the belief says for them (a table model applies the 0.9-per-halving rule itself).
     Iteration times come from :class:`agents.common.Estimates`, memoised for as long as the
     snapshot's ``perf`` object stays the same (one episode); so are the rates of the placements
-    jobs hold and of their halvings, per job and placement object (the halvings only for one
-    decision when deadline-aware, as they depend on the time). :meth:`bind` starts each decision.
+    jobs hold, their halvings and their moves, per job and placement object and per (model,
+    batch, shape) (the halvings only for one decision and per job when deadline-aware, as they
+    depend on the time and the job). :meth:`bind` starts each decision.
     """
 
     def __init__(self, config: ArenaConfig) -> None:
@@ -54,25 +55,30 @@ class ThroughputOracle:
         self._held: dict[JobId, tuple[Placement, float]] = {}
         self._halving: dict[JobId, tuple[Placement, float | None]] = {}
         self._moves: dict[JobId, tuple[Placement, Moves]] = {}
+        self._cluster: ClusterSpec | None = None
+        self._shape_halving: dict[tuple[ModelRef, int, ShapeKey], float | None] = {}
+        self._shape_moves: dict[tuple[ModelRef, int, ShapeKey], Moves] = {}
 
     def reset(self) -> None:
         """Forget memoised numbers (a new episode may bring a new belief model)."""
         self.estimates.clear()
         self._remaining.clear()
-        self._held.clear()
-        self._halving.clear()
-        self._moves.clear()
+        self._forget()
 
     def bind(self, snapshot: Snapshot) -> None:
-        """Start a decision: keep the memo if the belief model is unchanged, note the time."""
-        if self.estimates.bind(snapshot.perf):
-            self._held.clear()
-            self._halving.clear()
-            self._moves.clear()
+        """Start a decision: keep the memo if the belief model and the cluster are unchanged, note the time."""
+        if self.estimates.bind(snapshot.perf) or snapshot.cluster is not self._cluster:
+            self._forget()
+            self._cluster = snapshot.cluster
         elif self.config.deadline_aware:
             self._halving.clear()
         self._now = snapshot.now
         self._remaining = {}
+
+    def _forget(self) -> None:
+        self._cluster = None
+        for memo in (self._held, self._halving, self._moves, self._shape_halving, self._shape_moves):
+            memo.clear()
 
     def current(self, spec: JobSpec, key: ShapeKey) -> float:
         """Throughput of a configuration a job already holds (0 when the belief calls it infeasible)."""
@@ -89,11 +95,16 @@ class ThroughputOracle:
         """Throughput change of halving ``job`` in place on ``placement`` (see ``halved``), or None when infeasible."""
         memo = self._halving.get(job)
         if memo is None or memo[0] is not placement:
-            rate = self.rate(views[job], halved_key(placement))
-            memo = self._halving[job] = (
-                placement,
-                None if rate is None else rate - self.held_rate(views, job, placement),
-            )
+            view = views[job]
+            shape = (view.spec.model, view.spec.global_batch, key_of(placement))
+            if self.config.deadline_aware or shape not in self._shape_halving:
+                rate = self.rate(view, halved_key(placement))
+                change = None if rate is None else rate - self.held_rate(views, job, placement)
+                if not self.config.deadline_aware:
+                    self._shape_halving[shape] = change
+            else:
+                change = self._shape_halving[shape]
+            memo = self._halving[job] = (placement, change)
         return memo[1]
 
     def moves(
@@ -109,21 +120,28 @@ class ThroughputOracle:
         """
         memo = self._moves.get(job)
         if memo is None or memo[0] is not placement:
-            cfg, spec = self.config, views[job].spec
-            own, count = placement.gpu_type, placement.num_gpus
-            old = self.held_rate(views, job, placement)
-            bounds = []
-            if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus:
-                ub = self.best_rate(spec, own, 2 * count, capacity[own])
-                if ub is not None:
-                    bounds.append(MoveBound(ub - old, own, 2 * count, True))
-            for t, cap in capacity.items() if not cfg.no_type_change else ():
-                ub = self.best_rate(spec, t, count, cap) if t != own else None
-                if ub is not None:
-                    bounds.append(MoveBound(ub - old, t, count, False))
-            upgrades = tuple(b for b in bounds if b.gain > GAIN_EPS)
-            memo = self._moves[job] = (placement, Moves(old, count, tuple(bounds), upgrades))
+            spec = views[job].spec
+            shape = (spec.model, spec.global_batch, key_of(placement))
+            moves = self._shape_moves.get(shape)
+            if moves is None:
+                moves = self._shape_moves[shape] = self._bounds(spec, placement, capacity)
+            memo = self._moves[job] = (placement, moves)
         return memo[1]
+
+    def _bounds(self, spec: JobSpec, placement: Placement, capacity: Mapping[str, int]) -> Moves:
+        cfg = self.config
+        own, count = placement.gpu_type, placement.num_gpus
+        old = self.current(spec, key_of(placement))
+        bounds = []
+        if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus:
+            ub = self.best_rate(spec, own, 2 * count, capacity[own])
+            if ub is not None:
+                bounds.append(MoveBound(ub - old, own, 2 * count, True))
+        for t, cap in capacity.items() if not cfg.no_type_change else ():
+            ub = self.best_rate(spec, t, count, cap) if t != own else None
+            if ub is not None:
+                bounds.append(MoveBound(ub - old, t, count, False))
+        return Moves(old, count, tuple(bounds), tuple(b for b in bounds if b.gain > GAIN_EPS))
 
     def rate(self, view: JobView, key: ShapeKey) -> float | None:
         """Throughput of moving ``view`` to a new configuration, or None when that is infeasible.
