@@ -16,7 +16,8 @@ Shrink = tuple[float, JobId | None]
 def halved(p: Placement) -> Placement:
     """Shrink in place to half the GPUs: drop half the nodes, or half the GPUs of a single node.
 
-    One object per placement (memoised), so that memos keyed by placement object keep their answers."""
+    One object per placement (memoised), so that memos keyed by placement object keep their answers.
+    """
     if len(p.nodes) > 1:
         return Placement(p.gpu_type, p.nodes[: len(p.nodes) // 2], p.gpus_per_node)
     return Placement(p.gpu_type, p.nodes, p.gpus_per_node // 2)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from agents.arena.config import ArenaConfig
@@ -127,6 +127,21 @@ class ThroughputOracle:
                 moves = self._shape_moves[shape] = self._bounds(spec, placement, capacity)
             memo = self._moves[job] = (placement, moves)
         return memo[1]
+
+    def moves_of(
+        self,
+        views: Mapping[JobId, JobView],
+        jobs: Sequence[JobId],
+        placement: Mapping[JobId, Placement],
+        capacity: Mapping[str, int],
+    ) -> list[Moves]:
+        """:meth:`moves` of each of ``jobs`` from the placement it holds."""
+        memo, out = self._moves, []
+        for job in jobs:
+            p = placement[job]
+            hit = memo.get(job)
+            out.append(hit[1] if hit is not None and hit[0] is p else self.moves(views, job, p, capacity))
+        return out
 
     def _bounds(self, spec: JobSpec, placement: Placement, capacity: Mapping[str, int]) -> Moves:
         cfg = self.config

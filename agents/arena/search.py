@@ -368,10 +368,8 @@ class ArenaSearch:
                 ub = oracle.best_rate(view.spec, t, count, ws.capacity[t])
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
                     candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
-        placement, views, capacity = ws.placement, self.views, ws.capacity
-        for order, j in enumerate(movers, start=1):
-            p = placement[j]
-            old, count, bounds, upgrades = oracle.moves(views, j, p, capacity)
+        moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
+        for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
             for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
                 if free[t] >= count and (grow if doubles else t != exclude_type):
                     candidates.append((-gain, order, len(candidates), j, t, num_gpus, old))

@@ -277,7 +277,7 @@ class Workspace(FreeGpus):
         order, then the others in the order they were first edited (read from the edits, not the cluster)."""
         placement, original, rank = self.placement, self.original, self._rank
         moved = [j for j in self._touched if placement.get(j) != original.get(j)]
-        return sorted(moved, key=lambda j: rank.get(j, len(rank)))
+        return sorted(moved, key=lambda j: rank.get(j, len(rank) + 1))
 
     def decision(self, perf: PerfModel) -> Decision:
         """The Decision that turns the snapshot into this workspace (proxy-plan grids from ``perf``).
