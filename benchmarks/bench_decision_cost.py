@@ -227,17 +227,19 @@ def part_windows(reps: int, quick: bool) -> list[dict[str, Any]]:
     ]
 
 
-def run_process(args: list[str], env: dict[str, str]) -> float:
-    """Run ``python -m arena_gym ARGS`` to completion; the user + system CPU seconds of it and its children."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "arena_gym", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"arena_gym {' '.join(args)} failed: {err.strip()[-500:]}")
+def run_process(args: list[str], env: dict[str, str], scratch: Path) -> float:
+    """Run ``python -m arena_gym ARGS`` to completion; the user + system CPU seconds of it and its children.
+
+    Its standard error (the progress bar of a long run) goes to a file, so that it never blocks on a pipe.
+    """
+    with open(scratch / "stderr.txt", "w+b") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "arena_gym", *args], env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"arena_gym {' '.join(args)} failed: {err.read().decode(errors='replace').strip()[-500:]}")
     return usage.ru_utime + usage.ru_stime
 
 
@@ -301,6 +303,7 @@ def part_processes(reps: int, data: Path, quick: bool) -> dict[str, Any]:
                     str(scratch / "warm"),
                 ],
                 env,
+                scratch,
             )
         rows = []
         for case in process_cases(data, quick):
@@ -309,7 +312,7 @@ def part_processes(reps: int, data: Path, quick: bool) -> dict[str, Any]:
                 for policy in alternate(case.policies, rep):
                     out = scratch / f"{case.name}-{policy}-{rep}"
                     args = ["simulate", "--policy", policy, "--trace", case.trace, "--cluster", case.cluster]
-                    cpu[policy].append(run_process([*args, "--no-plots", "--out", str(out)], env))
+                    cpu[policy].append(run_process([*args, "--no-plots", "--out", str(out)], env, scratch))
             med = {p: statistics.median(v) for p, v in cpu.items()}
             rows.append(
                 {
@@ -331,7 +334,9 @@ def part_processes(reps: int, data: Path, quick: bool) -> dict[str, Any]:
             out = scratch / f"compare-{rep}"
             policies = ",".join(alternate(("fcfs", "arena"), rep))
             run_process(
-                ["compare", "--policies", policies, "--cluster", "testbed-64", "--no-plots", "--out", str(out)], env
+                ["compare", "--policies", policies, "--cluster", "testbed-64", "--no-plots", "--out", str(out)],
+                env,
+                scratch,
             )
             with open(out / "leaderboard.csv", newline="") as f:
                 for row in csv.DictReader(f):
