@@ -2,7 +2,7 @@
 
 import sys
 
-from arena_gym.cli import main
+from arena_gym.harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from arena_gym.core.information import information_set, is_clairvoyant
 from arena_gym.protocols import ClusterBackend, Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import JobSpec
@@ -14,16 +16,21 @@ from arena_gym.types import JobSpec
 def run_episode(
     backend: ClusterBackend, policy: Policy, jobs: Sequence[JobSpec], progress: bool = False
 ) -> EpisodeRecord:
-    """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record."""
+    """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record.
+
+    The policy sees each snapshot through its information set (:mod:`arena_gym.core.information`):
+    a non-clairvoyant one cannot read any job's true length.
+    """
     policy.reset()
     decisions, wall = 0, 0.0
     bar = _DelayedBar(len(jobs), policy.name) if progress else None
     clock = time.perf_counter
+    shown = information_set(policy)
     decide, apply, advance = policy.decide, backend.apply, backend.advance
     snapshot = backend.reset(jobs)
     while snapshot is not None:
         t0 = clock()
-        decision = decide(snapshot)
+        decision = decide(shown(snapshot))
         wall += clock() - t0
         decisions += 1
         apply(decision)
@@ -32,7 +39,7 @@ def run_episode(
             bar.update(len(snapshot.departures))
     if bar is not None:
         bar.close()
-    return backend.record(policy.name, decisions, wall)
+    return dataclasses.replace(backend.record(policy.name, decisions, wall), clairvoyant=is_clairvoyant(policy))
 
 
 class _DelayedBar:

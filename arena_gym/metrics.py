@@ -8,6 +8,7 @@ The live runner produces the same event log, so the same code scores both.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,6 +267,22 @@ def percentile(ordered: np.ndarray, q: float) -> float:
     diff = b - a
     # numpy's _lerp: from the nearer end, so that the ends are exact
     return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+def padded_mean_jcts(jcts: Mapping[str, Sequence[float]], target: int | None = None) -> dict[str, float]:
+    """The padded average JCT of several policies on one workload (the Arena artifact's rule).
+
+    Each policy's finished JCTs are padded with the largest JCT any policy reached, up to
+    ``target`` jobs (default: the largest finished count), then averaged; nan for a policy
+    with nothing to average.
+    """
+    worst = max((max(v) for v in jcts.values() if v), default=math.nan)
+    target = max((len(v) for v in jcts.values()), default=0) if target is None else target
+    out = {}
+    for label, values in jcts.items():
+        padded = [*values, *[worst] * max(0, target - len(values))]
+        out[label] = float(np.mean(padded)) if padded else math.nan
+    return out
 
 
 def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | None = None) -> dict[str, float]:

@@ -20,10 +20,16 @@ class Policy(Protocol):
     search), ``full`` (an unpruned AP search, the baselines) or ``none``. The
     simulator charges it when its caller configures it so (``SimConfig(overhead_class=...)``);
     a live backend pays whatever the real restart costs.
+
+    ``clairvoyant`` is its information set: False (the default when a class leaves it out)
+    means it is shown snapshots in which no job's true total or remaining work can be read
+    (:mod:`arena_gym.core.information`); True, that it sees the truth, which every result
+    labels.
     """
 
     name: str
     ap_search: OverheadClass | str
+    clairvoyant: bool
 
     def reset(self) -> None:
         """Forget per-episode state before a new episode."""

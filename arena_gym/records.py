@@ -44,7 +44,10 @@ class Event:
 
 @dataclass(frozen=True)
 class EpisodeRecord:
-    """Everything an episode produced: the workload, the event log, and loop statistics."""
+    """Everything an episode produced: the workload, the event log, and loop statistics.
+
+    ``clairvoyant`` is the policy's information set: whether it saw the jobs' true lengths.
+    """
 
     policy: str
     cluster: ClusterSpec
@@ -55,6 +58,7 @@ class EpisodeRecord:
     horizon: float
     decisions: int
     decide_wall_s: float
+    clairvoyant: bool = False
 
     def job(self, job_id: JobId) -> JobSpec:
         """The spec of one job."""

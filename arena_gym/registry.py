@@ -63,7 +63,9 @@ class Registry:
 
     ``group`` is the entry-point group searched for names that are not registered;
     ``name_param`` is the keyword through which a factory receives the name it is built under
-    (policies take ``name``).
+    (policies take ``name``). The built-in names come from the installed catalogues
+    (:data:`CATALOGUE_GROUP`), loaded before the first lookup: the packages that own the
+    objects declare them, so this module names no package above it.
     """
 
     def __init__(
@@ -80,15 +82,35 @@ class Registry:
         self.name_param = name_param
         self._entries = dict(entries or {})
         self._prefixes = dict(prefixes or {})
+        self._catalogues: int | None = None
+
+    def _ready(self) -> None:
+        """Load the installed catalogues once, before the first lookup or registration."""
+        if self._catalogues is None:
+            self._catalogues = 0
+            self._catalogues = load_catalogues()
 
     @property
     def entries(self) -> Mapping[str, Entry]:
         """A read-only view of the registered names."""
+        self._ready()
         return MappingProxyType(self._entries)
 
     def names(self) -> list[str]:
         """Registered names and the names of installed entry points, sorted."""
+        self._ready()
         return sorted({*self._entries, *self._entry_points()})
+
+    def register_prefix(self, prefix: str, target: str) -> None:
+        """Resolve ``prefix:ARGUMENT`` specs with ``target`` (``"module:attr"``, called with ``path=ARGUMENT``)."""
+        if not prefix.isidentifier():
+            raise ValueError(f"{self.kind} prefix {prefix!r} must be an identifier")
+        if not is_module_attr(target):
+            raise ValueError(f"{self.kind} prefix {prefix!r}: target {target!r} is not of the form 'module:attr'")
+        old = self._prefixes.get(prefix)
+        if old is not None and old != target:
+            raise ValueError(f"{self.kind} prefix {prefix!r} is already registered ({old})")
+        self._prefixes[prefix] = target
 
     def register(
         self,
@@ -104,6 +126,7 @@ class Registry:
         Registering the same entry again is a no-op; a different entry under a taken name
         needs ``replace=True``. The target is imported only when the name is used.
         """
+        self._ready()
         if not name or name != name.strip() or ":" in name:
             raise ValueError(f"{self.kind} name {name!r} must be non-empty, without ':' or surrounding spaces")
         if not isinstance(target, str) or not is_module_attr(target):
@@ -118,6 +141,7 @@ class Registry:
 
     def knows(self, spec: str) -> bool:
         """Whether :meth:`make` would resolve ``spec`` by a name, a prefix, an entry point or as ``module:attr``."""
+        self._ready()
         prefix, sep, _ = spec.partition(":")
         return (
             spec in self._entries
@@ -136,6 +160,7 @@ class Registry:
         """
         if not isinstance(spec, str):
             raise TypeError(f"{self.kind} spec must be a string, got {spec!r:.60}")
+        self._ready()
         if self.name_param is not None:
             context = {self.name_param: spec, **context}
         entry = self._entries.get(spec)
@@ -154,7 +179,8 @@ class Registry:
         if is_module_attr(spec):
             return _call(self.kind, spec, _import(self.kind, spec), {}, context)
         valid = ", ".join(self.names() + [f"{p}:..." for p in self._prefixes] + ["module:attr"])
-        raise ValueError(f"unknown {self.kind} {spec!r}; valid: {valid}")
+        hint = "" if self._catalogues else " (no built-in names are installed: install arena-gym, pip install -e .)"
+        raise ValueError(f"unknown {self.kind} {spec!r}; valid: {valid}{hint}")
 
     def _entry_points(self) -> dict[str, Any]:
         if self.group is None:
@@ -204,6 +230,19 @@ def own(target: str, what: str) -> Any:
         ) from None
 
 
+def load_catalogues() -> int:
+    """Call every installed catalogue (:data:`CATALOGUE_GROUP`); each registers its package's built-in names.
+
+    Returns how many were found (0 when the distribution's metadata is missing: not installed).
+    """
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=CATALOGUE_GROUP)
+    for ep in found:
+        own(ep.value, f"catalogue {ep.name!r}")()
+    return len(found)
+
+
 def _builtin(kind: str, spec: str, target: str) -> Any:
     """Resolve a built-in target of a registry (:func:`own`)."""
     return own(target, f"{kind} {spec!r}")
@@ -243,48 +282,17 @@ def _call(
     return factory(**kwargs)
 
 
-#: The scheduling policies (``arena_gym.policies`` entry points; ``sb3:PATH`` loads a trained agent).
-POLICIES = Registry(
-    "policy",
-    {
-        "fcfs": Entry("agents.fcfs:FCFS", {}, "first come first served at the requested shape"),
-        "fcfs-r": Entry("agents.fcfs:FCFS", {"relax": True}, "FCFS with relaxed locality"),
-        "srtf": Entry("agents.srtf:SRTF", {}, "preemptive shortest remaining time first"),
-        "arena": Entry("agents.arena:ArenaPolicy", {}, "Arena heuristic (AP proxy estimates)"),
-        "arena-dp": Entry(
-            "agents.arena:ArenaPolicy", {"dp_only": True}, "Arena deciding with data-parallel-only estimates"
-        ),
-        "arena-ns": Entry("agents.arena:ArenaPolicy", {"no_scaling": True}, "Arena without GPU-count scaling"),
-        "arena-nh": Entry("agents.arena:ArenaPolicy", {"no_type_change": True}, "Arena without GPU-type change"),
-        "arena-no": Entry("agents.arena:ArenaPolicy", {"no_opportunism": True}, "Arena without opportunistic backfill"),
-        "arena-ddl": Entry("agents.arena:ArenaPolicy", {"deadline_aware": True}, "deadline-aware Arena"),
-        "arena-np": Entry(
-            "agents.arena:ArenaPolicy", {"pruned": False}, "Arena paying the unpruned AP-search overhead"
-        ),
-        "tiresias": Entry("agents.tiresias:Tiresias", {}, "2D-LAS (discretised least attained service)"),
-        "gandiva": Entry("agents.gandiva:Gandiva", {}, "migration and grow/shrink within one GPU type"),
-        "elasticflow-ls": Entry(
-            "agents.elasticflow:ElasticFlowLS", {}, "ElasticFlow with loose deadlines (throughput oriented)"
-        ),
-        "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
-        "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
-    },
-    prefixes={"sb3": "agents.rl.policy:load_sb3_policy"},
-    group="arena_gym.policies",
-    name_param="name",
-)
+#: Entry-point group of catalogues: ``name = "package.module:register"``, each a function that
+#: registers a package's built-in names (policies, performance models, ...) with these registries.
+CATALOGUE_GROUP = "arena_gym.catalogues"
 
-#: Performance models: the calibrated estimator (default), a measured table (``measured:CSV``), a measured
-#: device profile (``profiled:PROFILE.json``) or a noisy belief (``noisy:SIGMA``); ``arena_gym.perf_models`` entry points.
+#: The scheduling policies (``arena_gym.policies`` entry points; ``sb3:PATH`` loads a trained agent).
+POLICIES = Registry("policy", group="arena_gym.policies", name_param="name")
+
+#: Performance models (the estimator, ``measured:CSV``, ``profiled:PROFILE.json``, ``noisy:SIGMA``;
+#: ``arena_gym.perf_models`` entry points).
 PERF_MODELS = Registry(
-    "performance model",
-    {"estimator": Entry("estimator:default_perf_model", {}, "AP-tailored estimator (built in)")},
-    prefixes={
-        "measured": "estimator.measured:measured_perf_model",
-        "noisy": "arena_gym.perf:noisy_perf_model",
-        "profiled": "estimator.profiled:profiled_perf_model",
-    },
-    group="arena_gym.perf_models",
+    "performance model", prefixes={"noisy": "arena_gym.perf:noisy_perf_model"}, group="arena_gym.perf_models"
 )
 
 #: Traces beyond the built-in files and generators (``traces.resolve_trace``): registered names,

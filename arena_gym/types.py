@@ -10,9 +10,9 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NewType, Protocol, overload, runtime_checkable
+from typing import Any, NewType, Protocol, overload, runtime_checkable
 
 import numpy as np
 
@@ -127,6 +127,62 @@ class JobSpec:
             raise ValueError(f"job {self.job_id}: submit time must be finite and >= 0, got {self.submit_time}")
         if self.requested_gpus is not None and not is_power_of_two(self.requested_gpus):
             raise ValueError(f"job {self.job_id}: requested GPU count {self.requested_gpus} is not a power of two")
+
+
+class HiddenInformation(RuntimeError):
+    """A policy read what its information set hides: a job's true total or remaining work.
+
+    Not an AttributeError, so ``getattr(spec, "iterations", default)`` cannot swallow it.
+    """
+
+
+class HiddenSpec(JobSpec):
+    """A :class:`JobSpec` as a non-clairvoyant policy sees it: every field but the true length.
+
+    ``iterations`` is not stored; reading it raises :class:`HiddenInformation` naming the
+    policy (``viewer``). Equality and hashing go by the job id and the viewer. Build one with
+    :meth:`of`; a real scheduler knows everything else a trace says of a job (model, batch,
+    request, submit time, deadline).
+    """
+
+    __slots__ = ("viewer",)
+    viewer: str
+
+    #: The fields it keeps (all of JobSpec's but ``iterations``), and the viewer.
+    _KEPT = ("job_id", "model", "global_batch", "submit_time", "requested_gpu_type", "requested_gpus", "deadline")
+
+    @classmethod
+    def of(cls, spec: JobSpec, viewer: str) -> HiddenSpec:
+        """``spec`` without its iterations, for the policy named ``viewer``."""
+        return cls._build(*(getattr(spec, name) for name in cls._KEPT), viewer)
+
+    @classmethod
+    def _build(cls, *values: Any) -> HiddenSpec:
+        hidden = object.__new__(cls)
+        for name, value in zip((*cls._KEPT, "viewer"), values):
+            object.__setattr__(hidden, name, value)
+        return hidden
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Copies and pickles carry the kept fields only."""
+        return (HiddenSpec._build, tuple(getattr(self, name) for name in (*self._KEPT, "viewer")))
+
+    @property  # the field, hidden behind a property that raises
+    def iterations(self) -> int:
+        """Hidden: raises :class:`HiddenInformation`."""
+        raise HiddenInformation(
+            f"policy {self.viewer!r} is not clairvoyant: JobSpec.iterations (job {self.job_id}'s true length) is "
+            "hidden; it sees attained work and service (declare clairvoyant = True to read the truth)"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HiddenSpec) and (other.job_id, other.viewer) == (self.job_id, self.viewer)
+
+    def __hash__(self) -> int:
+        return hash((self.job_id, self.viewer))
+
+    def __repr__(self) -> str:
+        return f"HiddenSpec({self.job_id!r}, {self.model}, batch {self.global_batch}, iterations hidden)"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -412,15 +468,19 @@ class JobView:
         return self.spec.job_id
 
     def iterations_done(self, now: float) -> float:
-        """Iterations completed by ``now``."""
+        """Iterations completed by ``now`` (attained work: every policy may read it)."""
         if self.status is JobStatus.RUNNING and self.run_start is not None:
-            return min(
-                self.spec.iterations, self.done_at_mark + self.rate * (now - max(self.mark_time, self.run_start))
-            )
+            done = self.done_at_mark + self.rate * (now - max(self.mark_time, self.run_start))
+            return done if isinstance(self.spec, HiddenSpec) else min(self.spec.iterations, done)
         return self.done_at_mark
 
     def remaining_iterations(self, now: float) -> float:
-        """Iterations still to run at ``now``."""
+        """Iterations still to run at ``now`` (the truth: HiddenInformation for a non-clairvoyant policy)."""
+        if isinstance(self.spec, HiddenSpec):
+            raise HiddenInformation(
+                f"policy {self.spec.viewer!r} is not clairvoyant: JobView.remaining_iterations (job "
+                f"{self.job_id}'s true remaining work) is hidden (declare clairvoyant = True to read the truth)"
+            )
         return max(0.0, self.spec.iterations - self.iterations_done(now))
 
     def attained_gpu_seconds(self, now: float) -> float:
@@ -510,6 +570,10 @@ class Snapshot:
     (queued jobs in submission order) and ``running`` (jobs holding GPUs) are
     :class:`JobViews`; any sequence of views passed in is wrapped into one. Backends build
     them lazily, so a policy pays only for the views it reads.
+
+    ``fork``, where the backend can give one (the simulator), returns an independent copy of
+    the backend at this moment: the true state and the true future, for the clairvoyant search
+    ablations; a non-clairvoyant policy is shown None.
     """
 
     now: float
@@ -522,6 +586,7 @@ class Snapshot:
     departures: tuple[JobId, ...] = ()
     round_index: int = 0
     horizon: float = field(default=math.inf)
+    fork: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("pending", "running"):

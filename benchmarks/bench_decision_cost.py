@@ -8,7 +8,7 @@ Three parts, each policy's figure printed beside FCFS's from the same repetition
    ``decide`` call (``time.process_time``) with the length of the queue it saw. Per queue-length
    bin (0-9, 10-99, 100-999, 1000+ jobs waiting): median and p95 milliseconds per decision.
 2. **Small windows**: the 20 fixed 50-job workloads of the ``synthetic`` evaluation suite on
-   ``testbed-64`` (no data needed), run through :class:`agents.rl.evaluate.Evaluator` as
+   ``testbed-64`` (no data needed), run through :class:`arena_gym.harness.scoring.Evaluator` as
    ``arena-gym evaluate`` runs them: median and p95 milliseconds per decision. This is the case
    a search policy that calls Arena on forked ~50-job simulators pays for.
 3. **Whole processes**, user + system CPU seconds of ``python -m arena_gym ...`` (as
@@ -54,11 +54,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.rl.evaluate import Evaluator
-from agents.rl.suites import get_suite
-from arena_gym.cli.common import DEFAULT_TRACE
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import RunConfig, load_jobs
+from arena_gym.core.information import is_clairvoyant
+from arena_gym.harness.cli.common import DEFAULT_TRACE
+from arena_gym.harness.experiment import RunConfig, load_jobs
+from arena_gym.harness.scoring import Evaluator
+from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, machine, write_json
 from arena_gym.protocols import Policy
@@ -126,6 +127,11 @@ class Timed:
     def ap_search(self) -> Any:
         """The wrapped policy's overhead class."""
         return self.policy.ap_search
+
+    @property
+    def clairvoyant(self) -> bool:
+        """The wrapped policy's information set (whether it reads the true remaining work)."""
+        return is_clairvoyant(self.policy)
 
     def reset(self) -> None:
         """Reset the wrapped policy (the timings are kept)."""

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import load_jobs
+from arena_gym.harness.experiment import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.registry import make_perf, make_policy

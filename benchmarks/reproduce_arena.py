@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from arena_gym.compare import CompareConfig, compare
-from arena_gym.experiment import RunConfig
-from arena_gym.results import code_version
+from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.experiment import RunConfig
+from arena_gym.harness.results import code_version
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arena_gym.core.information import information_set, is_clairvoyant
 from arena_gym.registry import make_policy
 from arena_gym.types import Snapshot
 from envs.builder import DecisionBuilder
@@ -29,11 +30,13 @@ class Advisor:
     def __init__(self, name: str, seed: int = 0) -> None:
         self.name = name
         self.policy = make_policy(name, seed)
-        self.clairvoyant = bool(getattr(self.policy, "clairvoyant", False))
+        self.clairvoyant = is_clairvoyant(self.policy)
+        self._shown = information_set(self.policy)
 
     def reset(self) -> None:
         """Forget the heuristic's per-episode state (call at every episode start)."""
         self.policy.reset()
+        self._shown = information_set(self.policy)
 
     def advise(
         self,
@@ -44,7 +47,7 @@ class Advisor:
         capacity: CapacityIndex | None = None,
     ) -> tuple[int, ...]:
         """The sub-actions that rebuild the heuristic's decision at ``snapshot`` ("done" not included)."""
-        decision = self.policy.decide(snapshot)
+        decision = self.policy.decide(self._shown(snapshot))
         return tuple(expert_actions(snapshot, decision, codec, config, table=table, capacity=capacity))
 
 

@@ -8,6 +8,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from arena_gym.core.triggers import DecisionSchedule
 from arena_gym.protocols import PerfModel
 from arena_gym.sim import OverheadModel, SimConfig
 from arena_gym.types import ClusterSpec
@@ -179,8 +180,7 @@ class EnvConfig:
             problems.append(f"window_jobs must be >= 0 (0 = whole range), got {self.window_jobs}")
         if not self.load_levels or any(not (math.isfinite(x) and x > 0) for x in self.load_levels):
             problems.append(f"load_levels must be a non-empty tuple of finite numbers > 0, got {self.load_levels}")
-        if not self.horizon_s > 0:
-            problems.append(f"horizon_s must be > 0, got {self.horizon_s}")
+        problems.extend(DecisionSchedule.problems(self.round_s, True, self.horizon_s))
         if not 1 <= self.max_pending <= MAX_SLOTS:
             problems.append(f"max_pending must be in [1, {MAX_SLOTS}], got {self.max_pending}")
         if not 0 <= self.max_running <= MAX_SLOTS:
@@ -191,8 +191,6 @@ class EnvConfig:
             problems.append(f"reward_scale must be finite and > 0, got {self.reward_scale}")
         if not (math.isfinite(self.invalid_action_penalty) and self.invalid_action_penalty >= 0):
             problems.append(f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}")
-        if self.round_s is not None and not (math.isfinite(self.round_s) and self.round_s >= 1):
-            problems.append(f"round_s must be a finite number >= 1 (seconds) or None, got {self.round_s}")
         if self.seed < 0:
             problems.append(f"seed must be >= 0, got {self.seed}")
         if any(not s.strip() for s in self.traces):

@@ -9,6 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from arena_gym.core.information import information_set
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import Allocation, Decision, JobId, Snapshot
@@ -121,10 +122,12 @@ class HeuristicAgent:
         self._base: Any = env.unwrapped
         self._snapshot: Snapshot | None = None
         self._queue: Iterator[int] = iter(())
+        self._shown = information_set(policy)
 
     def reset(self) -> None:
         """Forget the current decision point and reset the policy (call after ``env.reset``)."""
         self.policy.reset()
+        self._shown = information_set(self.policy)
         self._snapshot = None
         self._queue = iter(())
 
@@ -135,7 +138,7 @@ class HeuristicAgent:
             return env.codec.done_action
         if env.snapshot is not self._snapshot:
             self._snapshot = env.snapshot
-            decision = self.policy.decide(env.snapshot)
+            decision = self.policy.decide(self._shown(env.snapshot))
             self._queue = iter(
                 expert_actions(
                     env.snapshot,

@@ -1,4 +1,4 @@
-"""What the rank entry points (:mod:`real_runner.worker_cli`, :mod:`real_runner.profiler.worker_cli`) share
+"""What the rank entry points (:mod:`real_runner.worker.__main__`, :mod:`real_runner.profiler.worker.__main__`) share
 (CLI code): a parser whose usage errors are one line with exit code 2, the log format, and a fast process exit."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 from estimator.hardware import canonical_gpu_name
 
-#: Launchers a testbed may name.
+#: Launchers a testbed may name (the registry's fake one needs a performance model and a clock: tests build it).
 LAUNCHERS = ("local", "ray")
 
 _TOP_KEYS = {"name", "device_type", "launcher", "checkpoint_root", "nodes"}

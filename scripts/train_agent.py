@@ -25,7 +25,7 @@ from pathlib import Path
 def parse_args() -> argparse.Namespace:
     """Command-line options: the TrainConfig's, plus the test suite."""
     from agents.rl.config import add_train_arguments
-    from agents.rl.suites import SUITE_NAMES
+    from arena_gym.harness.suites import SUITE_NAMES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_train_arguments(parser)
@@ -45,8 +45,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Train, pick the best model on validation workloads, score it on the test suite."""
     args = parse_args()
-    from agents.rl.cli import set_wandb_env
     from agents.rl.config import config_from_args, wandb_mode
+    from arena_gym.harness.cli.train import set_wandb_env
 
     set_wandb_env(wandb_mode(args))  # before wandb is imported
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -55,9 +55,9 @@ def main() -> None:
 
     from agents.rl.config import TEST_SPLIT
     from agents.rl.env_factory import env_config
-    from agents.rl.protocol import EvalConfig, evaluate
-    from agents.rl.suites import env_suite
-    from agents.rl.train import train
+    from arena_gym.harness.evaluate import EvalConfig, evaluate
+    from arena_gym.harness.suites import env_suite
+    from arena_gym.harness.train import train
 
     # 1. The run.
     config = config_from_args(args)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arena_gym.results import to_markdown
+from arena_gym.harness.results import to_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- (table|text):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)

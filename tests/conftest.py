@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -33,6 +34,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def env_overrides() -> dict[str, Any]:
+    """EnvConfig overrides of the fast Tiny env the learned-agent tests use (tests.rl_cases)."""
+    from tests.rl_cases import ENV_OVERRIDES
+
+    return dict(ENV_OVERRIDES)
 
 
 # Hypothesis profiles. "default" is hypothesis's own (100 examples per property; the fuzz suites

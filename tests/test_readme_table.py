@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from arena_gym.cli import main
+from arena_gym.harness.cli import main
 from tests.conftest import REPO
 from tests.helpers import load_script
 

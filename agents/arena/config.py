@@ -16,7 +16,9 @@ class ArenaConfig:
     ``no_type_change`` never changes a job's GPU type (``crius-nh``); ``no_opportunism`` lets no
     job of type X start while an earlier job of type X waits (``crius-no``); ``deadline_aware``
     accepts a configuration only if the job still meets its deadline on it (``crius-ddl``);
-    ``pruned`` picks the reconfiguration-overhead class (pruned AP search, or the full one).
+    ``pruned`` picks the reconfiguration-overhead class (pruned AP search, or the full one);
+    ``preempt_lower`` lets a waiting job that does not fit take the GPUs of any running job after
+    it in queue order (preempting those it needs), not only those of opportunism jobs.
 
     Constants (§5.3-5.7): jobs hold at most ``max_job_gpus`` GPUs; the downgrade BFS goes
     ``downgrade_depth`` levels deep, ``downgrade_depth_crowded`` once more than
@@ -32,6 +34,7 @@ class ArenaConfig:
     no_opportunism: bool = False
     deadline_aware: bool = False
     pruned: bool = True
+    preempt_lower: bool = False
     max_job_gpus: int = 16
     downgrade_depth: int = 3
     downgrade_depth_crowded: int = 2

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from typing import Any
 
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
+from agents.arena.priority import Priority
 from agents.arena.round import DecisionRound
 from agents.common import configure
 from arena_gym.types import Decision, JobId, JobView, Snapshot
@@ -28,18 +30,25 @@ class ArenaPolicy:
 
     Settings are one :class:`ArenaConfig` (``config``) with keyword overrides applied on top
     (``ArenaPolicy(no_scaling=True)`` is the artifact's ``crius-ns`` ablation; an unknown keyword
-    raises, naming the valid ones). Per-episode state: the ids of opportunism jobs
+    raises, naming the valid ones). ``priority`` replaces the FIFO queue order by its keys
+    (:class:`agents.arena.priority.Priority`: e.g. a Gittins index, or the clairvoyant
+    shortest remaining time); the policy is clairvoyant when the priority or the deadline checks
+    read the true remaining work. Per-episode state: the ids of opportunism jobs
     (reconciled against every snapshot), of jobs that can or can never start (no feasible
     configuration; such jobs block nobody), and the time up to which every submitted job was
     seen (new jobs are the pending ones submitted after it, plus the snapshot's arrivals, so a
     decision reads the queue only as far as the round's steps need it).
     """
 
-    def __init__(self, name: str = "arena", config: ArenaConfig | None = None, **overrides: Any) -> None:
+    def __init__(
+        self, name: str = "arena", config: ArenaConfig | None = None, priority: Priority | None = None, **overrides: Any
+    ) -> None:
         self.config = configure(type(self).__name__, ArenaConfig, config, overrides)
         self.name = name
         self.ap_search = self.config.ap_search
-        self.clairvoyant = self.config.deadline_aware  # only its deadline checks use the true remaining iterations
+        self.priority = priority
+        # the deadline checks and a clairvoyant priority read the true remaining iterations
+        self.clairvoyant = self.config.deadline_aware or bool(priority is not None and priority.clairvoyant)
         self._oracle = ThroughputOracle(self.config)
         self._opportunism: tuple[JobId, ...] = ()
         self._runnable: dict[JobId, bool] = {}
@@ -51,6 +60,8 @@ class ArenaPolicy:
         self._runnable = {}
         self._seen_until = -math.inf
         self._oracle.reset()
+        if self.priority is not None:
+            self.priority.reset()
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """One scheduling round on ``snapshot``."""
@@ -60,7 +71,8 @@ class ArenaPolicy:
         if not new and not snapshot.departures:
             self._opportunism = tuple(opportunism)
             return Decision()
-        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable)
+        order = self.priority.keys(snapshot) if self.priority is not None else None
+        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable, order)
         if snapshot.departures:
             rnd.after_departures(upgrade=not new, arrivals={v.job_id for v in new})
         if new:
@@ -74,6 +86,13 @@ class ArenaPolicy:
             len(decision.preemptions),
         )
         return decision
+
+    def fork(self) -> ArenaPolicy:
+        """A copy with this episode's state that goes on independently (the memoised estimates are shared)."""
+        twin = copy.copy(self)
+        twin._runnable = dict(self._runnable)
+        twin.priority = self.priority.fork() if self.priority is not None else None
+        return twin
 
     def _new_jobs(self, snapshot: Snapshot) -> list[JobView]:
         """Pending jobs this policy has not seen: the arrivals, and any submitted after the last snapshot it saw.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from agents.arena.config import ArenaConfig
 from agents.arena.oracle import ThroughputOracle
@@ -47,9 +47,10 @@ class FifoMerge:
 class DecisionRound:
     """Arena's per-round procedure on a private workspace.
 
-    The decision queue holds waiting jobs and opportunism jobs (started ahead of an earlier
-    waiting job, a "blocker") in submission order; it is rebuilt from the snapshot plus the
-    set of opportunism job ids the policy carries between calls.
+    The decision queue holds waiting jobs and opportunism jobs (started ahead of a waiting job
+    that comes first, a "blocker") in queue order; it is rebuilt from the snapshot plus the
+    set of opportunism job ids the policy carries between calls. The queue order is submission
+    order (Arena's FIFO), or ``order``'s keys when given (lowest first: a priority order).
     """
 
     def __init__(
@@ -59,9 +60,12 @@ class DecisionRound:
         oracle: ThroughputOracle,
         opportunism: Iterable[JobId],
         runnable: dict[JobId, bool],
+        order: Callable[[JobView], tuple] | None = None,
     ) -> None:
         self.config = config
         self.snapshot = snapshot
+        self.key = order or order_key
+        self.fifo = order is None
         self.ws = Workspace(snapshot, index=True)  # the searches walk the indexes in order
         self.views = self.ws.views
         self.search = ArenaSearch(config, self.ws, oracle, self.views)
@@ -69,8 +73,12 @@ class DecisionRound:
         self.preempted: dict[JobId, None] = {}
         self._runnable = runnable
 
-    def _order(self, job: JobId) -> tuple[float, str]:
-        return order_key(self.views[job])
+    def _order(self, job: JobId) -> tuple:
+        return self.key(self.views[job])
+
+    def _in_order(self, views: Iterable[JobView]) -> Iterable[JobView]:
+        """``views`` (in submission order) in queue order."""
+        return views if self.fifo else sorted(views, key=self.key)
 
     def runnable(self, job: JobId) -> bool:
         """Whether the job could ever start (memoised; with deadlines only "never" is kept across calls)."""
@@ -91,14 +99,20 @@ class DecisionRound:
         log.debug("t=%.0f departures: %d locality move(s), %d upgrade step(s)", self.snapshot.now, moved, steps)
 
     def admit(self, arrivals: Iterable[JobView]) -> None:
-        """``fit_new_jobs``: fit each new job in submission order, tag backfills, then the upgrade trial."""
-        for view in sorted(arrivals, key=order_key):
+        """``fit_new_jobs``: fit each new job in queue order, tag backfills, then the upgrade trial.
+
+        With ``preempt_lower`` a new job that does not fit may take the GPUs of running jobs after it.
+        """
+        for view in sorted(arrivals, key=self.key):
             gpu_type, n = requested(view.spec, self.snapshot)
             if not self.runnable(view.job_id) or (
                 self.config.no_opportunism and self._waits_before(view.job_id, gpu_type)
             ):
                 continue
-            if self.search.fit(view, gpu_type, n) and self._waits_before(view.job_id):
+            started = self.search.fit(view, gpu_type, n) or (
+                self.config.preempt_lower and self._fit_over_opportunists(view, gpu_type, n)
+            )
+            if started and self._waits_before(view.job_id):
                 self.opportunism[view.job_id] = None
         steps = self.search.upgrade()
         log.debug("t=%.0f arrivals: %d upgrade step(s)", self.snapshot.now, steps)
@@ -117,9 +131,12 @@ class DecisionRound:
         trials = 0
         pending = self.snapshot.pending
         extra = sorted(
-            (self.views[o] for o in self.opportunism if o in exclude or pending.get(o) is None), key=order_key
+            (self.views[o] for o in self.opportunism if o in exclude or pending.get(o) is None), key=self.key
         )
-        if self.config.no_opportunism:  # every job passed over blocks its type: walk them all
+        queue: Iterable[JobView]
+        if not self.fifo:  # a priority order: every waiting job and the opportunism ones, sorted
+            queue = sorted((*(v for v in pending if v.job_id not in exclude), *extra), key=self.key)
+        elif self.config.no_opportunism:  # every job passed over blocks its type: walk them all
             queue = FifoMerge({None: (v for v in pending if v.job_id not in exclude), "extra": extra})
         else:  # a failed configuration's jobs would only be passed over: the walk drops them at once
             groups = {
@@ -145,15 +162,21 @@ class DecisionRound:
                     self.opportunism[job] = None
             else:
                 failed.add(config)
-                queue.drop((view.spec.model, view.spec.global_batch))
+                if isinstance(queue, FifoMerge):
+                    queue.drop((view.spec.model, view.spec.global_batch))
                 blocked_types.add(gpu_type)
                 waiting_ahead = True
 
     def _fit_over_opportunists(self, view: JobView, gpu_type: str, n: int) -> bool:
-        """Fit a blocker counting the GPUs of opportunism jobs behind it as free; preempt those it takes."""
+        """Fit a blocker counting the GPUs of the jobs behind it as free; preempt those it takes.
+
+        The jobs behind are the opportunism jobs that come after it in queue order, or, with
+        ``preempt_lower``, every running job that does.
+        """
         ws = self.ws
-        me = order_key(view)
-        behind = sorted((o for o in self.opportunism if self._order(o) > me and o in ws.placement), key=self._order)
+        me = self.key(view)
+        pool = ws.placement if self.config.preempt_lower else self.opportunism
+        behind = sorted((o for o in pool if o in ws.placement and self._order(o) > me), key=self._order)
         if not behind:
             return False
         mark = ws.checkpoint()
@@ -168,12 +191,12 @@ class DecisionRound:
                 ws.set(o, held[o])
             else:
                 self.preempted[o] = None
-                del self.opportunism[o]
+                self.opportunism.pop(o, None)
         return True
 
     # ------------------------------------------------------------ queue helpers
     def _waits_before(self, job: JobId, gpu_type: str | None = None) -> bool:
-        """Whether a runnable job submitted before ``job`` still waits (requesting ``gpu_type``, if given)."""
+        """Whether a runnable job before ``job`` in queue order still waits (requesting ``gpu_type``, if given)."""
         me = self._order(job)
         candidates = (
             self.preempted
@@ -189,19 +212,18 @@ class DecisionRound:
         """Pending jobs in queue order (those whose request resolves to ``gpu_type``, if given)."""
         pending = self.snapshot.pending
         if gpu_type is None:
-            return pending
+            return self._in_order(pending)
         if gpu_type != self.snapshot.cluster.gpu_types[0]:
-            return pending.requesting(gpu_type)
+            return self._in_order(pending.requesting(gpu_type))
         # a job without a requested type counts as requesting the cluster's first type
-        return heapq.merge(pending.requesting(gpu_type), pending.requesting(None), key=order_key)
+        merged = heapq.merge(pending.requesting(gpu_type), pending.requesting(None), key=order_key)
+        return self._in_order(merged)
 
-    def _first_waiting(
-        self, queue: Iterable[JobView], before: tuple[float, str] | None = None
-    ) -> tuple[float, str] | None:
-        """Queue order of the first runnable job of ``queue`` not placed in this round (before ``before``)."""
+    def _first_waiting(self, queue: Iterable[JobView], before: tuple | None = None) -> tuple | None:
+        """Queue-order key of the first runnable job of ``queue`` (in queue order) not placed in this round (before ``before``)."""
         placed = self.ws.placement
         for view in queue:
-            key = order_key(view)
+            key = self.key(view)
             if before is not None and key >= before:
                 return None
             if view.job_id not in placed and self.runnable(view.job_id):
@@ -212,8 +234,8 @@ class DecisionRound:
     def decision(self) -> Decision:
         """The Decision for the snapshot: changed allocations (complete) and preemptions."""
         self._keep_placements()
-        waiting: Sequence[tuple[float, str]] = [self._order(j) for j in self.preempted if self.runnable(j)]
-        first_queued = self._first_waiting(self.snapshot.pending)
+        waiting: Sequence[tuple] = [self._order(j) for j in self.preempted if self.runnable(j)]
+        first_queued = self._first_waiting(self._in_order(self.snapshot.pending))
         first_waiting = min([*waiting, first_queued] if first_queued is not None else waiting, default=None)
         self.opportunism = {
             o: None

@@ -55,10 +55,24 @@ class JobState:
         self.finish: float | None = None
         self.view: JobView | None = None
 
+    def copy(self) -> JobState:
+        """An independent copy (the spec and the allocation are frozen and shared)."""
+        new = JobState.__new__(JobState)
+        for name in JobState.__slots__:
+            setattr(new, name, getattr(self, name))
+        return new
+
     @property
     def queued_now(self) -> bool:
         """Whether the job waits in the queue (submitted, holding no GPUs, not finished)."""
         return self.submitted and self.status is JobStatus.PENDING
+
+    def iterations_at(self, t: float) -> float:
+        """Iterations completed by ``t`` without moving the mark."""
+        if self.status is JobStatus.RUNNING:
+            start = max(self.mark, self.run_start if self.run_start is not None else self.mark)
+            return min(float(self.spec.iterations), self.done + self.rate * max(0.0, t - start))
+        return self.done
 
     def settle(self, t: float) -> None:
         """Credit progress (or queueing) up to time ``t`` and move the mark there."""

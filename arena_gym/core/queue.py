@@ -26,6 +26,14 @@ class JobQueue:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def copy(self) -> JobQueue:
+        """An independent copy of the queue and its indexes."""
+        new = JobQueue.__new__(JobQueue)
+        new.keys = self.keys.copy()
+        new.by_type = {t: keys.copy() for t, keys in self.by_type.items()}
+        new.by_config = {c: keys.copy() for c, keys in self.by_config.items()}
+        return new
+
     def __contains__(self, spec: JobSpec) -> bool:
         return (spec.submit_time, spec.job_id) in self.keys
 

@@ -8,7 +8,9 @@ and times must never go backwards. The lifecycle of a job::
     submit -> [allocate -> start_running (-> update_progress | fail -> start_running)*
                -> preempt | allocate (resize, move) ...] -> finish
 
-``docs/simulator.md`` spells out what a backend calls, in which order.
+Every operation is also appended to the state's operation log (:mod:`arena_gym.core.oplog`):
+replayed into a state loaded with the same workload, it rebuilds the job states and the event
+log exactly. ``docs/simulator.md`` spells out what a backend calls, in which order.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from arena_gym.core.job import JobState
+from arena_gym.core.oplog import Close, Commit, Fail, Finish, Op, Progress, Run, Submit
 from arena_gym.core.queue import JobQueue
 from arena_gym.core.views import ActiveViews, QueueViews
 from arena_gym.protocols import InvalidDecision
@@ -103,10 +107,72 @@ class ClusterState:
         self._queue = JobQueue()  # waiting jobs: FIFO order, indexed by requested type and configuration
         self._active: dict[JobId, JobState] = {}  # holding GPUs (reconfiguring or running)
         self._events: list[Event] = []
+        self._ops: list[Op] = []
         self._unsubmitted = len(self._jobs)
         self._unfinished = len(self._jobs)
         self._clock = -math.inf
         self._epoch = 0
+
+    def fork(self) -> ClusterState:
+        """An independent copy of the whole state (performance models shared, finished jobs shared: they never change).
+
+        Under the same operations the copy and the original go on identically.
+        """
+        new = ClusterState.__new__(ClusterState)
+        new.cluster, new.truth, new.belief, new.horizon = self.cluster, self.truth, self.belief, self.horizon
+        new._capacity = self._capacity
+        new._free = {t: free.copy() for t, free in self._free.items()}
+        new._free_ro = {}
+        finished = JobStatus.FINISHED
+        new._jobs = {j: job if job.status is finished else job.copy() for j, job in self._jobs.items()}
+        new._queue = self._queue.copy()
+        new._active = {j: new._jobs[j] for j in self._active}
+        new._events = list(self._events)
+        new._ops = list(self._ops)
+        new._unsubmitted, new._unfinished = self._unsubmitted, self._unfinished
+        new._clock, new._epoch = self._clock, self._epoch
+        return new
+
+    def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec]) -> None:
+        """Start from a moment of another episode: ``current`` jobs as their views say at ``now``, ``future`` ones to come.
+
+        Each current job takes the state its view shows (status, allocation, progress, attained
+        service, queueing, counters) with the spec given beside it (the same job, perhaps with
+        another length: a sampled world); progress is settled at ``now``. A running job keeps
+        its view's rate; a reconfiguring one gets ``truth``'s rate of its grid. The future jobs
+        are loaded unsubmitted. The event log and the operation log start empty (a replay of
+        the log applies to a state restored the same way); times start at ``now``.
+        """
+        self.load([*(spec for spec, _ in current), *future])
+        for spec, view in current:
+            if view.job_id != spec.job_id or view.status is JobStatus.FINISHED:
+                raise ValueError(
+                    f"cannot restore job {spec.job_id} from the view of {view.job_id} ({view.status.value})"
+                )
+            job = self._jobs[spec.job_id]
+            job.submitted = True
+            self._unsubmitted -= 1
+            job.status, job.alloc, job.mark = view.status, view.allocation, now
+            job.done = min(float(spec.iterations), view.iterations_done(now))
+            job.attained, job.queued = view.attained_gpu_seconds(now), view.queued_s(now)
+            job.first_start, job.reconfigs, job.preempts = view.first_start, view.reconfigurations, view.preemptions
+            if view.allocation is None:
+                self._queue.add(spec)
+                continue
+            p = view.allocation.placement
+            free = self._free[p.gpu_type]
+            for node in p.nodes:
+                free[node] -= p.gpus_per_node
+            if (free < 0).any():
+                raise ValueError(f"cannot restore job {spec.job_id}: its GPUs on {p.gpu_type} are taken twice")
+            self._active[spec.job_id] = job
+            if view.status is JobStatus.RUNNING and view.rate > 0:
+                self._set_rate(job, 1.0 / view.rate)
+            else:
+                self._set_rate(job, self.truth.grid_iter_time(spec.model, spec.global_batch, view.allocation.grid))
+            job.run_start = view.run_start
+            job.version = 1
+        self._clock = now
 
     # ------------------------------------------------------------------ reads
     @property
@@ -149,6 +215,20 @@ class ClusterState:
         return len(self._events)
 
     @property
+    def ops(self) -> tuple[Op, ...]:
+        """The operation log so far (:mod:`arena_gym.core.oplog`)."""
+        return tuple(self._ops)
+
+    def ops_since(self, index: int) -> tuple[Op, ...]:
+        """The operations logged after the first ``index`` ones."""
+        return tuple(self._ops[index:])
+
+    @property
+    def n_ops(self) -> int:
+        """How many operations the log holds."""
+        return len(self._ops)
+
+    @property
     def jobs(self) -> tuple[JobSpec, ...]:
         """The loaded workload, in load order."""
         return tuple(j.spec for j in self._jobs.values())
@@ -164,6 +244,11 @@ class ClusterState:
     def version(self, job_id: JobId) -> int:
         """Changes whenever the job's expected start of progress or completion becomes void."""
         return self._jobs[job_id].version
+
+    def expected_finish(self, job_id: JobId, now: float) -> float:
+        """When a running job completes at its current rate, seen from ``now``."""
+        job = self._jobs[job_id]
+        return now + (job.spec.iterations - job.iterations_at(now)) / job.rate
 
     def free(self, gpu_type: str) -> np.ndarray:
         """A read-only array of free GPUs per node of a type."""
@@ -247,6 +332,8 @@ class ClusterState:
             self._allocate(self._jobs[job_id], alloc, t, iter_time, overhead)
         if not checked.is_empty:
             self._tick(t)
+            allocations = tuple([(job_id, alloc) for job_id, alloc, _ in checked.allocations])
+            self._ops.append(Commit(t, checked.preemptions, allocations, tuple(overheads)))
 
     def apply(
         self, decision: Decision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
@@ -268,6 +355,7 @@ class ClusterState:
         self._unsubmitted -= 1
         self._queue.add(job.spec)
         self._log(t, EventKind.SUBMIT, job)
+        self._ops.append(Submit(t, job_id))
 
     def preempt(self, job_id: JobId, t: float) -> None:
         """The job gives its GPUs back and re-queues (PREEMPT); its progress so far is kept."""
@@ -298,6 +386,7 @@ class ClusterState:
         job.status = JobStatus.RUNNING
         job.run_start = t
         self._log(t, EventKind.RUN, job)
+        self._ops.append(Run(t, job_id, iter_time))
         return t + (job.spec.iterations - job.done) / job.rate
 
     def update_progress(self, job_id: JobId, t: float, iterations_done: float, iter_time: float) -> float:
@@ -318,14 +407,15 @@ class ClusterState:
         self._set_rate(job, iter_time)
         job.version += 1
         self._log(t, EventKind.PROGRESS, job)
+        self._ops.append(Progress(t, job_id, float(iterations_done), iter_time))
         return t + (job.spec.iterations - job.done) / job.rate
 
-    def fail(self, job_id: JobId, t: float, iterations_done: float) -> None:
+    def fail(self, job_id: JobId, t: float, iterations_done: float, reason: str = "") -> None:
         """The job's processes failed and are being relaunched on the same GPUs (FAIL).
 
         Progress falls back to ``iterations_done`` (the checkpoint it resumes from; never more
         than it had); the job holds its GPUs, is RECONFIGURING, and runs again at the next
-        :meth:`start_running`.
+        :meth:`start_running`. ``reason`` goes into the operation log.
         """
         job = self._job(job_id, t)
         if job.alloc is None:
@@ -338,6 +428,7 @@ class ClusterState:
         job.version += 1
         job.failures += 1
         self._log(t, EventKind.FAIL, job)
+        self._ops.append(Fail(t, job_id, float(iterations_done), reason))
 
     def finish(self, job_id: JobId, t: float) -> None:
         """The job completed all its iterations and releases its GPUs (FINISH)."""
@@ -353,6 +444,7 @@ class ClusterState:
         job.version += 1
         self._unfinished -= 1
         self._log(t, EventKind.FINISH, job)
+        self._ops.append(Finish(t, job_id))
 
     def close(self, t: float) -> None:
         """End of the episode at ``t``: credit the progress and queueing of every unfinished job up to ``t``."""
@@ -361,12 +453,21 @@ class ClusterState:
         for job in self._jobs.values():
             if job.submitted and job.status is not JobStatus.FINISHED:
                 job.settle(t)
+        self._ops.append(Close(t))
 
     # ------------------------------------------------------------------ outputs
     def snapshot(
-        self, now: float, arrivals: Iterable[JobId] = (), departures: Iterable[JobId] = (), round_index: int = 0
+        self,
+        now: float,
+        arrivals: Iterable[JobId] = (),
+        departures: Iterable[JobId] = (),
+        round_index: int = 0,
+        fork: Callable[[], Any] | None = None,
     ) -> Snapshot:
-        """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change)."""
+        """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change).
+
+        ``fork`` is the backend's copy function, for clairvoyant search (see :class:`Snapshot`).
+        """
         epoch = lambda: self._epoch  # noqa: E731 - the views compare against the live counter
         return Snapshot(
             now=now,
@@ -379,6 +480,7 @@ class ClusterState:
             departures=tuple(departures),
             round_index=round_index,
             horizon=self.horizon,
+            fork=fork,
         )
 
     def record(

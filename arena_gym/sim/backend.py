@@ -1,26 +1,30 @@
 """SimBackend: the event-driven cluster simulator behind the ClusterBackend protocol.
 
-Semantics (DESIGN.md, "Simulator semantics"): jobs progress at the speed the ground-truth
+Semantics (docs/simulator.md): jobs progress at the speed the ground-truth
 ``PerfModel`` gives their grid, integrated exactly between events; every allocation change
 costs a reconfiguration overhead during which the job holds its GPUs and makes no progress;
 completions are scheduled at their exact time. Policies see ``belief`` estimates, never the
 truth. A decision that breaks an invariant raises :class:`InvalidDecision` and changes nothing.
 
 The cluster state (validation, GPU accounting, job states, snapshots, event log) is the
-shared :class:`arena_gym.core.ClusterState`; this module adds only the simulated clock and
-its event heap.
+shared :class:`arena_gym.core.ClusterState` and when decisions are due (arrivals, rounds, the
+stall rule, the horizon) the shared :class:`arena_gym.core.triggers.Triggers`; this module adds
+only the simulated clock and its event heap, which holds the next arrival the triggers hand over,
+the next round they schedule, and the jobs' starts and completions.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Sequence
 
 from arena_gym.core import ClusterState
+from arena_gym.core.triggers import Triggers
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.sim.config import SimConfig
-from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, PerfModel, Snapshot
+from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, JobStatus, JobView, PerfModel, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,8 @@ class SimBackend:
         self.belief = belief if belief is not None else truth
         self.config = config if config is not None else SimConfig()
         self.state = ClusterState(cluster, truth, self.belief, self.config.horizon_s)
+        self.triggers = Triggers(self.config.schedule)
+        self._events = self.triggers.events  # whether arrivals and completions are decision points
         self._overheads: dict[int, float] = {}  # reconfiguration overhead by GPU count (the config is frozen)
         self._reset_clock(0.0)
 
@@ -54,20 +60,55 @@ class SimBackend:
         self._seq = 0
         self._arrivals: list[JobId] = []
         self._departures: list[JobId] = []
-        self._round = 0
-        self._stalled_rounds = 0
         self._ended = False
+
+    def fork(self) -> SimBackend:
+        """An independent copy at this point: under the same decisions it continues exactly as this one does.
+
+        Cheap: the cluster state and the event heap are copied, the performance models and
+        the configuration shared. Snapshots taken before stay bound to this backend.
+        """
+        new = SimBackend.__new__(SimBackend)
+        new.cluster, new.truth, new.belief, new.config = self.cluster, self.truth, self.belief, self.config
+        new.state = self.state.fork()
+        new.triggers, new._events = self.triggers.fork(), self._events
+        new._overheads = self._overheads  # a memo of a pure function of the GPU count
+        new._now, new._start, new._seq = self._now, self._start, self._seq
+        new._heap = list(self._heap)
+        new._arrivals, new._departures = list(self._arrivals), list(self._departures)
+        new._ended = self._ended
+        return new
+
+    def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec] = ()) -> None:
+        """Continue from a moment of another episode (a sampled world): see :meth:`ClusterState.restore`.
+
+        Running jobs finish at their rate, reconfiguring ones start at their view's ``run_start``
+        (at ``now`` at the earliest), future jobs arrive at their submit times (after ``now``);
+        rounds, if configured, fire every ``round_s`` from ``now + round_s``. Apply a decision
+        next (or call :meth:`advance`).
+        """
+        if any(spec.submit_time <= now for spec in future):
+            raise ValueError("future jobs must be submitted after now")
+        self.state.restore(now, current, future)
+        self._reset_clock(now)
+        state = self.state
+        for spec, view in current:
+            if view.status is JobStatus.RUNNING:
+                job = spec.job_id
+                self._push(state.expected_finish(job, now), _FINISH, job, state.version(job))
+            elif view.status is JobStatus.RECONFIGURING:
+                run_at = max(now, view.run_start if view.run_start is not None else now)
+                self._push(run_at, _RUN, spec.job_id, state.version(spec.job_id))
+        self.triggers.restore(now, future)
+        self._schedule_triggers()
 
     # ----------------------------------------------------------------- protocol
     def reset(self, jobs: Sequence[JobSpec]) -> Snapshot | None:
         """Load ``jobs`` and run to the first decision point."""
         self.state.load(jobs)
-        self._reset_clock(min((j.submit_time for j in jobs), default=0.0))
-        self._heap = [(spec.submit_time, _SUBMIT, i, spec.job_id, 0) for i, spec in enumerate(jobs)]
-        heapq.heapify(self._heap)
-        self._seq = len(jobs)
-        if self.config.round_s is not None and jobs:
-            self._push(self._start, _ROUND, _NO_JOB, 0)
+        self.triggers.reset(jobs)
+        self._reset_clock(self.triggers.start)
+        self._schedule_triggers()
         return self.advance()
 
     def now(self) -> float:
@@ -94,20 +135,21 @@ class SimBackend:
         """
         self._arrivals, self._departures = [], []
         triggered = False
-        horizon = self.config.horizon_s
+        horizon = self.triggers.horizon
         heap = self._heap
         while heap:
             t, kind, _, job_id, version = heap[0]
             if not self._current(kind, job_id, version):
                 heapq.heappop(heap)
                 continue
-            if t > horizon or (triggered and t > self._now):
+            if t > horizon or (triggered and t > self._now):  # i.e. not self.triggers.happens(t): inlined, hot
                 break
             heapq.heappop(heap)
             self._now = t
             triggered |= self._process(kind, job_id)
         if triggered:
-            return self.state.snapshot(self._now, self._arrivals, self._departures, self._round)
+            round_index = self.triggers.round_index
+            return self.state.snapshot(self._now, self._arrivals, self._departures, round_index, self.fork)
         self._end(horizon if heap else self._now)
         return None
 
@@ -138,36 +180,44 @@ class SimBackend:
         heapq.heappush(self._heap, (t, kind, self._seq, job_id, version))
         self._seq += 1
 
+    def _schedule_triggers(self) -> None:
+        """Put the first arrival and the first round the triggers hold on the heap."""
+        self._push_arrival()
+        if self.triggers.next_round < math.inf:
+            self._push(self.triggers.next_round, _ROUND, _NO_JOB, 0)
+
+    def _push_arrival(self) -> None:
+        """Put the next arrival on the heap: one at a time, in the order all of them at once would pop."""
+        spec = self.triggers.take_arrival()
+        if spec is not None:
+            self._push(spec.submit_time, _SUBMIT, spec.job_id, 0)
+
     def _current(self, kind: int, job_id: JobId, version: int) -> bool:
-        """Whether a scheduled event still means something (rounds: only while jobs are unfinished)."""
+        """Whether a scheduled event still means something (rounds: as the triggers say)."""
         if kind == _ROUND:
-            return self.state.unfinished > 0
+            return self.triggers.round_live(self.state)
         return version == self.state.version(job_id)
 
     def _process(self, kind: int, job_id: JobId) -> bool:
         """Handle one current event; True if it is a decision trigger."""
         state = self.state
         if kind == _ROUND:
-            self._round += 1
-            # A round with nothing holding GPUs and no job left to arrive is a stall; after two in
-            # a row (the policy declined to start anything in between) no further round can change
-            # anything, so rounds stop and the episode ends instead of looping forever.
-            stalled = not state.active and state.unsubmitted == 0
-            self._stalled_rounds = self._stalled_rounds + 1 if stalled else 0
-            if self._stalled_rounds < 2:
-                self._push(self._now + self.config.round_s, _ROUND, _NO_JOB, 0)  # type: ignore[operator]
+            self.triggers.count_round(state)  # the stall rule may stop the rounds here
+            if self.triggers.next_round < math.inf:
+                self._push(self.triggers.next_round, _ROUND, _NO_JOB, 0)
             return True
         if kind == _SUBMIT:
             state.submit(job_id, self._now)
             self._arrivals.append(job_id)
-            return self.config.event_decisions
+            self._push_arrival()
+            return self._events
         if kind == _RUN:
             finish = state.start_running(job_id, self._now)
             self._push(finish, _FINISH, job_id, state.version(job_id))
             return False
         state.finish(job_id, self._now)
         self._departures.append(job_id)
-        return self.config.event_decisions
+        return self._events
 
     def _end(self, t: float) -> None:
         if self._ended:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from arena_gym.core.triggers import MIN_ROUND_S, DecisionSchedule
 from arena_gym.types import OverheadClass, OverheadModel
 
-#: The shortest decision round the simulator accepts, in seconds. A round fires a decision
-#: whether or not anything changed, so a shorter period only multiplies the work (a 0.01 s
-#: round over a day-long trace is millions of policy calls) without a scheduling benefit.
-MIN_ROUND_S = 1.0
+__all__ = ["MIN_ROUND_S", "SimConfig"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +20,8 @@ class SimConfig:
     from the policy: ``overhead_class=policy.ap_search``; Arena's ``pruned`` by default). ``round_s`` adds periodic decision rounds (Arena decides
     every 300 s; at least :data:`MIN_ROUND_S`); with ``event_decisions`` the policy is also
     called on arrivals and completions (the default, event-driven). ``horizon_s`` stops the
-    episode (on the trace's clock).
+    episode (on the trace's clock). The last three are checked as a
+    :class:`~arena_gym.core.triggers.DecisionSchedule`.
     """
 
     overhead: OverheadModel = field(default_factory=OverheadModel)
@@ -32,14 +31,14 @@ class SimConfig:
     overhead_class: OverheadClass = OverheadClass.PRUNED
 
     def __post_init__(self) -> None:
-        if self.round_s is not None and not (MIN_ROUND_S <= self.round_s < math.inf):
-            raise ValueError(f"round_s must be finite and >= {MIN_ROUND_S:g} s, got {self.round_s}")
-        if self.round_s is None and not self.event_decisions:
-            raise ValueError("with event_decisions off, round_s must be set (otherwise the policy is never asked)")
-        if not self.horizon_s > 0:
-            raise ValueError(f"horizon_s must be > 0, got {self.horizon_s}")
+        DecisionSchedule.check(self.round_s, self.event_decisions, self.horizon_s)
         # a policy's ``ap_search`` may be given as its string value: checked and converted here
         object.__setattr__(self, "overhead_class", OverheadClass.parse(self.overhead_class))
+
+    @property
+    def schedule(self) -> DecisionSchedule:
+        """When the simulated policy is asked (rounds, event decisions, horizon)."""
+        return DecisionSchedule(self.round_s, self.event_decisions, self.horizon_s)
 
     def overhead_s(self, num_gpus: int) -> float:
         """The reconfiguration overhead of a (re)start on ``num_gpus`` GPUs."""

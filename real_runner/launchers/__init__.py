@@ -1,7 +1,9 @@
-"""Launchers: how a generation of a job's ranks is started on the testbed (local processes or Ray).
+"""Launchers: how a generation of a job's ranks is started on the testbed (local processes or Ray), or faked.
 
 :data:`LAUNCHERS` maps a name to its class (``module:attr``, resolved on use, so Ray is imported
-only when asked for).
+only when asked for). ``fake`` starts no processes: its generations progress at a performance
+model's times on an injected clock (:mod:`real_runner.launchers.fake`, for tests of the live
+backend); a testbed names one of the others.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from real_runner.launchers.base import GenerationHandle, Launcher, LaunchRequest
 LAUNCHERS: dict[str, str] = {
     "local": "real_runner.launchers.local:LocalLauncher",
     "ray": "real_runner.launchers.ray_launcher:RayLauncher",
+    "fake": "real_runner.launchers.fake:FakeLauncher",
 }
 
 

@@ -1,10 +1,11 @@
-"""JSON forms of the domain objects the journal stores: jobs, allocations, rank slots (no torch)."""
+"""JSON forms of the domain objects the journal stores: jobs, allocations, rank slots, core operations (no torch)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from arena_gym.core.oplog import OP_KINDS, Close, Commit, Fail, Finish, Op, Progress, Run, Submit
 from arena_gym.types import Allocation, GpuType, Grid, JobId, JobSpec, ModelRef, Placement, ResourceShape
 from real_runner.launchers.base import RankSlot
 from real_runner.plans import plan_from_dict, plan_to_dict
@@ -77,3 +78,52 @@ def slots_from_list(data: list[Mapping[str, Any]]) -> tuple[RankSlot, ...]:
         )
         for d in data
     )
+
+
+#: An operation's journal row without its time: (job id or "", JSON-ready data), by record type.
+_OP_ROWS: dict[type, Callable[[Any], tuple[str, dict[str, Any]]]] = {
+    Submit: lambda op: (op.job_id, {}),
+    Commit: lambda op: (
+        "",
+        {
+            "preempt": list(op.preemptions),
+            "alloc": [[job_id, alloc_to_dict(alloc)] for job_id, alloc in op.allocations],
+            **({"overhead": list(op.overheads)} if any(op.overheads) else {}),
+        },
+    ),
+    Run: lambda op: (op.job_id, {"iter_time": op.iter_time}),
+    Progress: lambda op: (op.job_id, {"done": op.iterations_done, "iter_time": op.iter_time}),
+    Fail: lambda op: (op.job_id, {"done": op.iterations_done, "reason": op.reason}),
+    Finish: lambda op: (op.job_id, {}),
+    Close: lambda op: ("", {}),
+}
+
+#: An operation from its journal row (time, job id, data), by kind.
+_OP_READERS: dict[str, Callable[[float, JobId, Mapping[str, Any]], Op]] = {
+    "submit": lambda t, job, data: Submit(t, job),
+    "commit": lambda t, job, data: Commit(
+        t,
+        tuple(JobId(j) for j in data["preempt"]),
+        tuple((JobId(j), alloc_from_dict(a)) for j, a in data["alloc"]),
+        tuple(float(o) for o in data.get("overhead", [0.0] * len(data["alloc"]))),
+    ),
+    "run": lambda t, job, data: Run(t, job, None if data.get("iter_time") is None else float(data["iter_time"])),
+    "progress": lambda t, job, data: Progress(t, job, float(data["done"]), float(data["iter_time"])),
+    "fail": lambda t, job, data: Fail(t, job, float(data["done"]), str(data.get("reason", ""))),
+    "finish": lambda t, job, data: Finish(t, job),
+    "close": lambda t, job, data: Close(t),
+}
+
+
+def op_to_row(op: Op) -> tuple[str, str, dict[str, Any]]:
+    """An operation of the core's log as a journal row: (kind, job id or "", JSON-ready data); its time apart."""
+    job_id, data = _OP_ROWS[type(op)](op)
+    return op.kind, job_id, data
+
+
+def op_from_row(t: float, kind: str, job_id: str, data: Mapping[str, Any]) -> Op:
+    """Inverse of :func:`op_to_row`; ValueError naming an unknown kind."""
+    reader = _OP_READERS.get(kind)
+    if reader is None:
+        raise ValueError(f"journal: unknown operation {kind!r}; valid: {', '.join(OP_KINDS)}")
+    return reader(t, JobId(job_id), data)

@@ -25,7 +25,7 @@ from arena_gym.perf import ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec, JobSpec, ModelRef, OverheadModel, PerfModel, ResourceShape
+from arena_gym.types import ClusterSpec, JobId, JobSpec, ModelRef, OverheadModel, PerfModel, ResourceShape
 from real_runner.progress import ProgressRecord
 
 
@@ -61,7 +61,7 @@ class LiveOverheads:
         return {"sim_start_s": self.start_s, **{f"sim_save_share_{m}": v for m, v in sorted(self.save_share.items())}}
 
 
-def measure_overheads(record: EpisodeRecord, progress: Mapping[str, Sequence[ProgressRecord]]) -> LiveOverheads:
+def measure_overheads(record: EpisodeRecord, progress: Mapping[JobId, Sequence[ProgressRecord]]) -> LiveOverheads:
     """:class:`LiveOverheads` from the live event log and each job's progress records (job id -> records)."""
     starts = measured_overheads(record)
     tails, saves, steps = [], dict[str, float](), dict[str, float]()

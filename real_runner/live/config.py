@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from arena_gym.core.triggers import DecisionSchedule
+
 
 @dataclass(frozen=True)
 class LiveConfig:
@@ -20,7 +22,8 @@ class LiveConfig:
     checkpoint and exit before it is killed. Workers checkpoint every ``checkpoint_every_s``
     seconds and/or ``checkpoint_every_steps`` steps (0 = off) and bound each collective by
     ``group_timeout_s``. Decisions: on arrivals, completions and failures
-    (``event_decisions``) and every ``round_s`` seconds if set; ``horizon_s`` ends the run.
+    (``event_decisions``) and every ``round_s`` seconds if set; ``horizon_s`` ends the run (the three
+    are checked as a :class:`~arena_gym.core.triggers.DecisionSchedule`).
     ``seed`` and ``lr`` are the jobs' training settings; ``device`` the workers' device
     (``auto``, ``cpu``, ``cuda``). ``status_every_s``: how often the status callback is called.
     """
@@ -62,9 +65,9 @@ class LiveConfig:
             raise ValueError(f"LiveConfig.max_retries must be >= 0, got {self.max_retries}")
         if self.checkpoint_every_s < 0 or self.checkpoint_every_steps < 0:
             raise ValueError("LiveConfig checkpoint intervals must be >= 0 (0 = off)")
-        if self.round_s is not None and not (self.round_s >= 1.0 and math.isfinite(self.round_s)):
-            raise ValueError(f"LiveConfig.round_s must be finite and >= 1 s, got {self.round_s}")
-        if self.round_s is None and not self.event_decisions:
-            raise ValueError("with event_decisions off, round_s must be set (otherwise the policy is never asked)")
-        if not self.horizon_s > 0:
-            raise ValueError(f"LiveConfig.horizon_s must be > 0, got {self.horizon_s}")
+        DecisionSchedule.check(self.round_s, self.event_decisions, self.horizon_s, "LiveConfig")
+
+    @property
+    def schedule(self) -> DecisionSchedule:
+        """When the deployed policy is asked (rounds, event decisions, horizon)."""
+        return DecisionSchedule(self.round_s, self.event_decisions, self.horizon_s)

@@ -3,8 +3,9 @@
 It holds everything a new controller needs after a crash:
 
 * ``meta``: the deployment's settings and workload, the wall-clock origin, the status;
-* ``ops``: every operation applied to the cluster core (submit, commit of a decision, run,
-  progress, fail, finish), in order with its time; replaying them into a fresh
+* ``ops``: the cluster core's operation log (:mod:`arena_gym.core.oplog`: submit, commit of a
+  decision, run, progress, fail, finish, close), in order, one JSON row per record
+  (:func:`real_runner.live.codec.op_to_row`); replaying them into a fresh
   :class:`~arena_gym.core.ClusterState` rebuilds its state and event log exactly;
 * ``generations``: every launch of every job (allocation, device slots, worker spec, launcher
   facts such as pids, phase: planned, held, released, stopping, exited);
@@ -25,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena_gym.core.oplog import Op
+from real_runner.live.codec import op_from_row, op_to_row
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ops (seq INTEGER PRIMARY KEY AUTOINCREMENT, t REAL NOT NULL, op TEXT NOT NULL,
@@ -38,17 +42,6 @@ CREATE TABLE IF NOT EXISTS offsets (job_id TEXT PRIMARY KEY, offset INTEGER NOT 
 
 #: Generation phases, in order.
 PHASES = ("planned", "held", "released", "stopping", "exited")
-
-
-@dataclass(frozen=True)
-class Op:
-    """One journaled operation on the cluster core."""
-
-    seq: int
-    t: float
-    op: str
-    job_id: str
-    data: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -106,16 +99,17 @@ class Journal:
         return default if row is None else json.loads(row[0])
 
     # -- ops -------------------------------------------------------------------------------------
-    def add_op(self, t: float, op: str, job_id: str = "", data: Mapping[str, Any] | None = None) -> None:
-        """Append one operation."""
+    def add_op(self, op: Op) -> None:
+        """Append one operation of the core's log."""
+        kind, job_id, data = op_to_row(op)
         self._db.execute(
-            "INSERT INTO ops (t, op, job_id, data) VALUES (?, ?, ?, ?)", (t, op, job_id, json.dumps(dict(data or {})))
+            "INSERT INTO ops (t, op, job_id, data) VALUES (?, ?, ?, ?)", (op.t, kind, job_id, json.dumps(data))
         )
 
     def ops(self) -> list[Op]:
-        """Every operation, in order."""
-        rows = self._db.execute("SELECT seq, t, op, job_id, data FROM ops ORDER BY seq").fetchall()
-        return [Op(seq, t, op, job_id, json.loads(data)) for seq, t, op, job_id, data in rows]
+        """Every operation, in order (ValueError naming a row of an unknown kind)."""
+        rows = self._db.execute("SELECT t, op, job_id, data FROM ops ORDER BY seq").fetchall()
+        return [op_from_row(t, kind, job_id, json.loads(data)) for t, kind, job_id, data in rows]
 
     # -- generations -----------------------------------------------------------------------------
     def put_generation(self, job_id: str, gen: int, phase: str, data: Mapping[str, Any]) -> None:

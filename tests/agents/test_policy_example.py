@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from arena_gym.cli import main
+from arena_gym.harness.cli import main
 from arena_gym.records import EventKind
+from arena_gym.types import HiddenInformation
 from tests.agents.baseline_cases import SMALL, run_checked
 from tests.helpers import job, uniform_model
 
@@ -36,9 +37,9 @@ def example(tmp_path, monkeypatch):
     sys.modules.pop("my_policies", None)
 
 
-def test_the_example_is_complete_and_under_25_lines():
+def test_the_example_is_complete_and_at_most_25_lines():
     code = documented("my_policies.py")
-    assert len(code.splitlines()) < 25
+    assert len(code.splitlines()) <= 25
     compile(code, "my_policies.py", "exec")
 
 
@@ -50,13 +51,25 @@ def test_the_example_starts_least_work_first(example):
     assert not any(e.kind is EventKind.PREEMPT for e in record.events)
 
 
+def test_without_the_declaration_reading_the_true_length_is_refused(example):
+    class Undeclared(example.SmallestFirst):
+        clairvoyant = False
+
+    jobs = [job("P", 0, 100, "a40", 4), job("Q", 0, 10, "a40", 4)]
+    with pytest.raises(HiddenInformation, match="policy 'smallest-first' is not clairvoyant: JobSpec.iterations"):
+        run_checked(Undeclared(), jobs, perf=uniform_model(), config=SMALL)
+
+
 def test_the_documented_commands_run_the_example(example, tmp_path, capsys):
     simulate, compare = (shlex.split(line) for line in documented("command").strip().splitlines())
     assert simulate[:3] == compare[:3] == ["python", "-m", "arena_gym"]
     assert main(simulate[3:]) == 0
     metrics = json.loads((tmp_path / "results" / "smallest" / "metrics.json").read_text())
     assert metrics["jobs_finished"] == metrics["jobs_submitted"] == 40
-    assert capsys.readouterr().out.startswith("my_policies:SmallestFirst: 40/40 jobs finished")
+    assert capsys.readouterr().out.startswith(
+        "my_policies:SmallestFirst (clairvoyant: saw the true job lengths): 40/40"
+    )
+    assert json.loads((tmp_path / "results" / "smallest" / "config.json").read_text())["clairvoyant"] is True
     assert main(compare[3:]) == 0
     board = (tmp_path / "results" / "cmp" / "leaderboard.csv").read_text()
-    assert "my_policies:SmallestFirst" in board and "fcfs" in board
+    assert "my_policies:SmallestFirst,True" in board and "fcfs,False" in board  # the clairvoyant column

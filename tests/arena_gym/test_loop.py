@@ -105,6 +105,7 @@ class Counted:
 
     def __init__(self, policy) -> None:
         self.policy, self.name, self.ap_search = policy, policy.name, policy.ap_search
+        self.clairvoyant = bool(getattr(policy, "clairvoyant", False))
         self.resets = self.decides = 0
 
     def reset(self) -> None:

@@ -16,7 +16,7 @@ import pytest
 from agents.arena import ArenaPolicy
 from agents.fcfs import FCFS
 from arena_gym.cluster import PRESETS
-from arena_gym.experiment import load_jobs
+from arena_gym.harness.experiment import load_jobs
 from arena_gym.registry import Registry, make_perf, make_policy, perf_registry, policy_registry, trace_registry
 from arena_gym.types import JobSpec
 from tests.helpers import job, uniform_model

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401  (registers the ids)
-from arena_gym.experiment import make_policy
+from arena_gym.harness.experiment import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.sim import SimBackend

@@ -163,7 +163,7 @@ def test_horizon_truncates_and_charges_time_up_to_it(perf):
 
 def test_window_and_load_levels_of_a_file_trace(perf, tmp_path):
     from arena_gym.cluster import PRESETS
-    from arena_gym.experiment import trace_hooks
+    from arena_gym.harness.experiment import trace_hooks
     from traces import resolve_trace, save_trace
 
     feasible, iter_time = trace_hooks(perf, PRESETS["tiny"])

@@ -240,7 +240,7 @@ def test_pairs_the_profile_does_not_cover_fall_back_to_the_estimator(perf):
 def test_the_simulator_runs_jobs_at_the_profiled_speed(tmp_path):
     import json
 
-    from arena_gym.experiment import RunConfig, run
+    from arena_gym.harness.experiment import RunConfig, run
     from arena_gym.types import JobId, JobSpec, OverheadModel
 
     profile = tmp_path / "PROFILE.json"

@@ -31,6 +31,10 @@ class Recorder:
     def ap_search(self) -> str:
         return self.policy.ap_search
 
+    @property
+    def clairvoyant(self) -> bool:  # the wrapped policy's information set
+        return bool(getattr(self.policy, "clairvoyant", False))
+
     def reset(self) -> None:
         self.policy.reset()
 

@@ -2,7 +2,7 @@
 
 Each case runs one policy on one workload the way the CLI does (``arena-gym compare``: one
 ground-truth model per cluster, the trace loaded once; ``arena-gym evaluate``: the
-:class:`agents.rl.evaluate.Evaluator` of the suite) and hashes every field of every event
+:class:`arena_gym.harness.scoring.Evaluator` of the suite) and hashes every field of every event
 (floats by ``float.hex``), plus the number of decisions. A digest that moves means some
 decision changed: speed work on the policies must leave them all as they are.
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.rl.evaluate import Evaluator, baseline_policies
-from agents.rl.suites import get_suite
-from arena_gym.cli.common import DEFAULT_TRACE
 from arena_gym.cluster import load_cluster
-from arena_gym.experiment import RunConfig, load_jobs, run
+from arena_gym.harness.cli.common import DEFAULT_TRACE
+from arena_gym.harness.experiment import RunConfig, load_jobs, run
+from arena_gym.harness.scoring import Evaluator, baseline_policies
+from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.registry import make_perf

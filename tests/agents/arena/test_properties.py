@@ -47,7 +47,7 @@ class HygieneChecked:
 
     def __init__(self, policy) -> None:
         self.policy = policy
-        self.name, self.ap_search = policy.name, policy.ap_search
+        self.name, self.ap_search, self.clairvoyant = policy.name, policy.ap_search, policy.clairvoyant
 
     def reset(self) -> None:
         self.policy.reset()

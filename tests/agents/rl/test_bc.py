@@ -9,8 +9,8 @@ from stable_baselines3 import DQN
 
 from agents.rl.bc import BCConfig, behaviour_clone, collect_expert_data, imitation_loss
 from agents.rl.env_factory import make_env
-from arena_gym.experiment import make_policy
-from tests.agents.rl.conftest import ENV_ID
+from arena_gym.harness.experiment import make_policy
+from tests.rl_cases import ENV_ID
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from agents.rl.algos import greedy_action, policy_class
 from agents.rl.artifact import ModelInfo, load_model, read_model_info, save_model
 from agents.rl.env_factory import env_config, make_env
 from agents.rl.networks import SlotPolicy
-from tests.agents.rl.conftest import ENV_ID
+from tests.rl_cases import ENV_ID
 
 
 @pytest.fixture(scope="module")

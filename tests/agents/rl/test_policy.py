@@ -14,12 +14,12 @@ from sb3_contrib import MaskablePPO
 from agents.rl.algos import greedy_action
 from agents.rl.artifact import METADATA_MEMBER, ModelInfo, load_model, read_model_info, save_model
 from agents.rl.env_factory import env_config, make_env
-from agents.rl.evaluate import Evaluator
-from arena_gym.cli import main
-from arena_gym.experiment import make_policy
+from arena_gym.harness.cli import main
+from arena_gym.harness.experiment import make_policy
+from arena_gym.harness.scoring import Evaluator
 from arena_gym.loop import run_episode
 from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics
-from tests.agents.rl.conftest import ENV_ID, PERF, TRACE
+from tests.rl_cases import ENV_ID, PERF, TRACE
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_compare_accepts_sb3_policy(saved: tuple[Path, MaskablePPO], tmp_path: P
 
 def test_other_cluster_is_a_clear_error(saved: tuple[Path, MaskablePPO]) -> None:
     path, _ = saved
-    from arena_gym.experiment import RunConfig, run
+    from arena_gym.harness.experiment import RunConfig, run
 
     with pytest.raises(ValueError, match="trained for another cluster"):
         run(RunConfig(policy=f"sb3:{path}", trace=TRACE, cluster="testbed-64", perf=PERF))

@@ -13,18 +13,18 @@ import pytest
 class DeployRun(NamedTuple):
     """A finished in-process deployment: the resolved deployment, its (closed) backend, its folder, its result."""
 
-    dep: Any  # real_runner.live.deploy.Deployment
+    dep: Any  # arena_gym.harness.deploy.Deployment
     backend: Any  # real_runner.live.backend.LiveBackend
     out: Path
-    result: Any  # real_runner.live.deploy.DeployResult
+    result: Any  # arena_gym.harness.deploy.DeployResult
 
 
 @pytest.fixture
 def run_deploy(tmp_path: Path) -> Callable[..., DeployRun]:
     """Run a deployment of a ``DeployConfig`` in ``tmp_path/deploy`` (ranks with one thread each): prepare,
     open the live backend, run the episode, close the backend, finish."""
+    from arena_gym.harness.deploy import finish, open_backend, prepare  # noqa: PLC0415
     from arena_gym.loop import run_episode  # noqa: PLC0415 - only the tests that deploy need these imports
-    from real_runner.live.deploy import finish, open_backend, prepare  # noqa: PLC0415
 
     def run(config) -> DeployRun:
         dep = prepare(config, os.environ)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from arena_gym.core.oplog import replay
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
 from arena_gym.placement import allocation
@@ -25,7 +26,6 @@ from arena_gym.types import Decision, GpuType, JobId, JobSpec, JobStatus, ModelR
 from estimator import default_perf_model
 from real_runner.launchers.local import LocalLauncher
 from real_runner.live import LiveBackend, LiveConfig, LiveStatus
-from real_runner.live.backend import apply_op
 from real_runner.live.journal import Journal
 from real_runner.live.trajectory import check_progress_file
 from real_runner.progress import read_progress
@@ -136,9 +136,10 @@ def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) ->
     journal = Journal(tmp_path / "run" / Journal.FILENAME)
     rebuilt = be.state.__class__(be.cluster, be.perf)
     rebuilt.load(tuple(jobs))
-    for op in journal.ops():
-        apply_op(rebuilt, op.t, op.op, JobId(op.job_id), op.data)
-    assert rebuilt.events == record.events and journal.meta("status") == "finished"
+    replay(journal.ops(), rebuilt)
+    assert (
+        journal.ops() == list(be.state.ops) and rebuilt.events == record.events and journal.meta("status") == "finished"
+    )
     assert not any(os.path.exists(f"/proc/{pid}") and _running(pid) for pid in pins)
 
 
@@ -169,7 +170,7 @@ def test_killed_and_stopped_ranks_are_relaunched_from_their_checkpoints(tmp_path
         group_timeout_s=120,
     )
     be = backend(tmp_path, config, inject)
-    caplog.set_level(logging.WARNING, logger="real_runner.live.backend")
+    caplog.set_level(logging.WARNING, logger="real_runner.live")
     try:
         record = run_episode(be, make_policy("fcfs"), jobs)
     finally:

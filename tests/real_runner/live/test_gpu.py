@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from real_runner.live.deploy import DeployConfig  # noqa: E402
+from arena_gym.harness.deploy import DeployConfig  # noqa: E402
 from real_runner.progress import read_progress  # noqa: E402
 
 pytestmark = [

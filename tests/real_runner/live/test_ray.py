@@ -16,12 +16,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
+from arena_gym.harness.deploy import DeployConfig, write_results  # noqa: E402
 from arena_gym.types import GpuType, ModelRef, Placement, ResourceShape  # noqa: E402
 from estimator import default_perf_model  # noqa: E402
 from real_runner.launchers.base import LaunchRequest  # noqa: E402
 from real_runner.launchers.local import find_processes  # noqa: E402
 from real_runner.launchers.ray_launcher import RayLauncher  # noqa: E402
-from real_runner.live.deploy import DeployConfig, write_results  # noqa: E402
 from real_runner.live.devices import DeviceMap  # noqa: E402
 from real_runner.plans import plan_to_dict  # noqa: E402
 from real_runner.spec import WorkerSpec  # noqa: E402

@@ -1,0 +1,73 @@
+"""Queue orders for Arena: who is admitted and restarted first, and who counts as blocked.
+
+Arena walks its queue in submission order (FIFO). A :class:`Priority` replaces that order by
+keys computed from each snapshot (lowest first). :class:`ShortestRemaining` orders by the true
+remaining run time at the requested shape (clairvoyant: shortest remaining processing time);
+the belief's Gittins index (non-clairvoyant) is :class:`agents.search.gittins.GittinsPriority`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from agents.common import Estimates, requested
+from arena_gym.placement import node_capacity
+from arena_gym.types import JobView, Snapshot
+
+
+class Priority(Protocol):
+    """Keys that order a snapshot's jobs (lower first); ``clairvoyant`` if they read the true remaining work.
+
+    A priority may remember the episode (it sees every snapshot the policy sees, in order):
+    ``reset`` forgets it, ``fork`` copies it for a rollout.
+    """
+
+    clairvoyant: bool
+
+    def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
+        """The key of each job of ``snapshot`` (memoised within the snapshot)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the episode."""
+        ...
+
+    def fork(self) -> Priority:
+        """A copy that goes on independently."""
+        ...
+
+
+class ShortestRemaining:
+    """Shortest remaining run time first: remaining iterations x the belief's time per iteration at the request."""
+
+    clairvoyant = True
+
+    def __init__(self) -> None:
+        self._estimates = Estimates(dp=False)
+
+    def reset(self) -> None:
+        """Nothing to forget (the estimates' memo is kept per belief model)."""
+
+    def fork(self) -> ShortestRemaining:
+        """Itself: it keeps no episode state."""
+        return self
+
+    def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
+        """(remaining seconds at the requested shape, submit time, job id)."""
+        self._estimates.bind(snapshot.perf)
+        now, memo = snapshot.now, {}
+
+        def key(view: JobView) -> tuple:
+            found = memo.get(view.job_id)
+            if found is None:
+                gpu_type, n = requested(view.spec, snapshot)
+                per_iter = self._estimates.best(view.spec, gpu_type, n, node_capacity(snapshot, gpu_type))
+                found = memo[view.job_id] = (
+                    view.remaining_iterations(now) * per_iter,
+                    view.spec.submit_time,
+                    view.job_id,
+                )
+            return found
+
+        return key

@@ -1,0 +1,107 @@
+"""The belief adapted to one episode: a common scale of the jobs' work, inferred from what the policy has seen.
+
+Windows of one trace share a scale the pooled belief cannot know (Philly's jobs run about ten
+times longer than the pool's, cluster08's a few times shorter). Within an episode a scheduler
+sees jobs finish (their total work, exactly) and jobs run on (their attained work, a lower
+bound), so it can infer that scale: the model is ``S = theta * S'`` with ``S'`` the belief's
+work, ``log theta`` on a grid with a normal prior, the finished jobs' densities and the
+unfinished ones' survival probabilities as the likelihood. A sampled world draws one
+``log theta`` from the posterior, then every length given it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.common import Estimates, requested
+from agents.search.arrivals import JobAttributes
+from agents.search.belief import WorkBelief
+from arena_gym.types import JobId, JobView, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the policy knows of one job's work: its attributes, the work attained (iterations), and whether it finished."""
+
+    attributes: JobAttributes
+    work: float
+    finished: bool
+
+
+@dataclass(frozen=True)
+class EpisodeScale:
+    """The posterior over an episode's log work scale, on ``grid`` with a ``N(0, prior_sd^2)`` prior."""
+
+    belief: WorkBelief
+    prior_sd: float = 1.5
+    grid: tuple[float, ...] = tuple(np.linspace(-5.0, 5.0, 81))
+
+    def __post_init__(self) -> None:
+        if not self.prior_sd > 0:
+            raise ValueError(f"EpisodeScale.prior_sd must be > 0, got {self.prior_sd}")
+        if len(self.grid) < 2:
+            raise ValueError("EpisodeScale.grid needs at least two points")
+
+    def posterior(self, seen: Mapping[JobId, Observation]) -> np.ndarray:
+        """Normalised posterior weights over ``grid`` given the observations."""
+        grid = np.asarray(self.grid)
+        log_post = -0.5 * (grid / self.prior_sd) ** 2
+        jobs = [o for o in seen.values() if o.finished or o.work > 0]
+        if jobs:
+            log_post = log_post + self.belief.scale_log_likelihood(
+                [o.attributes for o in jobs], [o.work for o in jobs], [o.finished for o in jobs], grid
+            )
+        weights = np.exp(log_post - log_post.max())
+        return weights / weights.sum()
+
+
+class EpisodeLog:
+    """What a policy has seen of an episode's jobs: arrival times, attained work, the totals of those that finished.
+
+    Call :meth:`observe` with every snapshot (it is the policy's own memory, built from
+    snapshots only). A departed job's total is its last view's progress extrapolated to the
+    departure (exact while its allocation did not change after that view). Each job's
+    attributes carry its reference iteration time from the snapshot's belief model.
+    """
+
+    def __init__(self) -> None:
+        self.arrivals: dict[JobId, float] = {}
+        self.seen: dict[JobId, Observation] = {}
+        self._last: dict[JobId, JobView] = {}
+        self._estimates = Estimates(dp=False)
+
+    def reset(self) -> None:
+        """Forget the episode."""
+        self.arrivals, self.seen, self._last = {}, {}, {}
+        self._estimates.clear()
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Note the snapshot's departures, arrivals and every job's attained work."""
+        now = snapshot.now
+        self._estimates.bind(snapshot.perf)
+        for job in snapshot.departures:
+            last, seen = self._last.pop(job, None), self.seen.get(job)
+            if last is not None and seen is not None:
+                self.seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
+        for view in (*snapshot.pending, *snapshot.running):
+            self.arrivals.setdefault(view.job_id, view.spec.submit_time)
+            seen = self.seen.get(view.job_id)
+            attributes = seen.attributes if seen is not None else self._attributes(view, snapshot)
+            self.seen[view.job_id] = Observation(attributes, view.iterations_done(now), False)
+            self._last[view.job_id] = view
+
+    def attributes(self, view: JobView) -> JobAttributes:
+        """The attributes of a job seen in the last snapshot."""
+        return self.seen[view.job_id].attributes
+
+    def _attributes(self, view: JobView, snapshot: Snapshot) -> JobAttributes:
+        gpu_type, n = requested(view.spec, snapshot)
+        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
+        a = JobAttributes.of(view)
+        if not math.isfinite(reference):
+            return a
+        return JobAttributes(a.model, a.global_batch, a.gpu_type, a.num_gpus, reference)

@@ -1,0 +1,206 @@
+"""Lookahead: a base policy's decision, tested against candidate variants by rolling the base forward in sampled worlds.
+
+At every decision point the base policy (Arena by default) and each candidate policy (variants
+of it that change the order, the sizing, preemption or holding GPUs back) propose a decision.
+When they all agree there is nothing to search. Otherwise each distinct proposal is applied in
+the same ``worlds`` sampled worlds (common random numbers: one draw of lengths and arrivals per
+world, shared by every proposal), the base policy is rolled forward to ``now + horizon``, and a
+proposal is scored by the objective itself, the integral of jobs in the system over the window.
+The base decision is kept unless a proposal's mean score beats it by ``margin`` (relative).
+
+``lookahead`` is non-clairvoyant: its worlds come from :func:`agents.search.worlds.sampled_world`
+(the belief given attained work, the arrival model given the arrivals seen). ``lookahead-oracle``
+is the clairvoyant ablation: one world, the backend's own fork (true lengths, true future).
+The rollouts show the base policy the worlds' snapshots as they are: a sampled world holds no
+true length to hide, and the oracle is labelled clairvoyant.
+
+Every policy involved keeps its own per-episode state: the candidates see every snapshot, as
+the base does. ``budget_s`` bounds the search's wall-clock time per decision (for live runs;
+with it, results depend on the machine's speed); without it, a seed fixes every decision.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.common import configure
+from agents.search.adaptive import EpisodeLog, EpisodeScale
+from agents.search.belief import KINDS, WorkBelief, default_belief
+from agents.search.worlds import rollout, sampled_world
+from arena_gym.core.information import is_clairvoyant
+from arena_gym.protocols import Policy
+from arena_gym.registry import make_policy
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import Decision, OverheadModel, Snapshot
+
+
+@dataclass(frozen=True)
+class LookaheadConfig:
+    """Settings of :class:`Lookahead`.
+
+    ``base`` is the registered policy rolled forward (and decided with when nothing wins);
+    ``candidates`` the registered policies whose decisions compete with it; ``worlds`` (M) the
+    sampled worlds per decision; ``horizon_s`` (H) how far each rollout runs; ``margin`` the
+    relative improvement of the mean score a proposal needs; ``belief`` a packaged belief kind
+    (``real``, ``synthetic``) or a belief file; ``adapt`` infers the episode's work scale from
+    the jobs seen (:mod:`agents.search.adaptive`); ``rollout`` is who decides after a proposal in
+    its rollouts: ``base`` (a one-step deviation from the base policy) or ``proposer`` (the
+    policy that proposed it goes on: a choice between policies from now on); ``oracle`` plans on
+    the true world instead
+    (clairvoyant); ``budget_s`` a wall-clock limit per decision (None: none); ``overhead`` the
+    reconfiguration overheads the worlds charge.
+    """
+
+    base: str = "arena"
+    candidates: tuple[str, ...] = ("arena-ns", "arena-nh")
+    worlds: int = 4
+    horizon_s: float = 4 * 3600.0
+    margin: float = 0.01
+    belief: str = "real"
+    adapt: bool = True
+    rollout: str = "base"
+    oracle: bool = False
+    budget_s: float | None = None
+    overhead: OverheadModel = OverheadModel()
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.worlds < 1:
+            problems.append(f"worlds must be >= 1, got {self.worlds}")
+        if not (0 < self.horizon_s < math.inf):
+            problems.append(f"horizon_s must be finite and > 0, got {self.horizon_s}")
+        if not (0 <= self.margin < 1):
+            problems.append(f"margin must be in [0, 1), got {self.margin}")
+        if self.budget_s is not None and not self.budget_s > 0:
+            problems.append(f"budget_s must be > 0 or None, got {self.budget_s}")
+        if self.rollout not in ("base", "proposer"):
+            problems.append(f"rollout must be 'base' or 'proposer', got {self.rollout!r}")
+        if self.base in self.candidates:
+            problems.append(f"the base policy {self.base!r} is not a candidate of itself")
+        if self.belief not in KINDS and not Path(self.belief).is_file():
+            problems.append(f"belief {self.belief!r} is neither a packaged kind ({', '.join(KINDS)}) nor a file")
+        if problems:
+            raise ValueError("LookaheadConfig: " + "; ".join(problems))
+
+
+def fork_policy(policy: Policy) -> Policy:
+    """An independent copy of ``policy`` with its per-episode state: its own ``fork()``, else a deep copy."""
+    fork = getattr(policy, "fork", None)
+    return fork() if callable(fork) else copy.deepcopy(policy)
+
+
+class Lookahead:
+    """A one-step lookahead over candidate decisions, scored by base-policy rollouts in sampled worlds."""
+
+    def __init__(
+        self,
+        name: str = "lookahead",
+        config: LookaheadConfig | None = None,
+        rng: np.random.Generator | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.config = configure(type(self).__name__, LookaheadConfig, config, overrides)
+        self.name = name
+        self.clairvoyant = self.config.oracle
+        self.base = make_policy(self.config.base)
+        self.candidates = [make_policy(c) for c in self.config.candidates]
+        seeing = [p.name for p in (self.base, *self.candidates) if is_clairvoyant(p)]
+        if seeing and not self.clairvoyant:
+            raise ValueError(f"{name}: a non-clairvoyant search cannot use clairvoyant policies ({', '.join(seeing)})")
+        self.ap_search = self.base.ap_search
+        self._belief: WorkBelief | None = None
+        self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
+        self._rng = np.random.default_rng(self._seed)
+        self._log = EpisodeLog()
+        self.searched = 0  # decision points where the proposals differed (per episode)
+        self.changed = 0  # of which the base decision was replaced
+
+    @property
+    def belief(self) -> WorkBelief:
+        """The belief the worlds are sampled from (loaded on first use)."""
+        if self._belief is None:
+            kind = self.config.belief
+            self._belief = default_belief(kind) if kind in KINDS else WorkBelief.load(kind)
+        return self._belief
+
+    def reset(self) -> None:
+        """A new episode: every policy reset, the arrivals forgotten, the random stream restarted."""
+        self.base.reset()
+        for policy in self.candidates:
+            policy.reset()
+        self._rng = np.random.default_rng(self._seed)
+        self._log.reset()
+        self.searched = self.changed = 0
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
+        self._log.observe(snapshot)
+        base = self.base.decide(snapshot)
+        proposals, proposers = [base], [self.base]
+        for policy in self.candidates:
+            decision = policy.decide(snapshot)
+            if decision not in proposals:
+                proposals.append(decision)
+                proposers.append(policy)
+        if len(proposals) == 1:
+            return base
+        self.searched += 1
+        rollers = proposers if self.config.rollout == "proposer" else [self.base] * len(proposals)
+        scores = self._scores(snapshot, proposals, rollers)
+        means = [float(np.mean(s)) if s else math.inf for s in scores]
+        best = int(np.argmin(means))
+        if best != 0 and means[best] < means[0] * (1.0 - self.config.margin):
+            self.changed += 1
+            return proposals[best]
+        return base
+
+    def _scores(
+        self, snapshot: Snapshot, proposals: Sequence[Decision], rollers: Sequence[Policy]
+    ) -> list[list[float]]:
+        """Each proposal's jobs-in-system integral in each world (common random numbers across proposals),
+        rolled forward by the policy beside it."""
+        cfg = self.config
+        now = snapshot.now
+        until = now + cfg.horizon_s
+        sim = SimConfig(overhead=cfg.overhead, horizon_s=until, overhead_class=self.ap_search)
+        deadline = time.perf_counter() + cfg.budget_s if cfg.budget_s is not None else math.inf
+        scores: list[list[float]] = [[] for _ in proposals]
+        shown = _as_is
+        worlds = 1 if cfg.oracle else cfg.worlds
+        log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
+        for log_scale in log_scales:
+            world = self._world(snapshot, until, sim, float(log_scale))
+            for i, (decision, roller) in enumerate(zip(proposals, rollers)):
+                scores[i].append(rollout(world.fork(), decision, fork_policy(roller), shown, now, until))
+            if time.perf_counter() > deadline:
+                break
+        return scores
+
+    def _log_scales(self, n: int) -> np.ndarray:
+        """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""
+        scale = EpisodeScale(self.belief)
+        return self._rng.choice(np.asarray(scale.grid), size=n, p=scale.posterior(self._log.seen))
+
+    def _world(self, snapshot: Snapshot, until: float, sim: SimConfig, log_scale: float) -> SimBackend:
+        if self.config.oracle:
+            if snapshot.fork is None:
+                raise ValueError(f"{self.name}: the oracle plans on the true world, which this backend cannot fork")
+            world: SimBackend = snapshot.fork()
+            world.config = dataclasses.replace(world.config, horizon_s=until)  # this copy's own settings
+            world.state.horizon = until
+            return world
+        arrivals = sorted(t for t in self._log.arrivals.values() if t <= snapshot.now)
+        return sampled_world(snapshot, self.belief, arrivals, until, self._rng, sim, log_scale, self._log.attributes)
+
+
+def _as_is(snapshot: Snapshot) -> Snapshot:
+    return snapshot

@@ -1,0 +1,209 @@
+"""Arguments shared by the subcommands: checked types (parse-time errors) and the RunConfig they give."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+from pathlib import Path
+
+from arena_gym.harness.experiment import RunConfig
+from arena_gym.outputs import check_out_dir, check_out_file
+from arena_gym.sim import OverheadModel
+
+#: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace
+#: (``arena/traces/testbed.csv``: 244 jobs in 5.7 h, i.e. ~42 jobs/h; the testbed model/GPU mix;
+#: iterations log-normal with the file's log-mean 5.06 and log-std 0.89, 6..500 iterations).
+DEFAULT_TRACE = (
+    "synthetic:mix=testbed,n_jobs=240,rate_per_h=42,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
+)
+#: Folder of the performance tables inside the cache directory.
+TABLES_SUBDIR = "perf-tables"
+#: Seeds are 0 .. 2**32 - 1 (what numpy's SeedSequence takes without surprise).
+MAX_SEED = 2**32 - 1
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a float > 0 (``inf`` allowed)."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def finite_positive_float(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    value = _number(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be finite and > 0: {text!r}")
+    return value
+
+
+def finite_nonnegative_float(text: str) -> float:
+    """argparse type: a finite float >= 0."""
+    value = _number(text)
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0: {text!r}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """argparse type: an integer in ``low..high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low}..{high}: {text!r}")
+        return value
+
+    parse.__name__ = f"integer in {low}..{high}"
+    return parse
+
+
+seed_int = bounded_int(0, MAX_SEED)
+
+
+def out_dir(text: str) -> Path:
+    """argparse type: a results directory that can be written without destroying anything."""
+    try:
+        check_out_dir(text, flag="")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(text)
+
+
+def out_file(text: str) -> Path:
+    """argparse type: a file that can be written atomically."""
+    try:
+        check_out_file(text, flag="")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(text)
+
+
+def model_spec_file(text: str) -> str:
+    """argparse type: a JSON file of user-defined models, checked (read and built) at parse time."""
+    from arena_gym.harness.experiment import user_models
+
+    try:
+        user_models(text)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+    return text
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--model-spec: user-defined models the estimator knows besides its zoo."""
+    parser.add_argument(
+        "--model-spec",
+        type=model_spec_file,
+        default=None,
+        metavar="FILE",
+        help="JSON file of user-defined models (a transformer, MoE or Wide-ResNet spec, or a list)",
+    )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs, --strict,
+    --model-spec, --cache-dir, --no-cache."""
+    parser.add_argument(
+        "--trace",
+        default=DEFAULT_TRACE,
+        help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace",
+    )
+    parser.add_argument(
+        "--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file"
+    )
+    parser.add_argument("--perf", default="estimator", help="ground-truth performance model: estimator | measured:CSV")
+    parser.add_argument("--belief", default=None, help="model policies plan with (default: the truth), e.g. noisy:0.2")
+    parser.add_argument("--horizon", type=positive_float, default=math.inf, help="stop after this many seconds")
+    parser.add_argument(
+        "--round", type=finite_positive_float, default=None, help="also decide every ROUND seconds (Arena: 300)"
+    )
+    parser.add_argument("--no-event-decisions", action="store_true", help="decide only on rounds (needs --round)")
+    parser.add_argument(
+        "--overhead-scale",
+        type=finite_nonnegative_float,
+        default=1.0,
+        help="multiply every reconfiguration overhead (0: none)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a job requesting a GPU type the cluster lacks is an error (default: a warning)",
+    )
+    add_model_arguments(parser)
+    add_cache_arguments(parser)
+
+
+def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
+    """--cache-dir and --no-cache: where the estimator keeps its performance tables between runs."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="performance-table cache (default: $XDG_CACHE_HOME/arena-gym or ~/.cache/arena-gym)",
+    )
+    group.add_argument("--no-cache", action="store_true", help="plan every performance table afresh, write no cache")
+
+
+def default_cache_dir() -> Path:
+    """The user's cache directory for arena-gym: ``$XDG_CACHE_HOME/arena-gym``, else ``~/.cache/arena-gym``."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "arena-gym"
+
+
+def cache_dir(args: argparse.Namespace) -> Path | None:
+    """The performance-table directory the parsed arguments ask for (None: ``--no-cache``)."""
+    if args.no_cache:
+        return None
+    return (args.cache_dir or default_cache_dir()) / TABLES_SUBDIR
+
+
+def scaled_overhead(scale: float) -> OverheadModel:
+    """The default overhead model with every constant multiplied by ``scale``."""
+    base = OverheadModel()
+    values = {f.name: getattr(base, f.name) * scale for f in dataclasses.fields(base)}
+    if not all(math.isfinite(v) for v in values.values()):
+        raise ValueError(f"--overhead-scale {scale:g} makes the overheads overflow")
+    return dataclasses.replace(base, **values)
+
+
+def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
+    """The RunConfig the parsed arguments describe."""
+    if args.no_event_decisions and args.round is None:
+        raise ValueError("--no-event-decisions needs --round (otherwise nothing is ever decided)")
+    return RunConfig(
+        policy=policy,
+        trace=args.trace,
+        cluster=args.cluster,
+        seed=seed,
+        perf=args.perf,
+        belief=args.belief,
+        horizon_s=args.horizon,
+        round_s=args.round,
+        event_decisions=not args.no_event_decisions,
+        overhead=scaled_overhead(args.overhead_scale),
+        model_spec=args.model_spec,
+    )
+
+
+def plot_modules(args: argparse.Namespace) -> tuple[str, ...]:
+    """The modules a command with ``--no-plots`` will import for its plots (the ``preload`` of
+    :func:`arena_gym.harness.cli.main`, loaded before the program freezes its code)."""
+    return () if args.no_plots else ("arena_gym.harness.plots",)

@@ -1,0 +1,114 @@
+"""``arena-gym compare``: policies x traces x seeds on one cluster, into a leaderboard."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+
+from arena_gym.harness.cli.common import (
+    DEFAULT_TRACE,
+    add_run_arguments,
+    bounded_int,
+    cache_dir,
+    out_dir,
+    plot_modules,
+    run_config,
+    seed_int,
+)
+from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.results import to_markdown
+
+DEFAULT_POLICIES = "fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena"
+#: An item that continues the previous trace spec's options (``rate_per_h=5`` in ``synthetic:n_jobs=9,rate_per_h=5``).
+_OPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^:/?]*")
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return items
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    return tuple(seed_int(x) for x in _csv(text))
+
+
+def trace_list(text: str) -> list[str]:
+    """argparse type: one or more TRACE specs separated by commas.
+
+    A comma starts a new spec unless the next item is a ``key=value`` option of the spec before
+    it, so ``synthetic:n_jobs=50,rate_per_h=5,philly.csv`` is two traces. ``--traces`` may also
+    be given several times, one spec each.
+    """
+    specs: list[str] = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        if specs and _OPTION.fullmatch(item) and not os.path.exists(item):
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    if not specs:
+        raise argparse.ArgumentTypeError("expected one or more trace specs")
+    return specs
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the compare arguments."""
+    parser.add_argument(
+        "--policies",
+        type=_csv,
+        default=_csv(DEFAULT_POLICIES),
+        help="comma-separated policy specs (names, sb3:PATH, module:attr)",
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(trace=None)
+    parser.add_argument(
+        "--traces",
+        type=trace_list,
+        action="extend",
+        default=None,
+        help="traces to compare on (instead of --trace): comma-separated, or the option given "
+        "several times (e.g. --traces synthetic:n_jobs=50,rate_per_h=5 --traces philly.csv)",
+    )
+    parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated seeds")
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel processes")
+    parser.add_argument(
+        "--pad-jct",
+        metavar="POLICY",
+        default="max",
+        help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--wandb", action="store_true", help="log the leaderboard and plots to wandb")
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        default=Path("results/compare"),
+        help="results directory (written complete or not at all)",
+    )
+    parser.set_defaults(handler=handle, preload=plot_modules)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run the grid, print the leaderboard, optionally log it to wandb."""
+    if args.trace is not None and args.traces:
+        raise ValueError("give either --trace or --traces, not both (--traces accepts several traces)")
+    traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
+    base = run_config(args, args.policies[0], args.seeds[0])
+    config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict)
+    results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
+    print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
+    print(f"results: {args.out}")
+    if args.wandb:
+        # set wandb's mode in the environment before it is imported (stack.md: an init argument
+        # alone still lets it probe a telemetry host at exit)
+        os.environ.setdefault("WANDB_MODE", "offline")
+        os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
+        from arena_gym.harness.tracking import log_comparison
+
+        log_comparison(args.out, board, config, mode=os.environ["WANDB_MODE"])
+    return 0

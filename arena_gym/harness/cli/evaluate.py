@@ -1,0 +1,105 @@
+"""``arena-gym evaluate``: the evaluation protocol from the command line (the work is in :mod:`arena_gym.harness.evaluate`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from arena_gym.harness.cli.common import bounded_int
+from arena_gym.harness.suites import SUITE_NAMES
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``evaluate`` arguments and handler."""
+    parser.add_argument(
+        "--policies",
+        type=_names,
+        required=True,
+        help="comma-separated policies: registered names and sb3:PATH models, LABEL=SPEC to name one "
+        "(e.g. arena,srtf,tiresias,fcfs,agent=sb3:run/best_model.zip)",
+    )
+    parser.add_argument("--suite", default="synthetic", choices=[*SUITE_NAMES, "custom"], help="workload suite")
+    parser.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="with --suite custom: a trace file or generator spec (repeatable)",
+    )
+    parser.add_argument("--cluster", default="testbed-64", help="with --suite custom: the cluster")
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("all", "train", "validation", "test"),
+        help="with --suite custom: which time range of each trace",
+    )
+    parser.add_argument("--window-jobs", type=int, default=50, help="with --suite custom: jobs per window")
+    parser.add_argument(
+        "--loads", type=_floats, default=(0.9,), help="with --suite custom: offered loads, cycled over windows"
+    )
+    parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
+    parser.add_argument("--reference", default="arena", help="policy the others are compared with")
+    parser.add_argument("--metric", default="padded_jct_s", help="per-workload metric of the statistics")
+    parser.add_argument("--limit", type=int, default=0, help="at most N workloads, evenly spaced (0 = all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the policies and the bootstrap")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    parser.add_argument("--out", type=Path, default=Path("results/evaluate"), help="results directory")
+    parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
+    parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
+    parser.add_argument(
+        "--workers", type=bounded_int(1, 256), default=1, help="local worker processes, one workload each at a time"
+    )
+    parser.add_argument(
+        "--no-bounds", action="store_true", help="skip the lower bounds per workload (LB1, LP relaxation)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Build the EvalConfig, run the protocol, print the summary."""
+    from arena_gym.harness.cli.train import set_wandb_env
+
+    mode = args.wandb_mode or ("offline" if args.wandb else "disabled")
+    set_wandb_env(mode)
+    if not getattr(args, "verbose", False):  # loading each trace file is logged once; keep that out of the output
+        for quiet in ("traces", "envs.workload"):
+            logging.getLogger(quiet).setLevel(logging.WARNING)
+    from arena_gym.harness.evaluate import EvalConfig, evaluate
+
+    config = EvalConfig(
+        policies=args.policies,
+        suite=args.suite,
+        out_dir=str(args.out),
+        data_dir=args.data_dir,
+        reference=args.reference,
+        metric=args.metric,
+        seed=args.seed,
+        resamples=args.resamples,
+        limit=args.limit,
+        traces=tuple(args.trace),
+        cluster=args.cluster,
+        split=args.split,
+        window_jobs=args.window_jobs,
+        loads=args.loads,
+        wandb_mode=mode,
+        progress=not args.no_progress,
+        workers=args.workers,
+        bounds=not args.no_bounds,
+    )
+    result = evaluate(config)
+    print((result.out_dir / "summary.md").read_text(), end="")
+    print(f"results: {result.out_dir} ({result.wall_s:.0f} s)")
+    return 0

@@ -1,0 +1,144 @@
+"""``arena-gym estimate profile``: profile a testbed's devices into ``PROFILE.json`` (CLI code: it prints).
+
+Bad input (an unknown testbed or model, an unwritable output, a bad setting) ends with one line and
+exit code 2 before anything runs; a failing profiling rank ends with one line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from arena_gym.outputs import check_out_file
+from arena_gym.types import ModelRef
+
+#: Steps a direct measurement of one plan runs (warm-up included), for the cost comparison.
+DIRECT_STEPS = 14
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``estimate profile``."""
+    parser.add_argument("--testbed", required=True, help="testbed preset (cpu-1, cpu-2, cpu-4) or JSON/TOML file")
+    parser.add_argument("--models", required=True, help="comma-separated zoo models, e.g. gpt__tiny,gpt__mini")
+    parser.add_argument("--out", required=True, help="profile to write (JSON)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer sizes and rounds (seconds instead of minutes; noisier)"
+    )
+    parser.add_argument("--samples", type=_ints, default=None, help="micro-batch sizes per device, e.g. 1,2,4,8,16")
+    parser.add_argument("--tp", type=_ints, default=None, help="tensor-parallel degrees (default: all the node allows)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per item")
+    parser.add_argument(
+        "--layer-repeats",
+        type=int,
+        default=None,
+        help="calls of each layer back to back per round, the first dropped as warm-up (default 1: timed once)",
+    )
+    parser.add_argument(
+        "--neighbours",
+        choices=["busy", "idle"],
+        default=None,
+        help="profile compute on every device at once (busy, default) or on one while the others idle",
+    )
+    parser.add_argument(
+        "--max-bytes-exp", type=int, default=None, help="largest collective size 2^K bytes (default 26)"
+    )
+    parser.add_argument("--batch", type=int, default=16, help="global batch for the cost comparison (default 16)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="GPU testbeds: cuda (auto)")
+    parser.add_argument(
+        "--work-dir", default=None, help="keep the ranks' records and logs here (default: a temporary folder)"
+    )
+    parser.set_defaults(handler=_profile)
+
+
+def _settings(args: argparse.Namespace):
+    from real_runner.profiler.settings import ProfilerSettings  # noqa: PLC0415
+
+    s = ProfilerSettings.quick() if args.quick else ProfilerSettings()
+    changes = {
+        k: v
+        for k, v in (
+            ("samples", args.samples),
+            ("tp", args.tp),
+            ("rounds", args.rounds),
+            ("layer_repeats", args.layer_repeats),
+            ("neighbours", args.neighbours),
+            ("comm_max_exp", args.max_bytes_exp),
+        )
+        if v is not None
+    }
+    if args.samples is not None:  # keep the overhead sizes among the profiled ones
+        changes["overhead_samples"] = tuple(x for x in s.overhead_samples if x in args.samples) or args.samples[:1]
+    return replace(s, **changes)
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from tqdm import tqdm  # noqa: PLC0415
+
+    import real_runner  # noqa: PLC0415
+    from estimator.planner import PlannerConfig  # noqa: PLC0415
+    from estimator.profiled import ProfiledPerfModel, executable_plans  # noqa: PLC0415
+    from estimator.table import shapes_for  # noqa: PLC0415
+    from estimator.zoo import get_model  # noqa: PLC0415
+    from real_runner.profiler.run import check_models, profile_testbed, write_profile  # noqa: PLC0415
+    from real_runner.testbed import load_testbed  # noqa: PLC0415
+
+    out = check_out_file(args.out)
+    testbed = load_testbed(args.testbed)
+    models = check_models([m.strip() for m in args.models.split(",") if m.strip()])
+    settings = _settings(args)
+    if args.batch < 1:
+        raise ValueError(f"--batch must be >= 1, got {args.batch}")
+    bars: dict[str, tqdm] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = tqdm(total=total, desc=f"profile {phase}", unit="round", leave=False, file=sys.stderr)
+        bar.update(done - bar.n)
+
+    print(f"profiling {testbed.name} ({testbed.total_devices} x {testbed.device_type}) for {', '.join(models)}")
+    repo = Path(real_runner.__file__).resolve().parents[1]  # the ranks import the packages from here
+    try:
+        with tempfile.TemporaryDirectory(prefix="arena-profile-") as tmp:
+            work = Path(args.work_dir) if args.work_dir else Path(tmp)
+            profile = profile_testbed(
+                testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device, on_progress=progress
+            )
+    except RuntimeError as exc:
+        print(f"arena-gym estimate: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for bar in bars.values():
+            bar.close()
+    write_profile(profile, out)
+    perf = ProfiledPerfModel(profile, testbed.cluster())
+    cfg = PlannerConfig()
+    cost = profile.cost["device_s"]
+    direct, count = 0.0, 0
+    for m in models:
+        arch = get_model(m)
+        for shape in shapes_for(testbed.device_type, testbed.devices_per_node, testbed.total_devices, (1, 2, 4, 8, 16)):
+            for plan in executable_plans(arch, args.batch, shape, cfg):
+                est = perf.estimate(ModelRef.parse(m), args.batch, shape, plan)
+                direct += plan.num_gpus * (profile.cost.get("startup_s", 0.0) + DIRECT_STEPS * est.total_s)
+                count += 1
+    print(f"wrote {out}: {cost:.0f} device-s ({profile.cost['wall_s']:.0f} s on {profile.cost['devices']:.0f} devices)")
+    print(
+        f"measuring each of the {count} executable plans of {', '.join(models)} (batch {args.batch}) directly instead: "
+        f"about {direct:.0f} device-s ({direct / max(cost, 1e-9):.1f}x; {DIRECT_STEPS} steps and a start-up each)"
+    )
+    return 0

@@ -1,0 +1,59 @@
+"""``arena-gym simulate``: one policy, one trace, one cluster."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from arena_gym.cluster import load_cluster
+from arena_gym.harness.cli.common import add_run_arguments, cache_dir, out_dir, plot_modules, run_config, seed_int
+from arena_gym.harness.experiment import load_jobs, run, user_models
+from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.results import write_run
+from arena_gym.outputs import staged_dir
+from arena_gym.registry import make_perf
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the simulate arguments."""
+    parser.add_argument(
+        "--policy", default="fcfs", help="registered policy name, sb3:PATH, an installed entry point or module:attr"
+    )
+    add_run_arguments(parser)
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        default=Path("results/simulate"),
+        help="results directory (written complete or not at all)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.set_defaults(handler=handle, preload=plot_modules)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run and write the results directory; print the headline metrics."""
+    config = run_config(args, args.policy, args.seed)
+    with staged_dir(args.out) as staging:
+        cluster = load_cluster(config.cluster)
+        tables = cache_dir(args)
+        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=user_models(config.model_spec))
+        jobs = load_jobs(config.trace, cluster, truth, config.seed)
+        unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
+        result = run(config, progress=True, jobs=jobs, cache_dir=tables, truth=truth)
+        result = dataclasses.replace(result, metrics={**result.metrics, "jobs_unplaceable_type": float(unplaceable)})
+        write_run(staging, result, plots=not args.no_plots)
+    m = result.metrics
+    total, submitted = int(m.get("jobs_total", m["jobs_submitted"])), int(m["jobs_submitted"])
+    unsubmitted = f" ({total - submitted} of {total} never arrived within the horizon)" if total > submitted else ""
+    oracle = " (clairvoyant: saw the true job lengths)" if result.record.clairvoyant else ""
+    print(
+        f"{result.record.policy}{oracle}: {int(m['jobs_finished'])}/{submitted} jobs finished{unsubmitted}, "
+        f"avg JCT {m['avg_jct_s'] / 3600:.2f} h, p95 {m['p95_jct_s'] / 3600:.2f} h, "
+        f"avg queue {m['avg_queue_s'] / 3600:.2f} h, avg throughput {m['avg_throughput']:.1f} samples/s"
+    )
+    if unplaceable:
+        print(f"{unplaceable} job(s) request a GPU type the cluster lacks (jobs_unplaceable_type)")
+    print(f"results: {args.out}")
+    return 0

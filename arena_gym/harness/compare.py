@@ -1,0 +1,142 @@
+"""The experiment harness: policies x traces x seeds, in parallel processes, into one leaderboard."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from arena_gym.cluster import load_cluster
+from arena_gym.harness.executor import run_tasks
+from arena_gym.harness.experiment import RunConfig, RunResult, load_jobs, run, user_models
+from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.results import leaderboard, to_markdown, write_run
+from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
+from arena_gym.registry import make_perf
+from arena_gym.types import JobSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareConfig:
+    """A grid of runs sharing everything but policy, trace and seed.
+
+    ``strict`` makes a job requesting a GPU type the cluster lacks an error (else a warning,
+    counted in ``jobs_unplaceable_type``).
+    """
+
+    policies: tuple[str, ...]
+    traces: tuple[str, ...]
+    seeds: tuple[int, ...]
+    base: RunConfig
+    workers: int = 1
+    pad_reference: str | None = None
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("policies", "traces", "seeds"):
+            values = getattr(self, name)
+            if not values:
+                raise ValueError(f"compare needs at least one of {name}")
+            twice = [v for v, n in Counter(values).items() if n > 1]
+            if twice:
+                raise ValueError(f"{name} lists {twice[0]!r} twice")
+        if self.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {self.workers}")
+        if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
+            raise ValueError(
+                f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
+            )
+
+    def runs(self) -> list[RunConfig]:
+        """Every (trace, seed, policy) run config, in a fixed order."""
+        return [
+            dataclasses.replace(self.base, policy=p, trace=t, seed=s)
+            for t in self.traces
+            for s in self.seeds
+            for p in self.policies
+        ]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of a trace or policy spec."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(text).stem if "/" in text else text).strip("_.") or "run"
+
+
+def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
+    """Spec -> directory name: :func:`slug`, plus a short hash of the spec where two slugs collide
+    (two traces ``a/x.csv`` and ``b/x.csv``; names differing only in case)."""
+    base = {s: slug(s) for s in specs}
+    clash = Counter(v.lower() for v in base.values())
+    return {
+        s: v if clash[v.lower()] == 1 else f"{v}-{hashlib.sha1(s.encode()).hexdigest()[:8]}" for s, v in base.items()
+    }
+
+
+#: One run for a worker: its config, its jobs and the estimator's cache directory.
+Task = tuple[RunConfig, tuple[JobSpec, ...], Path | None]
+
+
+def _run_one(task: Task) -> RunResult:
+    config, jobs, cache_dir = task
+    return run(config, jobs=jobs, cache_dir=cache_dir)
+
+
+def compare(
+    config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True, cache_dir: Path | None = None
+) -> tuple[list[RunResult], pd.DataFrame]:
+    """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
+
+    ``out_dir`` is written complete or not at all (built under a temporary name, then renamed);
+    ``cache_dir`` is the estimator's performance-table cache (None: none).
+    """
+    with staged_dir(out_dir) as staging:
+        cluster = load_cluster(config.base.cluster)
+        truth = make_perf(config.base.perf, cluster, cache_dir=cache_dir, models=user_models(config.base.model_spec))
+        workloads = {(t, s): load_jobs(t, cluster, truth, s) for t in config.traces for s in config.seeds}
+        unplaceable = {
+            key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
+            for key, jobs in workloads.items()
+        }
+        tasks = [(c, workloads[(c.trace, c.seed)], cache_dir) for c in config.runs()]
+        results = [
+            dataclasses.replace(
+                r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[(r.config.trace, r.config.seed)])}
+            )
+            for r in run_tasks(_run_one, tasks, config.workers, progress, unit="run")
+        ]
+        trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
+        for r in results:
+            write_run(
+                staging / trace_dirs[r.config.trace] / f"{policy_dirs[r.config.policy]}-seed{r.config.seed}",
+                r,
+                plots=False,
+            )
+        if plots:
+            from arena_gym.harness.plots import plot_all  # matplotlib only when plots are drawn
+        for trace in config.traces if plots else ():
+            for seed in config.seeds:
+                group = [r.record for r in results if r.config.trace == trace and r.config.seed == seed]
+                plot_dir = staging / trace_dirs[trace] / ("" if len(config.seeds) == 1 else f"seed{seed}")
+                plot_dir.mkdir(parents=True, exist_ok=True)
+                plot_all(group, plot_dir)
+        board = leaderboard(results, config.pad_reference)
+        write_csv(staging / "leaderboard.csv", board.assign(code_version=code_version()))
+        (staging / "leaderboard.md").write_text(to_markdown(board))
+        write_json(
+            staging / "config.json",
+            {
+                "compare": config,
+                "code_version": code_version(),
+                "run_dirs": {"traces": trace_dirs, "policies": policy_dirs},
+            },
+        )
+    log.info("wrote %d runs to %s", len(results), out_dir)
+    return results, board

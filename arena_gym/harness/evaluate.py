@@ -1,0 +1,249 @@
+"""The evaluation protocol: every policy on the same suite of workloads, paired statistics against a reference.
+
+``evaluate(config)`` runs the policies (registered heuristics and ``sb3:PATH`` models) on the
+suite's workloads and writes into ``config.out_dir``:
+
+- ``per_workload.csv``: one row per (workload, policy): avg / median / p95 JCT, padded JCT,
+  queueing, makespan, jobs finished, utilisation, reconfigurations, preemptions, the
+  policy's ``clairvoyant`` flag and restart ``overhead_class``, and (``bounds``) the
+  workload's lower bounds ``lb1_avg_jct_s`` and ``lp_avg_jct_s`` (:mod:`arena_gym.bounds`);
+- ``jobs.csv``: the JCT of every finished job;
+- ``summary.csv`` / ``summary.md``: per policy the mean of ``metric`` with its bootstrap 95%
+  interval, win / tie / loss counts against the reference, the mean paired difference with
+  its bootstrap 95% interval, the mean per-workload ratio, Wilcoxon / paired t-test p-values,
+  the interquartile mean of the score ``reference / policy`` and the probability of
+  improvement over the reference with stratified-bootstrap intervals
+  (:mod:`arena_gym.harness.aggregates`, rliable), and with bounds the mean ratios to LB1 and
+  the LP and the share of the reference's gap to the LP the policy closes;
+- ``vs_reference.png`` (per-workload scatter), ``cdf.png`` (ratio and per-job JCT CDFs) and
+  ``performance_profile.png`` (rliable's score distributions);
+- ``config.json`` (the config, the suite's workloads, seed and code version).
+
+With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a wandb run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from arena_gym.harness.aggregates import AggregateConfig, aggregate
+from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
+from arena_gym.harness.results import to_markdown
+from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
+from arena_gym.harness.stats import summary_table
+from arena_gym.harness.suites import SUITE_NAMES, Suite, custom_suite, get_suite
+from arena_gym.outputs import code_version, write_csv, write_json
+
+log = logging.getLogger(__name__)
+
+#: Metrics the summary can rank by (lower is better).
+METRICS: tuple[str, ...] = ("padded_jct_s", "avg_jct_s", "p95_jct_s", "makespan_s")
+WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation: policies (``LABEL=SPEC`` or ``SPEC``), a suite, the reference policy and the statistics.
+
+    ``suite`` is a registered name (:data:`arena_gym.harness.suites.SUITE_NAMES`) or ``custom`` with
+    ``traces`` (trace specs; their ``split`` windows of ``window_jobs`` jobs on ``cluster`` at
+    offered loads ``loads``). ``limit`` > 0 keeps that many workloads, evenly spaced.
+    """
+
+    policies: tuple[str, ...]
+    suite: str = "synthetic"
+    out_dir: str = "results/evaluate"
+    data_dir: str = "../shared/data"
+    reference: str = "arena"
+    metric: str = "padded_jct_s"
+    seed: int = 0
+    resamples: int = 10_000
+    limit: int = 0
+    traces: tuple[str, ...] = ()
+    cluster: str = "testbed-64"
+    split: str = "test"
+    window_jobs: int = 50
+    loads: tuple[float, ...] = (0.9,)
+    wandb_mode: str = "disabled"
+    progress: bool = True
+    workers: int = 1
+    bounds: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.workers < 1:
+            problems.append(f"workers must be >= 1, got {self.workers}")
+        if not self.policies:
+            problems.append("name at least one policy")
+        if self.suite not in (*SUITE_NAMES, "custom"):
+            problems.append(f"unknown suite {self.suite!r}; valid: {', '.join([*SUITE_NAMES, 'custom'])}")
+        if self.suite == "custom" and not self.traces:
+            problems.append("the custom suite needs at least one trace")
+        if self.suite != "custom" and self.traces:
+            problems.append("traces go with suite 'custom' only")
+        if self.metric not in METRICS:
+            problems.append(f"unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
+        if self.resamples < 100:
+            problems.append(f"resamples must be >= 100, got {self.resamples}")
+        if self.limit < 0 or self.window_jobs < 0:
+            problems.append("limit and window_jobs must be >= 0")
+        if self.wandb_mode not in WANDB_MODES:
+            problems.append(f"unknown wandb_mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}")
+        if problems:
+            raise ValueError("EvalConfig: " + "; ".join(problems))
+
+    def build_suite(self) -> Suite:
+        """The suite this config names (the data folder is checked for suites that need it)."""
+        if self.suite == "custom":
+            return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads)
+        suite = get_suite(self.suite, self.data_dir)
+        if suite.needs_data and not Path(self.data_dir).is_dir():
+            raise ValueError(
+                f"suite {self.suite!r} needs the real traces: data folder {self.data_dir} does not exist "
+                "(give --data-dir)"
+            )
+        return suite
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """An evaluation's tables and where they were written."""
+
+    per_workload: pd.DataFrame
+    summary: pd.DataFrame
+    out_dir: Path
+    wall_s: float
+
+
+def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
+    """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``."""
+    start = time.perf_counter()
+    suite = suite or config.build_suite()
+    policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
+    specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
+    if config.reference not in policies:
+        raise ValueError(f"reference policy {config.reference!r} is not among the policies ({', '.join(policies)})")
+    workloads = suite.workloads()
+    if 0 < config.limit < len(workloads):
+        step = len(workloads) / config.limit
+        workloads = [workloads[int(i * step)] for i in range(config.limit)]
+    log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
+    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds)
+    jct_rows: list[dict[str, Any]] = []
+    table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows)
+    jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
+    summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if config.bounds else None
+    if lp is not None:
+        summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
+    rl = aggregate(
+        table, lp, AggregateConfig(config.reference, config.metric, seed=config.seed), out / "performance_profile.png"
+    )
+    summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
+    write_csv(out / "per_workload.csv", table)
+    write_csv(out / "jobs.csv", jobs)
+    write_csv(out / "summary.csv", summary)
+    (out / "summary.md").write_text(summary_markdown(summary, config.metric, suite))
+    plot_vs_reference(table, config.metric, config.reference, out / "vs_reference.png")
+    plot_cdfs(table, jobs, config.metric, config.reference, out / "cdf.png")
+    wall = time.perf_counter() - start
+    write_json(
+        out / "config.json",
+        {
+            "evaluate": config,
+            "suite": {"name": suite.name, "description": suite.description},
+            "workloads": [w.label for w in workloads],
+            "seed": config.seed,
+            "code_version": code_version(),
+            "wall_s": wall,
+        },
+    )
+    if config.wandb_mode != "disabled":
+        _log_wandb(out, config, table, summary)
+    return EvalResult(table, summary, out, wall)
+
+
+def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:
+    """Per policy: the mean ratio of its metric to each lower bound, and the share of the reference's gap to the LP it closes.
+
+    ``gap_closed`` averages ``(J_ref - J_p) / (J_ref - LP)`` over the workloads: 0 is the
+    reference's level, 1 the bound (unreachable in general: the LP relaxes the cluster).
+    """
+    wide = table.pivot(index="workload", columns="policy", values=metric)
+    lb1 = table.groupby("workload")["lb1_avg_jct_s"].first().reindex(wide.index)
+    lp = table.groupby("workload")["lp_avg_jct_s"].first().reindex(wide.index)
+    rows = []
+    for policy in dict.fromkeys(table["policy"]):
+        values = wide[policy]
+        rows.append(
+            {
+                "policy": policy,
+                "mean_ratio_to_lb1": float((values / lb1).mean()),
+                "mean_ratio_to_lp": float((values / lp).mean()),
+                "gap_closed": float(((wide[reference] - values) / (wide[reference] - lp)).mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite) -> str:
+    """The summary as a Markdown table in hours, with the suite named above it."""
+    rows = []
+    bounds = "mean_ratio_to_lp" in summary.columns
+    for r in summary.itertuples(index=False):
+        row = {
+            "policy": r.policy,
+            "clairvoyant": "yes" if r.clairvoyant else "no",
+            "overhead": r.overhead_class,
+            f"mean {metric} (h)": f"{r.mean / 3600:.2f} [{r.mean_ci_low / 3600:.2f}, {r.mean_ci_high / 3600:.2f}]",
+            "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
+            "mean diff (h)": f"{r.mean_diff / 3600:+.2f} [{r.diff_ci_low / 3600:+.2f}, {r.diff_ci_high / 3600:+.2f}]",
+            "mean ratio": f"{r.mean_ratio:.3f}",
+            "Wilcoxon p": f"{r.wilcoxon_p:.2g}",
+            "IQM score": f"{r.iqm_score:.3f} [{r.iqm_score_lo:.3f}, {r.iqm_score_hi:.3f}]",
+            "P(improvement)": f"{r.poi:.2f} [{r.poi_lo:.2f}, {r.poi_hi:.2f}]",
+        }
+        if bounds:
+            row.update(
+                {
+                    "ratio to LP": f"{r.mean_ratio_to_lp:.2f}",
+                    "ratio to LB1": f"{r.mean_ratio_to_lb1:.2f}",
+                    "gap closed": f"{r.gap_closed:+.3f}",
+                }
+            )
+        rows.append(row)
+    head = (
+        f"Suite `{suite.name}` ({suite.description}); {int(summary['workloads'].max())} workloads; "
+        f"95% bootstrap intervals; differences are policy - reference; IQM of the per-workload score "
+        f"reference / policy and the probability of improvement over the reference (rliable, stratified "
+        f"bootstrap); ratios to the lower bounds (LB1: each job alone on its best grid; LP: the relaxation "
+        f"of the cluster's capacity) and the share of the reference's gap to the LP closed.\n\n"
+    )
+    return head + to_markdown(pd.DataFrame(rows))
+
+
+def _log_wandb(out: Path, config: EvalConfig, table: pd.DataFrame, summary: pd.DataFrame) -> None:
+    import wandb
+
+    from arena_gym.harness.tracking import finish_run, start_run
+
+    run = start_run(out, config, "evaluate", config.wandb_mode)
+    run.log(
+        {
+            "per_workload": wandb.Table(dataframe=table),
+            "summary": wandb.Table(dataframe=summary),
+            "vs_reference": wandb.Image(str(out / "vs_reference.png")),
+            "cdf": wandb.Image(str(out / "cdf.png")),
+        }
+    )
+    finish_run(run)

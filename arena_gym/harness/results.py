@@ -1,0 +1,198 @@
+"""Results directories: resolved config with seed and code version, metrics, CSVs, plots, leaderboards.
+
+A run's directory is written without pandas (the CSVs with the csv module), so a simulation
+that draws no plots imports neither pandas nor matplotlib; the frames and leaderboards use it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from arena_gym.harness.experiment import RunResult
+from arena_gym.metrics import JobOutcome, Replay, Timeline, job_outcomes, padded_mean_jcts, replayed, timeline
+from arena_gym.outputs import code_version, write_json, write_rows
+from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
+from arena_gym.records import EpisodeRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Columns of a run's ``jobs.csv``.
+JOB_COLUMNS = (
+    "job_id",
+    "model",
+    "global_batch",
+    "iterations",
+    "requested_gpu_type",
+    "requested_gpus",
+    "submit_s",
+    "first_start_s",
+    "finish_s",
+    "jct_s",
+    "queued_s",
+    "reconfigurations",
+    "preemptions",
+    "last_gpu_type",
+    "last_num_gpus",
+    "deadline_s",
+    "deadline_met",
+)
+#: Leaderboard columns, in order (metric keys of ``compute_metrics``).
+LEADERBOARD_COLUMNS = (
+    "avg_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "makespan_s",
+    "avg_throughput",
+    "peak_throughput",
+    "jobs_finished",
+    "jobs_submitted",
+    "jobs_total",
+    "jobs_unplaceable_type",
+    "gpu_util",
+    "reconfigurations",
+    "deadline_met_ratio",
+    "sched_ms_per_decision",
+)
+
+
+def jobs_rows(record: EpisodeRecord, outcomes: Sequence[JobOutcome] | None = None) -> list[dict[str, Any]]:
+    """One row per submitted job: outcome, queueing, restarts, deadline (``outcomes``: the record's, if known)."""
+    specs = {j.job_id: j for j in record.jobs}
+    rows = []
+    for o in job_outcomes(record) if outcomes is None else outcomes:
+        spec = specs[o.job_id]
+        rows.append(
+            {
+                "job_id": o.job_id,
+                "model": spec.model.name,
+                "global_batch": spec.global_batch,
+                "iterations": spec.iterations,
+                "requested_gpu_type": spec.requested_gpu_type or "",
+                "requested_gpus": spec.requested_gpus or 0,
+                "submit_s": o.submit,
+                "first_start_s": o.first_start,
+                "finish_s": o.finish,
+                "jct_s": o.jct,
+                "queued_s": o.queued_s,
+                "reconfigurations": o.reconfigurations,
+                "preemptions": o.preemptions,
+                "last_gpu_type": o.last_gpu_type,
+                "last_num_gpus": o.last_num_gpus,
+                "deadline_s": o.deadline,
+                "deadline_met": o.deadline_met,
+            }
+        )
+    return rows
+
+
+def timeline_columns(record: EpisodeRecord, tl: Timeline | None = None) -> dict[str, np.ndarray]:
+    """The step timeline by column: cluster state after each distinct event time (``tl``: the record's, if known)."""
+    if tl is None:
+        tl = timeline(record)
+    return {
+        "time_s": tl.time - record.start_time,
+        "throughput": tl.throughput,
+        "alloc_gpus": tl.alloc_gpus,
+        "running_gpus": tl.running_gpus,
+        "running_jobs": tl.running_jobs,
+        "pending_jobs": tl.pending_jobs,
+    }
+
+
+def jobs_frame(record: EpisodeRecord) -> pd.DataFrame:
+    """:func:`jobs_rows` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(jobs_rows(record))
+
+
+def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
+    """:func:`timeline_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(timeline_columns(record))
+
+
+def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
+    """Write one run's results directory and return it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(
+        out_dir / "config.json",
+        {
+            "config": result.config,
+            "seed": result.config.seed,
+            "code_version": code_version(),
+            "policy": result.record.policy,
+            "clairvoyant": result.record.clairvoyant,
+            "cluster": result.record.cluster,
+        },
+    )
+    write_json(out_dir / "metrics.json", result.metrics)
+    done: Replay = replayed(result.record, result.replay)
+    jobs = jobs_rows(result.record, done.outcomes)
+    write_rows(out_dir / "jobs.csv", JOB_COLUMNS, ([row[c] for c in JOB_COLUMNS] for row in jobs))
+    columns = timeline_columns(result.record, done.timeline)
+    write_rows(out_dir / "timeline.csv", list(columns), zip(*(c.tolist() for c in columns.values())))
+    if plots:
+        from arena_gym.harness.plots import plot_all  # matplotlib only when plots are drawn
+
+        plot_all([result.record], out_dir, [done])
+    return out_dir
+
+
+def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, float]:
+    """The artifact's padding rule (:func:`arena_gym.metrics.padded_mean_jcts`) up to the reference policy's
+    finished count; ``reference="max"`` pads up to the largest finished count of any policy."""
+    jcts = {r.record.policy: [o.jct for o in job_outcomes(r.record) if o.jct is not None] for r in results}
+    if reference != "max" and reference not in jcts:
+        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)} (or 'max')")
+    return padded_mean_jcts(jcts, None if reference == "max" else len(jcts[reference]))
+
+
+def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:
+    """One row per run (policy, trace, seed) with the standard metric columns, best first
+    (by padded average JCT when a padding reference is given, else by average JCT)."""
+    import pandas as pd
+
+    rows = []
+    padded: dict[tuple[str, int], dict[str, float]] = {}
+    if pad_reference:
+        groups: dict[tuple[str, int], list[RunResult]] = {}
+        for r in results:
+            groups.setdefault((r.config.trace, r.config.seed), []).append(r)
+        padded = {k: padded_avg_jct(v, pad_reference) for k, v in groups.items()}
+    for r in results:
+        row: dict[str, Any] = {
+            "policy": r.record.policy,
+            "clairvoyant": r.record.clairvoyant,
+            "trace": r.config.trace,
+            "seed": r.config.seed,
+        }
+        row.update({k: r.metrics.get(k, math.nan) for k in LEADERBOARD_COLUMNS})
+        if pad_reference:
+            row["padded_avg_jct_s"] = padded[(r.config.trace, r.config.seed)][r.record.policy]
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    key = "padded_avg_jct_s" if pad_reference else "avg_jct_s"
+    return frame.sort_values(["trace", "seed", key], kind="stable").reset_index(drop=True)
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency)."""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}")
+        return str(v)
+
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"

@@ -1,0 +1,254 @@
+"""Scoring policies on fixed workloads: every policy runs the same jobs on a fresh SimBackend through run_episode.
+
+The workloads are :class:`envs.Workload` objects: windows of a trace split or generator draws
+at a load level, each with the cluster it runs on (see :mod:`envs.workload`). The table has one
+row per (workload, policy) with the run's metrics, the padded average JCT across the policies
+of the same call, what the policy knows (``clairvoyant``) and the restart overhead class it
+paid (``overhead_class``); with ``bounds`` also the workload's lower bounds on the average JCT
+(``lb1_avg_jct_s``: every job alone on its best grid; ``lp_avg_jct_s``: the LP relaxation of
+the cluster's capacity; :mod:`arena_gym.bounds`), charged Arena's pruned overhead class, so
+they hold for every policy that pays at least it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from agents.rl.algos import greedy_action
+from arena_gym.bounds import workload_bounds
+from arena_gym.core.information import is_clairvoyant
+from arena_gym.harness.executor import run_tasks
+from arena_gym.loop import run_episode
+from arena_gym.metrics import compute_metrics, job_outcomes, padded_mean_jcts
+from arena_gym.protocols import PerfModel, Policy
+from arena_gym.registry import make_policy
+from arena_gym.sim import SimBackend
+from arena_gym.types import ClusterSpec, OverheadClass
+from envs import EnvConfig, ObservationPolicy, Workload, WorkloadSampler
+from envs.arena_env import resolve_perf
+from envs.clusters import resolve_cluster
+
+log = logging.getLogger(__name__)
+
+#: Per-run metric columns of an evaluation table.
+EVAL_COLUMNS = (
+    "avg_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "avg_queue_s",
+    "makespan_s",
+    "jobs_finished",
+    "jobs_total",
+    "gpu_util",
+    "reconfigurations",
+    "preemptions",
+)
+#: Columns describing the workload of a row.
+WORKLOAD_COLUMNS = ("workload", "trace", "split", "load", "load_basis", "cluster")
+
+
+def model_policy(model: Any, config: EnvConfig, name: str = "agent") -> ObservationPolicy:
+    """A trained SB3 model as a Policy: masked greedy actions through the env's encoder and codec."""
+    return ObservationPolicy(name, lambda obs, mask: greedy_action(model, obs, mask), config, config.ap_search)
+
+
+def parse_policy_spec(text: str) -> tuple[str, str]:
+    """``LABEL=SPEC`` or ``SPEC`` -> (label, spec); an ``sb3:PATH`` without a label is labelled by its path."""
+    label, sep, spec = text.partition("=")
+    if sep and label and not label.startswith("sb3:"):
+        return label.strip(), spec.strip()
+    return text.strip(), text.strip()
+
+
+def baseline_policies(names: Sequence[str], seed: int = 0) -> dict[str, Policy]:
+    """Policies by registered name or ``sb3:PATH`` (``LABEL=SPEC`` relabels); a heuristic that cannot be imported is skipped."""
+    out: dict[str, Policy] = {}
+    for text in names:
+        label, spec = parse_policy_spec(text)
+        if label in out:
+            raise ValueError(f"policy label {label!r} given twice")
+        try:
+            out[label] = make_policy(spec, seed)
+        except ImportError as exc:
+            log.warning("policy %s unavailable (%s); evaluating without it", spec, exc)
+    return out
+
+
+def policy_facts(policy: Policy) -> dict[str, Any]:
+    """What a policy knows and pays: ``clairvoyant`` (sees true remaining work) and its restart ``overhead_class``."""
+    return {"clairvoyant": is_clairvoyant(policy), "overhead_class": str(policy.ap_search)}
+
+
+class Evaluator:
+    """Fixed workloads and the scoring of policies on them.
+
+    ``config`` gives the ground truth (``perf``) and the belief the policies plan with; each
+    workload names its cluster (a preset, file or ``preset[type=nodes]`` variant). Every policy
+    runs each workload on a fresh :class:`SimBackend` and pays its own restart overhead class.
+    """
+
+    def __init__(self, config: EnvConfig, workloads: Sequence[Workload], bounds: bool = False) -> None:
+        if not workloads:
+            raise ValueError("evaluation needs at least one workload")
+        self.config = config
+        self.workloads = tuple(workloads)
+        self.bounds = bounds
+        self._models: dict[str, tuple[ClusterSpec, PerfModel, PerfModel]] = {}
+
+    @classmethod
+    def for_split(
+        cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
+    ) -> Evaluator:
+        """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
+
+        ``limit`` > 0 keeps that many, evenly spaced over the list.
+        """
+        base = resolve_cluster(cluster or config.cluster)
+        truth = resolve_perf(config.perf, base, config.seed)
+        workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
+        if 0 < limit < len(workloads):
+            workloads = [workloads[int(i)] for i in np.linspace(0, len(workloads) - 1, limit).round()]
+        return cls(config, workloads)
+
+    def models(self, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
+        """(cluster, ground truth, belief) of a cluster name, built once."""
+        hit = self._models.get(cluster)
+        if hit is None:
+            spec = resolve_cluster(cluster)
+            truth = resolve_perf(self.config.perf, spec, self.config.seed)
+            belief = (
+                resolve_perf(self.config.belief, spec, self.config.seed, truth)
+                if self.config.belief is not None
+                else truth
+            )
+            hit = self._models[cluster] = (spec, truth, belief)
+        return hit
+
+    def backend(self, workload: Workload, overhead_class: str) -> SimBackend:
+        """A fresh simulator for a workload, charging ``overhead_class`` per (re)start."""
+        cluster, truth, belief = self.models(workload.cluster)
+        return SimBackend(cluster, truth, belief, self.config.sim_config(overhead_class))
+
+    def run(self, policy: Policy, label: str | None = None) -> pd.DataFrame:
+        """One row per workload: the policy's metrics on it (no padding)."""
+        return self.score({label or policy.name: policy})
+
+    def score(
+        self, policies: Mapping[str, Policy], progress: bool = False, jct_rows: list[dict[str, Any]] | None = None
+    ) -> pd.DataFrame:
+        """Rows for every (workload, policy), workloads in order, with ``padded_jct_s`` across these policies.
+
+        Padding (the Arena artifact's rule): on each workload every policy's finished JCTs are
+        padded with the largest JCT any policy reached, up to the largest finished count.
+        ``jct_rows``, when given, receives one dict per finished job (workload, policy, job, JCT).
+        """
+        rows: list[dict[str, Any]] = []
+        bar = tqdm(total=len(self.workloads), desc="evaluate", unit="workload", disable=not progress, leave=False)
+        for workload in self.workloads:
+            scored, jobs = self.score_workload(workload, policies)
+            rows.extend(scored)
+            if jct_rows is not None:
+                jct_rows.extend(jobs)
+            bar.update()
+        bar.close()
+        return pd.DataFrame(rows)
+
+    def score_specs(
+        self,
+        specs: Mapping[str, str],
+        seed: int = 0,
+        workers: int = 1,
+        progress: bool = False,
+        jct_rows: list[dict[str, Any]] | None = None,
+    ) -> pd.DataFrame:
+        """:meth:`score` for policies given by spec (``label -> spec``), in ``workers`` local processes.
+
+        Each workload is one task; a process builds the policies by spec (seeded by ``seed``)
+        and resets them before every episode, so the table is the one a single process writes.
+        """
+        if workers <= 1 or len(self.workloads) < 2:
+            return self.score({label: make_policy(spec, seed) for label, spec in specs.items()}, progress, jct_rows)
+        tasks = [(self.config, w, dict(specs), seed, self.bounds) for w in self.workloads]
+        rows: list[dict[str, Any]] = []
+        for scored, jobs in run_tasks(_score_task, tasks, workers, progress, unit="workload"):
+            rows.extend(scored)
+            if jct_rows is not None:
+                jct_rows.extend(jobs)
+        return pd.DataFrame(rows)
+
+    def score_workload(
+        self, workload: Workload, policies: Mapping[str, Policy]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """One workload under every policy: its rows (padded across these policies) and its finished jobs' JCTs."""
+        rows: list[dict[str, Any]] = []
+        jobs: list[dict[str, Any]] = []
+        jcts: dict[str, list[float]] = {}
+        for label, policy in policies.items():
+            record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
+            metrics = compute_metrics(record)
+            jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
+            rows.append(
+                {
+                    "workload": workload.label,
+                    "trace": workload.trace,
+                    "split": workload.split,
+                    "load": workload.load,
+                    "load_basis": workload.basis,
+                    "cluster": workload.cluster,
+                    "seed": workload.window,
+                    "policy": label,
+                    **policy_facts(policy),
+                    **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
+                }
+            )
+            jobs.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
+        for row, padded in zip(rows, padded_mean_jcts(jcts).values()):
+            row["padded_jct_s"] = padded
+        if self.bounds:
+            cluster, truth, _ = self.models(workload.cluster)
+            found = workload_bounds(workload.jobs, cluster, truth, self.config.sim_config(OverheadClass.PRUNED))
+            for row in rows:
+                row.update(lb1_avg_jct_s=found.lb1_avg_jct_s, lp_avg_jct_s=found.lp_avg_jct_s)
+        return rows, jobs
+
+
+def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int, bool]) -> tuple[list[dict], list[dict]]:
+    """Worker: one workload under every policy, built by spec in this process."""
+    config, workload, specs, seed, bounds = task
+    policies = {label: make_policy(spec, seed) for label, spec in specs.items()}
+    return Evaluator(config, [workload], bounds).score_workload(workload, policies)
+
+
+def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:
+    """Per policy: mean avg JCT over workloads, its ratio to ``reference``, and whether every job finished."""
+    grouped = table.groupby("policy", sort=False)
+    summary = pd.DataFrame(
+        {
+            "avg_jct_s": grouped["avg_jct_s"].mean(),
+            "p95_jct_s": grouped["p95_jct_s"].mean(),
+            "makespan_s": grouped["makespan_s"].mean(),
+            "jobs_finished": grouped["jobs_finished"].sum(),
+            "jobs_total": grouped["jobs_total"].sum(),
+        }
+    )
+    summary["all_finished"] = summary["jobs_finished"] == summary["jobs_total"]
+    if reference in summary.index:
+        summary[f"jct_vs_{reference}"] = summary["avg_jct_s"] / summary.loc[reference, "avg_jct_s"]
+    return summary.reset_index()
+
+
+def mean_avg_jct(table: pd.DataFrame, policy: str) -> float:
+    """Mean over workloads of one policy's avg JCT; inf if some job of its workloads did not finish."""
+    rows = table[table["policy"] == policy]
+    if rows.empty:
+        raise ValueError(f"policy {policy!r} not in the evaluation table")
+    if bool((rows["jobs_finished"] < rows["jobs_total"]).any()):
+        return math.inf
+    return float(np.mean(rows["avg_jct_s"]))

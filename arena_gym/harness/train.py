@@ -1,0 +1,307 @@
+"""Training a learned scheduler: TrainConfig -> vectorised envs, optional BC warm start, SB3 learning, validation.
+
+``train(config)`` writes into ``config.out_dir``: ``config.json`` (config, resolved EnvConfig,
+seed, code version), ``checkpoints/`` (SB3 zips with their optimizer state, plus
+``arena_gym.json``), ``learning_curve.csv`` and ``.png``, ``eval_history.csv`` (every
+validation during training), ``eval.csv`` (final and best model vs the baselines on the
+validation workloads, one row per policy and workload), ``eval_summary.csv``, ``model.zip``
+(final) and ``best_model.zip`` (best validation score with every job finished, over the
+periodic validations and the final model). ``resume(out_dir)`` continues a run from its
+latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+
+from agents.rl.algos import algo_spec, policy_class
+from agents.rl.artifact import ModelInfo, load_model, save_model, write_sidecar
+from agents.rl.bc import BCConfig, BCResult, warm_start
+from agents.rl.config import EVAL_SPLIT, TRAIN_SPLIT, TrainConfig
+from agents.rl.env_factory import env_config, make_env, make_training_vec_env
+from arena_gym.harness.callbacks import (
+    ArenaEvalCallback,
+    LearningCurveCallback,
+    ProgressBarCallback,
+    WandbScalarCallback,
+    selection_score,
+)
+from arena_gym.harness.eval_plots import plot_learning_curve
+from arena_gym.harness.scoring import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
+from arena_gym.harness.tracking import finish_run, start_run
+from arena_gym.outputs import code_version, write_csv, write_json
+
+log = logging.getLogger(__name__)
+
+_CHECKPOINT = re.compile(r"^model_(\d+)_steps\.zip$")
+
+__all__ = ["TrainConfig", "TrainResult", "build_model", "latest_checkpoint", "resume", "train"]
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where a run's outputs are, and its final validation figures (mean avg JCT per policy, seconds)."""
+
+    out_dir: Path
+    model_path: Path
+    best_model_path: Path | None
+    learning_curve_path: Path
+    eval_path: Path
+    metrics: Mapping[str, float]
+    timesteps: int
+    wall_s: float
+    bc: BCResult | None = None
+
+
+def build_model(config: TrainConfig, env: Any) -> Any:
+    """The SB3 model of ``config.algo`` with the ``config.policy`` network on ``env`` (CPU, seeded)."""
+    spec = algo_spec(config.algo)
+    kwargs = {**spec.defaults, **{p: getattr(config, p) for p in spec.params}, **dict(config.algo_kwargs)}
+    try:
+        return spec.cls()(
+            policy_class(config.algo, config.policy),
+            env,
+            seed=config.seed,
+            device="cpu",
+            verbose=0,
+            policy_kwargs={"net_arch": list(config.net_arch)},
+            **kwargs,
+        )
+    except (TypeError, AssertionError) as exc:
+        raise ValueError(f"bad hyperparameters for {config.algo}: {str(exc).splitlines()[0]}") from None
+
+
+def latest_checkpoint(out_dir: Path) -> tuple[Path, int] | None:
+    """The newest ``checkpoints/model_N_steps.zip`` of a run and its step count N, or None."""
+    found = [
+        (int(m.group(1)), p)
+        for p in (Path(out_dir) / "checkpoints").glob("model_*_steps.zip")
+        if (m := _CHECKPOINT.match(p.name))
+    ]
+    if not found:
+        return None
+    steps, path = max(found)
+    return path, steps
+
+
+def _validation(config: TrainConfig) -> Evaluator:
+    return Evaluator.for_split(
+        env_config(config.env_id, config.env_overrides_for(EVAL_SPLIT)),
+        EVAL_SPLIT,
+        config.eval_seeds,
+        limit=config.eval_limit,
+    )
+
+
+def _callbacks(
+    config: TrainConfig,
+    out: Path,
+    run: Any,
+    evaluator: Evaluator,
+    baselines: Mapping[str, Any],
+    info: ModelInfo,
+    model: Any,
+    start_steps: int,
+) -> tuple[list[BaseCallback], LearningCurveCallback, ArenaEvalCallback | None]:
+    curve = LearningCurveCallback(run, out / "learning_curve.csv")
+    callbacks: list[BaseCallback] = [
+        curve,
+        ProgressBarCallback(config.steps, config.progress, start_steps),
+        WandbScalarCallback(run, every=max(config.steps // 200, 1)),
+    ]
+    if config.checkpoint_every:
+        write_sidecar(out / "checkpoints", info)
+        callbacks.append(
+            CheckpointCallback(
+                max(config.checkpoint_every // config.n_envs, 1), str(out / "checkpoints"), name_prefix="model"
+            )
+        )
+    evaluation = None
+    if config.eval_every:
+        evaluation = ArenaEvalCallback(
+            evaluator,
+            lambda m: model_policy(m, info.env_config),
+            baselines,
+            config.eval_every,
+            out / "eval_history.csv",
+            run,
+            on_new_best=lambda: save_model(model, out / "best_model.zip", info),
+        )
+        callbacks.append(evaluation)
+    return callbacks, curve, evaluation
+
+
+def train(config: TrainConfig) -> TrainResult:
+    """Train ``config.algo`` on ``config.env_id``, validate it against the baselines, and write the run folder."""
+    return _run(config, resume_from=None)
+
+
+def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
+    """Continue the run in ``out_dir`` from its latest checkpoint up to its ``steps`` (or ``steps``, if given).
+
+    The config is read back from ``config.json``; the model's weights and optimizer state come
+    from the checkpoint (nothing unpickled), the validation history, best score and learning
+    curve from the run's files. The envs restart with fresh workloads (seeds offset by the
+    checkpoint's step count), so no training workload is replayed.
+    """
+    out = Path(out_dir)
+    meta = out / "config.json"
+    if not meta.is_file():
+        raise ValueError(f"cannot resume {out}: no config.json (not a training run directory)")
+    try:
+        config = TrainConfig.from_json(json.loads(meta.read_text())["train"])
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot resume {out}: config.json is not a training config ({exc})") from None
+    if steps is not None:
+        config = TrainConfig.from_json({**config.to_json(), "steps": steps})
+    checkpoint = latest_checkpoint(out)
+    if checkpoint is None:
+        raise ValueError(f"cannot resume {out}: no checkpoints/model_N_steps.zip (checkpoint_every was 0?)")
+    if checkpoint[1] >= config.steps:
+        raise ValueError(
+            f"cannot resume {out}: its latest checkpoint is at {checkpoint[1]} of {config.steps} steps "
+            "(give more steps)"
+        )
+    return _run(config, resume_from=checkpoint)
+
+
+def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResult:
+    th.set_num_threads(1)
+    start = time.perf_counter()
+    out = Path(config.out_dir)
+    env_cfg = env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # validates the overrides first
+    out.mkdir(parents=True, exist_ok=True)
+    start_steps = resume_from[1] if resume_from else 0
+    if resume_from is None:
+        (out / "best_model.zip").unlink(missing_ok=True)  # a previous run's best must not pass for this one's
+        for name in ("eval_history.csv", "learning_curve.csv"):
+            (out / name).unlink(missing_ok=True)
+    info = ModelInfo(config.algo, config.env_id, env_cfg, code_version(), config.policy)
+    write_json(
+        out / "config.json",
+        {
+            "train": config.to_json(),
+            "env_config": info.to_json()["env_config"],
+            "seed": config.seed,
+            "code_version": info.code_version,
+            "resumed_from_steps": start_steps,
+        },
+    )
+    run = start_run(out, config.to_json(), "train", config.wandb_mode, config.wandb_project)
+    venv = make_training_vec_env(
+        config.env_id, config.env_overrides_for(TRAIN_SPLIT), config.n_envs, config.vec, config.seed + start_steps
+    )
+    try:
+        model = build_model(config, venv)
+        bc = None
+        if resume_from is not None:
+            model.set_parameters(str(resume_from[0]), exact_match=True, device="cpu")
+            model.num_timesteps = start_steps
+            log.info("resumed from %s (%d steps)", resume_from[0], start_steps)
+        elif config.bc_warm_start_steps:
+            bc_env = make_env(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
+            bc = warm_start(
+                model,
+                bc_env,
+                BCConfig(
+                    experts=config.bc_expert,
+                    samples=config.bc_warm_start_steps,
+                    epochs=config.bc_epochs,
+                    gamma=config.gamma,
+                    seed=config.training_seeds[-1],
+                ),
+            )
+            bc_env.close()
+            run.log({f"bc/{k}": float(v) for k, v in vars(bc).items()}, step=0)
+        evaluator = _validation(config)
+        baselines = baseline_policies(config.eval_baselines, config.seed)
+        callbacks, curve, evaluation = _callbacks(config, out, run, evaluator, baselines, info, model, start_steps)
+        if resume_from is not None and evaluation is not None:
+            evaluation.restore(out / "eval_history.csv", start_steps)
+        model.learn(
+            total_timesteps=config.steps - start_steps,
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=resume_from is None,
+        )
+        model_path = save_model(model, out / "model.zip", info)
+        table, best_path = _final_table(evaluator, evaluation, baselines, model, out / "best_model.zip", info)
+        eval_path = write_csv(out / "eval.csv", table)
+        write_csv(out / "eval_summary.csv", summarise(table))
+        episodes = curve.frame()
+        curve_path = write_csv(out / "learning_curve.csv", episodes)
+        history = evaluation.frame() if evaluation is not None else table.assign(timesteps=model.num_timesteps)
+        plot_learning_curve(episodes, history, out / "learning_curve.png")
+        metrics = {f"{p}_avg_jct_s": mean_avg_jct(table, p) for p in table["policy"].unique()}
+        wall = time.perf_counter() - start
+        _log_final(run, table, metrics, out, model.num_timesteps)
+    finally:
+        venv.close()
+        finish_run(run)
+    result = TrainResult(out, model_path, best_path, curve_path, eval_path, metrics, int(model.num_timesteps), wall, bc)
+    write_json(
+        out / "result.json",
+        {
+            "metrics": metrics,
+            "timesteps": result.timesteps,
+            "wall_s": wall,
+            "resumed_from_steps": start_steps,
+            "bc": bc,
+            "model": str(model_path),
+            "best_model": str(best_path) if best_path else None,
+        },
+    )
+    log.info(
+        "trained %d steps in %.0f s: %s",
+        result.timesteps,
+        wall,
+        ", ".join(f"{k} {v / 3600:.2f} h" for k, v in metrics.items() if math.isfinite(v)),
+    )
+    return result
+
+
+def _final_table(
+    evaluator: Evaluator,
+    evaluation: ArenaEvalCallback | None,
+    baselines: Mapping[str, Any],
+    model: Any,
+    best_path: Path,
+    info: ModelInfo,
+) -> tuple[pd.DataFrame, Path | None]:
+    """The final model, the best one (best validation score, the final model included) and the baselines.
+
+    Returns the table (one row per policy and workload) and the best model's path (None when no
+    evaluated model finished every job).
+    """
+    agent = evaluator.run(model_policy(model, info.env_config), "agent")
+    baseline_table = evaluation.baseline_table if evaluation is not None else evaluator.score(baselines)
+    score = selection_score(pd.concat([agent, baseline_table], ignore_index=True), "agent")
+    if math.isfinite(score) and score <= (evaluation.best if evaluation is not None else math.inf):
+        save_model(model, best_path, info)
+        best = agent.assign(policy="agent-best")
+    elif best_path.is_file():
+        best = evaluator.run(model_policy(load_model(best_path)[0], info.env_config), "agent-best")
+    else:
+        best = None
+    parts = [agent] + ([best] if best is not None else []) + [baseline_table]
+    return pd.concat(parts, ignore_index=True), best_path if best is not None else None
+
+
+def _log_final(run: Any, table: pd.DataFrame, metrics: Mapping[str, float], out: Path, timesteps: int) -> None:
+    import wandb
+
+    data: dict[str, Any] = {f"final/{k}": v for k, v in metrics.items() if math.isfinite(v)}
+    data["final/eval_table"] = wandb.Table(dataframe=table)
+    data["final/learning_curve"] = wandb.Image(str(out / "learning_curve.png"))
+    run.log(data, step=timesteps)

@@ -1,0 +1,13 @@
+"""The built-in performance models, registered under their names (the ``arena_gym.catalogues`` entry point)."""
+
+from __future__ import annotations
+
+from arena_gym.registry import perf_registry
+
+
+def register() -> None:
+    """Register the estimator and the ``measured:CSV`` / ``profiled:PROFILE.json`` prefixes."""
+    registry = perf_registry()
+    registry.register("estimator", "estimator:default_perf_model", description="AP-tailored estimator (built in)")
+    registry.register_prefix("measured", "estimator.measured:measured_perf_model")
+    registry.register_prefix("profiled", "estimator.profiled:profiled_perf_model")

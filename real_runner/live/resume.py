@@ -1,0 +1,122 @@
+"""Resume: a new controller rebuilds an interrupted deployment from its journal and takes over its processes.
+
+The journal's operation log is replayed into the fresh cluster core (the event log comes back
+exactly); every generation the journal lists is reattached to (its ranks still run) or found gone;
+a leftover generation is stopped, what a gone one wrote while no controller watched is read, and
+every unfinished job that held devices but has no process left is relaunched from its latest
+checkpoint on the same devices (a FAIL when it had been running).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arena_gym.core.oplog import Fail, Submit, replay
+from arena_gym.types import JobId, JobStatus
+from real_runner.live.codec import alloc_from_dict
+from real_runner.live.core import LiveCore, LiveError
+from real_runner.live.devices import DeviceMap
+from real_runner.live.generations import Generation, LiveJob
+from real_runner.live.journal import GenerationRow
+from real_runner.live.processes import Processes, latest_checkpoint
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What the journal says besides the core's state: the jobs submitted, the decisions made and their wall time."""
+
+    submitted: frozenset[JobId]
+    decisions: int
+    decide_wall_s: float
+
+
+def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
+    """Rebuild ``core`` from its journal and take over the generations of ``processes``' jobs.
+
+    A job found finished while no controller watched departs through ``processes.reader`` (as any completion).
+    """
+    journal = core.journal
+    ops = journal.ops()
+    replay(ops, core.state)
+    core.start(float(journal.meta("t0")), ops[-1].t if ops else 0.0)
+    for job_id, offset in journal.offsets().items():
+        if JobId(job_id) in processes.jobs:
+            processes.jobs[JobId(job_id)].tail.offset = offset
+    rows: dict[str, list[GenerationRow]] = {}
+    for row in journal.generations():
+        rows.setdefault(row.job_id, []).append(row)
+    with journal.transaction():
+        for job_id, job in processes.jobs.items():
+            job.ckpt_step = next((s for s, _ in reversed(journal.checkpoints(job_id))), None)
+            _take_over(core, processes, devices, job, rows.get(job_id, []))
+        journal.set_meta("status", "running")
+    log.info("resumed the deployment at t=%.1f s: %d job(s) unfinished", core.t, core.state.unfinished)
+    return Resumed(
+        frozenset(op.job_id for op in ops if isinstance(op, Submit)),
+        int(journal.meta("decisions", 0)),
+        float(journal.meta("decide_wall_s", 0.0)),
+    )
+
+
+def _take_over(
+    core: LiveCore,
+    processes: Processes,
+    devices: DeviceMap,
+    job: LiveJob,
+    rows: Sequence[GenerationRow],
+) -> None:
+    """Reattach to or stop every generation of ``job`` the journal lists; relaunch its current one if it is gone."""
+    job_id, state = job.spec.job_id, core.state
+    view = state.view(job_id)
+    job.number = max((r.gen for r in rows), default=0)
+    holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)  # a finished job's view keeps its allocation
+    current = rows[-1] if rows and holds else None
+    if holds and (current is None or alloc_from_dict(current.data["alloc"]) != view.allocation):
+        raise LiveError(f"journal {core.journal.path}: job {job_id} holds devices but its generation is not journaled")
+    for row in rows:
+        if row.phase == "exited" and row is not current:
+            continue
+        gen = Generation.from_row(row)
+        handle = (
+            processes.launcher.reattach(processes.request(job, gen), row.data.get("handle") or {})
+            if row.phase != "exited"
+            else None
+        )
+        if row is current:
+            devices.restore(job_id, gen.slots)
+            job.current = gen
+        if handle is None:
+            gen.phase = "exited"
+            processes.put(gen)
+            continue
+        gen.handle, gen.launched_at = handle, core.t
+        job.gens.append(gen)
+        if row is current and row.phase in ("planned", "held", "released"):
+            gen.phase = "released" if row.phase == "released" else "held"
+            if gen.phase == "released":
+                gen.released_at = gen.last_record_at = core.t
+                handle.release()  # idempotent: the crash may have come between the journal entry and the release
+            log.info("job %s: reattached to generation %d (pids %s)", job_id, gen.number, list(handle.pids))
+        else:
+            gen.phase = row.phase if row.phase != "planned" else "held"
+            gen.released_at = core.t if row.phase in ("released", "stopping") else math.nan
+            processes.stop(gen, core.t)
+            log.info("job %s: stopping leftover generation %d (pids %s)", job_id, gen.number, list(handle.pids))
+        processes.put(gen)
+    gone = job.current
+    if gone is None or gone.phase != "exited" or state.status(job_id) is JobStatus.FINISHED:
+        return
+    if current is not None and current.data.get("released_at") is not None:
+        processes.reader.read(job, gone)  # what it wrote while no controller watched (its completion too)
+    if state.status(job_id) is JobStatus.FINISHED:
+        return
+    if state.status(job_id) is JobStatus.RUNNING:
+        step = latest_checkpoint(job)
+        core.op(Fail(core.t, job_id, step, "its processes ended while no controller ran"))
+        log.info("job %s: its generation %d is gone; relaunching from step %d", job_id, gone.number, step)
+    processes.plan(job, gone.alloc, gone.slots, gone.executed)

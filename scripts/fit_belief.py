@@ -1,0 +1,63 @@
+"""Fit the beliefs over unknown work and write them to the package data folder (agents/search/data/).
+
+Usage::
+
+    python scripts/fit_belief.py                      # belief-real.json and belief-synthetic.json
+    python scripts/fit_belief.py --kind synthetic     # one of them (real needs ../shared/data)
+    python scripts/fit_belief.py --data-dir DIR --out DIR
+
+Prints, for the real belief, the held-out log-likelihood of every (unit, levels) candidate on
+the validation split (the fit keeps the best one), and what each file holds. A missing data
+folder is a one-line error (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from agents.search.belief import DATA_DIR, KINDS, WorkBelief
+from agents.search.fitting import fit_belief
+
+
+def describe(belief: WorkBelief, path: Path) -> str:
+    """What a fitted file holds, for the terminal."""
+    p = belief.provenance
+    levels = " > ".join((*belief.levels, "pooled"))
+    prior = belief.arrivals.rate_shape / belief.arrivals.rate_s * 3600
+    lines = [
+        f"{path.name}: {path.stat().st_size / 1024:.1f} KiB, {p.jobs} jobs of {p.env} ({p.split} split)",
+        f"  unit {belief.unit}, groups {levels}: {len(belief.groups)} groups (at least {belief.min_group_jobs} jobs)",
+        f"  arrivals: rate prior Gamma(shape {belief.arrivals.rate_shape:g}, rate {belief.arrivals.rate_s:g} s), "
+        f"mean {prior:.2f} jobs/h from {belief.arrivals.windows} windows; mix of {len(belief.arrivals.mix)} configurations",
+        f"  {len(belief.references.entries)} reference iteration times; code {p.code_version}",
+    ]
+    if belief.selection:
+        lines.append(f"  held-out log-likelihood of total iterations ({belief.selection[0].jobs} jobs, nats per job):")
+        lines.append(f"    {'unit':<20} {'levels':<22} {'loglik':>9} {'se of diff':>10}")
+        for c in belief.selection:
+            lines.append(f"    {c.unit:<20} {' > '.join(c.levels) or 'pooled':<22} {c.loglik:>9.4f} {c.se:>10.4f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", choices=(*KINDS, "all"), default="all", help="which belief to fit (default: all)")
+    parser.add_argument("--data-dir", default="../shared/data", help="the real data folder (default ../shared/data)")
+    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default: the package data folder)")
+    args = parser.parse_args(argv)
+    kinds = KINDS if args.kind == "all" else (args.kind,)
+    if "real" in kinds and not os.path.isdir(args.data_dir):
+        print(f"error: --data-dir {args.data_dir}: no such folder (the real belief needs the traces)", file=sys.stderr)
+        return 2
+    for kind in kinds:
+        belief = fit_belief(kind, args.data_dir)
+        path = belief.save(args.out / f"belief-{kind}.json")
+        print(describe(belief, path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""The episode's work scale: inferred from finished jobs (exact) and running ones (censored), and used by the samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.search import default_belief
+from agents.search.adaptive import EpisodeScale, Observation
+from agents.search.arrivals import JobAttributes
+from arena_gym.types import ModelRef
+
+JOB = JobAttributes(ModelRef("gpt", "1.3B"), 128, None, None, reference_s=1.0)
+
+
+@pytest.fixture(scope="module")
+def belief():
+    return default_belief("synthetic")  # one log-normal of iterations
+
+
+@pytest.mark.parametrize("log_theta", [-2.0, 0.0, 1.5])
+def test_finished_jobs_reveal_the_scale(belief, log_theta: float) -> None:
+    rng = np.random.default_rng(0)
+    totals = belief.sample_total([JOB] * 30, np.zeros(30), rng, log_scale=log_theta)[:, 0]
+    seen = {f"j{i}": Observation(JOB, float(t), True) for i, t in enumerate(totals)}
+    scale = EpisodeScale(belief)
+    weights = scale.posterior(seen)
+    mean = float(np.dot(weights, scale.grid))
+    assert abs(mean - log_theta) < 0.6 and weights.sum() == pytest.approx(1.0)
+
+
+def test_running_jobs_only_push_the_scale_up_and_nothing_seen_is_the_prior(belief) -> None:
+    scale = EpisodeScale(belief)
+    prior = scale.posterior({})
+    assert float(np.dot(prior, scale.grid)) == pytest.approx(0.0, abs=1e-9)
+    median = float(np.median(belief.sample_total(JOB, 0.0, np.random.default_rng(1), n=200)))
+    seen = {f"r{i}": Observation(JOB, 5 * median, False) for i in range(5)}  # still running far past the median
+    assert float(np.dot(scale.posterior(seen), scale.grid)) > 0.5
+
+
+def test_scaled_samples_never_fall_below_the_attained(belief) -> None:
+    rng = np.random.default_rng(2)
+    for log_theta in (-3.0, 0.0, 3.0):
+        draws = belief.sample_total([JOB] * 4, [0.0, 10.0, 1e4, 1e7], rng, n=50, log_scale=log_theta)
+        assert (draws > np.array([0.0, 10.0, 1e4, 1e7])[:, None]).all()
+    base = np.median(belief.sample_total(JOB, 0.0, np.random.default_rng(3), n=400))
+    scaled = np.median(belief.sample_total(JOB, 0.0, np.random.default_rng(3), n=400, log_scale=1.0))
+    assert scaled / base == pytest.approx(np.e, rel=0.05)
+
+
+def test_bad_settings_are_refused(belief) -> None:
+    with pytest.raises(ValueError, match="prior_sd must be > 0"):
+        EpisodeScale(belief, prior_sd=0.0)
+    with pytest.raises(ValueError, match="at least two points"):
+        EpisodeScale(belief, grid=(0.0,))

@@ -1,0 +1,103 @@
+"""The lookahead policy: the base decision unless a candidate wins in the worlds; seeded; the oracle plans on the truth."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from agents.search.lookahead import Lookahead, LookaheadConfig
+from arena_gym.cluster import load_cluster
+from arena_gym.harness import load_jobs
+from arena_gym.loop import run_episode
+from arena_gym.registry import make_perf, make_policy
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import Snapshot
+
+TRACE = "synthetic:mix=testbed,n_jobs=24,rate_per_h=90,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
+#: A small search: two worlds, a one-hour horizon.
+SMALL = {"worlds": 2, "horizon_s": 3600.0, "belief": "synthetic"}
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    cluster = load_cluster("testbed-64")
+    perf = make_perf("estimator", cluster)
+    return cluster, perf, load_jobs(TRACE, cluster, perf, seed=4)
+
+
+def _run(policy, testbed, jobs=None):
+    cluster, perf, workload = testbed
+    backend = SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search))
+    return run_episode(backend, policy, jobs if jobs is not None else workload)
+
+
+def test_without_candidates_it_is_the_base_policy(testbed) -> None:
+    lookahead = Lookahead(candidates=(), **SMALL)
+    assert _run(lookahead, testbed).events == _run(make_policy("arena"), testbed).events
+    assert lookahead.searched == 0
+
+
+def test_it_searches_where_proposals_differ_and_is_seeded(testbed) -> None:
+    runs = [Lookahead(rng=np.random.default_rng(7), **SMALL) for _ in range(2)]
+    records = [_run(p, testbed) for p in runs]
+    assert records[0].events == records[1].events  # same seed, same decisions
+    assert runs[0].searched > 0 and runs[0].changed <= runs[0].searched
+    again = _run(runs[0], testbed)  # reset() restarts the random stream
+    assert again.events == records[0].events
+
+
+def test_a_non_clairvoyant_search_refuses_clairvoyant_policies() -> None:
+    with pytest.raises(ValueError, match=r"cannot use clairvoyant policies \(srtf\)"):
+        Lookahead(candidates=("srtf",))
+    assert Lookahead(oracle=True, candidates=("srtf",)).clairvoyant
+
+
+def test_proposers_may_roll_their_own_proposals_forward(testbed) -> None:
+    with pytest.raises(ValueError, match="rollout must be 'base' or 'proposer'"):
+        LookaheadConfig(rollout="other")
+    policy = Lookahead(rollout="proposer", rng=np.random.default_rng(3), **SMALL)
+    record = _run(policy, testbed)
+    assert policy.searched > 0 and len([e for e in record.events if e.kind.value == "finish"]) == len(record.jobs)
+
+
+def test_an_infinite_margin_never_changes_the_base_decision(testbed) -> None:
+    with pytest.raises(ValueError, match="margin must be in"):
+        LookaheadConfig(margin=1.0)
+    strict = Lookahead(margin=0.999999, **SMALL)
+    assert _run(strict, testbed).events == _run(make_policy("arena"), testbed).events
+
+
+def test_the_first_decisions_ignore_the_true_future(testbed) -> None:
+    _, _, jobs = testbed
+    cut = jobs[3].submit_time
+    other = tuple(dataclasses.replace(j, submit_time=j.submit_time + 900.0) if j.submit_time > cut else j for j in jobs)
+
+    class Logged(Lookahead):
+        def decide(self, snapshot: Snapshot):
+            decision = super().decide(snapshot)
+            self.log.append((snapshot.now, decision))
+            return decision
+
+    runs = []
+    for workload in (jobs, other):
+        policy = Logged(rng=np.random.default_rng(1), **SMALL)
+        policy.log = []
+        _run(policy, testbed, workload)
+        runs.append([d for t, d in policy.log if t <= cut])
+    assert len(runs[0]) >= 3 and runs[0] == runs[1]
+
+
+def test_the_oracle_is_clairvoyant_and_needs_the_true_world(testbed) -> None:
+    oracle = make_policy("lookahead-oracle")
+    assert oracle.clairvoyant and not make_policy("lookahead").clairvoyant
+    record = _run(Lookahead(oracle=True, **SMALL), testbed)
+    assert record.clairvoyant and len([e for e in record.events if e.kind.value == "finish"]) == len(record.jobs)
+    cluster, perf, jobs = testbed
+    snapshot = SimBackend(cluster, perf).reset(jobs)
+    assert snapshot is not None
+    blind = Lookahead(oracle=True, base="fcfs", candidates=("arena",), **SMALL)  # Arena grows the first job: a search
+    blind.reset()
+    with pytest.raises(ValueError, match="cannot fork"):
+        blind.decide(dataclasses.replace(snapshot, fork=None))

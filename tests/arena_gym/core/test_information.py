@@ -1,0 +1,144 @@
+"""Information sets: a non-clairvoyant policy cannot read a job's true length; its decisions cannot depend on it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from arena_gym.cluster import load_cluster
+from arena_gym.core.information import Masker, information_set, is_clairvoyant
+from arena_gym.harness import load_jobs
+from arena_gym.loop import run_episode
+from arena_gym.records import EventKind
+from arena_gym.registry import make_perf, make_policy, policy_registry
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import Decision, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
+from tests.agents.baseline_cases import TINY
+from tests.helpers import job, uniform_model
+
+#: Every registered policy that does not declare clairvoyance (the learned one needs a model file).
+NON_CLAIRVOYANT = sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name)))
+
+
+class Recorder:
+    """Declares nothing (non-clairvoyant) and keeps the first snapshot's views; decides nothing."""
+
+    name, ap_search = "recorder", "pruned"
+
+    def __init__(self) -> None:
+        self.seen: list[Snapshot] = []
+
+    def reset(self) -> None:
+        self.seen.clear()
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        self.seen.append(snapshot)
+        view = next(iter(snapshot.pending))
+        with pytest.raises(HiddenInformation, match="policy 'recorder' is not clairvoyant: JobSpec.iterations"):
+            _ = view.spec.iterations
+        with pytest.raises(HiddenInformation, match="JobView.remaining_iterations"):
+            view.remaining_iterations(snapshot.now)
+        with pytest.raises(HiddenInformation):  # not an AttributeError: a default cannot hide the read
+            getattr(view.spec, "iterations", None)
+        assert isinstance(view.spec, JobSpec) and view.spec.global_batch == 128 and view.spec.requested_gpus == 2
+        assert view.iterations_done(snapshot.now) == 0.0 and view.attained_gpu_seconds(snapshot.now) == 0.0
+        assert snapshot.fork is None  # the true backend is withheld
+        return Decision()
+
+
+def test_a_non_clairvoyant_policy_cannot_read_the_true_length() -> None:
+    policy = Recorder()
+    run_episode(SimBackend(TINY, uniform_model()), policy, [job("a", 0.0, 50, "a40", 2)])
+    assert policy.seen
+
+
+def test_a_clairvoyant_policy_sees_the_truth() -> None:
+    class Oracle(Recorder):
+        clairvoyant = True
+
+        def decide(self, snapshot: Snapshot) -> Decision:
+            view = next(iter(snapshot.pending))
+            assert view.spec.iterations == 50 and view.remaining_iterations(snapshot.now) == 50
+            assert snapshot.fork is not None and snapshot.fork().state.view(view.job_id).spec.iterations == 50
+            self.seen.append(snapshot)
+            return Decision()
+
+    policy = Oracle()
+    run_episode(SimBackend(TINY, uniform_model()), policy, [job("a", 0.0, 50, "a40", 2)])
+    assert policy.seen and information_set(policy)(policy.seen[0]) is policy.seen[0]
+
+
+def test_hidden_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> None:
+    backend = SimBackend(TINY, uniform_model())
+    snapshot = backend.reset([job("a", 0.0, 50, "a40", 2)])
+    assert snapshot is not None
+    view = snapshot.pending[0]
+    masker = Masker("m")
+    hidden = masker.view(view)
+    assert masker.view(view) is hidden and masker.spec(view.spec) is hidden.spec  # memoised
+    assert isinstance(hidden.spec, HiddenSpec) and hidden.spec == HiddenSpec.of(view.spec, "m")
+    assert {f.name: getattr(hidden, f.name) for f in dataclasses.fields(hidden) if f.name != "spec"} == {
+        f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "spec"
+    }
+    shown = masker.snapshot(snapshot)
+    assert len(shown.pending) == 1 and shown.pending.get("a") is hidden and tuple(shown.pending) == (hidden,)
+    assert shown.pending.requesting("a40")[0] is hidden and list(shown.pending.by_config().values())[0][0] is hidden
+    running = dataclasses.replace(view, status=JobStatus.RUNNING, rate=1.0, run_start=0.0)
+    assert running.iterations_done(80.0) == 50  # the truth caps progress at the length...
+    assert masker.view(running).iterations_done(80.0) == 80.0  # ...a hidden view cannot (it would tell it)
+
+
+def _perturbed(jobs: tuple[JobSpec, ...], seed: int) -> tuple[JobSpec, ...]:
+    factors = np.random.default_rng(seed).uniform(0.3, 3.0, len(jobs))
+    return tuple(dataclasses.replace(j, iterations=max(1, int(j.iterations * f))) for j, f in zip(jobs, factors))
+
+
+def _until_first_finish(backend: SimBackend, policy, jobs) -> list[tuple]:
+    """The events before the first completion, deciding as the loop does (the policy's information set applied)."""
+    policy.reset()
+    shown = information_set(policy)
+    snapshot = backend.reset(jobs)
+    while snapshot is not None and not snapshot.departures:
+        backend.apply(policy.decide(shown(snapshot)))
+        snapshot = backend.advance()
+    assert snapshot is not None, "the episode ended before any job finished"
+    first = min(e.time for e in backend.events if e.kind is EventKind.FINISH)
+    return [(e.time, e.kind, e.job_id, e.shape) for e in backend.events if e.time < first]
+
+
+@pytest.mark.parametrize("name", NON_CLAIRVOYANT)
+def test_decisions_do_not_depend_on_the_true_lengths_until_a_job_finishes(name: str) -> None:
+    cluster = load_cluster("testbed-64")
+    perf = make_perf("estimator", cluster)
+    trace = (
+        "synthetic:mix=testbed,n_jobs=40,rate_per_h=120,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
+    )
+    jobs = load_jobs(trace, cluster, perf, seed=3)
+    runs = []
+    for workload in (jobs, _perturbed(jobs, 1)):
+        policy = make_policy(name)
+        runs.append(
+            _until_first_finish(
+                SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search)), policy, workload
+            )
+        )
+    truth, perturbed = runs
+    prefix = min(len(truth), len(perturbed))
+    assert sum(e[1] is EventKind.ALLOCATE for e in truth[:prefix]) >= 5  # the prefix holds real decisions
+    assert truth[:prefix] == perturbed[:prefix]
+
+
+def test_hidden_specs_copy_and_pickle_without_the_length() -> None:
+    import copy
+    import pickle
+
+    spec = job("a", 0.0, 12345, "a40", 2)
+    hidden = HiddenSpec.of(spec, "m")
+    data = pickle.dumps(hidden)
+    assert b"12345" not in data and pickle.dumps(12345)[2:-1] not in data
+    for twin in (copy.deepcopy(hidden), copy.copy(hidden), pickle.loads(data)):
+        assert twin == hidden and twin.model == spec.model and twin.deadline is None
+        with pytest.raises(HiddenInformation):
+            _ = twin.iterations

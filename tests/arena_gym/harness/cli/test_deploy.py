@@ -1,0 +1,65 @@
+"""``arena-gym deploy`` refuses bad input with one line and exit code 2, before any process starts or file is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena_gym.harness.cli import main
+from real_runner.live.journal import Journal
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    code = main(["deploy", *args])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "nope"], "unknown policy 'nope'"),
+        (["--testbed", "cpu-9"], "unknown testbed 'cpu-9'"),
+        (["--trace", "live:work=0"], "work must be in"),
+        (["--time-scale", "-1"], "--time-scale: must be finite and > 0"),
+        (["--launcher", "slurm"], "invalid choice: 'slurm'"),
+        (["--perf", "noisy:"], "needs an argument"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message) -> None:
+    out = tmp_path / "out"
+    code, err = run(capsys, *args, "--out", str(out))
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_jobs_the_runner_cannot_train_or_machines_it_cannot_reach_are_refused(tmp_path, capsys) -> None:
+    trace = tmp_path / "moe.csv"
+    trace.write_text(
+        "job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s\nm1,0,moe__2.4B,32,10,cpu,1,\n"
+    )
+    code, err = run(capsys, "--trace", str(trace), "--out", str(tmp_path / "a"))
+    assert code == 2 and "the runner cannot train moe__2.4B" in err
+    lab = tmp_path / "lab.json"
+    lab.write_text(json.dumps({"device_type": "a100", "nodes": [{"host": "10.0.0.1", "devices": [0]}]}))
+    code, err = run(capsys, "--testbed", str(lab), "--trace", "live:gpu_type=a100", "--out", str(tmp_path / "b"))
+    assert code == 2 and "names host(s) 10.0.0.1; use the ray launcher" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_resume_takes_its_settings_from_the_journal_and_an_unfinished_one_is_not_overwritten(tmp_path, capsys) -> None:
+    code, err = run(capsys, "--resume", str(tmp_path))
+    assert code == 2 and "no deployment journal" in err
+    journal = Journal(tmp_path / Journal.FILENAME)
+    with journal.transaction():
+        journal.set_meta("status", "running")
+    journal.close()
+    code, err = run(capsys, "--resume", str(tmp_path), "--policy", "fcfs", "--round", "5")
+    assert code == 2 and "drop --policy, --round" in err
+    code, err = run(capsys, "--resume", str(tmp_path))
+    assert code == 2 and "holds no deployment settings" in err
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, err = run(capsys, "--testbed", "cpu-1", "--trace", "live:n_jobs=1", "--out", str(tmp_path))
+    assert code == 2 and "holds an unfinished deployment (running); resume it with --resume" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

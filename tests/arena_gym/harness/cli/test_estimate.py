@@ -1,0 +1,117 @@
+"""Smoke tests of ``arena-gym estimate query | validate | calibrate``."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+import pytest
+
+from arena_gym.harness.cli.estimate import configure
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="arena-gym estimate")
+    configure(parser)
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def small_measured(path) -> str:
+    rows = [
+        "family,size,global_batch,gpu_type,num_nodes,gpus_per_node,num_gpus,iter_time_s,oom",
+        "gpt,760M,128,a100,1,1,1,6.57527,0",
+        "gpt,760M,128,a100,1,2,2,3.439135,0",
+        "gpt,760M,128,a40,2,2,4,4.548393,0",
+        "moe,690M,256,v100,1,2,2,4.452997,0",
+        "gpt,15B,256,v100,1,16,16,,1",
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_query_prints_the_grid_table(capsys):
+    assert run(["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "a100", "--pareto", "a100:1x4:2"]) == 0
+    out = capsys.readouterr().out
+    assert "gpt__1.3B" in out and "a100:2x4" in out and "*" in out and "Pareto set" in out and "GiB/GPU" in out
+
+
+def test_validate_writes_predictions(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    out = tmp_path / "pred.csv"
+    assert run(["validate", "--measured", measured, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "MAPE" in text and "by GPU count" in text and "by GPU type" in text and "by model family" in text
+    frame = pd.read_csv(out)
+    assert list(frame.columns[:9]) == [
+        "family",
+        "size",
+        "global_batch",
+        "gpu_type",
+        "num_nodes",
+        "gpus_per_node",
+        "num_gpus",
+        "iter_time_s",
+        "oom",
+    ]
+    assert {"predicted_iter_time_s", "predicted_oom"} <= set(frame.columns)
+    assert set(frame["predicted_oom"]) <= {0, 1} and len(frame) == 5
+
+
+def test_calibrate_writes_parameters(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    out = tmp_path / "p.json"
+    assert run(["calibrate", "--measured", measured, "--out", str(out), "--max-evals", "2"]) == 0
+    from estimator.params import EstimatorParams
+
+    params = EstimatorParams.load(out)
+    assert "a100-40gb" in params.gpu_types and "parameters written" in capsys.readouterr().out
+    assert params.dp_memory == {}
+
+
+def test_validate_checks_a_dp_memory_table(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    dp = tmp_path / "dp.csv"
+    dp.write_text("family,size,global_batch,num_gpus,mem_per_gpu_gb,oom\ngpt,1.3B,256,4,15.7,0\ngpt,1.3B,128,1,,1\n")
+    assert run(["validate", "--measured", measured, "--dp-memory", str(dp)]) == 0
+    out = capsys.readouterr().out
+    assert "DP memory need: MAPE" in out and "over 1 profiled rows" in out and "/8 " in out
+
+
+def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
+    measured = small_measured(tmp_path / "m.csv")
+    dp = tmp_path / "dp.csv"
+    rows = ["family,size,global_batch,num_gpus,mem_per_gpu_gb,oom"]
+    for n, need in ((2, 23.9), (4, 15.7), (8, 11.8), (16, 9.9)):
+        rows.append(f"gpt,1.3B,256,{n},{need},0")
+    rows += ["gpt,1.3B,512,8,13.7,0", "gpt,1.3B,512,16,10.8,0", "gpt,1.3B,128,1,,1"]
+    dp.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "p.json"
+    assert (
+        run(["calibrate", "--measured", measured, "--dp-memory", str(dp), "--out", str(out), "--max-evals", "2"]) == 0
+    )
+    from estimator.params import EstimatorParams
+
+    fitted = EstimatorParams.load(out).dp_memory["transformer"]
+    assert fitted.sharded_bytes > 0 and fitted.act_factor > 0
+    assert "DP memory of transformer" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["query", "--model", "gpt__9Z", "--batch", "128"], "unknown model 'gpt__9Z'"),
+        (["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "z100"], "unknown GPU type 'z100'"),
+        (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
+        (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+        (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+        (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
+        ([], "choose an action"),
+    ],
+)
+def test_bad_input_is_one_line(argv, needle, capsys):
+    from arena_gym.harness.cli import main
+
+    assert main(["estimate", *argv]) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith("arena-gym estimate: error:") and needle in message and "\n" not in message

@@ -1,0 +1,133 @@
+"""Smoke runs of ``arena-gym train`` with a tiny budget (wandb disabled), and its argument errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from arena_gym.harness.cli import main
+from tests.helpers import load_script
+from tests.rl_cases import ENV_ID
+
+
+def _train_args(tmp_path: Path, env_overrides: dict, algo: str, *extra: str) -> list[str]:
+    args = [
+        "train",
+        "--algo",
+        algo,
+        "--env",
+        ENV_ID,
+        "--steps",
+        "256",
+        "--n-envs",
+        "1",
+        "--vec",
+        "dummy",
+        "--n-steps",
+        "128",
+        "--batch-size",
+        "64",
+        "--eval-every",
+        "0",
+        "--eval-seeds",
+        "1000",
+        "--checkpoint-every",
+        "128",
+        "--baselines",
+        "fcfs",
+        "--no-progress",
+        "--out",
+        str(tmp_path / algo),
+    ]
+    for key, value in env_overrides.items():
+        args += ["--env-arg", f"{key}={value}"]
+    return args + list(extra)
+
+
+@pytest.mark.parametrize("algo", ["maskable_ppo", "ppo", "dqn"])
+def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pytest.CaptureFixture[str]) -> None:
+    extra = ("--env-arg", "invalid_action_penalty=0.5") if algo == "dqn" else ()
+    assert main(_train_args(tmp_path, env_overrides, algo, *extra)) == 0
+    out = tmp_path / algo
+    assert "model:" in capsys.readouterr().out
+    config = json.loads((out / "config.json").read_text())
+    assert config["seed"] == 0 and config["code_version"] and config["train"]["algo"] == algo
+    assert config["env_config"]["trace"] == env_overrides["trace"]
+    for name in (
+        "model.zip",
+        "learning_curve.csv",
+        "learning_curve.png",
+        "eval.csv",
+        "eval_summary.csv",
+        "checkpoints/model_128_steps.zip",
+        "checkpoints/arena_gym.json",
+    ):
+        assert (out / name).is_file(), name
+    table = pd.read_csv(out / "eval.csv")
+    assert {"agent", "fcfs"} <= set(table["policy"]) <= {"agent", "agent-best", "fcfs"}
+    assert (table["seed"] == 1000).all() and (table["jobs_total"] == 8).all()
+    assert (table.loc[table["policy"] == "fcfs", "jobs_finished"] == 8).all()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--steps", "0"], "steps"),
+        (["--batch-size", "0"], "batch_size must be >= 2"),
+        (["--net-arch", "0"], "net_arch needs one or more layer sizes >= 1"),
+        (["--net-arch", "64,0"], "net_arch"),
+        (["--lr", "nan"], "learning_rate"),
+        (["--gamma", "1.5"], "gamma"),
+        (["--algo", "dqn", "--bc-steps", "10"], "actor-critic"),
+        (["--env", "ArenaGym/Nope-v0"], "unknown env"),
+        (["--env-arg", "no_such_field=1"], "unknown EnvConfig field"),
+        (["--env-arg", "oops"], "KEY=VALUE"),
+        (["--env-arg", "reward_scale=nan"], "reward_scale must be finite"),
+        (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be a bool"),
+        (["--env-arg", 'max_pending="8"'], "EnvConfig.max_pending must be an integer"),
+        (["--env-arg", "split=test"], "may not set split"),
+        (["--algo-arg", "x"], "KEY=VALUE"),
+        (["--seed", "-1"], "seed must be >= 0, got -1"),
+        (["--eval-seeds", "5,-2"], "eval_seeds must be >= 0, got -2"),
+        (["--env-arg", "seed=-1"], "EnvConfig: seed must be >= 0, got -1"),
+        (["--env-arg", "max_pending=1000000000"], "EnvConfig: max_pending must be in [1, 1024], got 1000000000"),
+        (["--resume", "/nonexistent/run"], "no config.json"),
+    ],
+)
+def test_train_bad_arguments_fail_at_once(
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["train", "--no-progress", "--out", str(tmp_path / "bad"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("arena-gym train: error:") and message in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "bad").exists()  # refused before anything was started
+
+
+@pytest.mark.timeout(180)
+def test_train_with_subprocess_envs(tmp_path: Path, env_overrides: dict) -> None:
+    args = _train_args(tmp_path, env_overrides, "maskable_ppo")
+    args[args.index("--n-envs") + 1] = "2"
+    args[args.index("--vec") + 1] = "subproc"
+    args[args.index("--steps") + 1] = "256"
+    assert main(args) == 0
+    assert {"agent", "fcfs"} <= set(pd.read_csv(tmp_path / "maskable_ppo" / "eval.csv")["policy"])
+
+
+def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from agents.rl.config import TrainConfig, config_from_args
+    from arena_gym.harness.cli import build_parser
+
+    script = load_script("train_agent")
+    monkeypatch.setattr("sys.argv", ["train_agent.py"])
+    script_args = script.parse_args()
+    cli_args = build_parser().parse_args(["train"])
+    defaults = TrainConfig()
+    assert config_from_args(script_args) == config_from_args(cli_args) == defaults
+    for f in dataclasses.fields(TrainConfig):
+        assert hasattr(script_args, f.name) and hasattr(cli_args, f.name), f.name

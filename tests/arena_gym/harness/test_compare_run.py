@@ -1,0 +1,78 @@
+"""compare(): policies x traces x seeds into run directories and one leaderboard, equal to single runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+import pytest
+
+from arena_gym.cluster import load_cluster
+from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.experiment import RunConfig, load_jobs, run
+from arena_gym.metrics import WALL_CLOCK_KEYS
+from arena_gym.registry import make_perf
+
+TRACES = ("synthetic:n_jobs=24", "synthetic:n_jobs=16,arrival=bursty")
+#: A policy given as module:attr runs beside the registered ones.
+LATEST = "tests.arena_gym.harness.test_compare_run:latest_first"
+
+
+def latest_first(name: str):
+    """FCFS's decisions, but pending jobs tried newest first: a module:attr factory for compare."""
+    from agents.fcfs import FCFS
+    from arena_gym.types import Decision
+
+    class LatestFirst(FCFS):
+        def decide(self, snapshot):
+            decision = super().decide(snapshot)
+            return Decision(allocations=tuple(reversed(decision.allocations)))
+
+    return LatestFirst(name=name)
+
+
+def stable(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in metrics.items() if k not in WALL_CLOCK_KEYS}
+
+
+def test_every_run_is_written_and_equals_a_single_run(tmp_path):
+    base = RunConfig(policy="fcfs", cluster="tiny")
+    config = CompareConfig(("fcfs", "srtf", LATEST), TRACES, (0, 1), base)
+    results, board = compare(config, tmp_path / "out", progress=False, plots=False)
+    assert [(r.config.trace, r.config.seed, r.config.policy) for r in results] == [
+        (t, s, p) for t in TRACES for s in (0, 1) for p in config.policies
+    ]
+    cluster = load_cluster("tiny")
+    truth = make_perf("estimator", cluster)
+    for r in results[:3]:
+        single = run(r.config, jobs=load_jobs(r.config.trace, cluster, truth, r.config.seed))
+        compared = {k: v for k, v in r.metrics.items() if k != "jobs_unplaceable_type"}
+        assert stable(compared) == pytest.approx(stable(single.metrics), nan_ok=True)
+    assert len(board) == 12 and set(board["policy"]) == {"fcfs", "srtf", LATEST}
+    for trace, seed in [(t, s) for t in TRACES for s in (0, 1)]:
+        rows = board[(board["trace"] == trace) & (board["seed"] == seed)]
+        assert list(rows["avg_jct_s"]) == sorted(rows["avg_jct_s"])  # best first within a (trace, seed)
+    run_dirs = sorted(p.parent.name for p in (tmp_path / "out").rglob("metrics.json"))
+    assert len(run_dirs) == 12 and "fcfs-seed0" in run_dirs
+    written = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert written["code_version"] and written["run_dirs"]["policies"][LATEST]
+    assert (tmp_path / "out" / "leaderboard.csv").read_text().count("\n") == 13
+    written_board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert set(written_board["code_version"]) == {written["code_version"]}  # every row names the code that ran it
+
+
+def test_parallel_workers_give_the_serial_results(tmp_path):
+    base = RunConfig(policy="fcfs", cluster="tiny")
+    serial = CompareConfig(("fcfs", "srtf"), TRACES[:1], (3,), base)
+    one, _ = compare(serial, tmp_path / "serial", progress=False, plots=False)
+    two, _ = compare(dataclasses.replace(serial, workers=2), tmp_path / "parallel", progress=False, plots=False)
+    assert [stable(r.metrics) for r in two] == [pytest.approx(stable(r.metrics), nan_ok=True) for r in one]
+    assert [r.record.events for r in one] == [r.record.events for r in two]
+
+
+def test_a_failing_run_leaves_no_results_directory(tmp_path):
+    config = CompareConfig(("fcfs", "no-such-policy"), TRACES[:1], (0,), RunConfig(policy="fcfs", cluster="tiny"))
+    with pytest.raises(ValueError, match="unknown policy 'no-such-policy'"):
+        compare(config, tmp_path / "out", progress=False, plots=False)
+    assert not (tmp_path / "out").exists()
