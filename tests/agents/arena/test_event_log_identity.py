@@ -36,10 +36,13 @@ POLICIES = (
     "arena",
     "arena-ddl",
     "arena-dp",
+    "arena-gittins",
     "arena-nh",
     "arena-no",
     "arena-np",
     "arena-ns",
+    "arena-pl",
+    "arena-srpt",
     "elasticflow-ls",
     "fcfs",
     "fcfs-r",
@@ -59,7 +62,8 @@ TESTBED = "arena/traces/testbed.csv"
 #: Windows of the real-test suite, evenly spaced as ``arena-gym evaluate --limit 5`` picks them.
 WINDOWS = 5
 
-#: case id -> SHA-256 of the event log, recorded from the code before any speed work.
+#: case id -> SHA-256 of the event log, recorded from the code before any speed work (the queue-order
+#: variants arena-gittins, arena-pl and arena-srpt, which came later, from their code before it met it).
 DIGESTS: dict[str, str] = {
     "make-run/arena": "c1bb005c815d589626a96d78bc2271be57b7a69ab0586a503b476e2a909bdcc9",
     "make-run/arena-ddl": "d460e713045aae449fd6af15b3b91892476463557b25bca96bd26ca2caa5c5e0",
@@ -76,6 +80,9 @@ DIGESTS: dict[str, str] = {
     "make-run/sia": "f1a927ae90d9088057c2ebaf29aa206febc50b8b4ab89041ca87d9609b8ab397",
     "make-run/srtf": "5302bce7e228908e149029170d07da05caa295cb6de2c9f1aefb6c5bcf7f6de3",
     "make-run/tiresias": "2c3811ecdc27af716824f7775bcc45e72efb450954b924e16a348616fd837f59",
+    "make-run/arena-gittins": "a8ffc0a728fd7781dd326bc8d281eb432c28082ee570311331774b909f41143f",
+    "make-run/arena-pl": "1dd132c1e7c3510dcb3f3af967a274103f3c35856f65160837712e60cba1c839",
+    "make-run/arena-srpt": "d839571a282063f35f5b6ed51c60eb9c81e7705f8228c9db9ed1944c3b46fcb1",
     "overloaded/arena": "fc73397eee92b62ef60dc23322e86046e1026a5f485699a9dd6e3ccddc0d6ee7",
     "overloaded/arena-ddl": "6c869938391d25708a45c069520e0921192ba6a080d038f22682773adf188f04",
     "overloaded/arena-dp": "dee195e2e9559b826b6bfc7823e6330605c136c33b083d2a4418bc1d65f448e0",
@@ -83,6 +90,9 @@ DIGESTS: dict[str, str] = {
     "overloaded/arena-no": "baf8850ea9457353bae59f779b8a3b87e2c05aa264232ef3713b7fd8f39978ff",
     "overloaded/arena-np": "4b844a6a25c9e769068df7c5d91488a36ddb982c5895bdd00a361c1dd07a98ce",
     "overloaded/arena-ns": "553f5411d7d2e8de32b7200d1197316e7d588f8eb6ed23f6af4dc2583f38cfb9",
+    "overloaded/arena-gittins": "c27a051762b6ef4bebbfffba4f3444743d4c06d7e2c1c0187d086a69942f5808",
+    "overloaded/arena-pl": "42e98163f33aaac0fb611b38a1fd6046f50881108c2bd3313b2aa6dfea81f923",
+    "overloaded/arena-srpt": "e8f1e407a34aa9f2dbffa41f9450589746abf6566838848c0853e9666210059b",
     "testbed/arena": "ff6510fde12dd22e86262af8603b92bded04f7ecc8358a8d0df84dbb57d1c37c",
     "testbed/arena-ddl": "1a30baa82134ee7f1e84e1a2a19c504a0336b34c620ba3603b9d377a965b7d65",
     "testbed/arena-dp": "e75eb9cdf6e8a88c726b66751ffe5b822a6670533d446650a25a4ed42ef530b2",
@@ -98,6 +108,9 @@ DIGESTS: dict[str, str] = {
     "testbed/sia": "eaabcbd2de100483680ad1ffd90c9461121f88a0de92cbdef80521938331acae",
     "testbed/srtf": "18b5876659fb540bfdbee5184d9d7cb8dca2786e5b9a8078ffe4ea51a2945146",
     "testbed/tiresias": "c4ed83f4d82fe2f7101a9e13d7768541e9ec5ebc7876995563dea8e9de1fdb33",
+    "testbed/arena-gittins": "78676241a6943213f8a781937c2c47a4307e08de893401015c817926179aefb0",
+    "testbed/arena-pl": "0cd7663fc94e7c3cedb8060c961d7ba42a0bcc781474b03a013c4eb5de50f7f5",
+    "testbed/arena-srpt": "58a55d799f822dc89ec7e2a3956689ebfefc808fc5b82358121d3343b2f9a618",
     "philly-round300/arena": "e8f05ba3ab1146973e26c651105595306a4d0401fdc09128a4262628d6b6bc21",
     "philly-event/arena": "3f7853113dd863ef94cbd9c2ef4be6d8d15873606bdfe8fbd9e86f1cd5e9c6c6",
     "real-test/arena": "712965e3c3f09ce44b665e27c30ff503b45dce53b4ef84fae07530b568cf2a8c",
@@ -115,6 +128,9 @@ DIGESTS: dict[str, str] = {
     "real-test/sia": "422a6905aa31c747d57c34335cadf802a5ed748c1c9e8f387801b3897e1ea413",
     "real-test/srtf": "088d8d3b0de9b5c3d4c204895831df0c5fe5d9863c10a4305d48c52aa7c0671b",
     "real-test/tiresias": "639dc98e4d90c59bccbbfa7ca30391bc1a63c4d768558ca0d0446dae47a69f5b",
+    "real-test/arena-gittins": "05337e328b051f892cbe59ceaddf53b67267f5bcdee6da121ff18750548ab8b2",
+    "real-test/arena-pl": "919316bb2d1fa159f3cc92ab6670deb0754071f222b679a7e25230b75debf93f",
+    "real-test/arena-srpt": "9ed6a03d0b6df158f447ba29953b9fce3a10648ce89ede80a8048ace8e874a02",
 }
 
 
