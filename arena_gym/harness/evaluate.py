@@ -24,6 +24,8 @@ With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -180,6 +182,28 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     if config.wandb_mode != "disabled":
         _log_wandb(out, config, table, summary)
     return EvalResult(table, summary, out, wall)
+
+
+def recorded_config(out_dir: str | Path) -> EvalConfig:
+    """The :class:`EvalConfig` an evaluation directory's ``config.json`` records (to re-run it at the current code).
+
+    A directory that holds no evaluation, or a config with unknown or missing fields, is a
+    one-line ``ValueError`` naming the file.
+    """
+    path = Path(out_dir) / "config.json"
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))["evaluate"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not the config of an evaluation ({err})") from None
+    fields = {f.name: f for f in dataclasses.fields(EvalConfig)}
+    unknown = sorted(set(recorded) - set(fields))
+    if unknown:
+        raise ValueError(f"{path}: unknown evaluate field(s) {', '.join(unknown)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
+    try:
+        return EvalConfig(**values)
+    except TypeError as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:

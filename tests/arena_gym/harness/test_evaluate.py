@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,7 @@ import pytest
 
 from agents.rl.env_factory import env_config, make_env
 from arena_gym.harness.cli import main
-from arena_gym.harness.evaluate import EvalConfig, evaluate
+from arena_gym.harness.evaluate import EvalConfig, evaluate, recorded_config
 from arena_gym.harness.scoring import (
     Evaluator,
     baseline_policies,
@@ -21,6 +22,7 @@ from arena_gym.harness.scoring import (
 from arena_gym.harness.stats import bootstrap_ci, paired_comparison, summary_table
 from arena_gym.harness.suites import custom_suite, env_suite, get_suite
 from arena_gym.metrics import padded_mean_jcts
+from arena_gym.outputs import write_json
 from tests.rl_cases import ENV_ID, TRACE
 
 
@@ -207,3 +209,21 @@ def test_evaluate_command_smoke(tmp_path, capsys) -> None:
     assert "wins/ties/losses" in capsys.readouterr().out
     table = pd.read_csv(out / "per_workload.csv")
     assert set(table["policy"]) == {"arena", "fcfs"} and len(table) == 40
+
+
+def test_recorded_config_reads_back_what_evaluate_wrote(tmp_path: Path) -> None:
+
+    config = EvalConfig(policies=("arena", "fcfs"), suite="synthetic", out_dir=str(tmp_path), limit=2, loads=(0.6, 1.2))
+    write_json(tmp_path / "config.json", {"evaluate": config})
+    assert recorded_config(tmp_path) == config
+
+
+def test_recorded_config_refuses_what_is_not_an_evaluation(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not the config of an evaluation"):
+        recorded_config(tmp_path)
+    (tmp_path / "config.json").write_text('{"evaluate": {"policies": ["arena"], "colour": "red"}}')
+    with pytest.raises(ValueError, match="unknown evaluate field"):
+        recorded_config(tmp_path)
+    (tmp_path / "config.json").write_text('{"evaluate": {"suite": "synthetic"}}')
+    with pytest.raises(ValueError, match="config.json"):
+        recorded_config(tmp_path)
