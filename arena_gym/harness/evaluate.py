@@ -199,7 +199,7 @@ def recorded_config(out_dir: str | Path) -> EvalConfig:
     unknown = sorted(set(recorded) - set(fields))
     if unknown:
         raise ValueError(f"{path}: unknown evaluate field(s) {', '.join(unknown)}")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
     try:
         return EvalConfig(**values)
     except TypeError as err:
