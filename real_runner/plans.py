@@ -20,14 +20,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arena_gym.families import live_family
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from estimator.zoo import TransformerSpec, get_model
 
+#: The architectures the runner can build (``ModelFamily.live`` names one): ``transformer``, the torch GPT
+#: of :mod:`real_runner.model`, which trains any dense :class:`TransformerSpec`.
+LIVE_ARCHITECTURES = ("transformer",)
+
 
 def model_spec(name: str) -> TransformerSpec:
-    """The zoo's :class:`TransformerSpec` of a model name; ValueError for unknown or non-dense models."""
+    """The :class:`TransformerSpec` the runner trains for a model name; a one-line ValueError for an
+    unknown model, a family without a live model builder (``ModelFamily.live``) or one the runner lacks."""
     arch = get_model(name)
-    if arch.kind != "transformer":
+    family = live_family(arch.family)
+    if family.live not in LIVE_ARCHITECTURES:
+        raise ValueError(
+            f"model family {family.name!r} is trained live by architecture {family.live!r}, which the runner "
+            f"does not have; valid: {', '.join(LIVE_ARCHITECTURES)}"
+        )
+    if arch.experts or set(arch.config) != set(TransformerSpec.__dataclass_fields__):
         raise ValueError(f"model {arch.name}: the runner trains dense transformers only, not {arch.kind} models")
     return TransformerSpec(**arch.config)
 
