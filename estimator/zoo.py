@@ -459,19 +459,31 @@ def get_model(ref: ModelRef | str, extra: Mapping[str, ModelArch] | None = None)
 def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
     """A user model from a dict: TransformerSpec fields (``experts`` > 0 for MoE) or, with
     ``depth``/``channels``/``width_factor``, WideResNetSpec fields."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"a model spec must be an object, got {type(data).__name__}")
     data = dict(data)
-    if "name" not in data:
+    if not isinstance(data.get("name"), str):
         raise ValueError("model spec needs a 'name' of the form family__size")
     cls = WideResNetSpec if "channels" in data else TransformerSpec
     valid = set(cls.__dataclass_fields__)
-    unknown = sorted(set(data) - valid)
+    unknown = sorted(set(map(str, data)) - valid)
     if unknown:
         raise ValueError(
             f"model spec {data['name']!r}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
         )
+    for key, value in data.items():  # JSON types exactly: 64.0 is not an integer, true not a number
+        kind = str(cls.__dataclass_fields__[key].type)
+        ok = {
+            "int": isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31,
+            "bool": isinstance(value, bool),
+            "str": isinstance(value, str),
+        }.get(kind, True)
+        if not ok:
+            expected = {"int": "an integer in 0..2**31-1", "bool": "true or false", "str": "a string"}[kind]
+            raise ValueError(f"model spec {data['name']!r}: {key} must be {expected}, got {value!r}")
     try:
         return build(cls(**data))
-    except TypeError as exc:
+    except (TypeError, KeyError) as exc:
         raise ValueError(f"model spec {data['name']!r}: {exc}") from None
 
 
@@ -481,9 +493,18 @@ def load_models(path: str | Path, allow_shadowing: bool = False) -> dict[str, Mo
     A model named like a zoo model would replace it everywhere: refused (one-line ValueError)
     unless ``allow_shadowing``.
     """
-    data = json.loads(Path(path).read_text())
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply to be a model spec file") from None
     items: Iterable[Mapping[str, Any]] = data if isinstance(data, list) else [data]
     archs = [model_from_dict(item) for item in items]
+    if not archs:
+        raise ValueError("holds no model spec")
+    names = [a.name for a in archs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"model(s) {', '.join(twice)} specified more than once")
     builtin = _builtin_names()
     clash = sorted(a.name for a in archs if a.name in builtin)
     if clash and not allow_shadowing:

@@ -128,7 +128,10 @@ def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
     device_type = data.get("device_type")
     if not isinstance(device_type, str) or not device_type:
         raise ValueError(f"{name}: 'device_type' must name a type of the hardware catalogue (e.g. a100, cpu)")
-    canonical_gpu_name(device_type)  # validates; the testbed keeps the user's spelling (a100, not a100-40gb)
+    try:
+        canonical_gpu_name(device_type)  # validates; the testbed keeps the user's spelling (a100, not a100-40gb)
+    except ValueError as exc:
+        raise ValueError(f"{name}: 'device_type': {exc}") from None
     device_type = device_type.strip().lower()
     nodes_data = data.get("nodes")
     if not isinstance(nodes_data, list) or not nodes_data:

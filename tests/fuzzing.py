@@ -39,6 +39,14 @@ def fuzz(n: int) -> settings:
     )
 
 
+def fuzz_budget(small: int, deep: int = 1000) -> settings:
+    """Settings of a fuzz test whose cases are slow: ``small`` cases under the default profile (``make test``),
+    ``deep`` under ``long`` (or any profile of 1,000 examples or more)."""
+    return fuzz(
+        small if settings.default.max_examples < 1000 else deep * BASE_EXAMPLES // settings.default.max_examples
+    )
+
+
 class CaseTimeout(BaseException):
     """A generated case ran past its time limit (a hang). A BaseException: no ``except Exception`` hides it."""
 

@@ -55,6 +55,8 @@ class ModelInfo:
 
 def env_config_from_json(fields: Mapping[str, Any]) -> EnvConfig:
     """Rebuild an EnvConfig from its JSON fields (lists back to tuples, ``"inf"`` back to a float)."""
+    if not isinstance(fields, Mapping):
+        raise ValueError(f"env_config must be an object, got {type(fields).__name__}")
     valid = {f.name for f in dataclasses.fields(EnvConfig)}
     unknown = sorted(set(fields) - valid)
     if unknown:
@@ -130,6 +132,7 @@ def read_model_info(path: str | Path) -> ModelInfo:
         )
         if info.policy not in POLICIES:
             raise ValueError(f"unknown policy architecture {info.policy!r} (valid: {', '.join(POLICIES)})")
+        algo_spec(info.algo)
     except KeyError as exc:
         raise ValueError(f"model file {path}: metadata lacks {exc}") from None
     except (TypeError, ValueError) as exc:
@@ -137,7 +140,6 @@ def read_model_info(path: str | Path) -> ModelInfo:
         raise ValueError(
             message if message.startswith("model file") else f"model file {path}: invalid metadata: {message}"
         ) from None
-    algo_spec(info.algo)
     return info
 
 

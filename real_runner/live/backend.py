@@ -52,7 +52,7 @@ from real_runner.live.config import LiveConfig
 from real_runner.live.core import LiveCore, LiveError
 from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import LiveJob, dirname
-from real_runner.live.journal import Journal
+from real_runner.live.journal import Journal, JournalError
 from real_runner.live.planning import executable_plan
 from real_runner.live.processes import Processes
 from real_runner.live.reports import ProgressReader
@@ -143,6 +143,8 @@ class LiveBackend:
         self.triggers.reset(jobs)
         self._arrivals, self._departures = [], []
         journaled = self.journal.meta("workload")
+        if journaled is None and (self.journal.ops() or self.journal.generations()):
+            raise JournalError(f"journal {self.journal.path}: holds operations but no workload (damaged)")
         if journaled is None:
             self.core.start(self.core.clock())
             with self.journal.transaction():
@@ -150,7 +152,11 @@ class LiveBackend:
                 self.journal.set_meta("t0", self.core.t0)
                 self.journal.set_meta("status", "running")
         else:
-            if [job_from_dict(d) for d in journaled] != list(jobs):
+            try:
+                workload = [job_from_dict(d) for d in journaled]
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise JournalError(f"journal {self.journal.path}: its workload is damaged ({exc})") from None
+            if workload != list(jobs):
                 raise ValueError(f"journal {self.journal.path} holds another workload than the one to resume")
             self.resumed = True
             resumed = resume(self.core, self.processes, self.devices)

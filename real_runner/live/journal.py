@@ -19,6 +19,7 @@ transaction; a transaction is on disk before the controller acts on it.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -44,6 +45,19 @@ CREATE TABLE IF NOT EXISTS offsets (job_id TEXT PRIMARY KEY, offset INTEGER NOT 
 PHASES = ("planned", "held", "released", "stopping", "exited")
 
 
+class JournalError(ValueError):
+    """The journal cannot be read as a controller wrote it (a damaged database, a row that is not what it should
+    be); the message is one line naming the journal and the row."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class GenerationRow:
     """One journaled generation: its phase and its facts (allocation, slots, spec, launcher handle)."""
@@ -61,11 +75,37 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: cannot open it ({_one_line(exc)})") from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise JournalError(f"journal {self.path}: not a readable journal database ({_one_line(exc)})") from None
         self._depth = 0
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """The rows of a query; JournalError when the database is damaged."""
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: damaged ({_one_line(exc)})") from None
+
+    def _json(self, text: Any, what: str) -> Any:
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise JournalError(f"journal {self.path}: {what} is not JSON ({_one_line(exc)})") from None
+
+    def check(self) -> None:
+        """JournalError unless SQLite finds the database intact (``PRAGMA quick_check``)."""
+        problems = [r[0] for r in self._rows("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise JournalError(f"journal {self.path}: damaged ({_one_line('; '.join(map(str, problems)))[:200]})")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -95,8 +135,8 @@ class Journal:
 
     def meta(self, key: str, default: Any = None) -> Any:
         """The JSON value under ``key`` (``default`` when absent)."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if not rows else self._json(rows[0][0], f"meta {key!r}")
 
     # -- ops -------------------------------------------------------------------------------------
     def add_op(self, op: Op) -> None:
@@ -107,9 +147,24 @@ class Journal:
         )
 
     def ops(self) -> list[Op]:
-        """Every operation, in order (ValueError naming a row of an unknown kind)."""
-        rows = self._db.execute("SELECT t, op, job_id, data FROM ops ORDER BY seq").fetchall()
-        return [op_from_row(t, kind, job_id, json.loads(data)) for t, kind, job_id, data in rows]
+        """Every operation, in order (JournalError naming a row that is not an operation)."""
+        out = []
+        for seq, t, kind, job_id, data in self._rows("SELECT seq, t, op, job_id, data FROM ops ORDER BY seq"):
+            where = f"operation {seq}"
+            if not (_number(t) and t >= 0) or not isinstance(kind, str) or not isinstance(job_id, str):
+                raise JournalError(
+                    f"journal {self.path}: {where} has a bad time, kind or job ({t!r}, {kind!r}, {job_id!r})"
+                )
+            fields = self._json(data, where)
+            if not isinstance(fields, dict):
+                raise JournalError(
+                    f"journal {self.path}: {where} ({kind}) holds {type(fields).__name__}, not an object"
+                )
+            try:
+                out.append(op_from_row(float(t), kind, job_id, fields))
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+                raise JournalError(f"journal {self.path}: {where} ({kind}) is damaged ({_one_line(exc)})") from None
+        return out
 
     # -- generations -----------------------------------------------------------------------------
     def put_generation(self, job_id: str, gen: int, phase: str, data: Mapping[str, Any]) -> None:
@@ -123,8 +178,20 @@ class Journal:
 
     def generations(self) -> list[GenerationRow]:
         """Every generation, by job and number."""
-        rows = self._db.execute("SELECT job_id, gen, phase, data FROM generations ORDER BY job_id, gen").fetchall()
-        return [GenerationRow(j, g, p, json.loads(d)) for j, g, p, d in rows]
+        out = []
+        for j, g, p, d in self._rows("SELECT job_id, gen, phase, data FROM generations ORDER BY job_id, gen"):
+            where = f"generation {g!r} of job {j!r}"
+            data = self._json(d, where)
+            if (
+                not isinstance(j, str)
+                or not isinstance(g, int)
+                or g < 1
+                or p not in PHASES
+                or not isinstance(data, dict)
+            ):
+                raise JournalError(f"journal {self.path}: {where} is damaged (phase {p!r})")
+            out.append(GenerationRow(j, g, p, data))
+        return out
 
     # -- checkpoints and offsets -----------------------------------------------------------------
     def add_checkpoint(self, job_id: str, step: int, t: float) -> None:
@@ -133,12 +200,11 @@ class Journal:
 
     def checkpoints(self, job_id: str) -> list[tuple[int, float]]:
         """(step, time) of a job's reported checkpoints, oldest first."""
-        return [
-            (int(s), float(t))
-            for s, t in self._db.execute(
-                "SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,)
-            ).fetchall()
-        ]
+        rows = self._rows("SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,))
+        for step, t in rows:
+            if not (isinstance(step, int) and step >= 0 and _number(t)):
+                raise JournalError(f"journal {self.path}: checkpoint row of job {job_id} is damaged ({step!r}, {t!r})")
+        return [(int(s), float(t)) for s, t in rows]
 
     def set_offset(self, job_id: str, offset: int) -> None:
         """How far a job's progress channel has been applied."""
@@ -146,7 +212,11 @@ class Journal:
 
     def offsets(self) -> dict[str, int]:
         """Progress-channel offsets by job."""
-        return {j: int(o) for j, o in self._db.execute("SELECT job_id, offset FROM offsets").fetchall()}
+        rows = self._rows("SELECT job_id, offset FROM offsets")
+        for j, o in rows:
+            if not (isinstance(j, str) and isinstance(o, int) and o >= 0):
+                raise JournalError(f"journal {self.path}: progress offset of job {j!r} is damaged ({o!r})")
+        return dict(rows)
 
     def close(self) -> None:
         """Close the database."""

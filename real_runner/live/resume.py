@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from arena_gym.core.oplog import Fail, Submit, replay
+from arena_gym.core.oplog import Fail, Op, Run, Submit, replay
 from arena_gym.types import JobId, JobStatus
-from real_runner.live.codec import alloc_from_dict
-from real_runner.live.core import LiveCore, LiveError
+from real_runner.live.core import LiveCore
 from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import Generation, LiveJob
-from real_runner.live.journal import GenerationRow
+from real_runner.live.journal import GenerationRow, Journal, JournalError
 from real_runner.live.processes import Processes, latest_checkpoint
 
 log = logging.getLogger(__name__)
@@ -39,22 +40,44 @@ def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
     """Rebuild ``core`` from its journal and take over the generations of ``processes``' jobs.
 
     A job found finished while no controller watched departs through ``processes.reader`` (as any completion).
+    JournalError (one line, nothing launched or stopped) when the journal is damaged: its database, a row, operations
+    that do not replay, a progress offset that is not where its job's channel was read to.
     """
     journal = core.journal
+    journal.check()
     ops = journal.ops()
-    replay(ops, core.state)
-    core.start(float(journal.meta("t0")), ops[-1].t if ops else 0.0)
-    for job_id, offset in journal.offsets().items():
-        if JobId(job_id) in processes.jobs:
-            processes.jobs[JobId(job_id)].tail.offset = offset
+    try:
+        replay(ops, core.state)
+    except (ValueError, KeyError) as exc:
+        reason = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
+        raise JournalError(f"journal {journal.path}: its operations do not replay ({reason})") from None
+    t0 = journal.meta("t0")
+    if not (isinstance(t0, (int, float)) and not isinstance(t0, bool) and math.isfinite(t0)):
+        raise JournalError(f"journal {journal.path}: its start time t0 is damaged ({t0!r})")
+    core.start(float(t0), ops[-1].t if ops else 0.0)
+    offsets = journal.offsets()
+    for job_id, job in processes.jobs.items():
+        job.tail.offset = _checked_offset(journal, job, offsets.get(job_id, 0), ops)
     rows: dict[str, list[GenerationRow]] = {}
     for row in journal.generations():
         rows.setdefault(row.job_id, []).append(row)
-    with journal.transaction():
-        for job_id, job in processes.jobs.items():
-            job.ckpt_step = next((s for s, _ in reversed(journal.checkpoints(job_id))), None)
-            _take_over(core, processes, devices, job, rows.get(job_id, []))
-        journal.set_meta("status", "running")
+    checkpoints = {job_id: journal.checkpoints(job_id) for job_id in processes.jobs}
+    try:
+        generations = {
+            job_id: [(row, Generation.from_row(row)) for row in rows.get(job_id, [])] for job_id in processes.jobs
+        }
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise JournalError(
+            f"journal {journal.path}: a generation row is damaged ({' '.join(str(exc).split())})"
+        ) from None
+    try:
+        with journal.transaction():
+            for job_id, job in processes.jobs.items():
+                job.ckpt_step = next((s for s, _ in reversed(checkpoints[job_id])), None)
+                _take_over(core, processes, devices, job, generations[job_id])
+            journal.set_meta("status", "running")
+    except sqlite3.Error as exc:
+        raise JournalError(f"journal {journal.path}: damaged ({' '.join(str(exc).split())})") from None
     log.info("resumed the deployment at t=%.1f s: %d job(s) unfinished", core.t, core.state.unfinished)
     return Resumed(
         frozenset(op.job_id for op in ops if isinstance(op, Submit)),
@@ -63,25 +86,46 @@ def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
     )
 
 
+def _checked_offset(journal: Journal, job: LiveJob, offset: int, ops: Sequence[Op]) -> int:
+    """``offset`` if it can be where the job's progress channel was read to: within the file, at the start of a line,
+    and not at its start when the journal holds records of the job (a RUN). JournalError otherwise: records read
+    again would be applied twice, records skipped never."""
+    path: Path = job.tail.path
+    size = path.stat().st_size if path.is_file() else 0
+    ran = any(isinstance(op, Run) and op.job_id == job.spec.job_id for op in ops)
+    where = f"journal {journal.path}: job {job.spec.job_id}'s progress offset {offset}"
+    if offset > size:
+        raise JournalError(f"{where} lies beyond its progress channel ({size} bytes)")
+    if offset > 0:
+        with open(path, "rb") as fh:
+            fh.seek(offset - 1)
+            if fh.read(1) != b"\n":
+                raise JournalError(f"{where} is not at the start of a record")
+    elif ran:
+        raise JournalError(f"{where} would read again the records it has applied")
+    return offset
+
+
 def _take_over(
     core: LiveCore,
     processes: Processes,
     devices: DeviceMap,
     job: LiveJob,
-    rows: Sequence[GenerationRow],
+    rows: Sequence[tuple[GenerationRow, Generation]],
 ) -> None:
     """Reattach to or stop every generation of ``job`` the journal lists; relaunch its current one if it is gone."""
     job_id, state = job.spec.job_id, core.state
     view = state.view(job_id)
-    job.number = max((r.gen for r in rows), default=0)
+    job.number = max((r.gen for r, _ in rows), default=0)
     holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)  # a finished job's view keeps its allocation
-    current = rows[-1] if rows and holds else None
-    if holds and (current is None or alloc_from_dict(current.data["alloc"]) != view.allocation):
-        raise LiveError(f"journal {core.journal.path}: job {job_id} holds devices but its generation is not journaled")
-    for row in rows:
+    current = rows[-1][0] if rows and holds else None
+    if holds and (current is None or rows[-1][1].alloc != view.allocation):
+        raise JournalError(
+            f"journal {core.journal.path}: job {job_id} holds devices but its generation is not journaled"
+        )
+    for row, gen in rows:
         if row.phase == "exited" and row is not current:
             continue
-        gen = Generation.from_row(row)
         handle = (
             processes.launcher.reattach(processes.request(job, gen), row.data.get("handle") or {})
             if row.phase != "exited"
