@@ -22,14 +22,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arena_gym.outputs import atomic_write, code_version
-from estimator.hardware import canonical_gpu_name
+from estimator.hardware import canonical_gpu_name, get_gpu
 from estimator.profile import (
     GROUPED_SUFFIX,
     CommTable,
@@ -46,7 +46,7 @@ from estimator.zoo import get_model
 from real_runner.launch import LocalJob, free_port
 from real_runner.plans import model_spec
 from real_runner.profiler.comm import trimmed_mean
-from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress
+from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress, tp_degrees
 from real_runner.testbed import Testbed
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,62 @@ def launch_ranks(
     return LocalJob(procs, logs, port, launched_at)
 
 
+#: Seconds a profiling run spends before its first measurement (interpreters, torch, the process group), a guess.
+STARTUP_S = 10.0
+
+
+def host_flops(seconds: float = 0.05) -> float:
+    """FLOP/s of one core of this machine on a float32 matrix product (numpy, timed for about ``seconds``)."""
+    a = np.ones((192, 192), dtype=np.float32)
+    calls, t0 = 0, time.perf_counter()
+    while calls < 3 or time.perf_counter() - t0 < seconds:
+        a @ a
+        calls += 1
+    return calls * 2 * 192**3 / (time.perf_counter() - t0)
+
+
+def estimate_phases(
+    testbed: Testbed, models: Sequence[str], settings: ProfilerSettings, flops: float | None = None
+) -> dict[str, float]:
+    """A priori seconds of each phase of a profiling run (``startup``, ``compute``, ``comm``, ``grouped``): the
+    FLOPs its items run, forward and backward, at ``flops`` per second (default: :func:`host_flops` on a CPU
+    testbed, a third of the device's catalogue peak on GPUs), and the bytes its collectives move at a nominal
+    bandwidth. A guess to tell the user what to expect before the first measurement, not a measurement."""
+    s = settings
+    if flops is None:
+        flops = host_flops() if testbed.is_cpu else get_gpu(testbed.device_type).peak_tflops("fp32") * 1e12 / 3
+    world = testbed.total_devices
+    compute = 0.0
+    for name in models:
+        arch, spec = get_model(name), model_spec(name)
+        per_sample = {"embed": arch.layers.flops[0], "block": arch.layers.flops[1], "head": arch.layers.flops[-1]}
+        tps = tp_degrees(s, spec.heads, testbed.devices_per_node)
+        wrappers = (1 if world > 1 else 0) + (1 if max(tps) > 1 else 0)
+        layer = sum(3 * per_sample["block"] * n / tp for tp in tps for n in s.samples)
+        layer += sum(3 * per_sample[k] * n for k in ("embed", "head") for n in s.samples)
+        layer += sum(3 * per_sample["block"] * n * wrappers for n in s.overhead_samples)
+        compute += (s.rounds + s.warmup_rounds) * layer
+        if world > 1:  # pipeline overhead and op order: the whole model at a few micro-batch sizes
+            whole = 3 * arch.flops_per_sample
+            compute += (s.rounds + s.warmup_rounds) * sum(
+                whole * n * s.pipeline_micro_batches for n in s.pipeline_samples
+            )
+            compute += (s.order_rounds + 1) * 2 * sum(whole * n * k for n in s.order_samples for k in s.order_in_flight)
+        compute += (
+            (s.rounds + s.warmup_rounds) * sum(3 * arch.flops_per_sample * b / max(world, 1) for b in s.batches) / 8
+        )
+        compute += s.optimizer_rounds * 20 * arch.param_count
+    phases = {"startup": STARTUP_S, "compute": compute / max(flops, 1.0)}
+    if world > 1:
+        moved = sum(s.sizes()) * len(s.comm_ops) * (s.comm_rounds + s.comm_warmup)
+        collectives = len(s.sizes()) * len(s.comm_ops) * (s.comm_rounds + s.comm_warmup)
+        bandwidth = 1e9 if testbed.is_cpu else 50e9  # loopback gloo (stack.md: 0.4-2.8 GB/s); NVLink-class
+        phases["comm"] = moved / bandwidth + collectives * (s.gap_s + 3e-4)
+        if s.grouped:
+            phases["grouped"] = phases["compute"] / 2
+    return phases
+
+
 def _tail_progress(path: Path, offset: int, on_progress: Progress | None) -> int:
     if not path.exists():
         return offset
@@ -141,11 +197,13 @@ def profile_testbed(
     device: str = "auto",
     timeout_s: float = 4 * 3600.0,
     on_progress: Progress | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> Profile:
     """Profile ``models`` on every device of ``testbed`` (this machine); the merged profile.
 
     ``env`` is the ranks' base environment, ``work_dir`` receives the job file, the rank records
-    and logs. RuntimeError (naming the rank and the cause) when a rank fails or the run exceeds
+    and logs; ``on_progress(phase, done, total)`` gets rank 0's progress records, ``on_wait()`` is called at
+    every poll (about ten times a second) from the launch on, records or not. RuntimeError (naming the rank and the cause) when a rank fails or the run exceeds
     ``timeout_s``.
     """
     names = check_models(models)
@@ -178,6 +236,8 @@ def profile_testbed(
     try:
         while True:
             offset = _tail_progress(out / "progress.jsonl", offset, on_progress)
+            if on_wait is not None:
+                on_wait()
             codes = ranks.poll()
             failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
             if failed:

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,49 @@ from arena_gym.types import ModelRef
 
 #: Steps a direct measurement of one plan runs (warm-up included), for the cost comparison.
 DIRECT_STEPS = 14
+#: Seconds between two progress lines while a profile runs.
+REPORT_EVERY_S = 10.0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class _Reporter:
+    """Progress lines on stderr while a profile runs: the phase and round rank 0 reached, the time so far and an
+    estimate of the time left (the a priori estimate until a tenth of the work is done, then extrapolated)."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases, self.total = phases, sum(phases.values())
+        self.start = self.last = time.monotonic()
+        self.phase, self.done, self.of = "starting the ranks", 0, 0
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        self.phase, self.done, self.of = phase, done, total
+
+    def fraction(self) -> float:
+        """Share of the a priori time behind us: start-up, then compute (layers ... data), comm, grouped."""
+        order = ["startup", "compute", "comm", "grouped"]
+        group = {"comm": "comm", "grouped": "grouped"}.get(self.phase, "compute" if self.of else "startup")
+        behind = sum(self.phases.get(p, 0.0) for p in order[: order.index(group)])
+        within = self.phases.get(group, 0.0) * (self.done / self.of if self.of else 0.0)
+        return min(1.0, (behind + within) / max(self.total, 1e-9))
+
+    def tick(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < REPORT_EVERY_S:
+            return
+        self.last = now
+        elapsed, f = now - self.start, self.fraction()
+        left = elapsed * (1 - f) / f if f >= 0.1 else max(self.total - elapsed, 0.0)
+        where = f"{self.phase} {self.done}/{self.of}" if self.of else self.phase
+        print(
+            f"profile: {where}, {_duration(elapsed)} so far, about {_duration(left)} left", file=sys.stderr, flush=True
+        )
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -96,7 +140,7 @@ def _profile(args: argparse.Namespace) -> int:
     from estimator.table import shapes_for  # noqa: PLC0415
     from estimator.zoo import get_model  # noqa: PLC0415
     from real_runner.preflight import preflight  # noqa: PLC0415
-    from real_runner.profiler.run import check_models, profile_testbed, write_profile  # noqa: PLC0415
+    from real_runner.profiler.run import check_models, estimate_phases, profile_testbed, write_profile  # noqa: PLC0415
     from real_runner.testbed import load_testbed  # noqa: PLC0415
 
     out = check_out_file(args.out)
@@ -114,8 +158,12 @@ def _profile(args: argparse.Namespace) -> int:
     )
     with RunLock(out, "profile"):
         bars: dict[str, tqdm] = {}
+        interactive = sys.stderr.isatty()
 
         def progress(phase: str, done: int, total: int) -> None:
+            reporter.progress(phase, done, total)
+            if not interactive:
+                return
             bar = bars.get(phase)
             if bar is None:
                 bar = bars[phase] = tqdm(
@@ -123,13 +171,29 @@ def _profile(args: argparse.Namespace) -> int:
                 )
             bar.update(done - bar.n)
 
-        print(f"profiling {testbed.name} ({testbed.total_devices} x {testbed.device_type}) for {', '.join(models)}")
+        phases = estimate_phases(testbed, models, settings)
+        reporter = _Reporter(phases)
+        print(
+            f"profiling {testbed.name} ({testbed.total_devices} x {testbed.device_type}) for {', '.join(models)}: "
+            f"estimated about {_duration(sum(phases.values()))} ("
+            + ", ".join(f"{k} {_duration(v)}" for k, v in phases.items())
+            + "; a guess from the items' FLOPs and this machine's speed, refined as it runs)",
+            flush=True,
+        )
         repo = Path(real_runner.__file__).resolve().parents[1]  # the ranks import the packages from here
         try:
             with tempfile.TemporaryDirectory(prefix="arena-profile-") as tmp:
                 work = Path(args.work_dir) if args.work_dir else Path(tmp)
                 profile = profile_testbed(
-                    testbed, models, settings, work, env=os.environ, cwd=repo, device=args.device, on_progress=progress
+                    testbed,
+                    models,
+                    settings,
+                    work,
+                    env=os.environ,
+                    cwd=repo,
+                    device=args.device,
+                    on_progress=progress,
+                    on_wait=lambda: None if bars else reporter.tick(),  # lines until a progress bar takes over
                 )
         except RuntimeError as exc:
             print(f"arena-gym estimate: error: {exc}", file=sys.stderr)

@@ -81,3 +81,49 @@ def test_a_testbed_the_machine_cannot_profile_is_refused_before_any_rank_starts(
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_the_estimate_comes_before_any_measurement_and_progress_lines_follow(tmp_path, capsys, monkeypatch):
+    from arena_gym.harness.cli import profile as profile_cli
+
+    before: dict[str, str] = {}
+
+    def fake(testbed, models, settings, work, *, on_progress, on_wait, **kwargs):
+        before["out"] = capsys.readouterr().out  # what the user saw when the ranks were launched
+        on_wait()  # no record yet: a line from the estimate alone
+        on_progress("layers", 1, 4)
+        on_wait()
+        on_progress("comm", 2, 10)
+        on_wait()
+        return synthetic_profile()
+
+    monkeypatch.setattr(run, "profile_testbed", fake)
+    monkeypatch.setattr(profile_cli, "REPORT_EVERY_S", 0.0)
+    args = ["estimate", "profile", "--testbed", "cpu-2", "--models", "gpt__tiny", "--quick"]
+    assert main([*args, "--out", str(tmp_path / "p.json")]) == 0
+    assert "estimated about" in before["out"] and "compute" in before["out"]
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("profile: ")]
+    assert [line.split(",")[0] for line in lines] == [
+        "profile: starting the ranks",
+        "profile: layers 1/4",
+        "profile: comm 2/10",
+    ]
+    assert all(" so far, about " in line and line.endswith(" left") for line in lines)
+
+
+def test_the_a_priori_estimate_grows_with_the_work():
+    from real_runner.profiler.run import estimate_phases
+    from real_runner.profiler.settings import ProfilerSettings
+    from real_runner.testbed import load_testbed
+
+    quick, full = ProfilerSettings.quick(), ProfilerSettings()
+    cpu1, cpu2 = load_testbed("cpu-1"), load_testbed("cpu-2")
+    tiny = estimate_phases(cpu2, ["gpt__tiny"], quick, flops=1e10)
+    assert set(tiny) == {"startup", "compute", "comm", "grouped"} and all(v > 0 for v in tiny.values())
+    assert set(estimate_phases(cpu1, ["gpt__tiny"], quick, flops=1e10)) == {"startup", "compute"}
+    assert estimate_phases(cpu2, ["gpt__mini"], quick, flops=1e10)["compute"] > tiny["compute"]
+    assert estimate_phases(cpu2, ["gpt__tiny"], full, flops=1e10)["compute"] > tiny["compute"]
+    assert estimate_phases(cpu2, ["gpt__tiny", "gpt__mini"], quick, flops=1e10)["compute"] > tiny["compute"]
+    # at a tenth of the speed, the computation takes ten times as long
+    slow = estimate_phases(cpu2, ["gpt__tiny"], quick, flops=1e9)["compute"]
+    assert abs(slow - 10 * tiny["compute"]) < 1e-6 * slow
