@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from arena_gym.registry import Entry, policy_registry
+
+#: The registered lookahead's config (chosen on the validation windows of the real traces, never the test ones).
+LOOKAHEAD: dict[str, Any] = {
+    "base": "arena-gittins-32",
+    "candidates": ("arena-32", "arena-gittins", "arena-gittins-32-pl", "arena-gittins-32-hold"),
+    "worlds": 4,
+    "horizon_s": 4 * 3600.0,
+    "margin": 0.03,
+}
 
 #: Name -> entry of every built-in policy.
 POLICIES: dict[str, Entry] = {
@@ -36,13 +47,31 @@ POLICIES: dict[str, Entry] = {
         {"preempt_lower": True},
         "arena-gittins preempting any lower-index running job for a waiting one",
     ),
+    "arena-32": Entry("agents.arena:ArenaPolicy", {"max_job_gpus": 32}, "Arena letting a job hold up to 32 GPUs"),
+    "arena-gittins-32": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"adapt": True, "max_job_gpus": 32},
+        "arena-gittins at the episode's inferred work scale, up to 32 GPUs per job (non-clairvoyant)",
+    ),
+    "arena-gittins-32-pl": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"max_job_gpus": 32, "preempt_lower": True},
+        "arena-gittins (the belief's own scale) with 32 GPUs per job, preempting lower-index running jobs",
+    ),
+    "arena-gittins-32-hold": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"max_job_gpus": 32, "max_upgrade_steps": 0},
+        "arena-gittins (the belief's own scale) with 32 GPUs per job, never growing running jobs",
+    ),
     "lookahead": Entry(
         "agents.search.lookahead:Lookahead",
-        {},
-        "Arena's decision tested against variants by rollouts in sampled worlds",
+        LOOKAHEAD,
+        "arena-gittins-32's decision tested against variants by rollouts in sampled worlds (non-clairvoyant)",
     ),
     "lookahead-oracle": Entry(
-        "agents.search.lookahead:Lookahead", {"oracle": True}, "lookahead on the true world (clairvoyant ablation)"
+        "agents.search.lookahead:Lookahead",
+        {**LOOKAHEAD, "oracle": True},
+        "lookahead on the true world: true lengths and arrivals (clairvoyant ablation)",
     ),
 }
 

@@ -8,8 +8,8 @@ Protocol.
 - Decisions: ``--policy`` (``lookahead`` by default) on ``--windows`` evenly spaced windows of
   ``--suite`` (``real-test``; needs ``../shared/data``), each decision timed (wall clock) through
   the loop, beside Arena's on the same windows; it prints the median and p95 milliseconds per
-  decision, the share of decisions where the proposals differed (a search), and the wall time per
-  window. The whole-suite cost is what ``arena-gym evaluate`` prints for the suite.
+  decision, the share of decisions where the proposals differed (a search), how often the base
+  decision was replaced, the wall time per window and each window's average-JCT ratio to Arena. The whole-suite cost is what ``arena-gym evaluate`` prints for the suite.
 
 The machine's load (os.getloadavg) is recorded before and after; results go to
 ``benchmarks/results/search/`` with the config, seed and code version.
@@ -35,6 +35,7 @@ from arena_gym.harness import load_jobs
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
+from arena_gym.metrics import compute_metrics
 from arena_gym.outputs import code_version, machine, write_json
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend
@@ -101,19 +102,24 @@ def decision_times(suite_name: str, windows: int, name: str) -> dict:
     out = {}
     for label in ("arena", name):
         timed = Timed(make_policy(label))
-        walls, searched, decisions = [], 0, 0
+        walls, jcts, searched, changed, decisions = [], [], 0, 0, 0
         for workload in picked:
             t0 = time.perf_counter()
             record = run_episode(evaluator.backend(workload, timed.ap_search), timed, workload.jobs)
             walls.append(time.perf_counter() - t0)
+            jcts.append(compute_metrics(record)["avg_jct_s"])
             searched += getattr(timed.policy, "searched", 0)
+            changed += getattr(timed.policy, "changed", 0)
             decisions += record.decisions
         out[label] = {
             "decisions": decisions,
             "median_ms": statistics.median(timed.times),
             "p95_ms": float(np.percentile(timed.times, 95)),
             "searched_share": searched / decisions if decisions else 0.0,
+            "changed": changed,
             "wall_s_per_window": statistics.mean(walls),
+            "wall_s": walls,
+            "avg_jct_s": jcts,
             "windows": [w.label for w in picked],
         }
     return out
@@ -140,8 +146,11 @@ def main() -> None:
     for label, d in decisions.items():
         print(
             f"{label}: {d['decisions']} decisions on {args.windows} windows: median {d['median_ms']:.2f} ms, "
-            f"p95 {d['p95_ms']:.1f} ms, searched {d['searched_share']:.0%}, {d['wall_s_per_window']:.1f} s a window"
+            f"p95 {d['p95_ms']:.1f} ms, searched {d['searched_share']:.0%} (base replaced {d['changed']} times), "
+            f"{d['wall_s_per_window']:.1f} s a window"
         )
+    ratios = [a / b for a, b in zip(decisions[args.policy]["avg_jct_s"], decisions["arena"]["avg_jct_s"])]
+    print(f"{args.policy} / arena average JCT per window: {', '.join(f'{r:.4f}' for r in ratios)}")
     result = {
         "config": vars(args),
         "seed": 1,

@@ -6,7 +6,8 @@ count) and prints, per baseline: the padded average-JCT reduction of Arena, the 
 ratio and the average / peak throughput ratios, beside the artifact's figures where it has
 them. Decisions are taken every 300 s only (the artifact's rounds) unless ``--event-driven``.
 ``--measured`` uses the artifact's measured AP-optimal table and DP memory table as ground truth
-and belief instead of the built-in estimator.
+and belief instead of the built-in estimator. The runs go to ``--workers`` local processes (2),
+or, with ``--ray ADDRESS`` (or ``auto``), are Ray tasks on that cluster, with the same results.
 
 Writes ``benchmarks/results/reproduction/<scenario><suffix>.csv`` (one leaderboard per scenario,
 trace paths relative to the data folder, with the code version) and, when every scenario ran,
@@ -24,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.experiment import RunConfig
 from arena_gym.harness.results import code_version
 
@@ -84,14 +86,23 @@ def main() -> None:
         help="ground truth and belief = the artifact's measured tables (default: the estimator)",
     )
     parser.add_argument("--event-driven", action="store_true", help="decide on every event instead of 300 s rounds")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=None, help="local worker processes (default 2)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None, help="run on the Ray cluster at ADDRESS (or 'auto')")
     args = parser.parse_args()
     names = args.scenarios.split(",")
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+    if args.ray is not None and args.workers is not None:
+        parser.error("give --workers (local processes) or --ray (a cluster), not both")
     if not DATA.is_dir():
         raise SystemExit("needs the shared data folder ../shared/data beside the repository")
+    if args.ray is not None:
+        try:
+            connect_ray(args.ray)
+        except ValueError as exc:
+            parser.error(str(exc))
+    workers = 1 if args.ray is not None else args.workers or 2
     OUT.mkdir(parents=True, exist_ok=True)
     perf = "measured:" + ",".join(str(DATA / p) for p in MEASURED) if args.measured else "estimator"
     suffix = ("-measured" if args.measured else "") + ("-event" if args.event_driven else "")
@@ -112,9 +123,8 @@ def main() -> None:
         )
         t0 = time.perf_counter()
         _, board = compare(
-            CompareConfig(policies, (base.trace,), (0,), base, args.workers, "arena"),
+            CompareConfig(policies, (base.trace,), (0,), base, workers, "arena", ray=args.ray),
             REPO / "results" / "reproduction" / f"{name}{suffix}",
-            progress=False,
             plots=False,
         )
         portable(board, DATA, version).to_csv(OUT / f"{name}{suffix}.csv", index=False)

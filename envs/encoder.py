@@ -22,7 +22,10 @@ from envs.config import EnvConfig
 
 HOUR_S = 3600.0
 DAY_S = 86400.0
-FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
+#: The families with a one-hot column of their own. This is part of the observation space (version 1)
+#: that trained agents were fitted to, so it is fixed: every other family, built in or registered
+#: later, is seen as ``family_other`` (the space never changes with the family catalogue).
+OBSERVED_FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
 
 #: Per-slot job columns of the default (non-clairvoyant) observation, before the two GPU-type
 #: one-hots (requested type, then current type). Nothing here depends on a job's total
@@ -313,8 +316,8 @@ class ObservationEncoder:
                 log_count(spec.requested_gpus),
                 min(1.0, math.log2(spec.global_batch) / 12.0),
                 model_size_feature(spec.model.size),
-                *(1.0 if family == f else 0.0 for f in FAMILIES),
-                0.0 if family in FAMILIES else 1.0,
+                *(1.0 if family == f else 0.0 for f in OBSERVED_FAMILIES),
+                0.0 if family in OBSERVED_FAMILIES else 1.0,
                 *requested,
             ]
             self._spec_rows[key] = row

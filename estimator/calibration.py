@@ -27,7 +27,7 @@ from arena_gym.types import GpuType, ModelRef, ResourceShape
 from estimator.costmodel import Rates, rates_for
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.measured import MeasuredTable
-from estimator.params import KINDS, EstimatorParams, KindParams
+from estimator.params import EstimatorParams, KindParams, kinds
 from estimator.planner import PlanGroup, PlannerConfig, PreparedGroups
 from estimator.zoo import ModelArch, get_model
 
@@ -187,8 +187,8 @@ def fit(
     base = base or EstimatorParams()
     present = sorted({canonical_gpu_name(p.gpu_type) for p in problem.points})
     types = tuple(fit_types if fit_types is not None else present)
-    kinds = tuple(k for k in KINDS if any(g.arch.kind == k for g in problem.groups))
-    layout = _Layout(kinds, types, tuple(type_fields))
+    fit_kinds = tuple(k for k in kinds() if any(g.arch.kind == k for g in problem.groups))
+    layout = _Layout(fit_kinds, types, tuple(type_fields))
     target = problem.measured
     use = np.isfinite(target)
     n_prior = layout.n_type

@@ -1,4 +1,5 @@
-"""The built-in performance models, registered under their names (the ``arena_gym.catalogues`` entry point)."""
+"""The built-in performance models and model families, registered under their names (the
+``arena_gym.catalogues`` entry point)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from arena_gym.registry import perf_registry
 
 
 def register() -> None:
-    """Register the estimator and the ``measured:CSV`` / ``profiled:PROFILE.json`` prefixes."""
+    """Register the estimator, the ``measured:CSV`` / ``profiled:PROFILE.json`` prefixes and the built-in model families."""
     registry = perf_registry()
     registry.register("estimator", "estimator:default_perf_model", description="AP-tailored estimator (built in)")
     registry.register_prefix("measured", "estimator.measured:measured_perf_model")
     registry.register_prefix("profiled", "estimator.profiled:profiled_perf_model")
+    from estimator import families
+
+    families.register()

@@ -31,7 +31,7 @@ with ``F_j = c_j^fw + a_j^fw`` and ``Bk_j = c_j^bw + a_j^bw``. It reports ``comp
 
 Memory per GPU: weights and gradients of the local shard (MoE experts sharded over the
 expert-parallel group: ``min(dp, experts)`` ranks of the stage's data axis, times ``tp``), the
-optimizer state of the model kind's training recipe (``zoo.OPTIMIZER_MOMENT_BYTES`` plus an fp32
+optimizer state of the model family's training recipe (``ModelFamily.optimizer_bytes`` plus an fp32
 master copy for half precision: 12 bytes per parameter for GPT's AdamW, 4 for MoE's factored
 Adafactor, 8 for fp32 Wide-ResNet) sharded over dp, and activations of the micro-batches in
 flight (all ``B`` for GPipe, ``min(B, S - j)`` for 1F1B, so a one-stage 1F1B plan is plain
@@ -71,18 +71,6 @@ MIB = float(2**20)
 #: Pipeline layers Alpa's layer construction cuts a model into, each rematerialised as a whole
 #: (the artifact's ``num_pipeline_layers``; docs/arena.md §3).
 REMAT_UNITS = 16
-#: Device memory the CUDA driver reports (nvidia-smi ``Memory-Usage`` total), MiB, by canonical GPU
-#: name. It is below the nominal size: GDDR6 parts with ECC on (A40, A10) give 1/16 of it to ECC
-#: (46,068 MiB of 49,152 for a 48 GB A40), HBM parts lose the driver's reservation (40,536 MiB of
-#: 40,960 for an A100-40GB, 32,510 of 32,768 for a V100-32GB). Types not listed use the nominal size.
-REPORTED_MEMORY_MIB = {
-    "a100-40gb": 40536.0,
-    "a100-80gb": 81920.0,
-    "v100-16gb": 16160.0,
-    "v100-32gb": 32510.0,
-    "a40": 46068.0,
-    "a10": 23028.0,
-}
 #: Memory the CUDA context (driver state, cuBLAS/cuDNN handles) holds before XLA allocates its pool:
 #: the artifact's planner works with 45,487 MiB free on an A40 that reports 46,068 (docs/arena.md §4.2).
 CUDA_CONTEXT_MIB = 581.0
@@ -128,12 +116,11 @@ class Rates(NamedTuple):
 
 def usable_memory_gib(gpu: GpuSpec, memory_fraction: float) -> float:
     """GiB per GPU that a training step can use: XLA preallocates ``memory_fraction`` of the memory
-    that is free when it starts (the device memory the driver reports, :data:`REPORTED_MEMORY_MIB`,
+    that is free when it starts (the device memory the driver reports, ``GpuSpec.reported_memory_mib``,
     less the CUDA context, :data:`CUDA_CONTEXT_MIB`); types without a reported size use the nominal one."""
-    reported = REPORTED_MEMORY_MIB.get(gpu.name)
-    if reported is None:
+    if not gpu.reported_memory_mib:
         return memory_fraction * gpu.memory_gb
-    return memory_fraction * (reported - CUDA_CONTEXT_MIB) * MIB / GIB
+    return memory_fraction * (gpu.reported_memory_mib - CUDA_CONTEXT_MIB) * MIB / GIB
 
 
 def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: EstimatorParams) -> Rates:

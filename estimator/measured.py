@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from arena_gym.hardware import get_gpu
 from arena_gym.types import Grid, ModelRef, Plan, ResourceShape, is_power_of_two
 from estimator.dpmemory import dp_rule_fits
 
@@ -33,8 +34,10 @@ LOCALITY_SCALE_FACTOR = 0.9
 MEASURED_COLUMNS = ("family", "size", "global_batch", "gpu_type", "num_nodes", "gpus_per_node", "iter_time_s", "oom")
 DP_MEMORY_COLUMNS = ("family", "size", "global_batch", "num_gpus", "mem_per_gpu_gb", "oom")
 
-#: GPU memory of the artifact's simulated cluster (docs/arena.md §12), for the DP memory rule.
-ARTIFACT_GPU_MEMORY_GB: Mapping[str, float] = {"a100": 40.0, "v100": 32.0, "a40": 48.0, "a10": 24.0}
+#: The GPU types of the artifact's simulated cluster (docs/arena.md §12), by their trace names.
+ARTIFACT_GPU_TYPES = ("a100", "v100", "a40", "a10")
+#: Their memory from the hardware catalogue, for the DP memory rule.
+ARTIFACT_GPU_MEMORY_GB: Mapping[str, float] = {t: get_gpu(t).memory_gb for t in ARTIFACT_GPU_TYPES}
 
 ConfigKey = tuple[str, str, int]  # family, size, global batch
 PointKey = tuple[str, str, int, str, int, int]  # + gpu type, nodes, gpus per node

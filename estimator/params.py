@@ -4,7 +4,8 @@ The cost model is a roofline (compute at a fraction of the datasheet peak plus m
 at a fraction of the datasheet bandwidth) and an alpha-beta communication model. Its few
 efficiency parameters are:
 
-* per model kind (``transformer``, ``moe``, ``wide_resnet``): ``eta_compute`` (fraction of the
+* per model kind (the efficiency class a family names, ``transformer``, ``moe``, ``wide_resnet``
+  for the built-in ones; a family's ``efficiency`` seeds a kind of its own): ``eta_compute`` (fraction of the
   peak matrix rate reached by large GEMMs), ``eta_memory`` (fraction of the memory bandwidth
   reached) and ``tile_rows`` (GEMM rows at which efficiency halves: a matrix product of ``r``
   rows runs at ``r / (r + tile_rows)`` of ``eta_compute``, which costs a fixed
@@ -29,9 +30,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from arena_gym.families import families
+
 #: Bumped whenever the cost model's equations change (part of every cache key).
 ESTIMATOR_VERSION = "1.4"
-KINDS = ("transformer", "moe", "wide_resnet")
 DEFAULT_PARAMS_FILE = "calibration.json"
 
 
@@ -63,17 +65,26 @@ class DpMemoryParams:
     act_factor: float = 1.0  # multiplies the analytical activation memory of one micro-batch
 
 
+def family_kinds() -> dict[str, KindParams]:
+    """The default efficiencies of every kind the registered families declare (``ModelFamily.efficiency``),
+    in the order of the families."""
+    out: dict[str, KindParams] = {}
+    for family in families().values():
+        if family.efficiency is not None and family.kind not in out:
+            out[family.kind] = KindParams(**family.efficiency)
+    return out
+
+
+def kinds() -> tuple[str, ...]:
+    """The model kinds of the registered families, in their order (``transformer``, ``moe``, ``wide_resnet``, ...)."""
+    return tuple(dict.fromkeys(f.kind for f in families().values()))
+
+
 @dataclass(frozen=True)
 class EstimatorParams:
     """All parameters of the cost model (see the module docstring)."""
 
-    kinds: Mapping[str, KindParams] = field(
-        default_factory=lambda: {
-            "transformer": KindParams(0.7, 0.5, 128.0),
-            "moe": KindParams(0.7, 0.5, 128.0),
-            "wide_resnet": KindParams(0.6, 0.2, 256.0),
-        }
-    )
+    kinds: Mapping[str, KindParams] = field(default_factory=lambda: family_kinds())
     nu_intra: float = 0.3
     nu_inter: float = 0.3
     latency_scale: float = 1.0
@@ -84,8 +95,8 @@ class EstimatorParams:
     dp_memory: Mapping[str, DpMemoryParams] = field(default_factory=dict)  # per kind; empty: physical defaults
 
     def kind(self, kind: str) -> KindParams:
-        """Efficiencies of a model kind (``transformer`` for unknown kinds)."""
-        return self.kinds.get(kind) or self.kinds.get("transformer") or KindParams()
+        """Efficiencies of a model kind: calibrated, else the defaults its family declares, else ``transformer``'s."""
+        return self.kinds.get(kind) or family_kinds().get(kind) or self.kinds.get("transformer") or KindParams()
 
     def gpu_type(self, name: str) -> TypeParams:
         """Multipliers of a canonical GPU name (all 1.0 when it was not calibrated)."""

@@ -38,11 +38,9 @@ iteration ends when the slowest stage has finished its optimizer step. The split
 
 Memory per device and feasibility come from the cost model (:func:`estimator.costmodel.stage_costs`).
 
-The performance model searches the plans the runner executes as they are: every stage on the same
-``(dp, tp)`` mesh (``tp`` divides the heads and stays in a node unless allowed, ``dp`` divides
-the batch), power-of-two micro-batch counts that divide the per-replica batch, both schedules
-(1F1B only with at least as many micro-batches as stages), and every contiguous layer partition
-(the most balanced ones by profiled time when there are many).
+The performance model searches the plans the runner executes as they are (the plan space of
+:mod:`estimator.plan_space`: uniform meshes, power-of-two micro-batch counts, both schedules,
+every contiguous layer partition; the most balanced partitions by profiled time when there are many).
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,15 +69,16 @@ from estimator.costmodel import (
 from estimator.hardware import canonical_gpu_name, get_gpu, node_links
 from estimator.perfmodel import EstimatorPerfModel, GridPlans
 from estimator.pipeline import simulate
-from estimator.planner import PlannerConfig, all_partitions, pipeline_units
+from estimator.plan_space import executable_plans as executable_plans
+from estimator.plan_space import grid_options
+from estimator.plan_space import partitions as _partitions
+from estimator.planner import PlannerConfig
 from estimator.profile import ModelInfo, Profile, load_profile
 from estimator.table import MAX_STAGES, TableRequest, TypeTable
 from estimator.zoo import ModelArch
 
 log = logging.getLogger(__name__)
 
-#: Largest micro-batch count the profiled planner tries.
-MAX_MICRO_BATCHES = 64
 #: Partitions evaluated per (stage count, mesh, micro-batches) before falling back to the most balanced ones.
 MAX_PARTITIONS = 256
 #: Bytes of the loss scalar and of the job loop's control flags, all-reduced every step.
@@ -408,22 +406,6 @@ class _Best(NamedTuple):
     schedule: PipeSchedule
 
 
-def _micro_options(per_replica: int) -> list[int]:
-    out, b = [], 1
-    while b <= min(per_replica, MAX_MICRO_BATCHES):
-        if per_replica % b == 0:
-            out.append(b)
-        b *= 2
-    return out
-
-
-@lru_cache(maxsize=256)
-def _partitions(arch: ModelArch, n_stages: int, n_units: int) -> np.ndarray:
-    units = pipeline_units(arch, n_units)
-    parts = all_partitions(len(units) - 1, n_stages)
-    return units[parts] if len(parts) else np.zeros((0, n_stages + 1), dtype=np.int64)
-
-
 def _balanced(bounds: np.ndarray, load: np.ndarray, k: int) -> np.ndarray:
     if len(bounds) <= k:
         return bounds
@@ -431,43 +413,6 @@ def _balanced(bounds: np.ndarray, load: np.ndarray, k: int) -> np.ndarray:
     loads = cum[bounds[:, 1:]] - cum[bounds[:, :-1]]
     order = np.lexsort(((loads**2).sum(axis=1), loads.max(axis=1)))[:k]
     return bounds[order]
-
-
-def grid_options(
-    heads: int, batch: int, shape: ResourceShape, n_stages: int, cfg: PlannerConfig, dp_only: bool = False
-) -> list[tuple[int, int, int, PipeSchedule]]:
-    """(dp, tp, micro-batches, schedule) of every executable uniform mesh of a grid (partitions aside)."""
-    N, gpn = shape.num_gpus, shape.gpus_per_node
-    if N % n_stages:
-        return []
-    g = N // n_stages
-    out: list[tuple[int, int, int, PipeSchedule]] = []
-    for tp in [1] if dp_only else [t for t in (1 << i for i in range(g.bit_length())) if g % t == 0]:
-        dp = g // tp
-        if heads % tp or batch % dp or (tp > gpn and not cfg.allow_cross_node_tp):
-            continue
-        for B in _micro_options(batch // dp):
-            schedules = (
-                [PipeSchedule.GPIPE]
-                if n_stages == 1 or B < n_stages
-                else [PipeSchedule.GPIPE, PipeSchedule.ONE_F_ONE_B]
-            )
-            out.extend((dp, tp, B, sch) for sch in schedules)
-    return out
-
-
-def executable_plans(arch: ModelArch, batch: int, shape: ResourceShape, cfg: PlannerConfig) -> list[Plan]:
-    """Every plan the profiled planner considers on ``shape`` (every stage count, partition, mesh, micro-batch count, schedule)."""
-    out = []
-    heads = int(arch.config.get("heads", 1))
-    for S in cfg.stage_counts:
-        if S > len(arch.layers):
-            continue
-        bounds = _partitions(arch, S, max(cfg.n_units, S))
-        for dp, tp, B, schedule in grid_options(heads, batch, shape, S, cfg):
-            for b in bounds:
-                out.append(Plan(tuple(StagePlan(int(b[j]), int(b[j + 1]), dp, tp) for j in range(S)), B, schedule))
-    return out
 
 
 def search_grid(

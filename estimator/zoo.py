@@ -1,6 +1,8 @@
-"""Model zoo: the artifact's GPT, MoE and Wide-ResNet families, plus user-defined transformers.
+"""Model zoo: the architectures of the registered model families, plus user-defined transformers.
 
-Architectures follow Alpa's benchmark suite as used by the Arena artifact (docs/arena.md
+The families themselves (sizes, optimizer state, trace mix, live builder) are records of the
+family catalogue (:mod:`arena_gym.families`; the built-in ones in ``estimator/families/``); this
+module holds the two architecture builders they use and the lookup by name. Architectures follow Alpa's benchmark suite as used by the Arena artifact (docs/arena.md
 §8.2): GPT (seq 1024, vocab 51,200, fp16, tied embeddings), GShard-style MoE (seq 1024, vocab
 32,000, fp16, every second layer an MoE layer with 8x-wide experts, top-2 gating, expert group
 2,048 tokens) and Wide-ResNet (bottleneck blocks, image 224, 1,024 classes, fp32).
@@ -25,24 +27,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arena_gym.families import families
 from arena_gym.types import ModelRef
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
-
-#: Optimizer moments in bytes per parameter, by model kind. Alpa's benchmark scripts (which the
-#: artifact runs) train GPT with AdamW (two fp32 moments) and GShard MoE with Adafactor, whose
-#: second moments are factored into row and column vectors and which keeps no momentum (negligible
-#: per parameter). Wide-ResNet keeps two fp32 moments' worth: Alpa's script uses SGD with Nesterov
-#: momentum (one buffer), but charging one buffer changes no feasibility verdict on the measured
-#: table and only shifts the fitted efficiencies (docs/estimator.md). Half-precision models also
-#: keep an fp32 master copy of the weights (4 bytes).
-OPTIMIZER_MOMENT_BYTES = {"transformer": 8, "moe": 0, "wide_resnet": 8}
 
 #: Per-layer quantities, in the order of :class:`LayerTable`'s arrays.
 LAYER_FIELDS = (
@@ -110,6 +104,7 @@ class ModelArch:
     tied_params: float  # parameters shared by the first and last layer (tied embeddings)
     layers: LayerTable
     config: Mapping[str, Any] = field(default_factory=dict)
+    optimizer_bytes: float = 8.0  # optimizer moments per parameter (the family's ``optimizer_bytes``)
 
     @property
     def ref(self) -> ModelRef:
@@ -122,11 +117,11 @@ class ModelArch:
         return DTYPE_BYTES[self.dtype]
 
     @property
-    def state_bytes_per_param(self) -> tuple[int, int, int]:
-        """(weight, gradient, optimizer) bytes per parameter: the kind's optimizer moments
-        (:data:`OPTIMIZER_MOMENT_BYTES`) plus an fp32 master copy when the weights are half precision."""
+    def state_bytes_per_param(self) -> tuple[int, int, float]:
+        """(weight, gradient, optimizer) bytes per parameter: the family's optimizer moments
+        (:attr:`optimizer_bytes`) plus an fp32 master copy when the weights are half precision."""
         d = self.dtype_bytes
-        return d, d, OPTIMIZER_MOMENT_BYTES[self.kind] + (4 if d < 4 else 0)
+        return d, d, self.optimizer_bytes + (4 if d < 4 else 0)
 
     @property
     def param_count(self) -> float:
@@ -233,8 +228,15 @@ def _moe_block(s: int, h: int, a: int, e: int, fe: int, group: int, d: int) -> d
     }
 
 
-def build_transformer(spec: TransformerSpec) -> ModelArch:
-    """A GPT or MoE :class:`ModelArch` from a :class:`TransformerSpec`."""
+def kind_optimizer_bytes(kind: str) -> float:
+    """The optimizer bytes per parameter of the first registered family of ``kind`` (8, AdamW's
+    two fp32 moments, when none is): what a user model of that kind is charged."""
+    return next((f.optimizer_bytes for f in families().values() if f.kind == kind), 8.0)
+
+
+def build_transformer(spec: TransformerSpec, optimizer_bytes: float | None = None) -> ModelArch:
+    """A GPT or MoE :class:`ModelArch` from a :class:`TransformerSpec` (``optimizer_bytes`` default:
+    :func:`kind_optimizer_bytes`; a family's own sizes are charged its ``optimizer_bytes``)."""
     s, h, a, v, d = spec.seq_len, spec.hidden, spec.heads, spec.vocab, DTYPE_BYTES[spec.dtype]
     sh = s * h
     rows: list[dict[str, Any]] = [
@@ -271,10 +273,11 @@ def build_transformer(spec: TransformerSpec) -> ModelArch:
         }
     )
     family = ModelRef.parse(spec.name).family
+    kind = "moe" if spec.experts else "transformer"
     return ModelArch(
         name=ModelRef.parse(spec.name).name,
         family=family,
-        kind="moe" if spec.experts else "transformer",
+        kind=kind,
         dtype=spec.dtype,
         remat=spec.remat,
         sample_tokens=s,
@@ -283,6 +286,7 @@ def build_transformer(spec: TransformerSpec) -> ModelArch:
         tied_params=float(v * h) if spec.tied_embeddings else 0.0,
         layers=LayerTable.from_rows(rows),
         config=asdict(spec),
+        optimizer_bytes=_optimizer_bytes(kind, optimizer_bytes),
     )
 
 
@@ -315,7 +319,7 @@ class WideResNetSpec:
 _WRN_STAGES = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}
 
 
-def build_wide_resnet(spec: WideResNetSpec) -> ModelArch:
+def build_wide_resnet(spec: WideResNetSpec, optimizer_bytes: float | None = None) -> ModelArch:
     """A Wide-ResNet :class:`ModelArch` from a :class:`WideResNetSpec` (one layer per block)."""
     d, c, w = DTYPE_BYTES[spec.dtype], spec.channels, spec.width_factor
     hw = spec.image_size // 2  # after the 7x7 stride-2 stem
@@ -397,84 +401,59 @@ def build_wide_resnet(spec: WideResNetSpec) -> ModelArch:
         tied_params=0.0,
         layers=LayerTable.from_rows(rows),
         config=asdict(spec),
+        optimizer_bytes=_optimizer_bytes("wide_resnet", optimizer_bytes),
     )
 
 
 # ----------------------------------------------------------------------------------------------
-# the built-in zoo
-
-#: GPT sizes of Alpa's suite: (hidden, layers, heads).
-GPT_SIZES = {
-    "350M": (1024, 24, 16),
-    "760M": (1536, 24, 16),
-    "1.3B": (2048, 24, 32),
-    "2.6B": (2560, 32, 32),
-    "6.7B": (4096, 32, 32),
-    "15B": (5120, 48, 40),
-    "39B": (8192, 48, 64),
-}
-#: MoE sizes: (hidden, layers, experts); 16 heads.
-MOE_SIZES = {
-    "690M": (768, 8, 16),
-    "1.3B": (768, 16, 16),
-    "2.4B": (1024, 16, 16),
-    "10B": (1536, 16, 32),
-    "27B": (2048, 16, 48),
-    "70B": (2048, 32, 64),
-}
-#: Wide-ResNet sizes: (depth, channels, width factor).
-WRN_SIZES = {
-    "500M": (50, 224, 2),
-    "1B": (50, 320, 2),
-    "2B": (50, 448, 2),
-    "4B": (50, 640, 2),
-    "6.8B": (50, 320, 16),
-    "13B": (101, 320, 16),
-}
+# the zoo: every size of every registered family
 
 
-#: Small GPT presets that the real runner trains on CPU: (hidden, layers, heads, vocabulary, sequence);
-#: fp32, no rematerialisation, untied embeddings (so any pipeline split is valid).
-CPU_GPT_SIZES = {"tiny": (64, 4, 4, 1024, 64), "mini": (256, 6, 8, 2048, 128)}
-
-
-def _builtin_specs() -> list[TransformerSpec | WideResNetSpec]:
-    specs: list[TransformerSpec | WideResNetSpec] = []
-    for size, (h, n, a) in GPT_SIZES.items():
-        specs.append(TransformerSpec(f"gpt__{size}", n, h, a, vocab=51200))
-    for size, (h, n, a, v, s) in CPU_GPT_SIZES.items():
-        specs.append(
-            TransformerSpec(
-                f"gpt__{size}", n, h, a, seq_len=s, vocab=v, dtype="fp32", tied_embeddings=False, remat=False
-            )
-        )
-    for size, (h, n, e) in MOE_SIZES.items():
-        specs.append(TransformerSpec(f"moe__{size}", n, h, 16, vocab=32000, ffn_mult=8, experts=e))
-    for size, (depth, c, w) in WRN_SIZES.items():
-        specs.append(WideResNetSpec(f"wide_resnet__{size}", depth, c, w))
-    return specs
+def _optimizer_bytes(kind: str, given: float | None) -> float:
+    return float(given) if given is not None else float(kind_optimizer_bytes(kind))
 
 
 def build(spec: TransformerSpec | WideResNetSpec) -> ModelArch:
-    """Build the ModelArch of a spec."""
+    """Build the ModelArch of a user spec (the transformer or Wide-ResNet builder, by its type)."""
     return build_transformer(spec) if isinstance(spec, TransformerSpec) else build_wide_resnet(spec)
 
 
-_BUILTIN: dict[str, ModelArch] = {arch.name: arch for arch in map(build, _builtin_specs())}
+#: Built architectures by name, with the family record they were built from (rebuilt if it changes).
+_BUILT: dict[str, tuple[Any, ModelArch]] = {}
+
+
+def _family_arch(family: Any, size: str) -> ModelArch:
+    name = f"{family.name}__{size}"
+    hit = _BUILT.get(name)
+    if hit is None or hit[0] is not family:
+        arch = family.build(family.sizes[size])
+        if arch.kind != family.kind or arch.optimizer_bytes != family.optimizer_bytes:
+            arch = replace(arch, kind=family.kind, optimizer_bytes=float(family.optimizer_bytes))
+        if arch.name != name:
+            raise ValueError(f"model family {family.name}: size {size!r} builds a model named {arch.name!r}")
+        hit = _BUILT[name] = (family, arch)
+    return hit[1]
+
+
+def _builtin_names() -> set[str]:
+    return {f"{name}__{size}" for name, family in families().items() for size in family.sizes}
 
 
 def known_models(extra: Mapping[str, ModelArch] | None = None) -> list[str]:
-    """Names (``family__size``) of the built-in models plus ``extra``, sorted."""
-    return sorted(set(_BUILTIN) | set(extra or {}))
+    """Names (``family__size``) of the registered families' models plus ``extra``, sorted."""
+    return sorted(_builtin_names() | set(extra or {}))
 
 
 def get_model(ref: ModelRef | str, extra: Mapping[str, ModelArch] | None = None) -> ModelArch:
     """The architecture of a model; ValueError with the valid names when unknown."""
-    name = (ref if isinstance(ref, ModelRef) else ModelRef.parse(str(ref))).name
-    arch = (extra or {}).get(name) or _BUILTIN.get(name)
-    if arch is None:
-        raise ValueError(f"unknown model {name!r}; valid: {', '.join(known_models(extra))}")
-    return arch
+    model = ref if isinstance(ref, ModelRef) else ModelRef.parse(str(ref))
+    arch = (extra or {}).get(model.name)
+    if arch is not None:
+        return arch
+    family = families().get(model.family)
+    if family is None or model.size not in family.sizes:
+        raise ValueError(f"unknown model {model.name!r}; valid: {', '.join(known_models(extra))}")
+    return _family_arch(family, model.size)
 
 
 def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
@@ -526,7 +505,8 @@ def load_models(path: str | Path, allow_shadowing: bool = False) -> dict[str, Mo
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"model(s) {', '.join(twice)} specified more than once")
-    clash = sorted(a.name for a in archs if a.name in _BUILTIN)
+    builtin = _builtin_names()
+    clash = sorted(a.name for a in archs if a.name in builtin)
     if clash and not allow_shadowing:
         raise ValueError(
             f"model(s) {', '.join(clash)} would replace the zoo's model(s) of that name; "

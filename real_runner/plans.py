@@ -1,5 +1,8 @@
 """From an estimator :class:`~arena_gym.types.Plan` to the plan the runner executes (no torch here).
 
+The rules of what runs are the plan space's (:mod:`estimator.plan_space`); this module applies them
+to one plan, with messages that name the problem.
+
 ``resolve_plan`` checks a plan against the model, the global batch and the world size (one-line
 ``ValueError`` naming the problem) and maps it to what ``torch.distributed.pipelining`` can run:
 
@@ -20,14 +23,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arena_gym.families import live_family
 from arena_gym.types import PipeSchedule, Plan, StagePlan
+from estimator.plan_space import executed_schedule, uniform_meshes
 from estimator.zoo import TransformerSpec, get_model
+
+#: The architectures the runner can build (``ModelFamily.live`` names one): ``transformer``, the torch GPT
+#: of :mod:`real_runner.model`, which trains any dense :class:`TransformerSpec`.
+LIVE_ARCHITECTURES = ("transformer",)
 
 
 def model_spec(name: str) -> TransformerSpec:
-    """The zoo's :class:`TransformerSpec` of a model name; ValueError for unknown or non-dense models."""
+    """The :class:`TransformerSpec` the runner trains for a model name; a one-line ValueError for an
+    unknown model, a family without a live model builder (``ModelFamily.live``) or one the runner lacks."""
     arch = get_model(name)
-    if arch.kind != "transformer":
+    family = live_family(arch.family)
+    if family.live not in LIVE_ARCHITECTURES:
+        raise ValueError(
+            f"model family {family.name!r} is trained live by architecture {family.live!r}, which the runner "
+            f"does not have; valid: {', '.join(LIVE_ARCHITECTURES)}"
+        )
+    if arch.experts or set(arch.config) != set(TransformerSpec.__dataclass_fields__):
         raise ValueError(f"model {arch.name}: the runner trains dense transformers only, not {arch.kind} models")
     return TransformerSpec(**arch.config)
 
@@ -141,10 +157,7 @@ def _check_structure(spec: TransformerSpec, plan: Plan) -> None:
 def _uniform_mesh(spec: TransformerSpec, plan: Plan, per_stage: int, global_batch: int) -> tuple[int, int]:
     layers = [s.layer_end - s.layer_start for s in plan.stages]
     best: tuple[float, int, int] | None = None
-    for tp in (t for t in range(1, per_stage + 1) if per_stage % t == 0 and spec.heads % t == 0):
-        dp = per_stage // tp
-        if global_batch % dp:
-            continue
+    for dp, tp in uniform_meshes(spec.heads, global_batch, per_stage):
         dist = sum(n * (abs(math.log2(s.tp / tp)) + abs(math.log2(s.dp / dp))) for n, s in zip(layers, plan.stages))
         if best is None or (dist, tp) < best[:2]:
             best = (dist, tp, dp)
@@ -188,9 +201,8 @@ def resolve_plan(spec: TransformerSpec, plan: Plan, global_batch: int, world_siz
             )
         micro = max(d for d in range(1, min(micro, per_replica) + 1) if per_replica % d == 0)
         notes.append(f"micro-batches {plan.micro_batches} -> {micro} to divide the per-replica batch {per_replica}")
-    schedule = plan.schedule
-    if plan.n_stages > 1 and schedule is PipeSchedule.ONE_F_ONE_B and micro < plan.n_stages:
-        schedule = PipeSchedule.GPIPE
+    schedule = executed_schedule(plan.schedule, plan.n_stages, micro)
+    if schedule is not plan.schedule:
         notes.append(f"1F1B needs >= {plan.n_stages} micro-batches, got {micro}: running GPipe")
     stages = tuple(StagePlan(s.layer_start, s.layer_end, dp, tp) for s in plan.stages)
     return ExecutedPlan(plan, Plan(stages, micro, schedule), tuple(notes))

@@ -6,7 +6,9 @@ trace a model family, a size, a global batch, a GPU count and a GPU type, drawn 
 weights, and re-draws *all* fields until the job is feasible.
 
 Model sizes and batches per family (the artifact's ``supported_model_cfgs``; the Philly trace
-uses GPT 760M-6.7B, MoE 690M-27B and WRN 500M-6.8B of these; index 0..5 as in the recipe)::
+uses GPT 760M-6.7B, MoE 690M-27B and WRN 500M-6.8B of these; index 0..5 as in the recipe). Each
+family's record holds its own (``ModelFamily.trace``, in ``estimator/families/``; a family
+without one is never sampled)::
 
     gpt          760M 1.3B 2.6B 6.7B 15B 39B     batches 128 256 512
     moe          690M 1.3B 2.4B 10B  27B 70B     batches 256 512 1024
@@ -33,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena_gym.families import TraceMix, families, get_family
+from arena_gym.hardware import get_gpu
 from arena_gym.types import GPU_COUNTS, ModelRef
 
 #: ``feasible(model, global_batch, gpu_type, num_gpus) -> bool``
@@ -40,16 +44,23 @@ FeasibleFn = Callable[[ModelRef, int, str, int], bool]
 #: ``iter_time(model, global_batch, gpu_type, num_gpus) -> seconds per iteration``
 IterTimeFn = Callable[[ModelRef, int, str, int], float]
 
-FAMILY_SIZES: dict[str, tuple[str, ...]] = {
-    "wide_resnet": ("500M", "1B", "2B", "4B", "6.8B", "13B"),
-    "gpt": ("760M", "1.3B", "2.6B", "6.7B", "15B", "39B"),
-    "moe": ("690M", "1.3B", "2.4B", "10B", "27B", "70B"),
-}
-FAMILY_BATCHES: dict[str, tuple[int, ...]] = {
-    "wide_resnet": (256, 512, 1024),
-    "gpt": (128, 256, 512),
-    "moe": (256, 512, 1024),
-}
+
+def trace_mix(family: str) -> TraceMix:
+    """The recipe's sizes, batches, fewest GPUs and nominal times of ``family`` (its record's ``trace``)."""
+    mix = get_family(family).trace
+    if mix is None:
+        raise ValueError(f"model family {family!r} has no trace mix (ModelFamily.trace): the recipe cannot sample it")
+    return mix
+
+
+def family_sizes() -> dict[str, tuple[str, ...]]:
+    """Sizes per family that the recipe samples (index 0 first), for every family with a trace mix."""
+    return {name: f.trace.sizes for name, f in families().items() if f.trace is not None}
+
+
+def family_batches() -> dict[str, tuple[int, ...]]:
+    """Global batches per family that the recipe samples (index 0 first)."""
+    return {name: f.trace.batches for name, f in families().items() if f.trace is not None}
 
 
 @dataclass(frozen=True)
@@ -101,69 +112,25 @@ def get_mix(name: str) -> Mix:
 
 # -- built-in feasibility and nominal speed ------------------------------------------------
 
-#: GPU memory (GB) of the types the built-in rule knows.
-GPU_MEMORY_GB: dict[str, float] = {"a100": 40.0, "v100": 32.0, "a40": 48.0, "a10": 24.0, "h100": 80.0, "l20": 48.0}
-
-#: Fewest GPUs (of 40-48 GB) on which a size ran in the artifact's traces (minimum over the
-#: A100 and A40 requests in arena/traces/{philly,pai,testbed}.csv). Sizes not listed have no
-#: data in the artifact's performance database and are infeasible under the built-in rule.
-MIN_GPUS: dict[tuple[str, str], int] = {
-    ("gpt", "760M"): 1,
-    ("gpt", "1.3B"): 1,
-    ("gpt", "2.6B"): 4,
-    ("gpt", "6.7B"): 8,
-    ("moe", "690M"): 1,
-    ("moe", "1.3B"): 1,
-    ("moe", "2.4B"): 2,
-    ("moe", "10B"): 4,
-    ("wide_resnet", "500M"): 1,
-    ("wide_resnet", "1B"): 2,
-    ("wide_resnet", "2B"): 2,
-    ("wide_resnet", "4B"): 4,
-    ("wide_resnet", "6.8B"): 8,
-}
-
 
 def default_feasible(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> bool:
     """Coarse built-in feasibility, used when no estimator-backed ``feasible`` is given.
 
-    Feasible iff the size is one the artifact has performance data for (:data:`MIN_GPUS`)
-    and ``num_gpus >= MIN_GPUS[size]``, doubled on GPUs with less than 40 GB (V100, A10).
+    Feasible iff the size is one the artifact has performance data for (the family's
+    ``TraceMix.min_gpus``: the fewest 40-48 GB GPUs on which it ran in the artifact's traces,
+    arena/traces/{philly,pai,testbed}.csv) and ``num_gpus >= min_gpus[size]``, doubled on GPUs with less than 40 GB (V100, A10; the
+    memory is the hardware catalogue's, and a type outside it is a ValueError).
     The batch is ignored. Pass the estimator's feasibility for the recipe proper.
     """
-    need = MIN_GPUS.get((model.family, model.size))
+    family = families().get(model.family)
+    need = family.trace.min_gpus.get(model.size) if family is not None and family.trace is not None else None
     if need is None:
         return False
-    if GPU_MEMORY_GB.get(gpu_type, 40.0) < 40.0:
+    if get_gpu(gpu_type).memory_gb < 40.0:
         need *= 2
     return num_gpus >= need
 
 
-#: Nominal seconds per iteration on ONE A40-equivalent at the family's smallest batch
-#: (128 for GPT, 256 otherwise). Obtained from arena/measured_iter_time.csv (A40 rows): the
-#: median over (batch, count) of iter_time x 1.5^log2(count) x smallest_batch / batch, rounded
-#: to two figures; sizes without data (GPT 15B/39B, MoE 27B/70B, WRN 13B) extrapolated with the
-#: artifact's 1.8x per size step (PARAM_NUM_SCALE_FACTOR).
-NOMINAL_ITER_S: dict[tuple[str, str], float] = {
-    ("gpt", "760M"): 10.0,
-    ("gpt", "1.3B"): 18.0,
-    ("gpt", "2.6B"): 26.0,
-    ("gpt", "6.7B"): 62.0,
-    ("gpt", "15B"): 110.0,
-    ("gpt", "39B"): 200.0,
-    ("moe", "690M"): 7.2,
-    ("moe", "1.3B"): 12.0,
-    ("moe", "2.4B"): 17.0,
-    ("moe", "10B"): 32.0,
-    ("moe", "27B"): 57.0,
-    ("moe", "70B"): 100.0,
-    ("wide_resnet", "500M"): 15.0,
-    ("wide_resnet", "1B"): 32.0,
-    ("wide_resnet", "2B"): 72.0,
-    ("wide_resnet", "4B"): 140.0,
-    ("wide_resnet", "6.8B"): 230.0,
-    ("wide_resnet", "13B"): 420.0,
-}
 #: Speed relative to an A40 (docs/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
 #: A10 is not in the measured data: 0.7x assumed from its lower clocks and bandwidth).
 TYPE_SPEED: dict[str, float] = {"a40": 1.0, "a100": 2.4, "v100": 1.23, "a10": 0.7}
@@ -172,16 +139,19 @@ DOUBLING_SPEEDUP: dict[str, float] = {"a100": 1.75, "v100": 1.87, "a40": 1.5, "a
 
 
 def nominal_iter_time(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> float:
-    """Built-in nominal iteration time (s): :data:`NOMINAL_ITER_S` scaled by batch, type and count.
+    """Built-in nominal iteration time (s): the family's ``TraceMix.nominal_iter_s`` (one
+    A40-equivalent at the family's smallest batch) scaled by batch, type and count.
 
     ``base x batch / smallest_batch / TYPE_SPEED[type] / DOUBLING_SPEEDUP[type]^log2(count)``;
     unknown types count as an A40. A rough stand-in for the estimator, used to turn durations
     into iteration counts when no ``iter_time`` callable is given.
     """
-    base = NOMINAL_ITER_S.get((model.family, model.size))
-    if base is None:
+    family = families().get(model.family)
+    mix = family.trace if family is not None else None
+    base = mix.nominal_iter_s.get(model.size) if mix is not None else None
+    if mix is None or base is None:
         raise ValueError(f"no nominal iteration time for {model.name}; pass an iter_time callable")
-    batch0 = FAMILY_BATCHES[model.family][0]
+    batch0 = mix.batches[0]
     speed = TYPE_SPEED.get(gpu_type, 1.0) * DOUBLING_SPEEDUP.get(gpu_type, 1.5) ** math.log2(num_gpus)
     return base * global_batch / batch0 / speed
 
@@ -259,6 +229,7 @@ def sample_fields(
         raise ValueError(f"max_tries must be in 1..{MAX_TRIES}, got {max_tries}")
     check = feasible or default_feasible
     fam_names = tuple(f for f, _ in mix.family_weights)
+    mixes = {f: trace_mix(f) for f in fam_names}
     p_fam = _probs([w for _, w in mix.family_weights], "family")
     p_size = _probs(mix.size_weights, "size")
     p_batch = _probs(mix.batch_weights, "batch")
@@ -282,9 +253,9 @@ def sample_fields(
 
     def fits(key: tuple[int, int, int, int, int]) -> bool:
         if key not in cache:
-            family = fam_names[key[0]]
-            model = ModelRef(family, FAMILY_SIZES[family][key[1]])
-            cache[key] = bool(check(model, FAMILY_BATCHES[family][key[2]], type_names[key[3]], int(counts[key[4]])))
+            family = mixes[fam_names[key[0]]]
+            model = ModelRef(fam_names[key[0]], family.sizes[key[1]])
+            cache[key] = bool(check(model, family.batches[key[2]], type_names[key[3]], int(counts[key[4]])))
         return cache[key]
 
     def any_fits() -> bool:
@@ -323,10 +294,10 @@ def sample_fields(
     if len(pending):
         raise InfeasibleJobError(int(pending[0]), max_tries)
 
-    models = tuple(ModelRef(fam_names[f], FAMILY_SIZES[fam_names[f]][s]) for f, s in zip(fam, size))
+    models = tuple(ModelRef(fam_names[f], mixes[fam_names[f]].sizes[s]) for f, s in zip(fam, size))
     return SampledFields(
         models=models,
-        batches=tuple(FAMILY_BATCHES[m.family][b] for m, b in zip(models, batch)),
+        batches=tuple(mixes[m.family].batches[b] for m, b in zip(models, batch)),
         gpu_types=tuple(type_names[t] for t in gtype),
         num_gpus=tuple(int(counts[c]) for c in cnt),
     )

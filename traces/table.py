@@ -20,12 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from arena_gym.families import families
 from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.trace import Trace
-
-#: Model families a trace may name (after aliases such as ``bert`` -> ``gpt``).
-FAMILIES: tuple[str, ...] = ("gpt", "moe", "wide_resnet")
-
 
 #: A decimal number literal in ASCII digits (no ``inf``/``nan``, hex, digit separators or other scripts' digits).
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -73,13 +70,13 @@ def one_line(text: str) -> str:
 
 
 def parse_model(text: str) -> ModelRef:
-    """Parse ``family__size`` and check the family; ValueError (one line) otherwise."""
+    """Parse ``family__size`` and check the family is in the family catalogue; ValueError (one line) otherwise."""
     model = ModelRef.parse(text)
-    if model.family not in FAMILIES:
+    known = families()
+    if model.family not in known:
         aliases = ", ".join(f"{a}->{f}" for a, f in sorted(FAMILY_ALIASES.items()))
         raise ValueError(
-            f"unknown model family {model.family!r} in {text.strip()!r} "
-            f"(valid: {', '.join(FAMILIES)}; aliases {aliases})"
+            f"unknown model family {model.family!r} in {text.strip()!r} (valid: {', '.join(known)}; aliases {aliases})"
         )
     return model
 

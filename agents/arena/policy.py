@@ -88,7 +88,13 @@ class ArenaPolicy:
         return decision
 
     def fork(self) -> ArenaPolicy:
-        """A copy with this episode's state that goes on independently (the memoised estimates are shared)."""
+        """A copy with this episode's state that goes on independently.
+
+        The oracle is shared: its memos (iteration times; held rates, halvings and moves per
+        placement object and per (model, batch, shape)) depend only on the belief model, the
+        cluster and the placement, and every decision rebinds them to its snapshot (forgetting
+        them for another belief model or cluster, and deadline-aware, the ones that read the time).
+        """
         twin = copy.copy(self)
         twin._runnable = dict(self._runnable)
         twin.priority = self.priority.fork() if self.priority is not None else None

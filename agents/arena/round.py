@@ -242,26 +242,21 @@ class DecisionRound:
             for o in self.opportunism
             if o in self.ws.placement and first_waiting is not None and self._order(o) > first_waiting
         }
-        held = self.ws.original
-        perf = self.snapshot.perf
-        allocations = [
-            (j, allocation(perf, self.views[j].spec, p))
-            for j, p in sorted(self.ws.placement.items(), key=lambda kv: self._order(kv[0]))
-            if held.get(j) != p
-        ]
-        preemptions = sorted((j for j in held if j not in self.ws.placement), key=self._order)
-        return Decision(allocations=tuple(allocations), preemptions=tuple(preemptions))
+        placement, perf = self.ws.placement, self.snapshot.perf
+        changed = sorted(self.ws.changed_jobs(), key=self._order)
+        allocations = tuple((j, allocation(perf, self.views[j].spec, placement[j])) for j in changed if j in placement)
+        return Decision(allocations=allocations, preemptions=tuple(j for j in changed if j not in placement))
 
     def _keep_placements(self) -> None:
         """Eliminate unnecessary suspend-resume: a job whose shape is unchanged returns to its old nodes if they are free."""
         ws = self.ws
-        for view in self.snapshot.running:
-            old, new = view.allocation.placement if view.allocation else None, ws.placement.get(view.job_id)
-            if old is None or new is None or new == old or new.shape != old.shape:
+        for job in ws.changed_jobs():  # running jobs first, in the snapshot's order
+            old, new = ws.original.get(job), ws.placement.get(job)
+            if old is None or new is None or new.shape != old.shape:
                 continue
             mark = ws.checkpoint()
-            ws.set(view.job_id, None)
+            ws.set(job, None)
             if ws.fits(old):
-                ws.set(view.job_id, old)
+                ws.set(job, old)
             else:
                 ws.rollback(mark)

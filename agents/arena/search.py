@@ -11,23 +11,20 @@ never recorded (the artifact's -1e9).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from agents.arena.config import ArenaConfig
-from agents.arena.oracle import ThroughputOracle
-from agents.common import Change, ShapeKey, Workspace, key_of, shape_key
+from agents.arena.index import Shrink, ShrinkIndex, halved
+from agents.arena.oracle import GAIN_EPS, ThroughputOracle
+from agents.common import Change, Workspace, key_of, shape_key
 from arena_gym.placement import place_shape
 from arena_gym.types import JobId, JobView, Placement, ResourceShape, best_locality, localities
 
-#: Gains at or below this (samples/s) count as no gain (guards against float noise).
-GAIN_EPS = 1e-9
 
-
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A candidate outcome of a search: the workspace edits it makes and its structured marginal gain."""
 
     gain: float
@@ -46,26 +43,13 @@ class _Move(NamedTuple):
     relaxed: bool
 
 
-@dataclass(frozen=True)
-class _Branch:
+class _Branch(NamedTuple):
     """A downgrade-search state: edits so far, their gain, and the target's current request."""
 
     changes: tuple[Change, ...]
     gain: float
     gpu_type: str
     num_gpus: int
-
-
-def halved(p: Placement) -> Placement:
-    """Shrink in place to half the GPUs: drop half the nodes, or half the GPUs of a single node."""
-    if len(p.nodes) > 1:
-        return Placement(p.gpu_type, p.nodes[: len(p.nodes) // 2], p.gpus_per_node)
-    return Placement(p.gpu_type, p.nodes, p.gpus_per_node // 2)
-
-
-def _halved_key(p: Placement) -> ShapeKey:
-    n = len(p.nodes)
-    return (p.gpu_type, n // 2, p.gpus_per_node) if n > 1 else (p.gpu_type, 1, p.gpus_per_node // 2)
 
 
 def _net(changes: tuple[Change, ...]) -> tuple[tuple[JobId, Placement | None], ...]:
@@ -85,21 +69,12 @@ class ArenaSearch:
         self.ws = workspace
         self.oracle = oracle
         self.views = views
-        self._held: dict[JobId, tuple[Placement, float]] = {}
-        self._halved: dict[JobId, tuple[Placement, float | None]] = {}
+        self._shrinks = ShrinkIndex(workspace, partial(oracle.halving_change, views))
+        self._own_halving: dict[tuple[JobId, str, int], float | None] = {}
 
     def held_rate(self, job: JobId, placement: Placement) -> float:
         """Samples/s ``job`` makes on ``placement``, a configuration it holds (memoised)."""
-        memo = self._held.get(job)
-        if memo is None or memo[0] is not placement:
-            memo = self._held[job] = (placement, self.oracle.current(self.views[job].spec, key_of(placement)))
-        return memo[1]
-
-    def _halved_rate(self, job: JobId, placement: Placement) -> float | None:
-        memo = self._halved.get(job)
-        if memo is None or memo[0] is not placement:
-            memo = self._halved[job] = (placement, self.oracle.rate(self.views[job], _halved_key(placement)))
-        return memo[1]
+        return self.oracle.held_rate(self.views, job, placement)
 
     def runnable(self, job: JobView, gpu_type: str, num_gpus: int) -> bool:
         """Whether ``job`` (requesting ``num_gpus`` of ``gpu_type``) could ever start: some count it may get
@@ -132,9 +107,9 @@ class ArenaSearch:
         cap = ws.capacity.get(gpu_type)
         if (
             cap is None
+            or ws.total_free[gpu_type] < num_gpus
             or num_gpus > self.config.max_job_gpus
             or num_gpus > cap * ws.nodes[gpu_type]
-            or ws.total_free[gpu_type] < num_gpus
         ):
             return None, False
         shapes = localities(gpu_type, num_gpus, cap)
@@ -304,37 +279,34 @@ class ArenaSearch:
         self._settle(job, child, base, candidates, children, try_place=gpu_type == child.gpu_type)
         ws.rollback(mark)
 
-    def _shrink_choice(self, job: JobView, branch: _Branch, gpu_type: str) -> tuple[float, JobId | None] | None:
+    def _shrink_choice(self, job: JobView, branch: _Branch, gpu_type: str) -> Shrink | None:
         """(throughput change, job) of the best halving among jobs holding >= half the type's largest count.
 
         The job is None when the best choice is to halve the target's own request.
         """
-        ws, oracle = self.ws, self.oracle
-        buckets = ws.by_count[gpu_type]
+        ws = self.ws
         n = branch.num_gpus
         target_here = branch.gpu_type == gpu_type
         top = max(ws.largest(gpu_type), n if target_here else 0)
         if top < 2:
             return None
-        best: tuple[float, JobId | None] | None = None
+        best: Shrink | None = None
         if target_here and n >= 2 and 2 * n >= top:
-            cap = ws.capacity[gpu_type]
+            change = self._halving_own(job, gpu_type, n)
+            if change is not None:
+                best = (change, None)
+        return self._shrinks.best(gpu_type, top, best)
+
+    def _halving_own(self, job: JobView, gpu_type: str, n: int) -> float | None:
+        """Throughput change of the target taking half its ``n`` GPUs of ``gpu_type`` (best localities), memoised."""
+        key = (job.job_id, gpu_type, n)
+        if key not in self._own_halving:
+            oracle, cap = self.oracle, self.ws.capacity[gpu_type]
             half = oracle.rate(job, shape_key(best_locality(gpu_type, n // 2, cap)))
-            if half is not None:
-                best = (half - oracle.current(job.spec, shape_key(best_locality(gpu_type, n, cap))), None)
-        placement = ws.placement
-        for count, jobs in buckets.items():
-            if count < 2 or 2 * count < top:
-                continue
-            for j in jobs:
-                p = placement[j]
-                rate = self._halved_rate(j, p)
-                if rate is None:
-                    continue
-                delta = rate - self.held_rate(j, p)
-                if best is None or delta > best[0]:
-                    best = (delta, j)
-        return best
+            self._own_halving[key] = (
+                None if half is None else half - oracle.current(job.spec, shape_key(best_locality(gpu_type, n, cap)))
+            )
+        return self._own_halving[key]
 
     def _retype(
         self, job: JobView, branch: _Branch, base: int, candidates: list[Candidate], children: list[_Branch]
@@ -342,14 +314,14 @@ class ArenaSearch:
         """Hardware-type change: move the job of the target's type (or the target) that gains most to a type with idle GPUs."""
         ws, oracle = self.ws, self.oracle
         home, n = branch.gpu_type, branch.num_gpus
-        if all(free < 1 for t, free in ws.total_free.items() if t != home):
+        room = max((free for t, free in ws.total_free.items() if t != home), default=0)
+        if room < 1:
             return  # no other type has an idle GPU: no move exists
         cap = ws.capacity.get(home)
         target_old = oracle.current(job.spec, shape_key(best_locality(home, n, cap))) if cap else 0.0
-        movers = [(job.job_id, n, target_old)]
-        held = ws.placement
-        movers += [(j, c, self.held_rate(j, held[j])) for c, jobs in ws.by_count.get(home, {}).items() for j in jobs]
-        move = self._best_move(movers, exclude_type=home)
+        # a job holding more GPUs than any other type has idle cannot move
+        movers = [j for c, jobs in ws.by_count.get(home, {}).items() if c <= room for j in jobs]
+        move = self._best_move(movers, exclude_type=home, target=(job, n, target_old))
         if move is None:
             return
         mark = ws.checkpoint()
@@ -370,36 +342,41 @@ class ArenaSearch:
         ws.rollback(mark)
 
     def _best_move(
-        self, movers: list[tuple[JobId, int, float]], exclude_type: str | None, grow: bool = False
+        self,
+        movers: list[JobId],
+        exclude_type: str | None,
+        grow: bool = False,
+        target: tuple[JobView, int, float] | None = None,
     ) -> _Move | None:
-        """The best move of one of ``movers`` to another type (never ``exclude_type``).
+        """The best move of ``target`` or one of ``movers`` to another type (never ``exclude_type``).
 
-        ``movers`` are (job, GPU count, current samples/s); with ``grow`` a job may also double
-        on its own type. Candidates are tried in order of their gain's upper bound (best
-        locality), so the search stops as soon as no untried move can beat the best found.
+        ``movers`` hold GPUs; ``target`` (the job being fitted: its view, GPU count and current
+        samples/s) holds none and comes first. With ``grow`` a job may also double on its own
+        type. Candidates are tried in order of their gain's upper bound (best locality), so the
+        search stops as soon as no untried move can beat the best found.
         """
         ws, oracle, cfg = self.ws, self.oracle, self.config
         free = ws.total_free
-        candidates = []
-        for order, (j, count, old) in enumerate(movers):
-            spec = self.views[j].spec
-            own = ws.placement[j].gpu_type if j in ws.placement else None
-            if grow and not cfg.no_scaling and own is not None and 2 * count <= cfg.max_job_gpus and free[own] >= count:
-                ub = oracle.best_rate(spec, own, 2 * count, ws.capacity[own])
-                if ub is not None and ub - old > GAIN_EPS:
-                    candidates.append((ub - old, order, j, own, 2 * count, old))
-            if cfg.no_type_change:
-                continue
+        # (-gain bound, mover order, generation order, job, type, GPU count, current samples/s): sorting
+        # them tries the highest bound first, ties in mover order, then in the order they were made
+        candidates: list[tuple[float, int, int, JobId, str, int, float]] = []
+        if target is not None and not cfg.no_type_change:
+            view, count, old = target
             for t in ws.types:
-                if t == own or t == exclude_type or free[t] < count:
+                if t == exclude_type or free[t] < count:
                     continue
-                ub = oracle.best_rate(spec, t, count, ws.capacity[t])
+                ub = oracle.best_rate(view.spec, t, count, ws.capacity[t])
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
-                    candidates.append((ub - old, order, j, t, count, old))
-        candidates.sort(key=lambda c: (-c[0], c[1]))
+                    candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
+        moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
+        for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
+            for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
+                if free[t] >= count and (grow if doubles else t != exclude_type):
+                    candidates.append((-gain, order, len(candidates), j, t, num_gpus, old))
+        candidates.sort()
         best: _Move | None = None
-        for ub, _, j, t, count, old in candidates:
-            if best is not None and ub <= best.gain:
+        for neg_ub, _, _, j, t, count, old in candidates:
+            if best is not None and -neg_ub <= best.gain:
                 break
             mark = ws.checkpoint()
             ws.set(j, None)  # a no-op for the target, which holds no GPUs yet
@@ -414,19 +391,14 @@ class ArenaSearch:
     # ------------------------------------------------------------ upgrade trial
     def upgrade(self) -> int:
         """Upgrade trial: up to ``max_upgrade_steps`` times apply the best positive-gain grow (x2) or move to a faster idle type."""
-        ws = self.ws
+        ws, cfg = self.ws, self.config
         steps = 0
-        while steps < self.config.max_upgrade_steps:
-            most = max(ws.total_free.values(), default=0)
-            if most == 0:
+        while steps < cfg.max_upgrade_steps:
+            free = ws.total_free
+            if max(free.values(), default=0) == 0:
                 break
-            placement = ws.placement
             movers = [
-                (j, c, self.held_rate(j, placement[j]))
-                for t in ws.types
-                for c, jobs in ws.by_count[t].items()
-                if c <= most
-                for j in jobs
+                j for t in ws.types for c, jobs in ws.by_count[t].items() if self._may_upgrade(t, c, free) for j in jobs
             ]
             move = self._best_move(movers, exclude_type=None, grow=True)
             if move is None:
@@ -434,6 +406,13 @@ class ArenaSearch:
             ws.replay(move.changes)
             steps += 1
         return steps
+
+    def _may_upgrade(self, gpu_type: str, count: int, free: Mapping[str, int]) -> bool:
+        """Whether a job holding ``count`` GPUs of ``gpu_type`` has any grow or move with enough idle GPUs."""
+        cfg = self.config
+        if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus and free[gpu_type] >= count:
+            return True
+        return not cfg.no_type_change and any(f >= count for t, f in free.items() if t != gpu_type)
 
     # ------------------------------------------------------------ introspective migration
     def improve_locality(self) -> int:

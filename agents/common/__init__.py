@@ -3,7 +3,8 @@
 * :mod:`agents.common.estimates`: belief estimates with one memo cache (:class:`Estimates`, the AP
   or DP view; :class:`DpBelief`, what the SP-aware baselines plan with);
 * :mod:`agents.common.workspace`: scratch occupancy for one decision (:class:`FreeGpus`; the
-  :class:`Workspace` with holdings, an undo log and the resulting :class:`Decision`);
+  :class:`Workspace` with holdings, an undo log, the resulting :class:`Decision`, and
+  :class:`IndexWatcher`, kept in step with its jobs by type and count);
 * :mod:`agents.common.requests`: what a job asks for and whether it can run;
 * :mod:`agents.common.assignment`: preemptive priority fill, the Gavel/Sia assignment problem
   and their shared decide outline;
@@ -23,7 +24,7 @@ from agents.common.requests import (
     runnable_at_request,
 )
 from agents.common.settings import configure
-from agents.common.workspace import Change, FreeGpus, Workspace
+from agents.common.workspace import Change, FreeGpus, IndexWatcher, Workspace
 
 __all__ = [
     "Assignment",
@@ -33,6 +34,7 @@ __all__ = [
     "DpBelief",
     "Estimates",
     "FreeGpus",
+    "IndexWatcher",
     "ShapeKey",
     "ShapeOk",
     "TypeCount",

@@ -9,6 +9,7 @@ undo log (try an edit, read what changed, roll back without copying the cluster)
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -25,12 +26,12 @@ class _Copies(Mapping[str, np.ndarray]):
 
     def __init__(self, source: Mapping[str, np.ndarray]) -> None:
         self._source = source
-        self._copies: dict[str, np.ndarray] = {}
+        self.made: dict[str, np.ndarray] = {}
 
     def __getitem__(self, gpu_type: str) -> np.ndarray:
-        copy = self._copies.get(gpu_type)
+        copy = self.made.get(gpu_type)
         if copy is None:
-            copy = self._copies[gpu_type] = np.array(self._source[gpu_type], dtype=np.int64)
+            copy = self.made[gpu_type] = np.array(self._source[gpu_type], dtype=np.int64)
         return copy
 
     def __iter__(self) -> Iterator[str]:
@@ -53,7 +54,9 @@ class FreeGpus:
         self.capacity: dict[str, int] = {g.gpu_type: g.gpus_per_node for g in groups}
         self.nodes: dict[str, int] = {g.gpu_type: g.nodes for g in groups}
         source = snapshot.free
-        self.free: Mapping[str, np.ndarray] = _Copies(source)
+        copies = _Copies(source)
+        self.free: Mapping[str, np.ndarray] = copies
+        self._copied = copies.made  # the arrays copied so far, for the edit paths
         add = np.add.reduce
         self.total_free: dict[str, int] = {t: int(add(source[t])) for t in self.types}
 
@@ -111,6 +114,16 @@ class FreeGpus:
         self.total_free[placement.gpu_type] -= per * len(placement.nodes)
 
 
+class IndexWatcher(Protocol):
+    """Something kept in step with :attr:`Workspace.by_count` (see :meth:`Workspace.watch`)."""
+
+    def linked(self, job: JobId, placement: Placement) -> None:
+        """``job`` now holds ``placement``: it was appended to its (type, count) bucket."""
+
+    def unlinked(self, job: JobId, placement: Placement) -> None:
+        """``job`` no longer holds ``placement``: it left its (type, count) bucket."""
+
+
 class Workspace(FreeGpus):
     """Free GPUs per node, a node -> jobs occupancy map and job placements, with an undo log.
 
@@ -120,40 +133,53 @@ class Workspace(FreeGpus):
     order they last took their placement; :meth:`decision` lists changed jobs in that order, a
     rollback restoring the order as it was at the checkpoint.
 
-    The per-node occupancy (:meth:`occupants`) and the jobs by type and GPU count
-    (:attr:`by_count`) are built on first use, or at once with ``index=True``, after which their
-    order (new entries last) follows every edit; a policy that iterates them in order builds
-    them at once.
+    The jobs by type and GPU count (:attr:`by_count`) and the per-node occupancy
+    (:meth:`occupants`) are each built on first use (``by_count`` at once with ``index=True``),
+    after which their order (new entries last) follows every edit; a policy that iterates
+    ``by_count`` in order builds it at once. Watchers (:meth:`watch`) hear of every change of
+    ``by_count``.
     """
 
     def __init__(self, snapshot: Snapshot, index: bool = False) -> None:
         super().__init__(snapshot)
         self.snapshot = snapshot
-        self.placement: dict[JobId, Placement] = {}
         self._occupants: dict[str, dict[int, dict[JobId, int]]] | None = None
         self._by_count: dict[str, dict[int, dict[JobId, None]]] | None = None
+        self._watchers: tuple[IndexWatcher, ...] = ()
         self._log: list[Change] = []
-        self._order: dict[JobId, int] = {}  # when each job last took its placement
         self._order_log: list[int | None] = []  # per logged edit: the job's order before it
-        self._tick = 0
+        self._touched: dict[JobId, None] = {}  # every job ever edited, in the order first edited
+        placement: dict[JobId, Placement] = {}
+        order: dict[JobId, int] = {}  # when each job last took its placement
         running: dict[JobId, JobView] = {}
         for view in snapshot.running:
-            running[view.job_id] = view
-            if view.allocation is not None:
-                self._link(view.job_id, view.allocation.placement)
+            job = view.job_id
+            running[job] = view
+            alloc = view.allocation
+            if alloc is not None:
+                placement[job] = alloc.placement
+                order[job] = len(order) + 1
+        self.placement = placement
+        self._rank = order  # position in the snapshot's running jobs
+        self._order = dict(order)
+        self._tick = len(order)
         self.views = SnapshotViews(snapshot, running)
-        self.original: dict[JobId, Placement] = dict(self.placement)
+        self.original: dict[JobId, Placement] = dict(placement)
         if index:
-            self._build_index()
+            self._build_by_count()
 
     # ------------------------------------------------------------------ edits
     def set(self, job: JobId, new: Placement | None) -> None:
         """Move ``job`` to ``new`` (None: take it off the cluster), logging the change; no-op if unchanged."""
         old = self.placement.get(job)
-        if old == new:
+        if old is new or (old is not None and new is not None and old == new):
             return
+        self._touched[job] = None
         self._order_log.append(self._order.get(job))
-        self._apply(job, old, new)
+        if old is not None:
+            self._unlink(job, old)
+        if new is not None:
+            self._link(job, new)
         self._log.append((job, old, new))
 
     def release(self, job: JobId) -> Placement | None:
@@ -195,7 +221,10 @@ class Workspace(FreeGpus):
         while len(log) > mark:
             job, old, new = log.pop()
             before = order_log.pop()
-            self._apply(job, new, old)
+            if new is not None:
+                self._unlink(job, new)
+            if old is not None:
+                self._link(job, old)
             if before is not None:
                 order[job] = before
 
@@ -208,29 +237,47 @@ class Workspace(FreeGpus):
         for job, _, new in changes:
             self.set(job, new)
 
+    def watch(self, watcher: IndexWatcher) -> None:
+        """Tell ``watcher`` of every later change of :attr:`by_count` (built now if it is not yet)."""
+        self._build_by_count()
+        self._watchers = (*self._watchers, watcher)
+
     # ------------------------------------------------------------------ queries
     @property
     def by_count(self) -> dict[str, dict[int, dict[JobId, None]]]:
         """GPU type -> GPU count -> the jobs holding that many GPUs of the type (read-only use)."""
-        if self._by_count is None:
-            self._build_index()
-        assert self._by_count is not None
-        return self._by_count
+        by_count = self._by_count
+        return by_count if by_count is not None else self._build_by_count()
 
     def occupants(self, gpu_type: str, node: int) -> dict[JobId, int]:
         """Jobs on one node and the GPUs each holds there (read-only use)."""
-        if self._occupants is None:
-            self._build_index()
-        assert self._occupants is not None
-        return self._occupants[gpu_type].get(node, {})
+        occupants = self._occupants
+        if occupants is None:
+            occupants = self._occupants = {t: {} for t in self.types}
+            for job, p in self.placement.items():
+                on_type, per = occupants[p.gpu_type], p.gpus_per_node
+                for n in p.nodes:
+                    on_type.setdefault(n, {})[job] = per
+        return occupants[gpu_type].get(node, {})
 
     def largest(self, gpu_type: str) -> int:
         """The largest GPU count a job of ``gpu_type`` holds (0 if none)."""
-        return max((c for c, jobs in self.by_count[gpu_type].items() if jobs), default=0)
+        top = 0
+        for count, jobs in self.by_count[gpu_type].items():
+            if jobs and count > top:
+                top = count
+        return top
 
     def changed(self, job: JobId) -> bool:
         """Whether ``job``'s holding differs from the snapshot's."""
         return self.placement.get(job) != self.original.get(job)
+
+    def changed_jobs(self) -> list[JobId]:
+        """The jobs whose holding differs from the snapshot's: those that held GPUs in the snapshot's
+        order, then the others in the order they were first edited (read from the edits, not the cluster)."""
+        placement, original, rank = self.placement, self.original, self._rank
+        moved = [j for j in self._touched if placement.get(j) != original.get(j)]
+        return sorted(moved, key=lambda j: rank.get(j, len(rank) + 1))
 
     def decision(self, perf: PerfModel) -> Decision:
         """The Decision that turns the snapshot into this workspace (proxy-plan grids from ``perf``).
@@ -246,50 +293,59 @@ class Workspace(FreeGpus):
         return Decision(allocations=allocations, preemptions=preemptions)
 
     # ------------------------------------------------------------------ internals
-    def _apply(self, job: JobId, old: Placement | None, new: Placement | None) -> None:
-        if old is not None:
-            self._unlink(job, old)
-        if new is not None:
-            self._link(job, new, charge=True)
-
-    def _link(self, job: JobId, p: Placement, charge: bool = False) -> None:
-        t, per = p.gpu_type, p.gpus_per_node
-        if charge:
+    def _link(self, job: JobId, p: Placement) -> None:
+        t, per, nodes = p.gpu_type, p.gpus_per_node, p.nodes
+        free = self._copied.get(t)
+        if free is None:
             free = self.free[t]
-            for node in p.nodes:
-                free[node] -= per
-            self.total_free[t] -= per * len(p.nodes)
+        for node in nodes:
+            free[node] -= per
+        count = per * len(nodes)
+        self.total_free[t] -= count
         self.placement[job] = p
         self._tick += 1
         self._order[job] = self._tick
+        if self._occupants is not None:
+            on_type = self._occupants[t]
+            for node in nodes:
+                on_node = on_type.get(node)
+                if on_node is None:
+                    on_node = on_type[node] = {}
+                on_node[job] = per
         if self._by_count is not None:
-            self._index(job, p)
+            bucket = self._by_count[t].get(count)
+            if bucket is None:
+                bucket = self._by_count[t][count] = {}
+            bucket[job] = None
+            for watcher in self._watchers:
+                watcher.linked(job, p)
 
     def _unlink(self, job: JobId, p: Placement) -> None:
-        t, per = p.gpu_type, p.gpus_per_node
-        free = self.free[t]
-        for node in p.nodes:
+        t, per, nodes = p.gpu_type, p.gpus_per_node, p.nodes
+        free = self._copied.get(t)
+        if free is None:
+            free = self.free[t]
+        for node in nodes:
             free[node] += per
-        self.total_free[t] += per * len(p.nodes)
+        count = per * len(nodes)
+        self.total_free[t] += count
         del self.placement[job]
-        if self._by_count is not None and self._occupants is not None:
+        if self._occupants is not None:
             occupants = self._occupants[t]
-            for node in p.nodes:
+            for node in nodes:
                 del occupants[node][job]
-            del self._by_count[t][per * len(p.nodes)][job]
+        if self._by_count is not None:
+            del self._by_count[t][count][job]
+            for watcher in self._watchers:
+                watcher.unlinked(job, p)
 
-    def _build_index(self) -> None:
-        self._occupants = {t: {} for t in self.types}
-        self._by_count = {t: {} for t in self.types}
-        for job, p in self.placement.items():
-            self._index(job, p)
-
-    def _index(self, job: JobId, p: Placement) -> None:
-        assert self._occupants is not None and self._by_count is not None
-        occupants, per = self._occupants[p.gpu_type], p.gpus_per_node
-        for node in p.nodes:
-            occupants.setdefault(node, {})[job] = per
-        self._by_count[p.gpu_type].setdefault(per * len(p.nodes), {})[job] = None
+    def _build_by_count(self) -> dict[str, dict[int, dict[JobId, None]]]:
+        by_count = self._by_count
+        if by_count is None:
+            by_count = self._by_count = {t: {} for t in self.types}
+            for job, p in self.placement.items():
+                by_count[p.gpu_type].setdefault(p.gpus_per_node * len(p.nodes), {})[job] = None
+        return by_count
 
 
 class SnapshotViews(Mapping[JobId, JobView]):

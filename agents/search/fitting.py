@@ -45,7 +45,7 @@ from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
 from envs.arena_env import resolve_perf
 from envs.clusters import resolve_cluster
 from traces.options import coerce_options, parse_options
-from traces.recipe import FAMILY_BATCHES, FAMILY_SIZES
+from traces.recipe import family_batches, family_sizes
 from traces.synthetic import SyntheticConfig
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,9 @@ def reference_table(cluster: ClusterSpec, perf: PerfModel, jobs: Sequence[JobSpe
     _, iter_time = trace_hooks(perf, cluster)
     configs = {
         (ModelRef(family, size), batch, GpuType(t), n)
-        for family, sizes in FAMILY_SIZES.items()
+        for family, sizes in family_sizes().items()
         for size in sizes
-        for batch in FAMILY_BATCHES[family]
+        for batch in family_batches()[family]
         for t in cluster.gpu_types
         for n in GPU_COUNTS
     }

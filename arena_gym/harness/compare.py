@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.cluster import load_cluster
-from arena_gym.harness.executor import run_tasks
+from arena_gym.harness.executor import connect_ray, run_tasks
 from arena_gym.harness.experiment import RunConfig, RunResult, load_jobs, run, user_models
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.results import leaderboard, to_markdown, write_run
@@ -29,7 +29,8 @@ class CompareConfig:
     """A grid of runs sharing everything but policy, trace and seed.
 
     ``strict`` makes a job requesting a GPU type the cluster lacks an error (else a warning,
-    counted in ``jobs_unplaceable_type``).
+    counted in ``jobs_unplaceable_type``). The runs go to ``workers`` local processes, or, with
+    ``ray`` (a cluster address or ``auto``), are Ray tasks on that cluster.
     """
 
     policies: tuple[str, ...]
@@ -39,6 +40,7 @@ class CompareConfig:
     workers: int = 1
     pad_reference: str | None = None
     strict: bool = False
+    ray: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("policies", "traces", "seeds"):
@@ -50,6 +52,8 @@ class CompareConfig:
                 raise ValueError(f"{name} lists {twice[0]!r} twice")
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
+        if self.ray is not None and self.workers > 1:
+            raise ValueError("give --workers (local processes) or --ray (a cluster), not both")
         if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
             raise ValueError(
                 f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
@@ -95,8 +99,11 @@ def compare(
     """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
 
     ``out_dir`` is written complete or not at all (built under a temporary name, then renamed);
-    ``cache_dir`` is the estimator's performance-table cache (None: none).
+    ``cache_dir`` is the estimator's performance-table cache (None: none). With ``config.ray``
+    the cluster is connected to first, before any work.
     """
+    if config.ray is not None:
+        connect_ray(config.ray)
     with staged_dir(out_dir) as staging:
         base = config.base
         cluster = load_cluster(base.cluster, base.allow_shadowing)
@@ -114,7 +121,7 @@ def compare(
             dataclasses.replace(
                 r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[(r.config.trace, r.config.seed)])}
             )
-            for r in run_tasks(_run_one, tasks, config.workers, progress, unit="run")
+            for r in run_tasks(_run_one, tasks, config.workers, progress, unit="run", ray=config.ray)
         ]
         trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
         for r in results:

@@ -60,8 +60,9 @@ def plot_vs_reference(table: pd.DataFrame, metric: str, reference: str, path: Pa
         ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(f"{reference}: {metric} (h)")
-    ax.set_ylabel(f"policy: {metric} (h)")
+    shown = metric.removesuffix("_s")  # the figures are hours: no ``_s`` on the axis
+    ax.set_xlabel(f"{reference}: {shown} (h)")
+    ax.set_ylabel(f"policy: {shown} (h)")
     ax.set_title(f"per workload vs {reference} (below the diagonal: better)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)

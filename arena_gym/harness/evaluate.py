@@ -39,6 +39,7 @@ import pandas as pd
 
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
+from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import summary_table
@@ -84,11 +85,14 @@ class EvalConfig:
     progress: bool = True
     workers: int = 1
     bounds: bool = True
+    ray: str | None = None
 
     def __post_init__(self) -> None:
         problems = []
         if self.workers < 1:
             problems.append(f"workers must be >= 1, got {self.workers}")
+        if self.ray is not None and self.workers > 1:
+            problems.append("give workers (local processes) or ray (a cluster), not both")
         if not self.policies:
             problems.append("name at least one policy")
         if self.suite not in SUITE_CHOICES:
@@ -144,8 +148,13 @@ class EvalResult:
 
 
 def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
-    """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``."""
+    """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``.
+
+    With ``config.ray`` the cluster is connected to first, before any work.
+    """
     start = time.perf_counter()
+    if config.ray is not None:
+        connect_ray(config.ray)
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
     suite = suite or config.build_suite(policies)
     check_models_fit(policies, suite, config.data_dir)
@@ -159,7 +168,7 @@ def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
     evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds)
     jct_rows: list[dict[str, Any]] = []
-    table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows)
+    table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
     out = Path(config.out_dir)

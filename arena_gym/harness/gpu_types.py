@@ -1,6 +1,6 @@
 """The GPU types a workload requests, checked against the hardware catalogue and the chosen cluster.
 
-Harness code (the CLI and ``compare`` use it): it reads the estimator's catalogue. A type that
+Harness code (the CLI and ``compare`` use it): it reads the hardware catalogue (``arena_gym.hardware``). A type that
 is not in the catalogue (``zz``, ``tpu``) is an error; a catalogue type that the cluster lacks
 is a warning (an error when strict) and is counted: policies that honour a job's requested type
 cannot place such a job, type-flexible ones (Arena) may run it on another type.
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 def check_catalogue(jobs: Iterable[JobSpec], source: str) -> None:
     """ValueError (one line, naming the job) for the first requested GPU type outside the catalogue."""
-    from estimator.hardware import canonical_gpu_name, known_gpus
+    from arena_gym.hardware import canonical_gpu_name, known_gpus
 
     seen: set[str] = set()
     for job in jobs:

@@ -12,10 +12,12 @@ they hold for every policy that pays at least it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -86,6 +88,57 @@ def policy_facts(policy: Policy) -> dict[str, Any]:
     return {"clairvoyant": is_clairvoyant(policy), "overhead_class": str(policy.ap_search)}
 
 
+@functools.lru_cache(maxsize=16)
+def cluster_models(config: EnvConfig, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
+    """(cluster, ground truth, belief) of ``config`` on a cluster name, built once per process.
+
+    The models are pure functions of their points (their lazily filled tables only save work),
+    so every evaluation and every task a worker process runs may share them.
+    """
+    spec = resolve_cluster(cluster)
+    truth = resolve_perf(config.perf, spec, config.seed)
+    belief = resolve_perf(config.belief, spec, config.seed, truth) if config.belief is not None else truth
+    return spec, truth, belief
+
+
+#: One policy's row on a workload (without the padded JCT and the bounds) and its finished jobs' JCTs.
+Scored = tuple[dict[str, Any], list[float]]
+
+
+@dataclass(frozen=True)
+class PolicyTask:
+    """A sweep task: one workload under one policy, built by spec (seeded) in the process that runs it."""
+
+    config: EnvConfig
+    workload: Workload
+    label: str
+    spec: str
+    seed: int
+
+    def run(self) -> Scored:
+        """The policy's row and JCTs."""
+        return Evaluator(self.config, [self.workload]).score_policy(
+            self.workload, self.label, make_policy(self.spec, self.seed)
+        )
+
+
+@dataclass(frozen=True)
+class BoundsTask:
+    """A sweep task: the lower bounds (LB1, LP) of one workload."""
+
+    config: EnvConfig
+    workload: Workload
+
+    def run(self) -> tuple[float, float]:
+        """(LB1, LP) average-JCT bounds."""
+        return Evaluator(self.config, [self.workload]).bounds_of(self.workload)
+
+
+def _run_task(task: PolicyTask | BoundsTask) -> Scored | tuple[float, float]:
+    """Worker: one task."""
+    return task.run()
+
+
 class Evaluator:
     """Fixed workloads and the scoring of policies on them.
 
@@ -100,7 +153,6 @@ class Evaluator:
         self.config = config
         self.workloads = tuple(workloads)
         self.bounds = bounds
-        self._models: dict[str, tuple[ClusterSpec, PerfModel, PerfModel]] = {}
 
     @classmethod
     def for_split(
@@ -118,18 +170,8 @@ class Evaluator:
         return cls(config, workloads)
 
     def models(self, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
-        """(cluster, ground truth, belief) of a cluster name, built once."""
-        hit = self._models.get(cluster)
-        if hit is None:
-            spec = resolve_cluster(cluster)
-            truth = resolve_perf(self.config.perf, spec, self.config.seed)
-            belief = (
-                resolve_perf(self.config.belief, spec, self.config.seed, truth)
-                if self.config.belief is not None
-                else truth
-            )
-            hit = self._models[cluster] = (spec, truth, belief)
-        return hit
+        """(cluster, ground truth, belief) of a cluster name (:func:`cluster_models`)."""
+        return cluster_models(self.config, cluster)
 
     def backend(self, workload: Workload, overhead_class: str) -> SimBackend:
         """A fresh simulator for a workload, charging ``overhead_class`` per (re)start."""
@@ -167,18 +209,29 @@ class Evaluator:
         workers: int = 1,
         progress: bool = False,
         jct_rows: list[dict[str, Any]] | None = None,
+        ray: str | None = None,
     ) -> pd.DataFrame:
-        """:meth:`score` for policies given by spec (``label -> spec``), in ``workers`` local processes.
+        """:meth:`score` for policies given by spec (``label -> spec``), in ``workers`` local processes or on Ray.
 
-        Each workload is one task; a process builds the policies by spec (seeded by ``seed``)
-        and resets them before every episode, so the table is the one a single process writes.
+        Each (workload, policy) is one task, and so are each workload's bounds; a task builds its
+        policy by spec (seeded by ``seed``), so the table is the one a single process writes.
+        ``ray`` is a Ray cluster's address (or ``auto``): the tasks become Ray tasks there.
         """
-        if workers <= 1 or len(self.workloads) < 2:
+        if ray is None and workers <= 1:
             return self.score({label: make_policy(spec, seed) for label, spec in specs.items()}, progress, jct_rows)
-        tasks = [(self.config, w, dict(specs), seed, self.bounds) for w in self.workloads]
+        per_workload = len(specs) + (1 if self.bounds else 0)
+        tasks: list[PolicyTask | BoundsTask] = []
+        for w in self.workloads:
+            tasks.extend(PolicyTask(self.config, w, label, spec, seed) for label, spec in specs.items())
+            tasks.extend([BoundsTask(self.config, w)] if self.bounds else [])
+        done = run_tasks(_run_task, tasks, workers, progress, unit="task", ray=ray)
         rows: list[dict[str, Any]] = []
-        for scored, jobs in run_tasks(_score_task, tasks, workers, progress, unit="workload"):
-            rows.extend(scored)
+        for i, workload in enumerate(self.workloads):
+            results = done[i * per_workload : (i + 1) * per_workload]
+            scored = {label: cast(Scored, r) for label, r in zip(specs, results)}
+            found = cast("tuple[float, float]", results[-1]) if self.bounds else None
+            workload_rows, jobs = self._finish(workload, scored, found)
+            rows.extend(workload_rows)
             if jct_rows is not None:
                 jct_rows.extend(jobs)
         return pd.DataFrame(rows)
@@ -187,43 +240,46 @@ class Evaluator:
         self, workload: Workload, policies: Mapping[str, Policy]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """One workload under every policy: its rows (padded across these policies) and its finished jobs' JCTs."""
-        rows: list[dict[str, Any]] = []
-        jobs: list[dict[str, Any]] = []
-        jcts: dict[str, list[float]] = {}
-        for label, policy in policies.items():
-            record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
-            metrics = compute_metrics(record)
-            jcts[label] = [o.jct for o in job_outcomes(record) if o.jct is not None]
-            rows.append(
-                {
-                    "workload": workload.label,
-                    "trace": workload.trace,
-                    "split": workload.split,
-                    "load": workload.load,
-                    "load_basis": workload.basis,
-                    "cluster": workload.cluster,
-                    "seed": workload.window,
-                    "policy": label,
-                    **policy_facts(policy),
-                    **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
-                }
-            )
-            jobs.extend({"workload": workload.label, "policy": label, "jct_s": j} for j in jcts[label])
+        scored = {label: self.score_policy(workload, label, policy) for label, policy in policies.items()}
+        return self._finish(workload, scored, self.bounds_of(workload) if self.bounds else None)
+
+    def score_policy(self, workload: Workload, label: str, policy: Policy) -> Scored:
+        """One workload under one policy: its row (no padded JCT, no bounds) and its finished jobs' JCTs."""
+        record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
+        metrics = compute_metrics(record)
+        row = {
+            "workload": workload.label,
+            "trace": workload.trace,
+            "split": workload.split,
+            "load": workload.load,
+            "load_basis": workload.basis,
+            "cluster": workload.cluster,
+            "seed": workload.window,
+            "policy": label,
+            **policy_facts(policy),
+            **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
+        }
+        return row, [o.jct for o in job_outcomes(record) if o.jct is not None]
+
+    def bounds_of(self, workload: Workload) -> tuple[float, float]:
+        """(LB1, LP) average-JCT bounds of a workload, charged Arena's pruned overhead class."""
+        cluster, truth, _ = self.models(workload.cluster)
+        found = workload_bounds(workload.jobs, cluster, truth, self.config.sim_config(OverheadClass.PRUNED))
+        return found.lb1_avg_jct_s, found.lp_avg_jct_s
+
+    @staticmethod
+    def _finish(
+        workload: Workload, scored: Mapping[str, Scored], bounds: tuple[float, float] | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """A workload's rows, padded across ``scored``'s policies (with the bounds), and its finished jobs' JCTs."""
+        rows = [row for row, _ in scored.values()]
+        jcts = {label: js for label, (_, js) in scored.items()}
+        jobs = [{"workload": workload.label, "policy": label, "jct_s": j} for label, js in jcts.items() for j in js]
         for row, padded in zip(rows, padded_mean_jcts(jcts).values()):
             row["padded_jct_s"] = padded
-        if self.bounds:
-            cluster, truth, _ = self.models(workload.cluster)
-            found = workload_bounds(workload.jobs, cluster, truth, self.config.sim_config(OverheadClass.PRUNED))
-            for row in rows:
-                row.update(lb1_avg_jct_s=found.lb1_avg_jct_s, lp_avg_jct_s=found.lp_avg_jct_s)
+            if bounds is not None:
+                row.update(lb1_avg_jct_s=bounds[0], lp_avg_jct_s=bounds[1])
         return rows, jobs
-
-
-def _score_task(task: tuple[EnvConfig, Workload, dict[str, str], int, bool]) -> tuple[list[dict], list[dict]]:
-    """Worker: one workload under every policy, built by spec in this process."""
-    config, workload, specs, seed, bounds = task
-    policies = {label: make_policy(spec, seed) for label, spec in specs.items()}
-    return Evaluator(config, [workload], bounds).score_workload(workload, policies)
 
 
 def summarise(table: pd.DataFrame, reference: str = "fcfs") -> pd.DataFrame:

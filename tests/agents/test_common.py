@@ -74,6 +74,38 @@ def test_indexes_built_on_first_use_match_indexes_kept_from_the_start():
     }
 
 
+class BucketMirror:
+    """An index watcher that rebuilds ``by_count`` from what it hears (order included)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.buckets = {(t, c): list(jobs) for t in ws.types for c, jobs in ws.by_count[t].items()}
+        ws.watch(self)
+
+    def linked(self, job, placement):
+        self.buckets.setdefault((placement.gpu_type, placement.num_gpus), []).append(job)
+
+    def unlinked(self, job, placement):
+        self.buckets[placement.gpu_type, placement.num_gpus].remove(job)
+
+
+def test_watchers_hear_every_index_change_and_changed_jobs_come_in_snapshot_order():
+    ws = Workspace(running_snapshot())
+    mirror = BucketMirror(ws)
+    mark = ws.checkpoint()
+    ws.hold(JobId("D"), Placement("a40", (1,), 1))  # not in the snapshot: listed after the running jobs
+    ws.move(JobId("C"), "a10", 1)
+    ws.release(JobId("A"))
+    assert ws.changed_jobs() == ["A", "C", "D"]
+    inner = ws.checkpoint()
+    ws.move(JobId("B"), "a40", 2)
+    ws.rollback(inner)  # B is back where it was: not changed, but last in its bucket now
+    assert ws.changed_jobs() == ["A", "C", "D"]
+    expected = {(t, c): list(jobs) for t in ws.types for c, jobs in ws.by_count[t].items()}
+    assert {k: v for k, v in mirror.buckets.items() if v} == {k: v for k, v in expected.items() if v}
+    ws.rollback(mark)
+    assert ws.changed_jobs() == []
+
+
 def test_hold_refuses_busy_gpus_and_move_keeps_the_old_placement_when_nothing_fits():
     ws = Workspace(running_snapshot())
     with pytest.raises(ValueError, match="not free"):

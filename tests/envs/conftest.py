@@ -8,7 +8,7 @@ import pytest
 
 from arena_gym.types import ModelRef
 from tests.helpers import table_model
-from traces.recipe import FAMILY_BATCHES, FAMILY_SIZES
+from traces.recipe import family_batches, family_sizes
 
 #: GPU memory (GB) and relative slowness of the preset clusters' types.
 TYPES = {"a100": (40.0, 0.7), "v100": (32.0, 1.2), "a40": (48.0, 1.0), "a10": (24.0, 1.6)}
@@ -26,10 +26,10 @@ def env_perf_model():
     n GPUs exceeds the type's memory, so large models need several GPUs and masks matter.
     """
     times = {}
-    for family, sizes in FAMILY_SIZES.items():
+    for family, sizes in family_sizes().items():
         for size in sizes[:3]:
             model, params = ModelRef(family, size), _params_b(size)
-            for batch in FAMILY_BATCHES[family]:
+            for batch in family_batches()[family]:
                 for gpu_type, (memory, factor) in TYPES.items():
                     cap = 16 if gpu_type == "v100" else 4 if gpu_type == "a100" else 2
                     for n in (1, 2, 4, 8, 16):

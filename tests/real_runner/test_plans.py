@@ -88,7 +88,7 @@ def test_plan_json_round_trip_and_errors():
 def test_only_dense_transformers_of_the_zoo():
     with pytest.raises(ValueError, match="unknown model 'gpt__1T'"):
         model_spec("gpt__1T")
-    with pytest.raises(ValueError, match="not wide_resnet models"):
+    with pytest.raises(ValueError, match="'wide_resnet' has no live model builder"):
         model_spec("wide_resnet__500M")
     assert model_spec("gpt__mini").hidden == 256
 

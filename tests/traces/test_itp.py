@@ -10,7 +10,7 @@ import pytest
 
 from arena_gym.types import GPU_COUNTS
 from traces.itp import load_itp_csv
-from traces.recipe import FAMILY_SIZES, nominal_iter_time
+from traces.recipe import family_sizes, nominal_iter_time
 
 HEADER = "job_id,submission_time,duration,num_gpu\n"
 
@@ -25,7 +25,7 @@ def test_cluster10_real_file(shared_data):
     for row in raw.head(20).itertuples():
         assert by_id[row.job_id].submit_time == row.submission_time - trace.time_offset_s
     for job in trace:
-        assert job.model.size in FAMILY_SIZES[job.model.family]
+        assert job.model.size in family_sizes()[job.model.family]
         assert job.requested_gpus in GPU_COUNTS
         assert job.requested_gpu_type in {"a100", "v100", "a40", "a10"}
         assert job.iterations >= 1 and job.deadline is not None and job.deadline > job.submit_time

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from traces import SyntheticConfig, synthetic
-from traces.recipe import FAMILY_BATCHES, FAMILY_SIZES, MIXES, nominal_iter_time
+from traces.recipe import MIXES, family_batches, family_sizes, nominal_iter_time
 from traces.synthetic import PHILLY_ITER_LOG_MEAN, PHILLY_ITER_LOG_SIGMA
 
 ANY = lambda m, b, t, n: True  # noqa: E731  (the recipe's raw weights, no rejection)
@@ -51,10 +51,10 @@ def test_family_size_batch_type_mix_match_the_recipe(big):
     fam_w = dict(mix.family_weights)
     for fam, share in shares(j.model.family for j in big).items():
         assert share == pytest.approx(fam_w[fam] / sum(fam_w.values()), abs=0.03)
-    size_idx = shares(FAMILY_SIZES[j.model.family].index(j.model.size) for j in big)
+    size_idx = shares(family_sizes()[j.model.family].index(j.model.size) for j in big)
     for i, w in enumerate(mix.size_weights):
         assert size_idx[i] == pytest.approx(w / sum(mix.size_weights), abs=0.03)
-    batch_idx = shares(FAMILY_BATCHES[j.model.family].index(j.global_batch) for j in big)
+    batch_idx = shares(family_batches()[j.model.family].index(j.global_batch) for j in big)
     for i, w in enumerate(mix.batch_weights):
         assert batch_idx[i] == pytest.approx(w / sum(mix.batch_weights), abs=0.03)
     type_w = dict(mix.gpu_type_weights)
@@ -74,7 +74,7 @@ def test_gpu_count_capped_by_size_index(big):
     for i, n in enumerate((1, 2, 4, 8, 16)):
         assert got.get(n, 0) == pytest.approx(expected[i], abs=0.03)
     for j in big:
-        assert j.requested_gpus <= 2 ** (FAMILY_SIZES[j.model.family].index(j.model.size) + 2)
+        assert j.requested_gpus <= 2 ** (family_sizes()[j.model.family].index(j.model.size) + 2)
 
 
 def test_iterations_follow_the_philly_fit(big):

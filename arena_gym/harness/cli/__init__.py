@@ -10,6 +10,7 @@ import argparse
 import gc
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
@@ -113,6 +114,14 @@ def _error_text(exc: BaseException) -> str:
     return one_line(text.splitlines()[0]) if text.strip() else type(exc).__name__
 
 
+def cwd_importable() -> None:
+    """Make the current folder importable for ``module:attr`` specs (``--policy mymodule:MyPolicy``), as
+    ``python -m`` does: appended to ``sys.path``, so a local file never shadows an installed package."""
+    here = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == here for p in sys.path):
+        sys.path.append(here)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the subcommand; bad input -> one line on stderr and exit code 2.
 
@@ -128,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     if program:
         _freeze_loaded_code(args.preload(args) if hasattr(args, "preload") else ())
+    cwd_importable()
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )

@@ -76,7 +76,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "several times (e.g. --traces synthetic:n_jobs=50,rate_per_h=5 --traces philly.csv)",
     )
     parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated seeds")
-    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel processes")
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel local processes")
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run the runs as Ray tasks on the cluster at ADDRESS (HOST:PORT, or 'auto'; the ray extra)",
+    )
     parser.add_argument(
         "--pad-jct",
         metavar="POLICY",
@@ -100,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
         raise ValueError("give either --trace or --traces, not both (--traces accepts several traces)")
     traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
     base = run_config(args, args.policies[0], args.seeds[0])
-    config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict)
+    config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict, args.ray)
     with RunLock(args.out, "compare"):
         results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
         print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))

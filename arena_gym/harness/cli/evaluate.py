@@ -67,7 +67,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
     parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
     parser.add_argument(
-        "--workers", type=bounded_int(1, 256), default=1, help="local worker processes, one workload each at a time"
+        "--workers",
+        type=bounded_int(1, 256),
+        default=1,
+        help="local worker processes, one (workload, policy) at a time",
+    )
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run each (workload, policy) as a Ray task on the cluster at ADDRESS (HOST:PORT, or 'auto'; the ray extra)",
     )
     parser.add_argument(
         "--no-bounds", action="store_true", help="skip the lower bounds per workload (LB1, LP relaxation)"
@@ -106,6 +115,7 @@ def handle(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         workers=args.workers,
         bounds=not args.no_bounds,
+        ray=args.ray,
     )
     with RunLock(args.out, "evaluate"):
         result = evaluate(config)

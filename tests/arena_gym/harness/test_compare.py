@@ -42,6 +42,7 @@ def test_unique_slugs():
         ({"policies": ()}, "at least one of policies"),
         ({"traces": ("t", "t")}, "traces lists 't' twice"),
         ({"workers": 0}, "--workers must be >= 1"),
+        ({"workers": 2, "ray": "auto"}, "--workers .* or --ray .*, not both"),
         ({"pad_reference": "srtf"}, "padding reference policy 'srtf' is not among fcfs"),
     ],
 )

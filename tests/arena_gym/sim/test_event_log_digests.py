@@ -45,8 +45,8 @@ CASES: tuple[tuple[RunConfig, int, str], ...] = (
     ),
     (
         RunConfig(policy="lookahead-oracle", trace="synthetic:n_jobs=20,seed=2"),
-        177,
-        "fae605601ae78960fe0341f0d8b1a8f918ab79c294cec48949c9c7c638767e35",
+        153,
+        "8861c816a21294047a45aad09801fb55f3c06065e65e6dbbf33a166a6a1e0cfe",
     ),
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "scipy", "pandas")
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "scipy", "pandas", "ray")
 
 
 def _imported_after(code: str) -> set[str]:
@@ -22,9 +22,9 @@ def test_top_level_parser_imports_no_command_module() -> None:
     assert loaded == set()
 
 
-def test_the_full_parser_imports_no_torch_sb3_matplotlib_or_wandb() -> None:
+def test_the_full_parser_imports_no_torch_sb3_matplotlib_wandb_or_ray() -> None:
     loaded = _imported_after("from arena_gym.harness.cli import build_parser\nbuild_parser(None)")  # every command
-    assert not loaded & {"torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb"}, loaded
+    assert not loaded & {"torch", "stable_baselines3", "sb3_contrib", "matplotlib", "wandb", "ray"}, loaded
 
 
 def test_simulate_without_plots_imports_no_torch_sb3_matplotlib_or_scipy(tmp_path) -> None:

@@ -1,0 +1,89 @@
+"""Run the README's five-minute tour as written, in a fresh copy of the repository, and time it.
+
+Usage: ``python scripts/run_tour.py [--keep DIR]``. The tour's bash block (the first one under
+"## A five-minute tour") is split into commands (backslash continuations joined, comments and
+``source``/``export`` lines left to this script: it runs every command with this interpreter's
+``arena-gym``, ``python -m arena_gym``, and ``OMP_NUM_THREADS=1``). The copy holds the files git
+tracks or would track (a fresh clone's, plus uncommitted work), so nothing of this checkout's
+``results/`` or caches helps. Prints each command's exit code and seconds; exits 1 on the first
+failure. ``tests/scripts/test_run_tour.py`` (slow) runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tour_commands(readme: str) -> list[str]:
+    """The commands of the README's tour block, one string each."""
+    section = readme.split("## A five-minute tour", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s*", " ", block)
+    out = []
+    for line in joined.splitlines():
+        line = line.split("  #", 1)[0].strip()
+        if not line or line.startswith(("#", "source ", "export ")):
+            continue
+        out.append(line.split("; export", 1)[0].strip())
+    return out
+
+
+def fresh_copy(dest: Path) -> Path:
+    """The files of a clone (tracked, and untracked ones git does not ignore) copied to ``dest``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        src = REPO / name
+        if src.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return dest
+
+
+def run_tour(where: Path) -> int:
+    """Run every tour command in ``where``; 0 when all exit 0."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
+    total = 0.0
+    for command in tour_commands((where / "README.md").read_text()):
+        argv = shlex.split(command)
+        if argv[0] == "arena-gym":
+            argv = [sys.executable, "-m", "arena_gym", *argv[1:]]
+        start = time.perf_counter()
+        done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        total += seconds
+        print(f"{done.returncode:3d} {seconds:7.1f} s  {command}", flush=True)
+        if done.returncode != 0:
+            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", file=sys.stderr)
+            return 1
+    print(f"tour: every command exited 0, {total:.0f} s in all")
+    return 0
+
+
+def main() -> int:
+    """Copy, run, report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, default=None, help="run in this (new) folder and keep it")
+    args = parser.parse_args()
+    if args.keep is not None:
+        return run_tour(fresh_copy(args.keep))
+    with tempfile.TemporaryDirectory() as tmp:
+        return run_tour(fresh_copy(Path(tmp) / "arena-gym"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""run_tasks in this process and in local workers; a bad Ray address ends compare and evaluate in one line, before any work.
+
+The sweep on a real two-node Ray cluster, one node killed mid-sweep, is tests/arena_gym/harness/test_ray_sweep.py.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from arena_gym.harness.cli import main
+from arena_gym.harness.evaluate import EvalConfig
+from arena_gym.harness.executor import run_tasks
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is bad")
+    return x
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_results_come_in_task_order_and_a_failure_propagates(workers: int) -> None:
+    assert run_tasks(_square, list(range(7)), workers) == [x * x for x in range(7)]
+    with pytest.raises(ValueError, match="three is bad"):
+        run_tasks(_fail_on_three, list(range(6)), workers)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", ["compare", "evaluate"])
+@pytest.mark.parametrize("address, message", [("closed", "no Ray cluster answers there"), ("nohost", "HOST:PORT")])
+def test_a_bad_ray_address_is_one_line_before_any_work(tmp_path, capsys, command, address, message) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    address = f"127.0.0.1:{_closed_port()}" if address == "closed" else address
+    out = tmp_path / "out"
+    args = {
+        "compare": ["--policies", "fcfs", "--trace", "synthetic:n_jobs=5", "--cluster", "tiny", "--no-plots"],
+        "evaluate": ["--policies", "arena,fcfs", "--no-progress", "--no-bounds"],
+    }[command]
+    assert main([command, *args, "--ray", address, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"arena-gym {command}: error: --ray") and message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["compare", "evaluate"])
+def test_ray_and_local_workers_exclude_each_other(tmp_path, capsys, command) -> None:
+    args = {"compare": ["--policies", "fcfs", "--cluster", "tiny"], "evaluate": ["--policies", "arena,fcfs"]}[command]
+    assert main([command, *args, "--workers", "2", "--ray", "auto", "--out", str(tmp_path / "o")]) == 2
+    assert "not both" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not both"):
+        EvalConfig(policies=("arena",), workers=2, ray="auto")
