@@ -456,6 +456,10 @@ def get_model(ref: ModelRef | str, extra: Mapping[str, ModelArch] | None = None)
     return _family_arch(family, model.size)
 
 
+#: Most layers a user model may have (its cost table has a row per layer).
+MAX_LAYERS = 100_000
+
+
 def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
     """A user model from a dict: TransformerSpec fields (``experts`` > 0 for MoE) or, with
     ``depth``/``channels``/``width_factor``, WideResNetSpec fields."""
@@ -481,6 +485,8 @@ def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
         if not ok:
             expected = {"int": "an integer in 0..2**31-1", "bool": "true or false", "str": "a string"}[kind]
             raise ValueError(f"model spec {data['name']!r}: {key} must be {expected}, got {value!r}")
+    if isinstance(data.get("layers"), int) and data["layers"] > MAX_LAYERS:  # one table row per layer
+        raise ValueError(f"model spec {data['name']!r}: layers must be at most {MAX_LAYERS}, got {data['layers']}")
     try:
         return build(cls(**data))
     except (TypeError, KeyError) as exc:
