@@ -157,6 +157,8 @@ class TrainConfig:
             problems.append("eval_every, eval_limit, checkpoint_every and bc_warm_start_steps must be >= 0")
         if self.seed < 0:
             problems.append(f"seed must be >= 0, got {self.seed}")
+        elif self.seed + self.n_envs >= 2**32:  # the reset seeds seed..seed+n_envs are numpy seeds
+            problems.append(f"seed must be < 2**32 - n_envs = {2**32 - self.n_envs}, got {self.seed}")
         if not self.eval_seeds:
             problems.append("eval_seeds must name at least one validation seed")
         elif min(self.eval_seeds) < 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from pathlib import Path
 
 from arena_gym.harness.cli.common import bounded_int, out_dir
@@ -15,11 +16,15 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
-def _floats(text: str) -> tuple[float, ...]:
+def _loads(text: str) -> tuple[float, ...]:
+    """argparse type: comma-separated offered loads, each finite and > 0."""
     try:
-        return tuple(float(s) for s in text.split(",") if s.strip())
+        values = tuple(float(s) for s in text.split(",") if s.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"loads must be finite and > 0: {text!r}")
+    return values
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +56,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=("all", "train", "validation", "test"),
         help="with --suite custom: which time range of each trace",
     )
-    parser.add_argument("--window-jobs", type=int, default=50, help="with --suite custom: jobs per window")
     parser.add_argument(
-        "--loads", type=_floats, default=(0.9,), help="with --suite custom: offered loads, cycled over windows"
+        "--window-jobs", type=int, default=50, help="with --suite custom: jobs per window (0 = the whole split)"
+    )
+    parser.add_argument(
+        "--loads", type=_loads, default=(0.9,), help="with --suite custom: offered loads, cycled over windows"
     )
     parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")

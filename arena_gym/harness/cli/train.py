@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from agents.rl.config import TRAIN_SPLIT, add_train_arguments, config_from_args, wandb_mode
+from arena_gym.outputs import check_out_dir
 from arena_gym.runlock import RunLock
 
 
@@ -41,6 +42,8 @@ def handle(args: argparse.Namespace) -> int:
         from agents.rl.env_factory import env_config
 
         env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
+        if args.resume is None:
+            check_out_dir(config.out_dir)  # before the lock, which would be written beside the path
     except TypeError as exc:
         raise ValueError(str(exc)) from None
     set_wandb_env(wandb_mode(args))

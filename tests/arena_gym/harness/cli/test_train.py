@@ -91,10 +91,12 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
         (["--env-arg", "split=test"], "may not set split"),
         (["--algo-arg", "x"], "KEY=VALUE"),
         (["--seed", "-1"], "seed must be >= 0, got -1"),
+        (["--seed", "4294967295"], "seed must be < 2**32 - n_envs = 4294967294, got 4294967295"),
         (["--eval-seeds", "5,-2"], "eval_seeds must be >= 0, got -2"),
         (["--env-arg", "seed=-1"], "EnvConfig: seed must be >= 0, got -1"),
         (["--env-arg", "max_pending=1000000000"], "EnvConfig: max_pending must be in [1, 1024], got 1000000000"),
         (["--resume", "/nonexistent/run"], "--resume /nonexistent/run: no such file or directory"),
+        (["--out", "/dev/null"], "--out /dev/null: exists and is not a directory"),
     ],
 )
 def test_train_bad_arguments_fail_at_once(
