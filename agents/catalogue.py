@@ -63,6 +63,21 @@ POLICIES: dict[str, Entry] = {
         {"max_job_gpus": 32, "max_upgrade_steps": 0},
         "arena-gittins (the belief's own scale) with 32 GPUs per job, never growing running jobs",
     ),
+    "arena-gittins-32-w": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True},
+        "arena-gittins-32 growing the jobs with the most expected completions per second gained (non-clairvoyant)",
+    ),
+    "arena-gittins-32-wpl": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True, "preempt_lower": True},
+        "arena-gittins-32-w preempting lower-index running jobs for a waiting one (non-clairvoyant)",
+    ),
+    "arena-srpt-w": Entry(
+        "agents.arena.variants:arena_srpt",
+        {"max_job_gpus": 32, "weighted_upgrades": True, "preempt_lower": True},
+        "arena-srpt with 32 GPUs, preempting, growing by 1 / remaining work (clairvoyant)",
+    ),
     "lookahead": Entry(
         "agents.search.lookahead:Lookahead",
         LOOKAHEAD,

@@ -18,7 +18,12 @@ class ArenaConfig:
     accepts a configuration only if the job still meets its deadline on it (``crius-ddl``);
     ``pruned`` picks the reconfiguration-overhead class (pruned AP search, or the full one);
     ``preempt_lower`` lets a waiting job that does not fit take the GPUs of any running job after
-    it in queue order (preempting those it needs), not only those of opportunism jobs.
+    it in queue order (preempting those it needs), not only those of opportunism jobs;
+    ``weighted_upgrades`` scores the upgrade trial's grows and moves by the gain in expected
+    completions per second (each job's samples/s gain times its priority's urgency, see
+    :meth:`agents.arena.priority.Priority.urgency`) instead of by raw samples/s;
+    ``weighted_fits`` does the same in ``fit_one_job``'s downgrade search (the other jobs' losses
+    and gains count in the fitted job's samples/s, times their urgency relative to its own).
 
     Constants (§5.3-5.7): jobs hold at most ``max_job_gpus`` GPUs; the downgrade BFS goes
     ``downgrade_depth`` levels deep, ``downgrade_depth_crowded`` once more than
@@ -35,6 +40,8 @@ class ArenaConfig:
     deadline_aware: bool = False
     pruned: bool = True
     preempt_lower: bool = False
+    weighted_upgrades: bool = False
+    weighted_fits: bool = False
     max_job_gpus: int = 16
     downgrade_depth: int = 3
     downgrade_depth_crowded: int = 2

@@ -47,6 +47,9 @@ class ArenaPolicy:
         self.name = name
         self.ap_search = self.config.ap_search
         self.priority = priority
+        self._weighted = self.config.weighted_upgrades or self.config.weighted_fits
+        if self._weighted and priority is None:
+            raise ValueError(f"{name}: weighted_upgrades and weighted_fits need a priority (its urgency weighs the gains)")
         # the deadline checks and a clairvoyant priority read the true remaining iterations
         self.clairvoyant = self.config.deadline_aware or bool(priority is not None and priority.clairvoyant)
         self._oracle = ThroughputOracle(self.config)
@@ -72,7 +75,8 @@ class ArenaPolicy:
             self._opportunism = tuple(opportunism)
             return Decision()
         order = self.priority.keys(snapshot) if self.priority is not None else None
-        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable, order)
+        urgency = self.priority.urgency(snapshot) if self.priority is not None and self._weighted else None
+        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable, order, urgency)
         if snapshot.departures:
             rnd.after_departures(upgrade=not new, arrivals={v.job_id for v in new})
         if new:

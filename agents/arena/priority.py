@@ -1,9 +1,12 @@
 """Queue orders for Arena: who is admitted and restarted first, and who counts as blocked.
 
 Arena walks its queue in submission order (FIFO). A :class:`Priority` replaces that order by
-keys computed from each snapshot (lowest first). :class:`ShortestRemaining` orders by the true
-remaining run time at the requested shape (clairvoyant: shortest remaining processing time);
-the belief's Gittins index (non-clairvoyant) is :class:`agents.search.gittins.GittinsPriority`.
+keys computed from each snapshot (lowest first), and says how urgent each job's progress is
+(expected completions per sample of service: what the weighted upgrade trial multiplies a
+samples/s gain by). :class:`ShortestRemaining` orders by the true remaining run time at the
+requested shape (clairvoyant: shortest remaining processing time; urgency 1 / remaining
+samples); the belief's Gittins index (non-clairvoyant) is
+:class:`agents.search.gittins.GittinsPriority`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ class Priority(Protocol):
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """The key of each job of ``snapshot`` (memoised within the snapshot)."""
+        ...
+
+    def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
+        """Each job's expected completions per sample of further service (>= 0; only ratios between jobs matter)."""
         ...
 
     def reset(self) -> None:
@@ -71,3 +78,12 @@ class ShortestRemaining:
             return found
 
         return key
+
+    def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
+        """1 / the remaining samples (remaining iterations x global batch)."""
+        now = snapshot.now
+
+        def weight(view: JobView) -> float:
+            return 1.0 / max(view.remaining_iterations(now) * view.spec.global_batch, 1.0)
+
+        return weight

@@ -50,7 +50,8 @@ class DecisionRound:
     The decision queue holds waiting jobs and opportunism jobs (started ahead of a waiting job
     that comes first, a "blocker") in queue order; it is rebuilt from the snapshot plus the
     set of opportunism job ids the policy carries between calls. The queue order is submission
-    order (Arena's FIFO), or ``order``'s keys when given (lowest first: a priority order).
+    order (Arena's FIFO), or ``order``'s keys when given (lowest first: a priority order);
+    ``urgency`` weighs the upgrade trial's gains (``ArenaConfig.weighted_upgrades``).
     """
 
     def __init__(
@@ -61,6 +62,7 @@ class DecisionRound:
         opportunism: Iterable[JobId],
         runnable: dict[JobId, bool],
         order: Callable[[JobView], tuple] | None = None,
+        urgency: Callable[[JobView], float] | None = None,
     ) -> None:
         self.config = config
         self.snapshot = snapshot
@@ -68,7 +70,7 @@ class DecisionRound:
         self.fifo = order is None
         self.ws = Workspace(snapshot, index=True)  # the searches walk the indexes in order
         self.views = self.ws.views
-        self.search = ArenaSearch(config, self.ws, oracle, self.views)
+        self.search = ArenaSearch(config, self.ws, oracle, self.views, urgency)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}
         self._runnable = runnable

@@ -10,7 +10,7 @@ never recorded (the artifact's -1e9).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import NamedTuple
 
@@ -63,14 +63,44 @@ class ArenaSearch:
     """The search steps of one decision over a shared workspace and throughput oracle."""
 
     def __init__(
-        self, config: ArenaConfig, workspace: Workspace, oracle: ThroughputOracle, views: Mapping[JobId, JobView]
+        self,
+        config: ArenaConfig,
+        workspace: Workspace,
+        oracle: ThroughputOracle,
+        views: Mapping[JobId, JobView],
+        urgency: Callable[[JobView], float] | None = None,
     ) -> None:
         self.config = config
+        self.urgency = urgency
         self.ws = workspace
         self.oracle = oracle
         self.views = views
-        self._shrinks = ShrinkIndex(workspace, partial(oracle.halving_change, views))
+        self._weigh_fits = config.weighted_fits and urgency is not None
+        self._urgencies: dict[JobId, float] = {}
+        self._unit = 1.0  # the urgency of the job being fitted (weighted fits score in its samples/s)
+        change = partial(oracle.halving_change, views)
+        self._shrinks = ShrinkIndex(workspace, self._weighted(change) if self._weigh_fits else change)
         self._own_halving: dict[tuple[JobId, str, int], float | None] = {}
+
+    def _urgency(self, job: JobId) -> float:
+        """The job's urgency (memoised for the decision; at least 1e-30, so that it can divide); 1 without one."""
+        if self.urgency is None:
+            return 1.0
+        found = self._urgencies.get(job)
+        if found is None:
+            found = self._urgencies[job] = max(self.urgency(self.views[job]), 1e-30)
+        return found
+
+    def _weighted(
+        self, change: Callable[[JobId, Placement], float | None]
+    ) -> Callable[[JobId, Placement], float | None]:
+        """``change`` times the job's urgency (the index keeps victims in that order across fits)."""
+
+        def weighted(job: JobId, placement: Placement) -> float | None:
+            raw = change(job, placement)
+            return None if raw is None else raw * self._urgency(job)
+
+        return weighted
 
     def held_rate(self, job: JobId, placement: Placement) -> float:
         """Samples/s ``job`` makes on ``placement``, a configuration it holds (memoised)."""
@@ -185,6 +215,8 @@ class ArenaSearch:
         downgrade candidate (or a relaxed placement) is taken only with a positive total gain.
         """
         ws = self.ws
+        if self._weigh_fits:
+            self._unit = self._urgency(job.job_id)
         base = ws.checkpoint()
         placement, relaxed = self.place(job, gpu_type, num_gpus)
         if placement is not None and not relaxed:
@@ -291,11 +323,13 @@ class ArenaSearch:
         if top < 2:
             return None
         best: Shrink | None = None
+        scale = self._unit if self._weigh_fits else 1.0  # the index holds urgency-weighted changes
         if target_here and n >= 2 and 2 * n >= top:
             change = self._halving_own(job, gpu_type, n)
             if change is not None:
-                best = (change, None)
-        return self._shrinks.best(gpu_type, top, best)
+                best = (change * scale, None)
+        found = self._shrinks.best(gpu_type, top, best)
+        return found if found is None or scale == 1.0 else (found[0] / scale, found[1])
 
     def _halving_own(self, job: JobView, gpu_type: str, n: int) -> float | None:
         """Throughput change of the target taking half its ``n`` GPUs of ``gpu_type`` (best localities), memoised."""
@@ -353,9 +387,14 @@ class ArenaSearch:
         ``movers`` hold GPUs; ``target`` (the job being fitted: its view, GPU count and current
         samples/s) holds none and comes first. With ``grow`` a job may also double on its own
         type. Candidates are tried in order of their gain's upper bound (best locality), so the
-        search stops as soon as no untried move can beat the best found.
+        search stops as soon as no untried move can beat the best found. Growing with an
+        ``urgency``, each mover's gains are weighted by its urgency (a grow must still gain).
         """
         ws, oracle, cfg = self.ws, self.oracle, self.config
+        if grow:
+            weigh, unit = self.urgency is not None and cfg.weighted_upgrades, 1.0
+        else:
+            weigh, unit = self._weigh_fits, self._unit
         free = ws.total_free
         # (-gain bound, mover order, generation order, job, type, GPU count, current samples/s): sorting
         # them tries the highest bound first, ties in mover order, then in the order they were made
@@ -369,10 +408,12 @@ class ArenaSearch:
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
                     candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
+        weights: dict[JobId, float] = {}
         for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
+            w = weights.setdefault(j, self._urgency(j) / unit) if weigh else 1.0
             for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
                 if free[t] >= count and (grow if doubles else t != exclude_type):
-                    candidates.append((-gain, order, len(candidates), j, t, num_gpus, old))
+                    candidates.append((-gain * w, order, len(candidates), j, t, num_gpus, old))
         candidates.sort()
         best: _Move | None = None
         for neg_ub, _, _, j, t, count, old in candidates:
@@ -383,8 +424,9 @@ class ArenaSearch:
             placement, relaxed = self.place(self.views[j], t, count)
             if placement is not None:
                 delta = self._rate(self.views[j], placement) - old
-                if (best is None or delta > best.gain) and (not grow or delta > GAIN_EPS):
-                    best = _Move(delta, j, t, count, ws.changes_since(mark), placement, relaxed)
+                score = delta * weights.get(j, 1.0)
+                if (best is None or score > best.gain) and (not grow or delta > GAIN_EPS):
+                    best = _Move(score, j, t, count, ws.changes_since(mark), placement, relaxed)
             ws.rollback(mark)
         return best
 

@@ -38,36 +38,65 @@ class GittinsPriority:
         self.adapt = adapt
         self._scale = EpisodeScale(belief)
         self._log = EpisodeLog()
+        self._for: Snapshot | None = None  # the snapshot the memoised indexes are of
+        self._memo: dict[JobId, float] = {}
+        self._shrink = 1.0
 
     def reset(self) -> None:
         """Forget the episode."""
         self._log.reset()
+        self._for, self._memo = None, {}
 
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
         twin._log = copy.deepcopy(self._log)
+        twin._for, twin._memo = None, {}
         return twin
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """Every waiting and running job's key, computed in one vectorised call for the snapshot."""
-        now, log = snapshot.now, self._log
-        log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
-        shrink = math.exp(-float(np.dot(self._scale.posterior(log.seen), self._scale.grid))) if self.adapt else 1.0
-        views = [*snapshot.pending, *snapshot.running]
-        attained = [v.iterations_done(now) * shrink for v in views]
-        index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()
-        memo: dict[JobId, tuple] = {v.job_id: (-float(g), v.spec.submit_time, v.job_id) for v, g in zip(views, index)}
+        indexes, now = self._indexes(snapshot), snapshot.now
 
         def key(view: JobView) -> tuple:
-            found = memo.get(view.job_id)
-            if found is None:  # a view the snapshot did not list (the round's own bookkeeping)
-                attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
-                g = float(self.belief.gittins_index(attributes, view.iterations_done(now) * shrink))
-                found = memo[view.job_id] = (-g, view.spec.submit_time, view.job_id)
-            return found
+            return -self._index(indexes, view, now), view.spec.submit_time, view.job_id
 
         return key
+
+    def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
+        """The index per sample of service: index x reference iteration time / global batch."""
+        indexes, now, log, belief = self._indexes(snapshot), snapshot.now, self._log, self.belief
+
+        def weight(view: JobView) -> float:
+            attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
+            return self._index(indexes, view, now) * belief.reference_time(attributes) / view.spec.global_batch
+
+        return weight
+
+    def _indexes(self, snapshot: Snapshot) -> dict[JobId, float]:
+        """The index of every job the snapshot lists (computed once per snapshot, in one vectorised call)."""
+        if self._for is snapshot:
+            return self._memo
+        log = self._log
+        log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
+        self._shrink = (
+            math.exp(-float(np.dot(self._scale.posterior(log.seen), self._scale.grid))) if self.adapt else 1.0
+        )
+        views = [*snapshot.pending, *snapshot.running]
+        attained = [v.iterations_done(snapshot.now) * self._shrink for v in views]
+        index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()
+        self._for, self._memo = snapshot, {v.job_id: float(g) for v, g in zip(views, index)}
+        return self._memo
+
+    def _index(self, indexes: dict[JobId, float], view: JobView, now: float) -> float:
+        found = indexes.get(view.job_id)
+        if found is None:  # a view the snapshot did not list (the round's own bookkeeping)
+            log = self._log
+            attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
+            found = indexes[view.job_id] = float(
+                self.belief.gittins_index(attributes, view.iterations_done(now) * self._shrink)
+            )
+        return found
 
 
 def arena_gittins(

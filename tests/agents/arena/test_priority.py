@@ -73,3 +73,63 @@ def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
     assert adaptive.priority._log.seen and twin.priority is not adaptive.priority
     adaptive.reset()
     assert not adaptive.priority._log.seen
+
+
+# Upgrade trial on a 3-GPU node: A (batch 128, 1,000 iterations) and B (batch 64, 50 iterations) start on one
+# GPU each and one GPU stays free. Doubling A gains 64 samples/s, doubling B 8: raw, A grows; weighted by
+# 1 / remaining samples (A: 128,000, B: 3,200), B's 0.0025 beats A's 0.0005 and B grows.
+THREE = cluster(("a40", 1, 3))
+SCALING = table_model(
+    {(GPT, 128, "a40", 1, 1): 2.0, (GPT, 128, "a40", 1, 2): 1.0, (GPT, 64, "a40", 1, 1): 2.0, (GPT, 64, "a40", 1, 2): 1.6}
+)
+PAIR = [job("A", 0, 1000, "a40", 1), job("B", 0, 50, "a40", 1, batch=64)]
+
+
+def _sizes_at_start(policy) -> dict[str, int]:
+    _, _, rec = simulate(THREE, SCALING, policy, PAIR)
+    return {str(j): a.num_gpus for j, a in rec.at(0.0).allocations}
+
+
+@pytest.mark.parametrize(
+    "weighted, grown", [(False, "A"), (True, "B")], ids=["raw-samples", "weighted-by-urgency"]
+)
+def test_weighted_upgrades_grow_the_job_with_most_completions_gained(weighted: bool, grown: str) -> None:
+    sizes = _sizes_at_start(ArenaPolicy(priority=ShortestRemaining(), weighted_upgrades=weighted))
+    assert sizes == {"A": 1, "B": 1, grown: 2}
+
+
+def test_urgencies_of_the_two_priorities() -> None:
+    backend = SimBackend(THREE, SCALING)
+    snapshot = backend.reset(PAIR)
+    assert snapshot is not None
+    a, b = snapshot.pending
+    srpt = ShortestRemaining().urgency(snapshot)
+    assert srpt(a) == pytest.approx(1 / 128_000) and srpt(b) == pytest.approx(1 / 3_200)
+    belief = default_belief("real")
+    gittins = GittinsPriority(belief)
+    weight = gittins.urgency(snapshot)
+    for view in (a, b):
+        index = float(belief.gittins_index(gittins._log.attributes(view), 0.0))
+        assert weight(view) == pytest.approx(index * belief.reference_time(gittins._log.attributes(view)) / view.spec.global_batch)
+        assert -gittins.keys(snapshot)(view)[0] == pytest.approx(index)  # the same snapshot's indexes, once
+
+
+def test_weighting_needs_a_priority() -> None:
+    with pytest.raises(ValueError, match="need a priority"):
+        ArenaPolicy(weighted_fits=True)
+
+
+# A downgrade on a 4-GPU node: A (batch 128, 1,000 iterations) and B (batch 64, 50 iterations) hold 2 GPUs each
+# when C (batch 128, 100 iterations, 1 GPU) arrives. Halving A loses 64 samples/s, halving B 8: raw, B is halved.
+# In C's samples/s weighted by urgency relative to C's (A x 0.1, B x 4), A loses 6.4 and B 32: A is halved.
+FOUR = cluster(("a40", 1, 4))
+TRIO = [job("A", 0, 1000, "a40", 2), job("B", 0, 50, "a40", 2, batch=64), job("C", 10, 100, "a40", 1)]
+
+
+@pytest.mark.parametrize("weighted, halved", [(False, "B"), (True, "A")], ids=["raw-samples", "weighted-by-urgency"])
+def test_weighted_fits_halve_the_job_whose_loss_costs_fewest_completions(weighted: bool, halved: str) -> None:
+    policy = ArenaPolicy(priority=ShortestRemaining(), weighted_fits=weighted, max_upgrade_steps=0)
+    _, out, rec = simulate(FOUR, SCALING, policy, TRIO)
+    sizes = {str(j): a.num_gpus for j, a in rec.at(10.0).allocations}
+    assert sizes == {halved: 1, "C": 1}
+    assert len(out) == 3
