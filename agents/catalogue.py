@@ -68,10 +68,15 @@ POLICIES: dict[str, Entry] = {
         {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True},
         "arena-gittins-32 growing the jobs with the most expected completions per second gained (non-clairvoyant)",
     ),
-    "arena-gittins-32-wpl": Entry(
+    "arena-gittins-32-f": Entry(
         "agents.search.gittins:arena_gittins",
-        {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True, "preempt_lower": True},
-        "arena-gittins-32-w preempting lower-index running jobs for a waiting one (non-clairvoyant)",
+        {"adapt": True, "max_job_gpus": 32, "weighted_fits": True},
+        "arena-gittins-32 shrinking, for a new job, the jobs whose loss costs fewest expected completions (non-clairvoyant)",
+    ),
+    "arena-gittins-32-wf": Entry(
+        "agents.search.gittins:arena_gittins",
+        {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True, "weighted_fits": True},
+        "arena-gittins-32 with urgency-weighted upgrades and downgrades (non-clairvoyant)",
     ),
     "arena-srpt-w": Entry(
         "agents.arena.variants:arena_srpt",
