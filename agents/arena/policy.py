@@ -49,7 +49,9 @@ class ArenaPolicy:
         self.priority = priority
         self._weighted = self.config.weighted_upgrades or self.config.weighted_fits
         if self._weighted and priority is None:
-            raise ValueError(f"{name}: weighted_upgrades and weighted_fits need a priority (its urgency weighs the gains)")
+            raise ValueError(
+                f"{name}: weighted_upgrades and weighted_fits need a priority (its urgency weighs the gains)"
+            )
         # the deadline checks and a clairvoyant priority read the true remaining iterations
         self.clairvoyant = self.config.deadline_aware or bool(priority is not None and priority.clairvoyant)
         self._oracle = ThroughputOracle(self.config)
