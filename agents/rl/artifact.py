@@ -108,7 +108,7 @@ def _raw_metadata(path: Path) -> dict[str, Any]:
         with zipfile.ZipFile(path) as archive:
             if METADATA_MEMBER in archive.namelist():
                 return json.loads(archive.read(METADATA_MEMBER).decode())
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, OSError, EOFError):  # a damaged directory can point a read past the file's end
         raise ValueError(f"model file {path} is not a zip archive (corrupt, or not an SB3 model)") from None
     sidecar = path.parent / METADATA_MEMBER
     if sidecar.is_file():

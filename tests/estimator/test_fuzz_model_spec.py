@@ -17,7 +17,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from arena_gym.harness.experiment import user_models
-from estimator.zoo import TransformerSpec, WideResNetSpec, build
+from estimator.zoo import MAX_LAYERS, TransformerSpec, WideResNetSpec, build
 from tests.fuzzing import assert_one_line, case_timeout, fuzz
 
 TIMEOUT_S = 5.0
@@ -125,7 +125,7 @@ FIELDS = {
 
 def _acceptable(spec: dict[str, Any], field: str, value: Any) -> bool:
     """Whether ``value`` is in fact a valid value of ``field`` (then the draw is not nonsense)."""
-    if isinstance(value, int) and value > 100_000:  # refused before anything is built (a table row per layer)
+    if field == "layers" and isinstance(value, int) and value > MAX_LAYERS:  # refused before a row per layer is built
         return False
     try:
         build((WideResNetSpec if "channels" in spec else TransformerSpec)(**{**spec, field: value}))

@@ -140,3 +140,13 @@ def test_a_damaged_model_zip_loads_for_its_env_or_is_refused_in_one_line(saved, 
         obs = observation_space.sample()
         action, _ = model.predict(obs, deterministic=True)
         assert action_space.contains(int(np.asarray(action).item()))
+
+
+def test_a_zip_whose_end_record_points_past_the_file_is_refused_in_one_line(saved, tmp_path_factory) -> None:
+    # found by the long run: the end-of-directory record's last bytes overwritten; the read seeks to an invalid offset
+    path = damaged_file(
+        tmp_path_factory.getbasetemp(), _SAVED["source"], _SAVED["meta"], "overwrite", (0.9999999999999999, b"\x01\x00")
+    )
+    with pytest.raises(ValueError) as refused:
+        load_model(path)
+    assert_one_line(refused.value, str(path))
