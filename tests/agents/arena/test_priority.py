@@ -80,12 +80,7 @@ def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
 # 1 / remaining samples (A: 128,000, B: 3,200), B's 0.0025 beats A's 0.0005 and B grows.
 THREE = cluster(("a40", 1, 3))
 SCALING = table_model(
-    {
-        (GPT, 128, "a40", 1, 1): 2.0,
-        (GPT, 128, "a40", 1, 2): 1.0,
-        (GPT, 64, "a40", 1, 1): 2.0,
-        (GPT, 64, "a40", 1, 2): 1.6,
-    }
+    {(GPT, 128, "a40", 1, 1): 2.0, (GPT, 128, "a40", 1, 2): 1.0, (GPT, 64, "a40", 1, 1): 2.0, (GPT, 64, "a40", 1, 2): 1.6}
 )
 PAIR = [job("A", 0, 1000, "a40", 1), job("B", 0, 50, "a40", 1, batch=64)]
 
@@ -95,7 +90,9 @@ def _sizes_at_start(policy) -> dict[str, int]:
     return {str(j): a.num_gpus for j, a in rec.at(0.0).allocations}
 
 
-@pytest.mark.parametrize("weighted, grown", [(False, "A"), (True, "B")], ids=["raw-samples", "weighted-by-urgency"])
+@pytest.mark.parametrize(
+    "weighted, grown", [(False, "A"), (True, "B")], ids=["raw-samples", "weighted-by-urgency"]
+)
 def test_weighted_upgrades_grow_the_job_with_most_completions_gained(weighted: bool, grown: str) -> None:
     sizes = _sizes_at_start(ArenaPolicy(priority=ShortestRemaining(), weighted_upgrades=weighted))
     assert sizes == {"A": 1, "B": 1, grown: 2}
@@ -113,9 +110,7 @@ def test_urgencies_of_the_two_priorities() -> None:
     weight = gittins.urgency(snapshot)
     for view in (a, b):
         index = float(belief.gittins_index(gittins._log.attributes(view), 0.0))
-        assert weight(view) == pytest.approx(
-            index * belief.reference_time(gittins._log.attributes(view)) / view.spec.global_batch
-        )
+        assert weight(view) == pytest.approx(index * belief.reference_time(gittins._log.attributes(view)) / view.spec.global_batch)
         assert -gittins.keys(snapshot)(view)[0] == pytest.approx(index)  # the same snapshot's indexes, once
 
 
