@@ -269,15 +269,22 @@ def percentile(ordered: np.ndarray, q: float) -> float:
     return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
-def padded_mean_jcts(jcts: Mapping[str, Sequence[float]], target: int | None = None) -> dict[str, float]:
+def finished_jcts(outcomes: Sequence[JobOutcome]) -> list[float]:
+    """The JCTs of the jobs that finished, in outcome order."""
+    return [o.jct for o in outcomes if o.jct is not None]
+
+
+def padded_mean_jcts(jcts: Mapping[str, Sequence[float]], reference: str = "max") -> dict[str, float]:
     """The padded average JCT of several policies on one workload (the Arena artifact's rule).
 
-    Each policy's finished JCTs are padded with the largest JCT any policy reached, up to
-    ``target`` jobs (default: the largest finished count), then averaged; nan for a policy
-    with nothing to average.
+    Each policy's finished JCTs are padded with the largest JCT any policy reached, up to the
+    ``reference`` policy's finished count (``"max"``: the largest finished count), then
+    averaged; nan for a policy with nothing to average. ValueError for an unknown reference.
     """
+    if reference != "max" and reference not in jcts:
+        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)} (or 'max')")
     worst = max((max(v) for v in jcts.values() if v), default=math.nan)
-    target = max((len(v) for v in jcts.values()), default=0) if target is None else target
+    target = max((len(v) for v in jcts.values()), default=0) if reference == "max" else len(jcts[reference])
     out = {}
     for label, values in jcts.items():
         padded = [*values, *[worst] * max(0, target - len(values))]
@@ -292,7 +299,7 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | 
     """
     rep = replayed(record, done)
     outcomes, tl = rep.outcomes, rep.timeline
-    jcts = np.array([o.jct for o in outcomes if o.jct is not None], dtype=float)
+    jcts = np.array(finished_jcts(outcomes), dtype=float)
     ordered = np.sort(jcts)
     queues = np.array([o.queued_s for o in outcomes], dtype=float)
     span = max(tl.end - record.start_time, 0.0)

@@ -57,6 +57,7 @@ import numpy as np
 from arena_gym.cluster import load_cluster
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.cli.common import DEFAULT_TRACE
+from arena_gym.harness.cli.compare import DEFAULT_POLICIES  # make run's policies, timed on the small windows
 from arena_gym.harness.experiment import RunConfig, load_jobs
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
@@ -82,8 +83,6 @@ SYNTH_10K = ClusterSpec(
 )
 #: Queue-length bins (lower bounds) of part 1.
 BINS = (0, 10, 100, 1000)
-#: The policies of ``make run``, timed on the small windows.
-MAKE_RUN_POLICIES = ("fcfs", "srtf", "tiresias", "gandiva", "elasticflow-ls", "gavel", "sia", "arena")
 ITP = "itp/cluster08.csv?seed=0"
 SEED = 0
 
@@ -217,12 +216,12 @@ def part_windows(reps: int, quick: bool) -> list[dict[str, Any]]:
     suite = get_suite("synthetic")
     workloads = suite.workloads()[: 4 if quick else None]
     evaluator = Evaluator(suite.parts[0].config, workloads)
-    for name in MAKE_RUN_POLICIES:  # warm-up
+    for name in DEFAULT_POLICIES:  # warm-up
         policy = make_policy(name, SEED)
         run_episode(evaluator.backend(workloads[0], policy.ap_search), policy, workloads[0].jobs)
     per_rep: dict[str, list[dict[str, float]]] = {}
     for rep in range(reps):
-        for name in alternate(MAKE_RUN_POLICIES, rep):
+        for name in alternate(DEFAULT_POLICIES, rep):
             timed = Timed(make_policy(name, SEED))
             for w in workloads:
                 run_episode(evaluator.backend(w, timed.ap_search), timed, w.jobs)

@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from arena_gym.metrics import Replay, replayed
+from arena_gym.metrics import Replay, finished_jcts, replayed
 from arena_gym.records import EpisodeRecord
 
 #: At most this many points per line: longer runs are binned more coarsely (a plot is ~800 px wide).
@@ -59,7 +59,7 @@ def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path, done: Sequence[Re
 
 def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Replay]) -> None:
     for rec, rep in zip(records, reps):
-        jcts = np.sort([o.jct for o in rep.outcomes if o.jct is not None]) / 3600.0
+        jcts = np.sort(finished_jcts(rep.outcomes)) / 3600.0
         if len(jcts):
             ax.step(jcts, np.arange(1, len(jcts) + 1) / len(jcts), where="post", label=rec.policy)
     ax.set_xlabel("JCT (h)")

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arena_gym.harness.experiment import RunResult
-from arena_gym.metrics import JobOutcome, Replay, Timeline, job_outcomes, padded_mean_jcts, replayed, timeline
+from arena_gym.metrics import (
+    JobOutcome,
+    Replay,
+    Timeline,
+    finished_jcts,
+    job_outcomes,
+    padded_mean_jcts,
+    replayed,
+    timeline,
+)
 from arena_gym.outputs import code_version, write_json, write_rows
 from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
 from arena_gym.records import EpisodeRecord
@@ -147,27 +156,22 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
     return out_dir
 
 
-def padded_avg_jct(results: Sequence[RunResult], reference: str) -> dict[str, float]:
-    """The artifact's padding rule (:func:`arena_gym.metrics.padded_mean_jcts`) up to the reference policy's
-    finished count; ``reference="max"`` pads up to the largest finished count of any policy."""
-    jcts = {r.record.policy: [o.jct for o in job_outcomes(r.record) if o.jct is not None] for r in results}
-    if reference != "max" and reference not in jcts:
-        raise ValueError(f"padding reference policy {reference!r} is not among {', '.join(jcts)} (or 'max')")
-    return padded_mean_jcts(jcts, None if reference == "max" else len(jcts[reference]))
-
-
 def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) -> pd.DataFrame:
     """One row per run (policy, trace, seed) with the standard metric columns, best first
-    (by padded average JCT when a padding reference is given, else by average JCT)."""
+    (by padded average JCT when a padding reference is given, else by average JCT).
+
+    The padded JCT is :func:`arena_gym.metrics.padded_mean_jcts` over the runs of one (trace,
+    seed), the rule ``arena-gym evaluate`` pads each workload with."""
     import pandas as pd
 
     rows = []
     padded: dict[tuple[str, int], dict[str, float]] = {}
     if pad_reference:
-        groups: dict[tuple[str, int], list[RunResult]] = {}
+        groups: dict[tuple[str, int], dict[str, list[float]]] = {}
         for r in results:
-            groups.setdefault((r.config.trace, r.config.seed), []).append(r)
-        padded = {k: padded_avg_jct(v, pad_reference) for k, v in groups.items()}
+            jcts = finished_jcts(replayed(r.record, r.replay).outcomes)
+            groups.setdefault((r.config.trace, r.config.seed), {})[r.record.policy] = jcts
+        padded = {k: padded_mean_jcts(v, pad_reference) for k, v in groups.items()}
     for r in results:
         row: dict[str, Any] = {
             "policy": r.record.policy,

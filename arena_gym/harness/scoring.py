@@ -28,7 +28,7 @@ from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.executor import run_tasks
 from arena_gym.loop import run_episode
-from arena_gym.metrics import compute_metrics, job_outcomes, padded_mean_jcts
+from arena_gym.metrics import compute_metrics, finished_jcts, padded_mean_jcts, replay
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
@@ -246,7 +246,8 @@ class Evaluator:
     def score_policy(self, workload: Workload, label: str, policy: Policy) -> Scored:
         """One workload under one policy: its row (no padded JCT, no bounds) and its finished jobs' JCTs."""
         record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
-        metrics = compute_metrics(record)
+        done = replay(record)
+        metrics = compute_metrics(record, done=done)
         row = {
             "workload": workload.label,
             "trace": workload.trace,
@@ -259,7 +260,7 @@ class Evaluator:
             **policy_facts(policy),
             **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
         }
-        return row, [o.jct for o in job_outcomes(record) if o.jct is not None]
+        return row, finished_jcts(done.outcomes)
 
     def bounds_of(self, workload: Workload) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds of a workload, charged Arena's pruned overhead class."""

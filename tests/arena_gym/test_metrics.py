@@ -14,7 +14,9 @@ from arena_gym.metrics import (
     MAX_BINS,
     bin_width,
     compute_metrics,
+    finished_jcts,
     job_outcomes,
+    padded_mean_jcts,
     percentile,
     replay,
     replayed,
@@ -69,6 +71,20 @@ def test_unfinished_jobs_queue_until_the_end():
     jobs = [job("A", 0, 10, "a40", 2)]
     m = compute_metrics(record([ev(0, E.SUBMIT, "A")], jobs, 1000.0))
     assert m["jobs_finished"] == 0 and m["avg_queue_s"] == 1000.0 and math.isnan(m["avg_jct_s"])
+
+
+def test_finished_jcts_skip_the_unfinished():
+    jobs = [job("A", 0, 10, "a40", 2), job("B", 5, 10, "a40", 2)]
+    events = [ev(0, E.SUBMIT, "A"), ev(0, E.ALLOCATE, "A", 2), ev(5, E.SUBMIT, "B"), ev(100, E.FINISH, "A", 2)]
+    assert finished_jcts(job_outcomes(record(events, jobs, 200.0))) == [100.0]
+
+
+def test_padding_goes_up_to_the_reference_policys_finished_count():
+    jcts = {"a": [1.0, 2.0, 3.0], "b": [1.0, 10.0], "c": []}
+    assert padded_mean_jcts(jcts, reference="b") == {"a": 2.0, "b": 5.5, "c": 10.0}
+    assert padded_mean_jcts(jcts) == padded_mean_jcts(jcts, reference="max") == padded_mean_jcts(jcts, "a")
+    with pytest.raises(ValueError, match="padding reference policy 'x' is not among a, b, c"):
+        padded_mean_jcts(jcts, reference="x")
 
 
 def test_binning_stays_bounded_whatever_the_span():

@@ -21,7 +21,8 @@ from arena_gym.harness.compare import CompareConfig, compare
 from arena_gym.harness.results import to_markdown
 from arena_gym.runlock import RunLock
 
-DEFAULT_POLICIES = "fcfs,srtf,tiresias,gandiva,elasticflow-ls,gavel,sia,arena"
+#: The policies compared when ``--policies`` is not given (``make run``'s list: the Makefile has none of its own).
+DEFAULT_POLICIES: tuple[str, ...] = ("fcfs", "srtf", "tiresias", "gandiva", "elasticflow-ls", "gavel", "sia", "arena")
 #: An item that continues the previous trace spec's options (``rate_per_h=5`` in ``synthetic:n_jobs=9,rate_per_h=5``).
 _OPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^:/?]*")
 
@@ -62,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policies",
         type=_csv,
-        default=_csv(DEFAULT_POLICIES),
+        default=DEFAULT_POLICIES,
         help="comma-separated policy specs (names, sb3:PATH, module:attr)",
     )
     add_run_arguments(parser)

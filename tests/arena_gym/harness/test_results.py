@@ -12,9 +12,11 @@ from agents.fcfs import FCFS
 from agents.srtf import SRTF
 from arena_gym.cluster import PRESETS
 from arena_gym.harness.experiment import RunConfig, RunResult
-from arena_gym.harness.results import leaderboard, padded_avg_jct, to_markdown, write_run
+from arena_gym.harness.results import leaderboard, to_markdown, write_run
+from arena_gym.harness.scoring import Evaluator
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics, job_outcomes
+from envs import EnvConfig, Workload
 from tests.helpers import job, sim_backend, uniform_model
 
 JOBS = [job("A", 0, 300, "a40", 4), job("B", 10, 20, "a40", 4), job("C", 20, 50, "a10", 2)]
@@ -63,10 +65,28 @@ def test_padding_rule_pads_with_the_worst_jct():
     cut = RunResult(full.config, dataclasses.replace(full.record, policy="cut", events=events), full.metrics)
     jct = {o.job_id: o.jct for o in job_outcomes(full.record)}
     worst = max(jct.values())
-    padded = padded_avg_jct([full, cut], reference="fcfs")
+    padded = leaderboard([full, cut], pad_reference="fcfs").set_index("policy")["padded_avg_jct_s"]
     assert padded["fcfs"] == pytest.approx(sum(jct.values()) / 3)
     # "cut" finished B and C only: padded with the worst JCT seen (over both policies) up to 3 jobs
     assert padded["cut"] == pytest.approx((jct["B"] + jct["C"] + worst) / 3)
-    assert padded_avg_jct([full, cut], reference="max") == padded
+    assert leaderboard([full, cut], pad_reference="max").set_index("policy")["padded_avg_jct_s"].equals(padded)
     with pytest.raises(ValueError, match="padding reference policy 'x'"):
-        padded_avg_jct([full], reference="x")
+        leaderboard([full], pad_reference="x")
+
+
+def test_compare_and_evaluate_pad_alike():
+    """The same runs, cut by a horizon, get the same padded JCT from compare's leaderboard and evaluate's table."""
+    jobs = (*JOBS, job("D", 30, 400, "a40", 4))
+    workload = Workload("w", "t", "all", 0, 1.0, "factor", 1.0, "tiny", jobs)
+    evaluator = Evaluator(EnvConfig(cluster="tiny", horizon_s=1000.0), [workload])
+    policies = {"fcfs": FCFS(), "srtf": SRTF()}
+    table = evaluator.score(policies).set_index("policy")
+    runs = []
+    for name, policy in policies.items():
+        record = run_episode(evaluator.backend(workload, policy.ap_search), policy, jobs)
+        runs.append(RunResult(RunConfig(policy=name, trace="t", cluster="tiny"), record, compute_metrics(record)))
+    board = leaderboard(runs, pad_reference="max").set_index("policy")
+    assert table.loc["fcfs", "jobs_finished"] < table.loc["srtf", "jobs_finished"] < len(jobs)  # padding bites
+    for name in policies:
+        assert board.loc[name, "padded_avg_jct_s"] == table.loc[name, "padded_jct_s"]
+    assert board.loc["fcfs", "padded_avg_jct_s"] == pytest.approx(table.loc["srtf", "avg_jct_s"])
