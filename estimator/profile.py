@@ -113,6 +113,13 @@ def _str(value: Any, where: str, choices: Sequence[str] | None = None) -> str:
     return value
 
 
+def _text(value: Any, where: str) -> str:
+    """A free-text field: any string, empty included (a null or a number is refused, not turned into text)."""
+    if not isinstance(value, str):
+        raise ProfileError(f"{where} must be a string, got {value!r:.40}")
+    return value
+
+
 def _obj(value: Any, where: str, keys: Sequence[str], optional: Sequence[str] = ()) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ProfileError(f"{where} must be an object")
@@ -711,8 +718,8 @@ def _parse(data: Any) -> Profile:
         _num(calls["backward_s"], "calls.backward_s"),
         {str(k): _num(v, f"cost.{k}") for k, v in cost.items()},
         dict(settings),
-        str(top.get("created", "")),
-        str(top.get("code_version", "")),
+        _text(top.get("created", ""), "created"),
+        _text(top.get("code_version", ""), "code_version"),
         int(top["version"]),
         tuple(grouped),
         tuple(order),

@@ -266,6 +266,8 @@ def _broken(mutate) -> dict:
         (lambda d: d["overhead"][0].update(wrapper="ddp"), "wrapper"),
         (lambda d: d.update(compute=[c for c in d["compute"] if c["layer"] != "head"]), "no head curve"),
         (lambda d: d["models"]["gpt__tiny"]["layers"]["block"].update(tp_elements=10**9), "tensor-parallel part"),
+        (lambda d: d.update(created=None), "created must be a string, got None"),  # was read as the text "None"
+        (lambda d: d.update(code_version=7), "code_version must be a string"),
     ],
 )
 def test_bad_profiles_fail_with_one_line_naming_the_problem(tmp_path, mutate, message):
