@@ -150,7 +150,14 @@ def publish(ckpt_dir: Path, step: int, identity: JobIdentity, extra: Mapping[str
         shutil.rmtree(dst)
     os.rename(src, dst)
     _fsync_dir(ckpt_dir)
-    _write_atomic(ckpt_dir / POINTER, dst.name + "\n")
+    # From here the checkpoint is complete and selection finds it (the newest verified step wins), so it must be
+    # reported even if the pointer cannot be rewritten (a full disk): raising here would hide a checkpoint that the
+    # next generation resumes from. The pointer only names the newest; selection warns when it names another.
+    try:
+        _write_atomic(ckpt_dir / POINTER, dst.name + "\n")
+    except OSError as exc:
+        log.warning("%s: published, but its pointer %s was not rewritten (%s)", dst, POINTER, exc)
+        (ckpt_dir / f"{POINTER}.tmp").unlink(missing_ok=True)
     _prune(ckpt_dir)
     return CheckpointInfo(dst, step, identity, manifest)
 

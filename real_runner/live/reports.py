@@ -14,7 +14,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from arena_gym.core.oplog import Finish, Progress, Run
+from arena_gym.core.oplog import Fail, Finish, Progress, Run
 from arena_gym.types import JobId, JobStatus
 from real_runner.live.config import LiveConfig
 from real_runner.live.core import LiveCore
@@ -53,6 +53,8 @@ class ProgressReader:
             gen.end = rec.event
             if rec.event == "error":
                 log.warning("job %s generation %d reports an error: %s", job_id, gen.number, rec.info.get("message"))
+        if rec.event == "start" and gen is not None and gen is job.current and 0 <= rec.step < job.step:
+            self._rolled_back(job, gen, rec)
         if rec.step >= 0:
             job.step = rec.step
         status = core.state.status(job_id)
@@ -87,6 +89,19 @@ class ProgressReader:
             log.info("job %s finished at t=%.1f s (generation %d)", job_id, when, gen.number)
             return True
         return False
+
+    def _rolled_back(self, job: LiveJob, gen: Generation, rec: ProgressRecord) -> None:
+        """The job's new generation resumed behind steps its earlier ones ran and the core counted (their newest
+        checkpoint is missing: a stop whose checkpoint failed, e.g. on a full disk, or a stop killed): the core falls
+        back to the step it resumed from (a FAIL), so that those steps are not counted twice."""
+        core, job_id = self.core, job.spec.job_id
+        if core.state.status(job_id) not in (JobStatus.RUNNING, JobStatus.RECONFIGURING):
+            return
+        if not core.state.view(job_id).iterations_done(core.now()) > rec.step:
+            return  # the core fell back already (a FAIL when the earlier generation failed)
+        reason = f"generation {gen.number} resumed from step {rec.step}, behind step {job.step} of the earlier ones"
+        log.warning("job %s: %s (their newest checkpoint is missing); those steps run again", job_id, reason)
+        core.op(Fail(core.wall_time(rec.t), job_id, float(rec.step), reason))
 
     def _progress(self, job: LiveJob, t: float, step: int, iter_time: float) -> None:
         self.core.op(Progress(t, job.spec.job_id, step, max(iter_time, 1e-6)))

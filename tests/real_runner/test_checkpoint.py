@@ -115,6 +115,32 @@ def test_the_checkpoint_is_announced_once_complete_before_the_final_barrier(tmp_
     assert calls == ["barrier", "published", "barrier"]
 
 
+def test_a_checkpoint_published_on_a_full_disk_is_still_announced(tmp_path, monkeypatch, caplog):
+    # a full disk (the chaos soak's fault) between the rename and the pointer: the manifest and the rename went
+    # through, the pointer's rewrite got ENOSPC, and the exception hid a complete checkpoint that the relaunch then
+    # resumed from (unreported: the trajectory check failed on it and the journal lacked it)
+    tr = trainer()
+    tr.train_step(0)
+    save(tr, tmp_path, 1)
+    real_open = open
+
+    def full_disk(path, *args, **kwargs):
+        if str(path).endswith("latest.tmp"):
+            raise OSError(28, "No space left on device", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", full_disk)
+    announced = []
+    tr.train_step(1)
+    with caplog.at_level(logging.WARNING, logger="real_runner.checkpoint_files"):
+        info = checkpoint.save(tr, tmp_path, 2, identity(), rank=0, world_size=1, extra={}, published=announced.append)
+    monkeypatch.undo()
+    assert info is not None and [i.step for i in announced] == [2]
+    assert "pointer latest was not rewritten" in caplog.text
+    assert read_pointer(tmp_path) == "step_00000001" and not (tmp_path / "latest.tmp").exists()
+    assert select_checkpoint(tmp_path, identity()).step == 2
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "no manifest", "missing file"])
 def test_a_damaged_newest_checkpoint_is_skipped_with_a_log_line(ckpt, damage, caplog):
     newest = ckpt / "step_00000006"
