@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         "totals": totals,
         "ok": ok,
         "jobs": [_audit_dict(a) for a in audits],
-        "deployment": str(out),
+        "deployment": out.name,  # beside this file, in --out
     }
     path = write_json(args.out / f"{name}.json", result)
     print(f"results: {path}")
