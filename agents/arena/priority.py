@@ -2,8 +2,8 @@
 
 Arena walks its queue in submission order (FIFO). A :class:`Priority` replaces that order by
 keys computed from each snapshot (lowest first), and says how urgent each job's progress is
-(expected completions per sample of service: what the weighted upgrade trial multiplies a
-samples/s gain by). :class:`ShortestRemaining` orders by the true remaining run time at the
+(expected completions per sample of service: what the weighted upgrade trial and downgrade
+search multiply a samples/s gain by). :class:`ShortestRemaining` orders by the true remaining run time at the
 requested shape (clairvoyant: shortest remaining processing time; urgency 1 / remaining
 samples); the belief's Gittins index (non-clairvoyant) is
 :class:`agents.search.gittins.GittinsPriority`.

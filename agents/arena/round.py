@@ -51,7 +51,8 @@ class DecisionRound:
     that comes first, a "blocker") in queue order; it is rebuilt from the snapshot plus the
     set of opportunism job ids the policy carries between calls. The queue order is submission
     order (Arena's FIFO), or ``order``'s keys when given (lowest first: a priority order);
-    ``urgency`` weighs the upgrade trial's gains (``ArenaConfig.weighted_upgrades``).
+    ``urgency`` weighs the upgrade trial's and the downgrade search's gains
+    (``ArenaConfig.weighted_upgrades``, ``weighted_fits``).
     """
 
     def __init__(

@@ -410,7 +410,7 @@ class ArenaSearch:
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
         weights: dict[JobId, float] = {}
         for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
-            w = weights.setdefault(j, self._urgency(j) / unit) if weigh else 1.0
+            w = weights[j] = self._urgency(j) / unit if weigh else 1.0
             for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
                 if free[t] >= count and (grow if doubles else t != exclude_type):
                     candidates.append((-gain * w, order, len(candidates), j, t, num_gpus, old))

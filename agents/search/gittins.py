@@ -18,7 +18,7 @@ import numpy as np
 
 from agents.arena import ArenaPolicy
 from agents.search.adaptive import EpisodeLog, EpisodeScale
-from agents.search.belief import KINDS, WorkBelief, default_belief
+from agents.search.belief import KINDS, JobLike, WorkBelief, default_belief
 from arena_gym.types import JobId, JobView, Snapshot
 
 
@@ -65,11 +65,11 @@ class GittinsPriority:
 
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """The index per sample of service: index x reference iteration time / global batch."""
-        indexes, now, log, belief = self._indexes(snapshot), snapshot.now, self._log, self.belief
+        indexes, now, belief = self._indexes(snapshot), snapshot.now, self.belief
 
         def weight(view: JobView) -> float:
-            attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
-            return self._index(indexes, view, now) * belief.reference_time(attributes) / view.spec.global_batch
+            reference = belief.reference_time(self._attributes(view))
+            return self._index(indexes, view, now) * reference / view.spec.global_batch
 
         return weight
 
@@ -91,12 +91,15 @@ class GittinsPriority:
     def _index(self, indexes: dict[JobId, float], view: JobView, now: float) -> float:
         found = indexes.get(view.job_id)
         if found is None:  # a view the snapshot did not list (the round's own bookkeeping)
-            log = self._log
-            attributes = log.seen[view.job_id].attributes if view.job_id in log.seen else view
             found = indexes[view.job_id] = float(
-                self.belief.gittins_index(attributes, view.iterations_done(now) * self._shrink)
+                self.belief.gittins_index(self._attributes(view), view.iterations_done(now) * self._shrink)
             )
         return found
+
+    def _attributes(self, view: JobView) -> JobLike:
+        """What the episode log knows of the job (its reference time included), else the view itself."""
+        seen = self._log.seen.get(view.job_id)
+        return seen.attributes if seen is not None else view
 
 
 def arena_gittins(
