@@ -105,8 +105,9 @@ def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) ->
                 except OSError:
                     pass
 
-    # b outlasts a's relaunch (2-3 s, 20-40 s on a loaded host: 400 iterations did not) several times
-    jobs = [job("a", 50, 2), job("b", 1200, 1, batch=8, submit=1.0)]
+    # each job outlasts the other's launch (2-3 s, 20-40 s on a loaded host): b must still run when a's
+    # shrunk generation starts (400 iterations did not), a must still run when b reaches step 6 (50 did not)
+    jobs = [job("a", 300, 2), job("b", 1200, 1, batch=8, submit=1.0)]
     config = LiveConfig(
         round_s=1.0, checkpoint_every_s=0, checkpoint_every_steps=0, status_every_s=0.5, stale_timeout_s=120
     )
