@@ -97,8 +97,9 @@ POLICIES: dict[str, Entry] = {
 
 
 def register() -> None:
-    """Register the built-in policies and the ``sb3:PATH`` prefix (a trained agent)."""
+    """Register the built-in policies and the ``sb3:PATH`` and ``residual:PATH`` prefixes (trained agents)."""
     registry = policy_registry()
     for name, entry in POLICIES.items():
         registry.register(name, entry.target, entry.kwargs, entry.description)
     registry.register_prefix("sb3", "agents.rl.policy:load_sb3_policy")
+    registry.register_prefix("residual", "agents.search.residual:load_residual_policy")

@@ -1,0 +1,235 @@
+"""A learned residual on Arena's Gittins order and urgency: the parameterised Arena action space.
+
+The network sets, for every waiting and running job, two log-multipliers from what a real
+scheduler sees (:data:`RESIDUAL_FEATURES`): one on its Gittins index (the queue order Arena
+admits and restarts by) and one on its urgency (the weight the downgrade search gives its
+samples/s, i.e. how many GPUs it keeps under sharing). Arena's allocation machinery carries
+them out. The network is linear (one weight row per multiplier, residuals clipped to
+``+-clip``), and zero weights are exactly the base policy (``arena-gittins-32-f``).
+Weights live in a small JSON file (:class:`ResidualWeights`) that records how they were trained.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.arena import ArenaPolicy
+from agents.search.belief import KINDS, WorkBelief, default_belief
+from agents.search.gittins import GittinsPriority
+from arena_gym.types import JobId, JobStatus, JobView, Snapshot
+from envs.encoder import log_count, model_size_feature, squash
+
+#: Per-job inputs of the residual network (none derived from a job's total or remaining work).
+RESIDUAL_FEATURES: tuple[str, ...] = (
+    "bias",  # 1
+    "log_index",  # log10 of the Gittins index relative to the snapshot's mean, clipped to +-3
+    "attained_iterations",  # log10(1 + iterations done) / 6, clipped
+    "age",  # seconds since submission, squashed by 1 h
+    "waiting",  # queued seconds, squashed by 1 h
+    "holds_gpus",  # running or reconfiguring
+    "gpus",  # current allocation's GPUs, (log2 + 1) / 5, 0 if none
+    "requested_gpus",  # (log2 + 1) / 5, 0 if no request
+    "model_size",  # (log10(parameters) - 8) / 4, clipped
+    "batch",  # log2(global batch) / 12, clipped
+    "reference_time",  # the belief's reference seconds per iteration, squashed by 1 s
+    "preemptions",  # n / (n + 1)
+)
+#: Arena's settings in the policy a zero residual reproduces (``arena-gittins-32-f``, whose index adapts to the episode).
+BASE: dict[str, Any] = {"max_job_gpus": 32, "weighted_fits": True}
+FORMAT = "arena-gym residual weights"
+
+
+def _numbers(raw: Any, what: str, path: str) -> tuple[float, ...]:
+    if not isinstance(raw, list) or len(raw) != len(RESIDUAL_FEATURES):
+        raise ValueError(f"residual weights {path}: {what!r} must be a list of {len(RESIDUAL_FEATURES)} numbers")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in raw):
+        raise ValueError(f"residual weights {path}: {what!r} holds a value that is not a finite number")
+    return tuple(float(x) for x in raw)
+
+
+@dataclass(frozen=True)
+class ResidualWeights:
+    """The residual network: ``order`` and ``urgency`` weight rows over :data:`RESIDUAL_FEATURES`.
+
+    ``clip`` bounds each log-multiplier; ``belief`` is the packaged belief kind or belief file
+    the Gittins index comes from; ``trained`` records how the weights were found (free-form JSON).
+    """
+
+    order: tuple[float, ...] = (0.0,) * len(RESIDUAL_FEATURES)
+    urgency: tuple[float, ...] = (0.0,) * len(RESIDUAL_FEATURES)
+    clip: float = 3.0
+    belief: str = "real"
+    trained: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("order", "urgency"):
+            row = getattr(self, name)
+            if len(row) != len(RESIDUAL_FEATURES) or not all(math.isfinite(x) for x in row):
+                raise ValueError(f"ResidualWeights.{name} must be {len(RESIDUAL_FEATURES)} finite numbers")
+        if not (math.isfinite(self.clip) and self.clip > 0):
+            raise ValueError(f"ResidualWeights.clip must be finite and > 0, got {self.clip}")
+
+    @property
+    def vector(self) -> np.ndarray:
+        """Both rows as one flat parameter vector (order first)."""
+        return np.array([*self.order, *self.urgency])
+
+    def with_vector(self, vector: np.ndarray, trained: Mapping[str, Any] | None = None) -> ResidualWeights:
+        """The same network with the flat parameters ``vector`` (see :attr:`vector`)."""
+        n = len(RESIDUAL_FEATURES)
+        values = [float(x) for x in np.asarray(vector, dtype=float).ravel()]
+        if len(values) != 2 * n:
+            raise ValueError(f"a residual parameter vector has {2 * n} entries, got {len(values)}")
+        return ResidualWeights(
+            tuple(values[:n]), tuple(values[n:]), self.clip, self.belief, self.trained if trained is None else trained
+        )
+
+    def save(self, path: str | Path) -> Path:
+        """Write the weights as JSON (features named, so a file for another feature set is refused)."""
+        out = Path(path)
+        body = {
+            "format": FORMAT,
+            "features": list(RESIDUAL_FEATURES),
+            "order": list(self.order),
+            "urgency": list(self.urgency),
+            "clip": self.clip,
+            "belief": self.belief,
+            "trained": dict(self.trained),
+        }
+        out.write_text(json.dumps(body, indent=2) + "\n")
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> ResidualWeights:
+        """Read a weights file; a one-line ValueError naming the file and the problem."""
+        try:
+            raw = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"residual weights {path}: cannot read ({err})") from None
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            raise ValueError(f"residual weights {path}: not a {FORMAT!r} file")
+        if raw.get("features") != list(RESIDUAL_FEATURES):
+            raise ValueError(f"residual weights {path}: its features are not {', '.join(RESIDUAL_FEATURES)}")
+        clip, belief, trained = raw.get("clip", 3.0), raw.get("belief", "real"), raw.get("trained", {})
+        if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not (math.isfinite(clip) and clip > 0):
+            raise ValueError(f"residual weights {path}: 'clip' must be a finite number > 0, got {clip!r}")
+        if not isinstance(belief, str) or not belief:
+            raise ValueError(f"residual weights {path}: 'belief' must be a belief kind or file, got {belief!r}")
+        if not isinstance(trained, dict):
+            raise ValueError(f"residual weights {path}: 'trained' must be an object")
+        return cls(
+            _numbers(raw.get("order"), "order", str(path)),
+            _numbers(raw.get("urgency"), "urgency", str(path)),
+            float(clip),
+            belief,
+            trained,
+        )
+
+
+def job_features(views: list[JobView], indexes: list[float], snapshot: Snapshot, references: list[float]) -> np.ndarray:
+    """The ``(jobs, features)`` matrix of :data:`RESIDUAL_FEATURES` for ``views`` (their indexes and reference times)."""
+    now = snapshot.now
+    logs = np.log10(np.maximum(np.asarray(indexes, dtype=float), 1e-300))
+    centred = np.clip(logs - logs.mean(), -3.0, 3.0) if len(views) else logs
+    rows = []
+    for view, rel, ref in zip(views, centred, references):
+        alloc, spec = view.allocation, view.spec
+        rows.append(
+            (
+                1.0,
+                float(rel),
+                min(1.0, math.log10(1.0 + view.iterations_done(now)) / 6.0),
+                squash(now - spec.submit_time, 3600.0),
+                squash(view.queued_s(now), 3600.0),
+                float(view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)),
+                log_count(alloc.num_gpus if alloc is not None else None),
+                log_count(spec.requested_gpus),
+                model_size_feature(spec.model.size),
+                min(1.0, math.log2(spec.global_batch) / 12.0),
+                squash(ref, 1.0),
+                view.preemptions / (view.preemptions + 1.0),
+            )
+        )
+    return np.asarray(rows, dtype=float).reshape(len(views), len(RESIDUAL_FEATURES))
+
+
+class ResidualPriority(GittinsPriority):
+    """The Gittins order and urgency, each job's scaled by ``exp`` of its clipped linear residual.
+
+    Keys ``(-index x exp(r_order), submit time, job id)``; urgency the Gittins urgency x
+    ``exp(r_urgency)``. Residuals are computed once per snapshot for every job it lists
+    (non-clairvoyant: the features read attained work only).
+    """
+
+    def __init__(self, belief: WorkBelief, weights: ResidualWeights, adapt: bool = True) -> None:
+        super().__init__(belief, adapt)
+        self.weights = weights
+        self._rows = np.array([weights.order, weights.urgency])
+        self._residuals_for: Snapshot | None = None
+        self._residuals: dict[JobId, tuple[float, float]] = {}
+
+    def reset(self) -> None:
+        """Forget the episode."""
+        super().reset()
+        self._residuals_for, self._residuals = None, {}
+
+    def fork(self) -> ResidualPriority:
+        """A copy with its own copy of the episode seen so far."""
+        twin = super().fork()
+        assert isinstance(twin, ResidualPriority)
+        twin._residuals_for, twin._residuals = None, {}
+        return twin
+
+    def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
+        """``(-index x exp(order residual), submit time, job id)``."""
+        base, scale = super().keys(snapshot), self._scales(snapshot)
+
+        def key(view: JobView) -> tuple:
+            index, submit, job = base(view)
+            return index * scale(view)[0], submit, job
+
+        return key
+
+    def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
+        """The Gittins urgency x exp(urgency residual)."""
+        base, scale = super().urgency(snapshot), self._scales(snapshot)
+
+        def weight(view: JobView) -> float:
+            return base(view) * scale(view)[1]
+
+        return weight
+
+    def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
+        """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
+        if self._residuals_for is not snapshot:
+            indexes = self._indexes(snapshot)
+            views = [*snapshot.pending, *snapshot.running]
+            refs = [self.belief.reference_time(self._attributes(v)) for v in views]
+            x = job_features(views, [indexes[v.job_id] for v in views], snapshot, refs)
+            r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
+            self._residuals = {v.job_id: (float(a), float(b)) for v, (a, b) in zip(views, r)}
+            self._residuals_for = snapshot
+        found = self._residuals
+
+        def scale(view: JobView) -> tuple[float, float]:
+            return found.get(view.job_id, (1.0, 1.0))
+
+        return scale
+
+
+def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
+    """``arena-gittins-32-f`` with the residual ``weights`` on its order and urgency."""
+    belief = default_belief(weights.belief) if weights.belief in KINDS else WorkBelief.load(weights.belief)
+    return ArenaPolicy(name, priority=ResidualPriority(belief, weights), **{**BASE, **overrides})
+
+
+def load_residual_policy(path: str) -> ArenaPolicy:
+    """``residual:PATH``: the policy of a weights file written by ``scripts/train_residual.py``."""
+    return residual_policy(ResidualWeights.load(path), f"residual:{path}")

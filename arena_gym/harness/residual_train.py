@@ -1,0 +1,202 @@
+"""Train the residual on Arena's Gittins order and urgency by evolution strategies on the real traces' train windows.
+
+The residual network (:mod:`agents.search.residual`) has a few dozen weights, and its score is
+an episode's average JCT, not a per-step reward: antithetic evolution strategies with ranked
+fitness fit that directly. Each iteration draws ``windows`` train windows; every perturbed
+network (``theta +- sigma * eps``, ``pairs`` pairs), the current one and the base policy
+(``arena-gittins-32-f``, a zero residual) run on the same windows; a network's fitness is the
+mean log ratio of its padded average JCT to the base's. The current network is then scored on
+the validation windows, and the one with the best validation ratio is kept: the test windows
+are never seen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from agents.search.residual import ResidualWeights
+from arena_gym.harness.scoring import Evaluator
+from arena_gym.harness.suites import custom_suite, get_suite
+from arena_gym.outputs import check_out_dir, code_version, write_json
+
+log = logging.getLogger(__name__)
+
+#: The five real traces' train windows, as the search's tuning read them.
+TRAIN_TRACES: tuple[str, ...] = (
+    "data:arena/traces/testbed.csv?iteration_divisor=1",
+    "data:arena/traces/philly.csv",
+    "data:arena/traces/pai.csv",
+    "data:itp/cluster10.csv?seed=0",
+    "data:itp/cluster08.csv?seed=0",
+)
+BASE_SPEC = "arena-gittins-32-f"
+
+
+@dataclass(frozen=True)
+class ResidualTrainConfig:
+    """One evolution-strategies run: data, budget and step sizes.
+
+    Each of ``iterations`` iterations scores ``2 * pairs + 2`` networks on ``windows`` train
+    windows drawn from the ``traces`` at the offered ``loads``, then the updated network on the
+    validation windows (``validation_limit`` of them, evenly spaced; 0 = all). ``sigma`` is the
+    perturbation's scale, ``learning_rate`` the step on the ranked-fitness gradient, ``clip`` the
+    bound of each log-multiplier; ``workers`` local processes run the episodes.
+    """
+
+    traces: tuple[str, ...] = TRAIN_TRACES
+    loads: tuple[float, ...] = (0.6, 0.9, 1.2)
+    data_dir: str = "../shared/data"
+    iterations: int = 12
+    pairs: int = 5
+    windows: int = 20
+    sigma: float = 0.3
+    learning_rate: float = 0.2
+    clip: float = 3.0
+    seed: int = 0
+    workers: int = 2
+    validation_limit: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "pairs", "windows", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ResidualTrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.validation_limit < 0:
+            raise ValueError(f"ResidualTrainConfig.validation_limit must be >= 0, got {self.validation_limit}")
+        for name in ("sigma", "learning_rate", "clip"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"ResidualTrainConfig.{name} must be finite and > 0, got {value}")
+        if not self.traces:
+            raise ValueError("ResidualTrainConfig.traces is empty")
+        if not self.loads or not all(math.isfinite(x) and x > 0 for x in self.loads):
+            raise ValueError(f"ResidualTrainConfig.loads must be numbers > 0, got {self.loads}")
+
+
+def centred_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks of ``values`` mapped to ``[-0.5, 0.5]`` (lowest first), ties broken by position."""
+    ranks = np.empty(len(values))
+    ranks[np.argsort(values, kind="stable")] = np.arange(len(values))
+    return ranks / max(len(values) - 1, 1) - 0.5
+
+
+def es_step(
+    theta: np.ndarray, eps: np.ndarray, fitness_plus: np.ndarray, fitness_minus: np.ndarray, config: ResidualTrainConfig
+) -> np.ndarray:
+    """One antithetic ES update of ``theta`` that lowers the fitness (lower is better)."""
+    ranks = centred_ranks(np.concatenate([fitness_plus, fitness_minus]))
+    n = len(fitness_plus)
+    weight = ranks[:n] - ranks[n:]  # > 0 where +eps was worse than -eps
+    gradient = (weight[:, None] * eps).sum(axis=0) / (2 * n * config.sigma)
+    return theta - config.learning_rate * gradient
+
+
+def log_ratios(table: pd.DataFrame, labels: list[str], reference: str) -> dict[str, np.ndarray]:
+    """Per label: log(padded JCT / the reference's) on every workload, in workload order."""
+    wide = table.pivot(index="workload", columns="policy", values="padded_jct_s")
+    return {label: np.log(wide[label].to_numpy() / wide[reference].to_numpy()) for label in labels}
+
+
+class ResidualTrainer:
+    """Runs :class:`ResidualTrainConfig` into an output directory (weights, history, config)."""
+
+    def __init__(self, config: ResidualTrainConfig, out: str | Path) -> None:
+        self.config = config
+        self.out = check_out_dir(out)
+        part = custom_suite(config.traces, split="train", load_levels=config.loads).parts[0]
+        part = dataclasses.replace(part, config=part.config.replace(data_dir=config.data_dir))
+        self.train = Evaluator(part.config, part.workloads())
+        validation = dataclasses.replace(
+            get_suite("real-validation", config.data_dir).parts[0], limit=config.validation_limit
+        )
+        self.validation = Evaluator(validation.config, validation.workloads())
+
+    @staticmethod
+    def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:
+        return f"residual:{weights.save(folder / f'{name}.json')}"
+
+    def run(self, progress: bool = True) -> ResidualWeights:
+        """Train; write ``residual.json`` (the best network on validation), ``history.csv`` and ``config.json``.
+
+        Candidate weight files live in a temporary folder the local worker processes read.
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json(
+            self.out / "config.json", {"code_version": code_version(), "seed": self.config.seed, "config": self.config}
+        )
+        with tempfile.TemporaryDirectory(prefix="residual-es-") as folder:
+            score, it, weights = self._iterate(Path(folder), progress)
+        trained: dict[str, Any] = {
+            "method": "antithetic evolution strategies, ranked fitness (mean log padded-JCT ratio to the base)",
+            "base": BASE_SPEC,
+            "code_version": code_version(),
+            "config": dataclasses.asdict(self.config),
+            "iteration": it,
+            "validation_geomean_ratio": score,
+            "train_windows": len(self.train.workloads),
+            "validation_windows": len(self.validation.workloads),
+        }
+        final = weights.with_vector(weights.vector, trained)
+        final.save(self.out / "residual.json")
+        return final
+
+    def _iterate(self, folder: Path, progress: bool) -> tuple[float, int, ResidualWeights]:
+        """The ES iterations: (validation geomean ratio, iteration, weights) of the best network on validation."""
+        cfg = self.config
+        rng = np.random.default_rng(cfg.seed)
+        start = ResidualWeights(clip=cfg.clip)
+        theta, history = start.vector, []
+        best: tuple[float, int, ResidualWeights] | None = None
+        began = time.perf_counter()
+        for it in tqdm(range(1, cfg.iterations + 1), desc="residual ES", unit="iter", disable=not progress):
+            picked = rng.choice(
+                len(self.train.workloads), size=min(cfg.windows, len(self.train.workloads)), replace=False
+            )
+            eps = rng.standard_normal((cfg.pairs, len(theta)))
+            specs = {"base": BASE_SPEC, "theta": self._spec(start.with_vector(theta), folder, f"it{it}-theta")}
+            for i, e in enumerate(eps):
+                specs[f"plus{i}"] = self._spec(start.with_vector(theta + cfg.sigma * e), folder, f"it{it}-plus{i}")
+                specs[f"minus{i}"] = self._spec(start.with_vector(theta - cfg.sigma * e), folder, f"it{it}-minus{i}")
+            batch = Evaluator(self.train.config, [self.train.workloads[int(i)] for i in sorted(picked)])
+            ratios = log_ratios(batch.score_specs(specs, cfg.seed, cfg.workers), list(specs), "base")
+            fit = {label: float(r.mean()) for label, r in ratios.items()}
+            theta = es_step(
+                theta,
+                eps,
+                np.array([fit[f"plus{i}"] for i in range(cfg.pairs)]),
+                np.array([fit[f"minus{i}"] for i in range(cfg.pairs)]),
+                cfg,
+            )
+            current = start.with_vector(theta)
+            check = {"base": BASE_SPEC, "theta": self._spec(current, folder, f"it{it}-updated")}
+            valid = log_ratios(self.validation.score_specs(check, cfg.seed, cfg.workers), ["theta"], "base")["theta"]
+            score = float(np.exp(np.mean(valid)))
+            if best is None or score < best[0]:
+                best = (score, it, current)
+            row = {
+                "iteration": it,
+                "train_theta_ratio": math.exp(fit["theta"]),
+                "train_best_ratio": math.exp(min(fit.values())),
+                "validation_geomean_ratio": score,
+                "validation_wins": int((valid < -1e-9).sum()),
+                "validation_windows": len(valid),
+                "norm": float(np.linalg.norm(theta)),
+                "elapsed_s": time.perf_counter() - began,
+                "weights": json.dumps([round(x, 6) for x in theta]),
+            }
+            history.append(row)
+            pd.DataFrame(history).to_csv(self.out / "history.csv", index=False)
+            log.info("iteration %d: train %.4f, validation %.4f", it, row["train_theta_ratio"], score)
+        assert best is not None  # iterations >= 1
+        return best
