@@ -1,0 +1,131 @@
+"""The residual on Arena's Gittins order and urgency: zero weights are arena-gittins-32-f, weights change decisions, files checked."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from agents.search.residual import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
+from arena_gym.cluster import load_cluster
+from arena_gym.harness import load_jobs
+from arena_gym.loop import run_episode
+from arena_gym.registry import make_perf, make_policy
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import Snapshot
+
+TRACE = "synthetic:mix=testbed,n_jobs=30,rate_per_h=60,iter_log_mean=6.5,iter_log_sigma=1.2,iter_min=50,iter_max=20000"
+N = len(RESIDUAL_FEATURES)
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    cluster = load_cluster("testbed-64")
+    perf = make_perf("estimator", cluster)
+    return cluster, perf, load_jobs(TRACE, cluster, perf, seed=3)
+
+
+def _run(policy, testbed):
+    cluster, perf, jobs = testbed
+    backend = SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search))
+    return run_episode(backend, policy, jobs)
+
+
+def _weights(order: dict[str, float] | None = None, urgency: dict[str, float] | None = None) -> ResidualWeights:
+    def row(values: dict[str, float] | None) -> tuple[float, ...]:
+        return tuple((values or {}).get(name, 0.0) for name in RESIDUAL_FEATURES)
+
+    return ResidualWeights(row(order), row(urgency))
+
+
+def test_zero_weights_are_the_base_policy_and_weights_change_the_schedule(testbed) -> None:
+    base = _run(make_policy("arena-gittins-32-f"), testbed)
+    zero = residual_policy(ResidualWeights())
+    assert zero.clairvoyant is False  # it runs on hidden job lengths: reading one would raise
+    assert _run(zero, testbed).events == base.events
+    # waiting jobs first, whatever their index; and every running job's loss weighs 20x more
+    moved = _run(residual_policy(_weights({"waiting": 3.0}, {"holds_gpus": 3.0})), testbed)
+    assert moved.events != base.events
+    assert {e.job_id for e in moved.events} == {e.job_id for e in base.events}
+
+
+def test_features_are_bounded_and_the_index_is_centred(testbed) -> None:
+    cluster, perf, jobs = testbed
+    priority = ResidualPriority(make_policy("arena-gittins-32-f").priority.belief, ResidualWeights())
+    seen: list[np.ndarray] = []
+
+    class Probe:
+        name, ap_search, clairvoyant = "probe", "pruned", False
+
+        def __init__(self) -> None:
+            self.inner = residual_policy(ResidualWeights())
+
+        def reset(self) -> None:
+            self.inner.reset()
+            priority.reset()
+
+        def decide(self, snapshot: Snapshot):
+            views = [*snapshot.pending, *snapshot.running]
+            if views:
+                indexes = priority._indexes(snapshot)
+                refs = [priority.belief.reference_time(priority._attributes(v)) for v in views]
+                seen.append(job_features(views, [indexes[v.job_id] for v in views], snapshot, refs))
+            return self.inner.decide(snapshot)
+
+    run_episode(SimBackend(cluster, perf, config=SimConfig()), Probe(), jobs)
+    assert len(seen) > 10
+    rows = np.concatenate(seen)
+    assert rows.shape[1] == N and np.isfinite(rows).all()
+    assert (rows[:, 0] == 1.0).all()
+    others = np.delete(rows, RESIDUAL_FEATURES.index("log_index"), axis=1)
+    assert others.min() >= 0.0 and others.max() <= 1.0
+    unclipped = [m[:, 1] for m in seen if np.abs(m[:, 1]).max() < 3.0]
+    assert unclipped and all(abs(col.mean()) < 1e-9 for col in unclipped)
+    assert any(col.std() > 0.1 for col in unclipped)  # the index does tell jobs apart
+
+
+def test_weights_round_trip_through_a_file_and_the_registry(tmp_path) -> None:
+    weights = _weights({"age": 0.5}, {"bias": -1.25, "gpus": 2.0}).with_vector(
+        np.arange(2 * N) / 10.0, {"note": "made by a test"}
+    )
+    path = weights.save(tmp_path / "w.json")
+    loaded = ResidualWeights.load(path)
+    assert loaded == weights and loaded.vector.tolist() == pytest.approx(list(np.arange(2 * N) / 10.0))
+    policy = make_policy(f"residual:{path}")
+    assert policy.name == f"residual:{path}" and isinstance(policy.priority, ResidualPriority)
+    assert policy.config.max_job_gpus == 32 and policy.config.weighted_fits and policy.priority.adapt
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda body: "{not json", "cannot read"),
+        (lambda body: {**body, "format": "something else"}, "not a 'arena-gym residual weights' file"),
+        (lambda body: {**body, "features": body["features"][:-1]}, "its features are not"),
+        (lambda body: {**body, "order": body["order"][:-1]}, "'order' must be a list of"),
+        (lambda body: {**body, "urgency": [math.nan] * N}, "not a finite number"),
+        (lambda body: {**body, "order": ["1"] * N}, "not a finite number"),
+        (lambda body: {**body, "clip": 0}, "'clip' must be a finite number > 0"),
+        (lambda body: {**body, "belief": ""}, "'belief' must be"),
+        (lambda body: {**body, "trained": []}, "'trained' must be an object"),
+        (lambda body: [1, 2], "not a 'arena-gym residual weights' file"),
+    ],
+)
+def test_bad_weight_files_are_refused_in_one_line(tmp_path, edit, problem: str) -> None:
+    path = ResidualWeights().save(tmp_path / "w.json")
+    changed = edit(json.loads(path.read_text()))
+    path.write_text(changed if isinstance(changed, str) else json.dumps(changed))
+    with pytest.raises(ValueError, match="residual weights") as err:
+        ResidualWeights.load(path)
+    assert problem in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_file_and_bad_vectors_are_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="cannot read"):
+        make_policy(f"residual:{tmp_path / 'absent.json'}")
+    with pytest.raises(ValueError, match=f"has {2 * N} entries, got 3"):
+        ResidualWeights().with_vector(np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        ResidualWeights(order=(math.inf,) + (0.0,) * (N - 1))

@@ -1,0 +1,75 @@
+"""Evolution strategies for the residual: ranks, the update's direction, config checks, a seeded run on the real traces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.search.residual import ResidualWeights
+from arena_gym.harness.residual_train import ResidualTrainConfig, ResidualTrainer, centred_ranks, es_step
+
+
+def test_centred_ranks_run_from_minus_to_plus_a_half() -> None:
+    assert centred_ranks(np.array([3.0, -1.0, 2.0])).tolist() == [0.5, -0.5, 0.0]
+    assert centred_ranks(np.array([7.0])).tolist() == [-0.5]
+
+
+def test_es_steps_descend_a_quadratic() -> None:
+    config = ResidualTrainConfig(pairs=8, sigma=0.2, learning_rate=0.1)
+    rng = np.random.default_rng(0)
+    target = np.array([1.0, -2.0, 0.5])
+    theta = np.zeros(3)
+
+    def loss(x: np.ndarray) -> float:
+        return float(((x - target) ** 2).sum())
+
+    start = loss(theta)
+    for _ in range(60):
+        eps = rng.standard_normal((config.pairs, 3))
+        plus = np.array([loss(theta + config.sigma * e) for e in eps])
+        minus = np.array([loss(theta - config.sigma * e) for e in eps])
+        theta = es_step(theta, eps, plus, minus, config)
+    assert loss(theta) < 0.05 * start
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("iterations", 0, "iterations must be >= 1"),
+        ("pairs", 0, "pairs must be >= 1"),
+        ("sigma", 0.0, "sigma must be finite and > 0"),
+        ("learning_rate", float("nan"), "learning_rate must be finite"),
+        ("validation_limit", -1, "validation_limit must be >= 0"),
+        ("traces", (), "traces is empty"),
+        ("loads", (0.9, -1.0), "loads must be numbers > 0"),
+    ],
+)
+def test_bad_settings_are_refused(field: str, value, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        ResidualTrainConfig(**{field: value})
+
+
+def test_a_seeded_run_writes_the_same_weights_twice(shared_data, tmp_path) -> None:
+    config = ResidualTrainConfig(
+        data_dir=str(shared_data), iterations=1, pairs=1, windows=1, validation_limit=1, workers=1, seed=5
+    )
+    first = ResidualTrainer(config, tmp_path / "a").run(progress=False)
+    second = ResidualTrainer(config, tmp_path / "b").run(progress=False)
+    assert first.vector.tolist() == second.vector.tolist() and np.abs(first.vector).sum() > 0
+    loaded = ResidualWeights.load(tmp_path / "a" / "residual.json")
+    assert loaded.trained["iteration"] == 1 and loaded.trained["validation_windows"] == 1
+    assert loaded.trained["config"]["seed"] == 5
+    history = pd.read_csv(tmp_path / "a" / "history.csv")
+    assert len(history) == 1 and json.loads(history["weights"][0]) == pytest.approx(first.vector.tolist(), abs=1e-6)
+    assert 0.5 < history["validation_geomean_ratio"][0] < 2.0
+    assert "code_version" in json.loads((tmp_path / "a" / "config.json").read_text())
+
+
+def test_an_occupied_folder_is_refused_before_any_work(tmp_path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not an arena-gym results directory"):
+        ResidualTrainer(ResidualTrainConfig(), tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
