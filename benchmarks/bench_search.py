@@ -131,6 +131,7 @@ def main() -> None:
     parser.add_argument("--policy", default="lookahead")
     parser.add_argument("--suite", default="real-test")
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--name", default=None, help="the results file's name (default: the policy spec)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     forks = [
@@ -160,7 +161,7 @@ def main() -> None:
         "decisions": decisions,
     }
     OUT.mkdir(parents=True, exist_ok=True)
-    path = write_json(OUT / f"bench_search_{args.policy}.json", result)
+    path = write_json(OUT / f"bench_search_{args.name or args.policy}.json", result)
     print(f"results: {path}")
 
 
