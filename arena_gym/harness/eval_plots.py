@@ -1,4 +1,4 @@
-"""Figures: a training run's learning curve; an evaluation's per-workload scatter against a reference and CDFs."""
+"""Figures: a training run's learning curve, an evolution-strategies run's history; an evaluation's per-workload scatter against a reference and CDFs."""
 
 from __future__ import annotations
 
@@ -41,6 +41,20 @@ def plot_learning_curve(episodes: pd.DataFrame, evals: pd.DataFrame, path: Path,
     bottom.set_ylabel("mean avg JCT (h)")
     bottom.set_title("validation workloads (held-out seeds)")
     bottom.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_es_history(history: pd.DataFrame, path: Path) -> Path:
+    """An evolution-strategies run: the current network's ratio to the base on each iteration's train windows
+    and on the validation windows (geometric means; 1 = the base, lower is better)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(history["iteration"], history["train_theta_ratio"], "-o", ms=3, label="train windows (before the step)")
+    ax.plot(history["iteration"], history["validation_geomean_ratio"], "-s", ms=3, label="validation windows")
+    ax.axhline(1.0, color="grey", lw=1, ls="--", label="base policy")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("average JCT / base's (geometric mean)")
+    ax.grid(alpha=0.3)
+    ax.legend()
     return _save(fig, path)
 
 

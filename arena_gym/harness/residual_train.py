@@ -27,6 +27,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.search.residual import ResidualWeights
+from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import custom_suite, get_suite
 from arena_gym.outputs import check_out_dir, code_version, write_json
@@ -127,7 +128,7 @@ class ResidualTrainer:
         return f"residual:{weights.save(folder / f'{name}.json')}"
 
     def run(self, progress: bool = True) -> ResidualWeights:
-        """Train; write ``residual.json`` (the best network on validation), ``history.csv`` and ``config.json``.
+        """Train; write ``residual.json`` (the best network on validation), ``history.csv`` / ``.png`` and ``config.json``.
 
         Candidate weight files live in a temporary folder the local worker processes read.
         """
@@ -149,6 +150,7 @@ class ResidualTrainer:
         }
         final = weights.with_vector(weights.vector, trained)
         final.save(self.out / "residual.json")
+        plot_es_history(pd.read_csv(self.out / "history.csv"), self.out / "history.png")
         return final
 
     def _iterate(self, folder: Path, progress: bool) -> tuple[float, int, ResidualWeights]:

@@ -66,6 +66,7 @@ def test_a_seeded_run_writes_the_same_weights_twice(shared_data, tmp_path) -> No
     assert len(history) == 1 and json.loads(history["weights"][0]) == pytest.approx(first.vector.tolist(), abs=1e-6)
     assert 0.5 < history["validation_geomean_ratio"][0] < 2.0
     assert "code_version" in json.loads((tmp_path / "a" / "config.json").read_text())
+    assert (tmp_path / "a" / "history.png").stat().st_size > 1000
 
 
 def test_an_occupied_folder_is_refused_before_any_work(tmp_path) -> None:
