@@ -607,6 +607,11 @@ def default_belief(kind: str = "real") -> WorkBelief:
     return WorkBelief.load(DATA_DIR / f"belief-{kind}.json")
 
 
+def load_belief(spec: str) -> WorkBelief:
+    """A packaged belief by kind (:data:`KINDS`), else the belief file at path ``spec``."""
+    return default_belief(spec) if spec in KINDS else WorkBelief.load(spec)
+
+
 # ---------------------------------------------------------------------- file helpers
 def _fields(record: Any) -> dict[str, Any]:
     return {name: getattr(record, name) for name in record.__dataclass_fields__ if not name.startswith("_")}

@@ -18,7 +18,7 @@ import numpy as np
 
 from agents.arena import ArenaPolicy
 from agents.search.adaptive import EpisodeLog, EpisodeScale
-from agents.search.belief import KINDS, JobLike, WorkBelief, default_belief
+from agents.search.belief import JobLike, WorkBelief, load_belief
 from arena_gym.types import JobId, JobView, Snapshot
 
 
@@ -106,5 +106,5 @@ def arena_gittins(
     name: str = "arena-gittins", belief: str = "real", adapt: bool = False, **overrides: Any
 ) -> ArenaPolicy:
     """Arena admitting and restarting by the Gittins index of ``belief`` (a packaged kind or a belief file)."""
-    model = default_belief(belief) if belief in KINDS else WorkBelief.load(belief)
+    model = load_belief(belief)
     return ArenaPolicy(name, priority=GittinsPriority(model, adapt), **overrides)

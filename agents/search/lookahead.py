@@ -34,7 +34,7 @@ import numpy as np
 
 from agents.common import configure
 from agents.search.adaptive import EpisodeLog, EpisodeScale
-from agents.search.belief import KINDS, WorkBelief, default_belief
+from agents.search.belief import KINDS, WorkBelief, load_belief
 from agents.search.worlds import rollout, sampled_world
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.protocols import Policy
@@ -129,7 +129,7 @@ class Lookahead:
         """The belief the worlds are sampled from (loaded on first use)."""
         if self._belief is None:
             kind = self.config.belief
-            self._belief = default_belief(kind) if kind in KINDS else WorkBelief.load(kind)
+            self._belief = load_belief(kind)
         return self._belief
 
     def reset(self) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from agents.arena import ArenaPolicy
-from agents.search.belief import KINDS, WorkBelief, default_belief
+from agents.search.belief import WorkBelief, load_belief
 from agents.search.gittins import GittinsPriority
 from arena_gym.types import JobId, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
@@ -226,7 +226,7 @@ class ResidualPriority(GittinsPriority):
 
 def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
     """``arena-gittins-32-f`` with the residual ``weights`` on its order and urgency."""
-    belief = default_belief(weights.belief) if weights.belief in KINDS else WorkBelief.load(weights.belief)
+    belief = load_belief(weights.belief)
     return ArenaPolicy(name, priority=ResidualPriority(belief, weights), **{**BASE, **overrides})
 
 
