@@ -18,10 +18,14 @@ from arena_gym.registry import make_perf, make_policy, policy_registry
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import Decision, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
 from tests.agents.baseline_cases import TINY
+from tests.conftest import REPO
 from tests.helpers import job, uniform_model
 
-#: Every registered policy that does not declare clairvoyance (the learned one needs a model file).
-NON_CLAIRVOYANT = sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name)))
+#: Every registered policy that does not declare clairvoyance, and the documented learned residual (a weights file).
+NON_CLAIRVOYANT = [
+    *sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name))),
+    f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train' / 'residual.json'}",
+]
 
 
 class Recorder:
