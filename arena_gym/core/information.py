@@ -24,7 +24,7 @@ def is_clairvoyant(policy: Any) -> bool:
 
 
 class Masker:
-    """Turns snapshots into what the non-clairvoyant policy ``viewer`` may see (memoised per job)."""
+    """Turns snapshots into what the non-clairvoyant policy ``viewer`` may see (memoised per job id: one per episode)."""
 
     def __init__(self, viewer: str) -> None:
         self.viewer = viewer
