@@ -137,7 +137,7 @@ def test_module_attr_specs_build_policies_perf_models_and_traces():
         ("no_such_module_here:Policy", "policy 'no_such_module_here:Policy': cannot import no_such_module_here"),
         (f"{HERE}:Missing", f"module {HERE} has no attribute Missing"),
         (f"{HERE}:HERE", "not callable"),
-        ("fcsf", r"unknown policy 'fcsf'; valid: .*arena.*fcfs.*sb3:\.\.\., module:attr"),
+        ("fcsf", r"unknown policy 'fcsf'; valid: .*arena.*fcfs.*sb3:\.\.\., residual:\.\.\., module:attr"),
         ("sb3:", "needs an argument"),
     ],
 )
