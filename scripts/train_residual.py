@@ -4,25 +4,51 @@ Evolution strategies on the real traces' train windows, model selection on the v
 windows (see :mod:`arena_gym.harness.residual_train`); the result is ``OUT/residual.json``,
 a policy as ``residual:OUT/residual.json`` for ``arena-gym evaluate``, ``simulate`` or ``deploy``.
 
+``--config FILE`` takes the fields from a JSON file with a ``config`` object (an earlier run's
+``config.json``, or the ``best_config.json`` of ``arena-gym tune``); options given beside it win.
+
 Example (the documented run, about 30 minutes on 2 cores)::
 
-    python scripts/train_residual.py --out benchmarks/results/residual/train
+    python scripts/train_residual.py --config benchmarks/results/residual/tune/best_config.json \
+        --out benchmarks/results/residual/train-tuned
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
+from pathlib import Path
+from typing import Any
+
+
+def config_file_values(path: str) -> dict[str, Any]:
+    """The ``config`` object of a JSON file, checked against ResidualTrainConfig's fields (ValueError naming the problem)."""
+    from arena_gym.harness.residual_train import ResidualTrainConfig
+    from arena_gym.harness.tune import coerce
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--config {path}: cannot read it as JSON ({err})") from None
+    values = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(values, dict):
+        raise ValueError(f"--config {path}: no 'config' object")
+    try:
+        return {key: coerce(ResidualTrainConfig, key, value) for key, value in values.items()}
+    except ValueError as err:
+        raise ValueError(f"--config {path}: {err}") from None
 
 
 def parse_args() -> argparse.Namespace:
-    """One option per field of ResidualTrainConfig, plus ``--out``."""
+    """One option per field of ResidualTrainConfig, plus ``--out`` and ``--config`` (a file's values as the defaults)."""
     from arena_gym.harness.residual_train import ResidualTrainConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="results directory (new, empty, or an earlier results directory)")
+    parser.add_argument("--config", default=None, metavar="FILE", help="take the fields from FILE's 'config' object")
     for field in dataclasses.fields(ResidualTrainConfig):
         default = getattr(ResidualTrainConfig(), field.name)
         flag = "--" + field.name.replace("_", "-")
@@ -33,6 +59,12 @@ def parse_args() -> argparse.Namespace:
             )
         else:
             parser.add_argument(flag, type=type(default), default=default, help=f"(default: {default})")
+    config = parser.parse_known_args()[0].config
+    if config is not None:
+        try:
+            parser.set_defaults(**config_file_values(config))
+        except ValueError as err:
+            parser.exit(2, f"train_residual: {err}\n")
     return parser.parse_args()
 
 

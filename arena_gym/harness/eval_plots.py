@@ -58,6 +58,22 @@ def plot_es_history(history: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_study(trials: pd.DataFrame, path: Path) -> Path:
+    """A hyperparameter study: each complete trial's score, each pruned trial's last report, the best so far."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    done = trials[trials["state"] == "COMPLETE"]
+    pruned = trials[trials["state"] == "PRUNED"]
+    ax.plot(done["number"], done["value"], "o", ms=4, label="complete")
+    ax.plot(pruned["number"], pruned["last_reported"], "x", ms=5, label="pruned (last report)")
+    if not done.empty:
+        ax.step(done["number"], done["value"].cummin(), where="post", color="black", lw=1, label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("validation score (lower is better)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
 def plot_vs_reference(table: pd.DataFrame, metric: str, reference: str, path: Path) -> Path:
     """Per-workload ``metric`` of every policy against the reference's (log-log, diagonal = tie; below = better)."""
     wide = table.pivot(index="workload", columns="policy", values=metric) / 3600.0

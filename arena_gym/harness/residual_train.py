@@ -18,6 +18,7 @@ import logging
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from agents.search.residual import ResidualWeights
 from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import custom_suite, get_suite
+from arena_gym.metrics import padded_mean_jcts
 from arena_gym.outputs import check_out_dir, code_version, write_json
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,8 @@ class ResidualTrainConfig:
     """One evolution-strategies run: data, budget and step sizes.
 
     Each of ``iterations`` iterations scores ``2 * pairs + 2`` networks on ``windows`` train
-    windows drawn from the ``traces`` at the offered ``loads``, then the updated network on the
-    validation windows (``validation_limit`` of them, evenly spaced; 0 = all). ``sigma`` is the
+    windows drawn from the ``traces`` at the offered ``loads`` (the base's scores are kept per
+    window: it is deterministic), then the updated network on the validation windows (``validation_limit`` of them, evenly spaced; 0 = all). ``sigma`` is the
     perturbation's scale, ``learning_rate`` the step on the ranked-fitness gradient, ``clip`` the
     bound of each log-multiplier; ``workers`` local processes run the episodes.
     """
@@ -103,10 +105,15 @@ def es_step(
     return theta - config.learning_rate * gradient
 
 
-def log_ratios(table: pd.DataFrame, labels: list[str], reference: str) -> dict[str, np.ndarray]:
-    """Per label: log(padded JCT / the reference's) on every workload, in workload order."""
-    wide = table.pivot(index="workload", columns="policy", values="padded_jct_s")
-    return {label: np.log(wide[label].to_numpy() / wide[reference].to_numpy()) for label in labels}
+#: Called after every iteration with (iteration, the best validation ratio so far); may raise to stop the run.
+IterationHook = Callable[[int, float], None]
+
+
+def log_ratios(jcts: list[dict[str, list[float]]], reference: str) -> dict[str, np.ndarray]:
+    """Per label: log(padded JCT / the reference's) on every workload (``jcts``: one label -> JCTs map each),
+    padded across all the labels as one scoring call pads them."""
+    padded = [padded_mean_jcts(per_label) for per_label in jcts]
+    return {label: np.log([p[label] / p[reference] for p in padded]) for label in jcts[0] if label != reference}
 
 
 class ResidualTrainer:
@@ -122,22 +129,24 @@ class ResidualTrainer:
             get_suite("real-validation", config.data_dir).parts[0], limit=config.validation_limit
         )
         self.validation = Evaluator(validation.config, validation.workloads())
+        self._base_jcts: dict[str, list[float]] = {}  # the base's finished JCTs, per workload label
 
     @staticmethod
     def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:
         return f"residual:{weights.save(folder / f'{name}.json')}"
 
-    def run(self, progress: bool = True) -> ResidualWeights:
+    def run(self, progress: bool = True, on_iteration: IterationHook | None = None) -> ResidualWeights:
         """Train; write ``residual.json`` (the best network on validation), ``history.csv`` / ``.png`` and ``config.json``.
 
-        Candidate weight files live in a temporary folder the local worker processes read.
+        Candidate weight files live in a temporary folder the local worker processes read;
+        ``on_iteration`` sees every iteration's best validation ratio so far (a tuner prunes there).
         """
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(
             self.out / "config.json", {"code_version": code_version(), "seed": self.config.seed, "config": self.config}
         )
         with tempfile.TemporaryDirectory(prefix="residual-es-") as folder:
-            score, it, weights = self._iterate(Path(folder), progress)
+            score, it, weights = self._iterate(Path(folder), progress, on_iteration)
         trained: dict[str, Any] = {
             "method": "antithetic evolution strategies, ranked fitness (mean log padded-JCT ratio to the base)",
             "base": BASE_SPEC,
@@ -153,7 +162,30 @@ class ResidualTrainer:
         plot_es_history(pd.read_csv(self.out / "history.csv"), self.out / "history.png")
         return final
 
-    def _iterate(self, folder: Path, progress: bool) -> tuple[float, int, ResidualWeights]:
+    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
+        """Per workload of ``evaluator``: the finished JCTs of ``specs`` and of the base, which runs only where
+        it has not run before (it is deterministic)."""
+        cfg = self.config
+        missing = [w for w in evaluator.workloads if w.label not in self._base_jcts]
+        rows: list[dict[str, Any]] = []
+        if missing:
+            Evaluator(evaluator.config, missing).score_specs({"base": BASE_SPEC}, cfg.seed, cfg.workers, jct_rows=rows)
+            self._base_jcts.update({w.label: [] for w in missing})
+            for row in rows:
+                self._base_jcts[row["workload"]].append(row["jct_s"])
+        rows = []
+        evaluator.score_specs(specs, cfg.seed, cfg.workers, jct_rows=rows)
+        out: list[dict[str, list[float]]] = [
+            {label: [] for label in specs} | {"base": list(self._base_jcts[w.label])} for w in evaluator.workloads
+        ]
+        at = {w.label: i for i, w in enumerate(evaluator.workloads)}
+        for row in rows:
+            out[at[row["workload"]]][row["policy"]].append(row["jct_s"])
+        return out
+
+    def _iterate(
+        self, folder: Path, progress: bool, on_iteration: IterationHook | None
+    ) -> tuple[float, int, ResidualWeights]:
         """The ES iterations: (validation geomean ratio, iteration, weights) of the best network on validation."""
         cfg = self.config
         rng = np.random.default_rng(cfg.seed)
@@ -166,12 +198,12 @@ class ResidualTrainer:
                 len(self.train.workloads), size=min(cfg.windows, len(self.train.workloads)), replace=False
             )
             eps = rng.standard_normal((cfg.pairs, len(theta)))
-            specs = {"base": BASE_SPEC, "theta": self._spec(start.with_vector(theta), folder, f"it{it}-theta")}
+            specs = {"theta": self._spec(start.with_vector(theta), folder, f"it{it}-theta")}
             for i, e in enumerate(eps):
                 specs[f"plus{i}"] = self._spec(start.with_vector(theta + cfg.sigma * e), folder, f"it{it}-plus{i}")
                 specs[f"minus{i}"] = self._spec(start.with_vector(theta - cfg.sigma * e), folder, f"it{it}-minus{i}")
             batch = Evaluator(self.train.config, [self.train.workloads[int(i)] for i in sorted(picked)])
-            ratios = log_ratios(batch.score_specs(specs, cfg.seed, cfg.workers), list(specs), "base")
+            ratios = log_ratios(self._jcts(batch, specs), "base")
             fit = {label: float(r.mean()) for label, r in ratios.items()}
             theta = es_step(
                 theta,
@@ -181,8 +213,8 @@ class ResidualTrainer:
                 cfg,
             )
             current = start.with_vector(theta)
-            check = {"base": BASE_SPEC, "theta": self._spec(current, folder, f"it{it}-updated")}
-            valid = log_ratios(self.validation.score_specs(check, cfg.seed, cfg.workers), ["theta"], "base")["theta"]
+            check = {"theta": self._spec(current, folder, f"it{it}-updated")}
+            valid = log_ratios(self._jcts(self.validation, check), "base")["theta"]
             score = float(np.exp(np.mean(valid)))
             if best is None or score < best[0]:
                 best = (score, it, current)
@@ -200,5 +232,7 @@ class ResidualTrainer:
             history.append(row)
             pd.DataFrame(history).to_csv(self.out / "history.csv", index=False)
             log.info("iteration %d: train %.4f, validation %.4f", it, row["train_theta_ratio"], score)
+            if on_iteration is not None:
+                on_iteration(it, best[0])
         assert best is not None  # iterations >= 1
         return best

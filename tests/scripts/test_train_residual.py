@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -32,3 +33,25 @@ def test_a_folder_it_does_not_own_is_refused(monkeypatch, capsys, tmp_path) -> N
     assert script.main() == 2
     assert "not an arena-gym results directory" in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_config_file_gives_the_defaults_and_options_beside_it_win(monkeypatch, tmp_path) -> None:
+    path = tmp_path / "best_config.json"
+    path.write_text(json.dumps({"config": {"sigma": 0.7, "pairs": 6, "loads": [1.2], "iterations": 9}}))
+    monkeypatch.setattr(sys, "argv", ["train_residual.py", "--out", "x", "--config", str(path), "--iterations", "2"])
+    args = script.parse_args()
+    assert (args.sigma, args.pairs, args.loads, args.iterations) == (0.7, 6, (1.2,), 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{", "cannot read it as JSON"), ("[]", "no 'config' object"), ('{"config": {"speed": 1}}', "no field 'speed'")],
+)
+def test_a_bad_config_file_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path, text: str, problem: str) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    monkeypatch.setattr(sys, "argv", ["train_residual.py", "--out", str(tmp_path / "out"), "--config", str(path)])
+    with pytest.raises(SystemExit) as stop:
+        script.main()
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and problem in err and err.startswith("train_residual: --config") and "\n" not in err

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("arena_gym.harness.cli.trace:configure", "inspect or convert traces"),
     "estimate": ("arena_gym.harness.cli.estimate:configure", "query, validate or calibrate the performance estimator"),
     "train": ("arena_gym.harness.cli.train:configure", "train a learned scheduling agent (stable-baselines3)"),
+    "tune": ("arena_gym.harness.cli.tune:configure", "a hyperparameter study (Optuna) of a learned agent's trainer"),
     "evaluate": (
         "arena_gym.harness.cli.evaluate:configure",
         "score policies on a workload suite with paired statistics vs Arena",

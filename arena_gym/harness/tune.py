@@ -1,0 +1,313 @@
+"""Hyperparameter studies on Optuna, the way rl-zoo3 runs them: sampled configs, pruning, shared storage.
+
+A study tunes one *target* (:class:`TuneTarget`: a trainer with a config dataclass, a search
+space and a validation score to minimise; :data:`TUNE_TARGETS` names the built-in ones, and any
+``module:attr`` is one). Every trial trains on the target's config built from the study's fixed
+settings (``base``), the sampled values and the trial budget (``trial_set``), reports its
+validation score as it goes, and is pruned when that score is worse than the median of the
+earlier trials at the same step. The trials live in an Optuna storage (an SQLite file in the
+study's directory unless another SQLAlchemy URL is given): several worker processes, on one
+machine or many, run trials of one study at once, and running the same command again continues
+it up to ``--trials``. A worker killed mid-trial stops its heartbeat; the next worker to start a
+trial marks that one failed and runs its parameters again.
+
+The best trial's config, without the trial budget, is written as ``best_config.json``: the file
+the target's own trainer takes with ``--config``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import multiprocessing
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tqdm.auto import tqdm
+
+from arena_gym.outputs import check_out_dir, code_version, write_json
+from arena_gym.registry import is_module_attr, resolve
+
+if TYPE_CHECKING:
+    import optuna
+
+log = logging.getLogger(__name__)
+
+#: Built-in targets: name -> ``module:attr`` of a :class:`TuneTarget`.
+TUNE_TARGETS: dict[str, str] = {
+    "residual": "arena_gym.harness.tune_targets:RESIDUAL",
+}
+#: Called by a trial with (step, validation score so far); raises to prune the trial.
+Report = Callable[[int, float], None]
+
+
+class TuneTarget(Protocol):
+    """A trainer a study can tune: its config type, search space and objective (lower is better)."""
+
+    config_type: type
+
+    def sample(self, trial: optuna.Trial) -> dict[str, Any]:
+        """The sampled config fields of one trial."""
+
+    def check(self, config: Any) -> None:
+        """Raise ValueError naming the problem when ``config`` cannot run (data, paths), before any trial."""
+
+    def objective(self, config: Any, out: Path, report: Report) -> float:
+        """Train ``config`` into ``out`` and return its validation score, calling ``report`` as it goes."""
+
+    def config_json(self, config: Any) -> dict[str, Any]:
+        """``config`` as the JSON object the target's trainer reads back."""
+
+
+def get_target(name: str) -> TuneTarget:
+    """The target registered as ``name``, or any ``module:attr``; ValueError naming the valid ones."""
+    if name in TUNE_TARGETS:
+        return resolve(TUNE_TARGETS[name])
+    if is_module_attr(name):
+        try:
+            return resolve(name)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"tune target {name!r} cannot be imported: {exc}") from None
+    raise ValueError(f"unknown tune target {name!r}; valid: {', '.join(TUNE_TARGETS)} or module:attr")
+
+
+def coerce(config_type: type, key: str, value: Any) -> Any:
+    """``value`` (a JSON value or a command-line string) as the type of ``config_type``'s field ``key``."""
+    defaults = config_type()
+    if key not in {f.name for f in dataclasses.fields(config_type)}:
+        raise ValueError(f"{config_type.__name__} has no field {key!r}")
+    default = getattr(defaults, key)
+    if isinstance(value, str) and not isinstance(default, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = value.split(",") if isinstance(default, tuple) else value
+    if isinstance(default, tuple):
+        items = value if isinstance(value, list | tuple) else [value]
+        kind = type(default[0]) if default else str
+        return tuple(kind(v) for v in items)
+    if isinstance(default, bool) or not isinstance(default, int | float | str):
+        return value
+    try:
+        return type(default)(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{config_type.__name__}.{key}: {value!r} is not a {type(default).__name__}") from None
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """One study: what it tunes, how many trials it runs, where they are stored.
+
+    ``base`` fixes config fields of every trial and of the best config; ``trial_set`` fixes
+    fields of the trials only (their budget: the best config keeps the target's defaults there).
+    ``storage`` is an SQLAlchemy URL (``None``: ``sqlite`` in ``out``); ``study`` its name.
+    ``startup_trials`` random trials come before the TPE sampler and the pruner act; a trial is
+    not pruned before step ``warmup_steps + 1``. A running trial beats every ``heartbeat_s``; one
+    silent for ``grace_s`` counts as dead (its worker was killed) and its parameters run again.
+    """
+
+    target: str = "residual"
+    out: str = "results/tune"
+    trials: int = 20
+    workers: int = 2
+    seed: int = 0
+    study: str = ""
+    storage: str | None = None
+    base: Mapping[str, Any] = field(default_factory=dict)
+    trial_set: Mapping[str, Any] = field(default_factory=dict)
+    startup_trials: int = 5
+    warmup_steps: int = 1
+    heartbeat_s: int = 30
+    grace_s: int = 120
+
+    def __post_init__(self) -> None:
+        for name in ("trials", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"tune: {name} must be >= 1, got {getattr(self, name)}")
+        if self.startup_trials < 0 or self.warmup_steps < 0:
+            raise ValueError("tune: startup_trials and warmup_steps must be >= 0")
+        if not 0 < self.heartbeat_s < self.grace_s:
+            raise ValueError(f"tune: need 0 < heartbeat_s < grace_s, got {self.heartbeat_s} and {self.grace_s}")
+
+    @property
+    def study_name(self) -> str:
+        """The study's name in its storage (the target's name unless given)."""
+        return self.study or self.target
+
+    def storage_url(self) -> str:
+        """The storage's URL."""
+        return self.storage or f"sqlite:///{Path(self.out).resolve() / 'study.db'}"
+
+    def recorded(self) -> dict[str, Any]:
+        """What makes two commands the same study (all but the trial count, the workers and the output)."""
+        return {
+            "target": self.target,
+            "seed": self.seed,
+            "base": dict(sorted(self.base.items())),
+            "trial_set": dict(sorted(self.trial_set.items())),
+            "startup_trials": self.startup_trials,
+            "warmup_steps": self.warmup_steps,
+        }
+
+    def config(self, target: TuneTarget, sampled: Mapping[str, Any], budget: bool = True) -> Any:
+        """The target's config of ``sampled`` values: the base, then the sample, then (``budget``) the trial set."""
+        values = {**self.base, **sampled, **(self.trial_set if budget else {})}
+        return target.config_type(**{k: coerce(target.config_type, k, v) for k, v in values.items()})
+
+
+def _storage(settings: TuneSettings) -> optuna.storages.BaseStorage:
+    import optuna
+
+    with warnings.catch_warnings():  # the heartbeat and its retry callback are marked experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            settings.storage_url(),
+            engine_kwargs={"connect_args": {"timeout": 60}} if settings.storage_url().startswith("sqlite") else {},
+            heartbeat_interval=settings.heartbeat_s,
+            grace_period=settings.grace_s,
+            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
+        )
+
+
+def open_study(settings: TuneSettings, worker: int = 0) -> optuna.Study:
+    """The study in its storage (created on first use); ValueError when the storage's study has other settings."""
+    import optuna
+
+    study = optuna.create_study(
+        study_name=settings.study_name,
+        storage=_storage(settings),
+        direction="minimize",
+        sampler=optuna.samplers.TPESampler(seed=settings.seed + worker, n_startup_trials=settings.startup_trials),
+        pruner=optuna.pruners.MedianPruner(
+            n_startup_trials=settings.startup_trials, n_warmup_steps=settings.warmup_steps
+        ),
+        load_if_exists=True,
+    )
+    mine = json.loads(json.dumps(settings.recorded()))
+    theirs = study.user_attrs.get("settings")
+    if theirs is None:
+        study.set_user_attr("settings", mine)
+    elif theirs != mine:
+        differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+        raise ValueError(
+            f"tune: study {settings.study_name!r} in {settings.storage_url()} was started with other settings "
+            f"({', '.join(differ)} differ); give the same ones, or a new --study or --out"
+        )
+    return study
+
+
+def counted(study: optuna.Study, running: bool = False) -> int:
+    """Finished trials of ``study`` (complete or pruned; with ``running`` also those in progress)."""
+    from optuna.trial import TrialState
+
+    states = (TrialState.COMPLETE, TrialState.PRUNED, *((TrialState.RUNNING,) if running else ()))
+    return len(study.get_trials(deepcopy=False, states=states))
+
+
+def _objective(settings: TuneSettings, target: TuneTarget) -> Callable[[optuna.Trial], float]:
+    import optuna
+
+    def objective(trial: optuna.Trial) -> float:
+        config = settings.config(target, target.sample(trial))
+
+        def report(step: int, value: float) -> None:
+            trial.report(value, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned(f"validation {value:.4f} at step {step}")
+
+        out = Path(settings.out).resolve() / "trials" / f"trial-{trial.number:04d}"
+        return target.objective(config, out, report)
+
+    return objective
+
+
+def run_worker(settings: TuneSettings, worker: int = 0) -> None:
+    """Run trials of the study until it holds ``settings.trials`` finished or running ones."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("traces").setLevel(logging.WARNING)
+    logging.getLogger("envs.workload").setLevel(logging.WARNING)
+    study = open_study(settings, worker)
+    target = get_target(settings.target)
+    objective = _objective(settings, target)
+    while counted(study, running=True) < settings.trials:
+        study.optimize(objective, n_trials=1, gc_after_trial=True)
+
+
+class Tuner:
+    """Runs :class:`TuneSettings` into its output directory: the study, ``trials.csv``, ``history.png``, the best config."""
+
+    def __init__(self, settings: TuneSettings) -> None:
+        self.settings = settings
+        self.target = get_target(settings.target)
+        self.out = check_out_dir(settings.out)
+        config = settings.config(self.target, {})  # every fixed field is checked before any trial
+        self.target.check(config)
+
+    def run(self, progress: bool = True) -> dict[str, Any]:
+        """Run the workers until the study holds ``trials`` finished trials; write the files; the best trial's summary."""
+        s = self.settings
+        self.out.mkdir(parents=True, exist_ok=True)
+        study = open_study(s)
+        write_json(self.out / "config.json", {"code_version": code_version(), "seed": s.seed, "tune": s})
+        with tqdm(total=s.trials, initial=counted(study), desc="tune", unit="trial", disable=not progress) as bar:
+            if s.workers == 1:
+                run_worker(s)
+            else:
+                self._spawn(study, bar)
+            bar.update(counted(study) - bar.n)
+        return self.write(study)
+
+    def _spawn(self, study: optuna.Study, bar: tqdm) -> None:
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=run_worker, args=(self.settings, i)) for i in range(self.settings.workers)]
+        for w in workers:
+            w.start()
+        try:
+            while any(w.is_alive() for w in workers):
+                time.sleep(2.0)
+                bar.update(counted(study) - bar.n)
+        finally:
+            for w in workers:
+                if w.is_alive():
+                    w.terminate()
+                w.join()
+        failed = [f"{i} (exit code {w.exitcode})" for i, w in enumerate(workers) if w.exitcode]
+        if failed:
+            raise RuntimeError(
+                f"tune: worker {', '.join(failed)} failed; the finished trials stay in {self.settings.storage_url()}, "
+                "and the same command continues the study"
+            )
+
+    def write(self, study: optuna.Study) -> dict[str, Any]:
+        """``trials.csv``, ``history.png`` and ``best_config.json`` of the study as it stands."""
+        from arena_gym.harness.eval_plots import plot_study
+
+        trials = study.trials_dataframe(attrs=("number", "value", "state", "params", "duration"))
+        trials["duration_s"] = trials.pop("duration").dt.total_seconds()
+        last = {
+            t.number: t.intermediate_values[max(t.intermediate_values)] for t in study.trials if t.intermediate_values
+        }
+        trials["last_reported"] = trials["number"].map(last)
+        trials.to_csv(self.out / "trials.csv", index=False)
+        plot_study(trials, self.out / "history.png")
+        best = study.best_trial
+        config = self.settings.config(self.target, best.params, budget=False)
+        summary = {
+            "code_version": code_version(),
+            "seed": self.settings.seed,
+            "study": self.settings.study_name,
+            "trial": best.number,
+            "value": best.value,
+            "params": best.params,
+            "trials": {state: int(n) for state, n in trials["state"].value_counts().items()},
+            "config": self.target.config_json(config),
+        }
+        write_json(self.out / "best_config.json", summary)
+        return summary

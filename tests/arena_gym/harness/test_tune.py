@@ -1,0 +1,148 @@
+"""Optuna studies: trials, pruning, the stop rule, resuming, two workers on one storage, dead workers, the best config."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import optuna
+import pandas as pd
+import pytest
+
+from arena_gym.harness.residual_train import ResidualTrainConfig
+from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study
+from tests.arena_gym.harness.quadratic_target import SPEC, QuadConfig
+
+
+def settings(tmp_path, **changes) -> TuneSettings:
+    values = {
+        "target": SPEC,
+        "out": str(tmp_path / "study"),
+        "trials": 8,
+        "workers": 1,
+        "startup_trials": 3,
+        "warmup_steps": 0,
+        "base": {"label": "a"},
+        "trial_set": {"steps": 2},
+    }
+    return TuneSettings(**(values | changes))
+
+
+def test_a_study_runs_its_trials_prunes_and_writes_the_best_config(tmp_path) -> None:
+    best = Tuner(settings(tmp_path)).run(progress=False)
+    out = tmp_path / "study"
+    trials = pd.read_csv(out / "trials.csv")
+    assert len(trials) == 8 and set(trials["state"]) <= {"COMPLETE", "PRUNED"}
+    done = trials[trials["state"] == "COMPLETE"]
+    assert best["value"] == pytest.approx(done["value"].min())
+    assert best["value"] == pytest.approx((best["params"]["x"] - 1) ** 2 + (best["params"]["y"] + 0.5) ** 2)
+    written = json.loads((out / "best_config.json").read_text())
+    # the base carries over, the trial budget does not: steps is the default again
+    assert written["config"] == {**QuadConfig().__dict__, **best["params"], "label": "a"}
+    assert written["code_version"] and written["trials"] == trials["state"].value_counts().to_dict()
+    for number in done["number"]:
+        assert (out / "trials" / f"trial-{number:04d}" / "done.txt").read_text().split()[1:] == ["2", "a"]
+    assert (out / "history.png").stat().st_size > 1000
+
+
+def test_pruning_stops_trials_worse_than_the_median(tmp_path) -> None:
+    s = settings(tmp_path, trials=16, trial_set={"steps": 4})
+    Tuner(s).run(progress=False)
+    trials = open_study(s).get_trials()
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned
+    for t in pruned:
+        assert not (tmp_path / "study" / "trials" / f"trial-{t.number:04d}" / "done.txt").exists()
+        step = max(t.intermediate_values)
+        earlier = [
+            u.intermediate_values[step]
+            for u in trials
+            if u.number < t.number and u.state == optuna.trial.TrialState.COMPLETE
+        ]
+        assert len(earlier) >= s.startup_trials and t.intermediate_values[step] > statistics.median(earlier)
+
+
+def test_the_same_command_continues_the_study_and_other_settings_are_refused(tmp_path) -> None:
+    Tuner(settings(tmp_path, trials=4)).run(progress=False)
+    first = pd.read_csv(tmp_path / "study" / "trials.csv")
+    Tuner(settings(tmp_path, trials=7)).run(progress=False)
+    again = pd.read_csv(tmp_path / "study" / "trials.csv")
+    assert len(again) == 7
+    pd.testing.assert_frame_equal(
+        again.head(4)[["number", "params_x", "params_y"]], first[["number", "params_x", "params_y"]]
+    )
+    with pytest.raises(ValueError, match=r"started with other settings \(base differ\)"):
+        Tuner(settings(tmp_path, base={"label": "b"})).run(progress=False)
+
+
+def test_two_workers_share_one_storage(tmp_path) -> None:
+    Tuner(settings(tmp_path, trials=6, workers=2, trial_set={"steps": 2, "pause_s": 0.4})).run(progress=False)
+    out = tmp_path / "study"
+    trials = pd.read_csv(out / "trials.csv")
+    assert 6 <= len(trials[trials["state"].isin(["COMPLETE", "PRUNED"])]) <= 7
+    pids = {p.read_text().split()[0] for p in (out / "trials").glob("*/done.txt")}
+    assert len(pids) == 2
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
+def test_a_trial_whose_worker_died_runs_again(tmp_path) -> None:
+    Tuner(settings(tmp_path, trials=1, heartbeat_s=1, grace_s=2)).run(progress=False)
+    s = settings(tmp_path, trials=3, heartbeat_s=1, grace_s=2)
+    study = open_study(s)
+    space = {"x": optuna.distributions.FloatDistribution(-2, 2), "y": optuna.distributions.FloatDistribution(-2, 2)}
+    orphan = study.ask(space)
+    study._storage.record_heartbeat(orphan._trial_id)  # what a worker's heartbeat thread writes; then it is killed
+    time.sleep(3)
+    Tuner(s).run(progress=False)
+    trials = {t.number: t for t in open_study(s).get_trials()}
+    assert trials[orphan.number].state == optuna.trial.TrialState.FAIL
+    retried = [t for t in trials.values() if t.system_attrs.get("failed_trial") == orphan.number]
+    assert len(retried) == 1 and retried[0].params == orphan.params and retried[0].state.is_finished()
+
+
+def test_bad_settings_are_refused_before_any_trial(tmp_path) -> None:
+    with pytest.raises(ValueError, match="'broken' cannot run"):
+        Tuner(settings(tmp_path, base={"label": "broken"}))
+    with pytest.raises(ValueError, match="QuadConfig has no field 'z'"):
+        Tuner(settings(tmp_path, trial_set={"z": 1}))
+    with pytest.raises(ValueError, match="unknown tune target 'nope'"):
+        get_target("nope")
+    with pytest.raises(ValueError, match="heartbeat_s < grace_s"):
+        settings(tmp_path, heartbeat_s=5, grace_s=5)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match="not an arena-gym results directory"):
+        Tuner(settings(tmp_path, out=str(tmp_path / "mine")))
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    assert not (tmp_path / "study").exists()
+
+
+def test_values_are_coerced_to_the_fields_types() -> None:
+    assert coerce(ResidualTrainConfig, "iterations", "3") == 3
+    assert coerce(ResidualTrainConfig, "sigma", "0.5") == 0.5
+    assert coerce(ResidualTrainConfig, "loads", "0.6,0.9") == (0.6, 0.9)
+    assert coerce(ResidualTrainConfig, "loads", [1.2]) == (1.2,)
+    assert coerce(ResidualTrainConfig, "data_dir", "data") == "data"
+    with pytest.raises(ValueError, match="iterations: 'many' is not a int"):
+        coerce(ResidualTrainConfig, "iterations", "many")
+
+
+def test_a_residual_study_trains_real_trials(shared_data, tmp_path) -> None:
+    budget = {"iterations": 1, "windows": 1, "validation_limit": 1, "workers": 1, "pairs": 1}
+    s = TuneSettings(
+        target="residual",
+        out=str(tmp_path / "study"),
+        trials=2,
+        workers=1,
+        startup_trials=2,
+        base={"data_dir": str(shared_data)},
+        trial_set=budget,
+    )
+    best = Tuner(s).run(progress=False)
+    assert 0.5 < best["value"] < 2.0 and set(best["params"]) == {"sigma", "learning_rate", "clip", "pairs"}
+    config = ResidualTrainConfig(**{k: coerce(ResidualTrainConfig, k, v) for k, v in best["config"].items()})
+    assert config.iterations == ResidualTrainConfig.iterations and config.pairs == best["params"]["pairs"]
+    assert config.data_dir == str(shared_data)
+    history = pd.read_csv(tmp_path / "study" / "trials" / f"trial-{best['trial']:04d}" / "history.csv")
+    assert history["validation_geomean_ratio"].iloc[-1] == pytest.approx(best["value"])
