@@ -15,6 +15,7 @@ import numbers
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agents.rl.algos import ALGO_FAMILIES, POLICIES
@@ -282,6 +283,56 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wandb", action="store_true", help="track the run with wandb, offline (same as --wandb-mode offline)"
     )
+    parser.add_argument(
+        "--config",
+        action=ConfigFileAction,
+        metavar="FILE",
+        help="take the fields from FILE (a run's config.json, or arena-gym tune's best_config.json; never --out); "
+        "options given beside it win",
+    )
+
+
+#: Fields a config file never sets: where the run is written.
+NOT_FROM_FILE: tuple[str, ...] = ("out_dir",)
+
+
+def config_file(path: str) -> dict[str, Any]:
+    """The TrainConfig fields of a JSON file's ``train`` or ``config`` object (ValueError naming the problem)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--config {path}: cannot read it as JSON ({exc})") from None
+    values = next(
+        (data[k] for k in ("train", "config") if isinstance(data, dict) and isinstance(data.get(k), dict)), None
+    )
+    if values is None:
+        raise ValueError(f"--config {path}: no 'train' or 'config' object of TrainConfig fields")
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"--config {path}: unknown TrainConfig field(s) {', '.join(unknown)}")
+    return {k: v for k, v in values.items() if k not in NOT_FROM_FILE}
+
+
+class ConfigFileAction(argparse.Action):
+    """``--config FILE``: every option still at its default takes the file's value (options after it still win)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
+    ) -> None:
+        """Load the file into the namespace; a bad file is a parser error (one line, exit code 2)."""
+        try:
+            loaded = config_file(str(values))
+        except ValueError as exc:
+            parser.error(str(exc))
+        for name, value in loaded.items():
+            if getattr(namespace, name) != parser.get_default(name):
+                continue  # given on the command line before --config
+            if isinstance(value, Mapping):
+                value = [f"{k}={json.dumps(v)}" for k, v in value.items()]
+            elif isinstance(value, list):
+                value = tuple(value)
+            setattr(namespace, name, value)
+        setattr(namespace, self.dest, values)
 
 
 def wandb_mode(args: argparse.Namespace) -> str:
@@ -297,6 +348,8 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
         value = getattr(args, f.name)
         if typing.get_origin(hints[f.name]) not in (None, tuple):
             value = _pairs(value, f.metadata.get("flag") or f.name)
+        elif isinstance(value, list):  # a tuple field's value from a config file
+            value = tuple(value)
         values[f.name] = value
     values["wandb_mode"] = wandb_mode(args)
     values.update(fixed)

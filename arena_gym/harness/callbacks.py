@@ -176,8 +176,8 @@ class ArenaEvalCallback(BaseCallback):
 
     The baselines (by default FCFS and the Arena heuristic) are scored once, since they do not
     change. Each evaluation (also one at the start) appends to ``history`` (and its CSV), logs
-    the table and per-policy means to wandb, and calls ``on_new_best()`` when the agent's
-    :func:`selection_score` is the best so far.
+    the table and per-policy means to wandb, calls ``on_new_best()`` when the agent's
+    :func:`selection_score` is the best so far, and then ``on_score(steps, score)``.
     """
 
     def __init__(
@@ -197,6 +197,7 @@ class ArenaEvalCallback(BaseCallback):
         self.history_csv = history_csv
         self.run = run
         self.on_new_best = on_new_best
+        self.on_score: Callable[[int, float], None] | None = None
         self.baseline_table = evaluator.score(baselines) if baselines else pd.DataFrame()
         self.history: list[pd.DataFrame] = []
         self.best = math.inf
@@ -244,6 +245,8 @@ class ArenaEvalCallback(BaseCallback):
             self.best = score
             if self.on_new_best is not None:
                 self.on_new_best()
+        if self.on_score is not None:
+            self.on_score(self.num_timesteps, score)
 
     def _log_wandb(self, table: pd.DataFrame, means: Mapping[str, float], score: float) -> None:
         import wandb

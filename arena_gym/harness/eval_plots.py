@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -53,6 +54,19 @@ def plot_es_history(history: pd.DataFrame, path: Path) -> Path:
     ax.axhline(1.0, color="grey", lw=1, ls="--", label="base policy")
     ax.set_xlabel("iteration")
     ax.set_ylabel("average JCT / base's (geometric mean)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_finetune(histories: Mapping[str, pd.DataFrame], path: Path) -> Path:
+    """Fine-tuning runs: each run's validation ratio to the base against environment steps (1 = the base)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, history in histories.items():
+        ax.plot(history["timesteps"], history["validation_geomean_ratio"], "-o", ms=3, label=label)
+    ax.axhline(1.0, color="grey", lw=1, ls="--", label="base policy")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("validation average JCT / base's (geometric mean)")
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, path)

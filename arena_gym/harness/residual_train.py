@@ -18,7 +18,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,20 +116,58 @@ def log_ratios(jcts: list[dict[str, list[float]]], reference: str) -> dict[str, 
     return {label: np.log([p[label] / p[reference] for p in padded]) for label in jcts[0] if label != reference}
 
 
+class BaseScores:
+    """Policies scored beside the base policy on the same workloads; the base runs once per workload (it is deterministic)."""
+
+    def __init__(self, seed: int, workers: int) -> None:
+        self.seed, self.workers = seed, workers
+        self._base: dict[str, list[float]] = {}  # the base's finished JCTs, per workload label
+
+    def log_ratios(self, evaluator: Evaluator, specs: dict[str, str]) -> dict[str, np.ndarray]:
+        """Per label of ``specs``: log(padded JCT / the base's) on each of ``evaluator``'s workloads."""
+        return log_ratios(self._jcts(evaluator, specs), "base")
+
+    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
+        missing = [w for w in evaluator.workloads if w.label not in self._base]
+        rows: list[dict[str, Any]] = []
+        if missing:
+            Evaluator(evaluator.config, missing).score_specs(
+                {"base": BASE_SPEC}, self.seed, self.workers, jct_rows=rows
+            )
+            self._base.update({w.label: [] for w in missing})
+            for row in rows:
+                self._base[row["workload"]].append(row["jct_s"])
+        rows = []
+        evaluator.score_specs(specs, self.seed, self.workers, jct_rows=rows)
+        out: list[dict[str, list[float]]] = [
+            {label: [] for label in specs} | {"base": list(self._base[w.label])} for w in evaluator.workloads
+        ]
+        at = {w.label: i for i, w in enumerate(evaluator.workloads)}
+        for row in rows:
+            out[at[row["workload"]]][row["policy"]].append(row["jct_s"])
+        return out
+
+
+def real_windows(
+    traces: Sequence[str], loads: Sequence[float], data_dir: str, validation_limit: int = 0
+) -> tuple[Evaluator, Evaluator]:
+    """The train windows of ``traces`` at the offered ``loads``, and ``validation_limit`` validation windows (0 = all)."""
+    part = custom_suite(traces, split="train", load_levels=loads).parts[0]
+    part = dataclasses.replace(part, config=part.config.replace(data_dir=data_dir))
+    validation = dataclasses.replace(get_suite("real-validation", data_dir).parts[0], limit=validation_limit)
+    return Evaluator(part.config, part.workloads()), Evaluator(validation.config, validation.workloads())
+
+
 class ResidualTrainer:
     """Runs :class:`ResidualTrainConfig` into an output directory (weights, history, config)."""
 
     def __init__(self, config: ResidualTrainConfig, out: str | Path) -> None:
         self.config = config
         self.out = check_out_dir(out)
-        part = custom_suite(config.traces, split="train", load_levels=config.loads).parts[0]
-        part = dataclasses.replace(part, config=part.config.replace(data_dir=config.data_dir))
-        self.train = Evaluator(part.config, part.workloads())
-        validation = dataclasses.replace(
-            get_suite("real-validation", config.data_dir).parts[0], limit=config.validation_limit
+        self.train, self.validation = real_windows(
+            config.traces, config.loads, config.data_dir, config.validation_limit
         )
-        self.validation = Evaluator(validation.config, validation.workloads())
-        self._base_jcts: dict[str, list[float]] = {}  # the base's finished JCTs, per workload label
+        self.scores = BaseScores(config.seed, config.workers)
 
     @staticmethod
     def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:
@@ -162,27 +200,6 @@ class ResidualTrainer:
         plot_es_history(pd.read_csv(self.out / "history.csv"), self.out / "history.png")
         return final
 
-    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
-        """Per workload of ``evaluator``: the finished JCTs of ``specs`` and of the base, which runs only where
-        it has not run before (it is deterministic)."""
-        cfg = self.config
-        missing = [w for w in evaluator.workloads if w.label not in self._base_jcts]
-        rows: list[dict[str, Any]] = []
-        if missing:
-            Evaluator(evaluator.config, missing).score_specs({"base": BASE_SPEC}, cfg.seed, cfg.workers, jct_rows=rows)
-            self._base_jcts.update({w.label: [] for w in missing})
-            for row in rows:
-                self._base_jcts[row["workload"]].append(row["jct_s"])
-        rows = []
-        evaluator.score_specs(specs, cfg.seed, cfg.workers, jct_rows=rows)
-        out: list[dict[str, list[float]]] = [
-            {label: [] for label in specs} | {"base": list(self._base_jcts[w.label])} for w in evaluator.workloads
-        ]
-        at = {w.label: i for i, w in enumerate(evaluator.workloads)}
-        for row in rows:
-            out[at[row["workload"]]][row["policy"]].append(row["jct_s"])
-        return out
-
     def _iterate(
         self, folder: Path, progress: bool, on_iteration: IterationHook | None
     ) -> tuple[float, int, ResidualWeights]:
@@ -203,7 +220,7 @@ class ResidualTrainer:
                 specs[f"plus{i}"] = self._spec(start.with_vector(theta + cfg.sigma * e), folder, f"it{it}-plus{i}")
                 specs[f"minus{i}"] = self._spec(start.with_vector(theta - cfg.sigma * e), folder, f"it{it}-minus{i}")
             batch = Evaluator(self.train.config, [self.train.workloads[int(i)] for i in sorted(picked)])
-            ratios = log_ratios(self._jcts(batch, specs), "base")
+            ratios = self.scores.log_ratios(batch, specs)
             fit = {label: float(r.mean()) for label, r in ratios.items()}
             theta = es_step(
                 theta,
@@ -214,7 +231,7 @@ class ResidualTrainer:
             )
             current = start.with_vector(theta)
             check = {"theta": self._spec(current, folder, f"it{it}-updated")}
-            valid = log_ratios(self._jcts(self.validation, check), "base")["theta"]
+            valid = self.scores.log_ratios(self.validation, check)["theta"]
             score = float(np.exp(np.mean(valid)))
             if best is None or score < best[0]:
                 best = (score, it, current)

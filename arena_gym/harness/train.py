@@ -21,7 +21,7 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,14 +208,15 @@ def _callbacks(
     return callbacks, curve, evaluation
 
 
-def train(config: TrainConfig) -> TrainResult:
+def train(config: TrainConfig, on_validation: Callable[[int, float], None] | None = None) -> TrainResult:
     """Train ``config.algo`` on ``config.env_id``, validate it against the baselines, and write the run folder.
 
     The run folder must be new, empty or an earlier finished training run (:func:`prepare_run_dir`).
+    ``on_validation`` sees (steps, selection score) after every validation (a tuner prunes there).
     """
     env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # a bad override fails before anything is removed
     prepare_run_dir(config.out_dir)
-    return _run(config, resume_from=None)
+    return _run(config, resume_from=None, on_validation=on_validation)
 
 
 def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
@@ -253,7 +254,11 @@ def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
     return _run(config, resume_from=checkpoint)
 
 
-def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResult:
+def _run(
+    config: TrainConfig,
+    resume_from: tuple[Path, int] | None,
+    on_validation: Callable[[int, float], None] | None = None,
+) -> TrainResult:
     th.set_num_threads(1)
     start = time.perf_counter()
     out = Path(config.out_dir)
@@ -300,6 +305,8 @@ def _run(config: TrainConfig, resume_from: tuple[Path, int] | None) -> TrainResu
         evaluator = _validation(config)
         baselines = baseline_policies(config.eval_baselines, config.seed)
         callbacks, curve, evaluation = _callbacks(config, out, run, evaluator, baselines, info, model, start_steps)
+        if evaluation is not None:
+            evaluation.on_score = on_validation
         if resume_from is not None and evaluation is not None:
             evaluation.restore(out / "eval_history.csv", start_steps)
         model.learn(

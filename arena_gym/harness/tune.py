@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 #: Built-in targets: name -> ``module:attr`` of a :class:`TuneTarget`.
 TUNE_TARGETS: dict[str, str] = {
     "residual": "arena_gym.harness.tune_targets:RESIDUAL",
+    "ppo": "arena_gym.harness.tune_targets:PPO",
 }
 #: Called by a trial with (step, validation score so far); raises to prune the trial.
 Report = Callable[[int, float], None]
@@ -51,7 +52,7 @@ class TuneTarget(Protocol):
 
     config_type: type
 
-    def sample(self, trial: optuna.Trial) -> dict[str, Any]:
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """The sampled config fields of one trial."""
 
     def check(self, config: Any) -> None:
@@ -157,7 +158,10 @@ class TuneSettings:
     def config(self, target: TuneTarget, sampled: Mapping[str, Any], budget: bool = True) -> Any:
         """The target's config of ``sampled`` values: the base, then the sample, then (``budget``) the trial set."""
         values = {**self.base, **sampled, **(self.trial_set if budget else {})}
-        return target.config_type(**{k: coerce(target.config_type, k, v) for k, v in values.items()})
+        try:
+            return target.config_type(**{k: coerce(target.config_type, k, v) for k, v in values.items()})
+        except TypeError as exc:  # a field of the wrong type, found by the config's own checks
+            raise ValueError(str(exc)) from None
 
 
 def _storage(settings: TuneSettings) -> optuna.storages.BaseStorage:
@@ -252,7 +256,10 @@ class Tuner:
 
     def run(self, progress: bool = True) -> dict[str, Any]:
         """Run the workers until the study holds ``trials`` finished trials; write the files; the best trial's summary."""
+        import optuna
+
         s = self.settings
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.out.mkdir(parents=True, exist_ok=True)
         study = open_study(s)
         write_json(self.out / "config.json", {"code_version": code_version(), "seed": s.seed, "tune": s})
@@ -272,7 +279,8 @@ class Tuner:
         try:
             while any(w.is_alive() for w in workers):
                 time.sleep(2.0)
-                bar.update(counted(study) - bar.n)
+                if (done := counted(study)) > bar.n:
+                    bar.update(done - bar.n)
         finally:
             for w in workers:
                 if w.is_alive():
@@ -297,8 +305,11 @@ class Tuner:
         trials["last_reported"] = trials["number"].map(last)
         trials.to_csv(self.out / "trials.csv", index=False)
         plot_study(trials, self.out / "history.png")
+        import optuna
+
         best = study.best_trial
-        config = self.settings.config(self.target, best.params, budget=False)
+        sampled = self.target.sample(optuna.trial.FixedTrial(best.params))  # the values the trial trained with
+        config = self.settings.config(self.target, sampled, budget=False)
         summary = {
             "code_version": code_version(),
             "seed": self.settings.seed,

@@ -146,3 +146,20 @@ def test_a_residual_study_trains_real_trials(shared_data, tmp_path) -> None:
     assert config.data_dir == str(shared_data)
     history = pd.read_csv(tmp_path / "study" / "trials" / f"trial-{best['trial']:04d}" / "history.csv")
     assert history["validation_geomean_ratio"].iloc[-1] == pytest.approx(best["value"])
+
+
+@pytest.mark.timeout(300)
+def test_a_ppo_study_trains_agents_and_its_best_config_feeds_train(tmp_path, env_overrides) -> None:
+    from agents.rl.config import TrainConfig
+    from tests.rl_cases import ENV_ID
+
+    budget = {"steps": 256, "n_steps": 128, "eval_every": 128, "checkpoint_every": 0, "n_envs": 1}
+    base = {"env_id": ENV_ID, "env_overrides": env_overrides, "eval_seeds": [1000], "eval_baselines": ["arena"]}
+    s = TuneSettings(target="ppo", out=str(tmp_path / "study"), trials=2, workers=1, base=base, trial_set=budget)
+    best = Tuner(s).run(progress=False)
+    history = pd.read_csv(tmp_path / "study" / "trials" / f"trial-{best['trial']:04d}" / "eval_history.csv")
+    assert sorted(history["timesteps"].unique()) == [0, 128, 256]
+    config = TrainConfig.from_json(best["config"])
+    assert config.steps == TrainConfig.steps and config.env_id == ENV_ID  # the budget is not the best config's
+    assert config.net_arch == {"small": (64, 64), "medium": (128, 128), "large": (256, 256)}[best["params"]["net_arch"]]
+    assert config.learning_rate == pytest.approx(best["params"]["learning_rate"])

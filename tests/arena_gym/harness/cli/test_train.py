@@ -133,3 +133,40 @@ def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest
     assert config_from_args(script_args) == config_from_args(cli_args) == defaults
     for f in dataclasses.fields(TrainConfig):
         assert hasattr(script_args, f.name) and hasattr(cli_args, f.name), f.name
+
+
+def test_a_config_file_sets_the_fields_and_options_beside_it_win(tmp_path: Path) -> None:
+    from agents.rl.config import TrainConfig, config_from_args
+    from arena_gym.harness.cli import build_parser
+
+    written = TrainConfig(
+        learning_rate=1e-4, n_steps=256, net_arch=(64, 64), env_overrides={"load_levels": [0.9]}, out_dir="elsewhere"
+    )
+    path = tmp_path / "best_config.json"
+    path.write_text(json.dumps({"config": written.to_json()}))
+    parser = build_parser(["train"])
+    args = parser.parse_args(["train", "--n-steps", "64", "--config", str(path), "--env-arg", "max_pending=8"])
+    config = config_from_args(args)
+    assert (config.learning_rate, config.net_arch, config.n_steps) == (1e-4, (64, 64), 64)
+    assert dict(config.env_overrides) == {"load_levels": [0.9], "max_pending": 8}
+    assert config.out_dir == TrainConfig.out_dir  # a file never says where the run goes
+    run = tmp_path / "run_config.json"
+    run.write_text(json.dumps({"train": written.to_json(), "code_version": "x"}))
+    assert config_from_args(parser.parse_args(["train", "--config", str(run)])).n_steps == 256
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "cannot read it as JSON"),
+        ('{"other": 1}', "no 'train' or 'config' object"),
+        ('{"config": {"speed": 3}}', "unknown TrainConfig field(s) speed"),
+    ],
+)
+def test_a_bad_config_file_is_one_line(tmp_path: Path, text: str, message: str, capsys) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    assert main(["train", "--config", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("arena-gym train: error: --config") and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()

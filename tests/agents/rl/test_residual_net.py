@@ -1,0 +1,65 @@
+"""The SB3 policy of the residual action space: its mean actor is a residual network, and back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import PPO
+
+from agents.rl.residual_net import ResidualPolicy, set_weights, weights_of
+from agents.search.residual import RESIDUAL_FEATURES, ResidualWeights, residual_policy
+from agents.search.residual_env import ResidualArenaEnv
+from arena_gym.cluster import load_cluster
+from arena_gym.harness import load_jobs
+from arena_gym.loop import run_episode
+from arena_gym.registry import make_perf
+from arena_gym.sim import SimBackend, SimConfig
+
+TRACE = "synthetic:mix=testbed,n_jobs=24,rate_per_h=60,iter_log_mean=6.5,iter_log_sigma=1.2,iter_min=50,iter_max=20000"
+N = len(RESIDUAL_FEATURES)
+# multiples of 1/64: exact in float32, so the network and the file hold the same numbers
+WEIGHTS = ResidualWeights().with_vector(np.round(np.random.default_rng(4).uniform(-0.6, 0.6, 2 * N) * 64) / 64)
+
+
+@pytest.fixture(scope="module")
+def model() -> PPO:
+    env = ResidualArenaEnv(cluster="testbed-64", max_jobs=32)
+    ppo = PPO(ResidualPolicy, env, n_steps=32, batch_size=32, policy_kwargs={"net_arch": [16]}, device="cpu")
+    return ppo
+
+
+def test_a_fresh_actor_is_the_base_and_weights_go_in_and_out(model: PPO) -> None:
+    assert not model.policy.mlp_extractor.actor.weight.detach().any()
+    set_weights(model.policy, WEIGHTS)
+    assert weights_of(model.policy, ResidualWeights()).vector.tolist() == WEIGHTS.vector.tolist()
+
+
+def test_the_mean_actor_drives_the_env_as_the_residual_policy_drives_the_simulator(model: PPO) -> None:
+    cluster = load_cluster("testbed-64")
+    jobs = load_jobs(TRACE, cluster, make_perf("estimator", cluster), seed=5)
+    set_weights(model.policy, WEIGHTS)
+    env = model.get_env().envs[0].unwrapped
+    obs, done = env.reset(options={"jobs": jobs}), False
+    obs = obs[0]
+    while not done:
+        action, _ = model.predict(obs, deterministic=True)
+        present = obs["present"].astype(bool)
+        expected = obs["jobs"] @ np.array([WEIGHTS.order, WEIGHTS.urgency]).T
+        np.testing.assert_allclose(action[present], expected[present], rtol=1e-5, atol=1e-6)
+        assert not action[~present].any()
+        obs, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    policy = residual_policy(WEIGHTS)
+    record = run_episode(
+        SimBackend(cluster, make_perf("estimator", cluster), config=SimConfig(overhead_class=policy.ap_search)),
+        policy,
+        jobs,
+    )
+    assert env.last_record.events == record.events
+
+
+def test_the_actor_parameters_are_the_weights_and_the_noise(model: PPO) -> None:
+    params = model.policy.actor_parameters()
+    assert [tuple(p.shape) for p in params] == [(2, N), (2 * 32,)]
+    assert all(isinstance(p, th.nn.Parameter) for p in params)
