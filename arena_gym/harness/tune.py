@@ -295,7 +295,12 @@ class Tuner:
 
     def write(self, study: optuna.Study) -> dict[str, Any]:
         """``trials.csv``, ``history.png`` and ``best_config.json`` of the study as it stands."""
+        import optuna
+
         from arena_gym.harness.eval_plots import plot_study
+
+        if not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+            raise ValueError(f"tune: no trial of study {self.settings.study_name!r} has completed; nothing to write")
 
         trials = study.trials_dataframe(attrs=("number", "value", "state", "params", "duration"))
         trials["duration_s"] = trials.pop("duration").dt.total_seconds()
@@ -305,8 +310,6 @@ class Tuner:
         trials["last_reported"] = trials["number"].map(last)
         trials.to_csv(self.out / "trials.csv", index=False)
         plot_study(trials, self.out / "history.png")
-        import optuna
-
         best = study.best_trial
         sampled = self.target.sample(optuna.trial.FixedTrial(best.params))  # the values the trial trained with
         config = self.settings.config(self.target, sampled, budget=False)

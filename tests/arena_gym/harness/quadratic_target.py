@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class QuadConfig:
-    """The point tried, the steps it reports, a pause per step, and a free label."""
+    """The point tried, the steps it reports, a pause per step, and a label (``prune``: every trial is pruned)."""
 
     x: float = 0.0
     y: float = 0.0
@@ -35,6 +35,10 @@ class QuadTarget:
 
     def objective(self, config: QuadConfig, out: Path, report: Any) -> float:
         out.mkdir(parents=True)
+        if config.label == "prune":
+            import optuna
+
+            raise optuna.TrialPruned("always")
         score = (config.x - 1.0) ** 2 + (config.y + 0.5) ** 2
         for step in range(1, config.steps + 1):
             time.sleep(config.pause_s)

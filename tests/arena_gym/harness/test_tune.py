@@ -118,6 +118,12 @@ def test_bad_settings_are_refused_before_any_trial(tmp_path) -> None:
     assert not (tmp_path / "study").exists()
 
 
+def test_a_study_without_a_complete_trial_says_so(tmp_path) -> None:
+    with pytest.raises(ValueError, match="no trial of study .* has completed"):
+        Tuner(settings(tmp_path, trials=2, base={"label": "prune"})).run(progress=False)
+    assert not (tmp_path / "study" / "trials.csv").exists() and not (tmp_path / "study" / "best_config.json").exists()
+
+
 def test_values_are_coerced_to_the_fields_types() -> None:
     assert coerce(ResidualTrainConfig, "iterations", "3") == 3
     assert coerce(ResidualTrainConfig, "sigma", "0.5") == 0.5
@@ -148,6 +154,7 @@ def test_a_residual_study_trains_real_trials(shared_data, tmp_path) -> None:
     assert history["validation_geomean_ratio"].iloc[-1] == pytest.approx(best["value"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_ppo_study_trains_agents_and_its_best_config_feeds_train(tmp_path, env_overrides) -> None:
     from agents.rl.config import TrainConfig
