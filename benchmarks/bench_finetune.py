@@ -70,8 +70,8 @@ def summary(history: pd.DataFrame, wall_s: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--warm-start", default=str(ROOT / "benchmarks/results/residual/train/residual.json"))
-    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--warm-start", default="benchmarks/results/residual/train-tuned/residual.json")
+    parser.add_argument("--data-dir", default="../shared/data", help="relative to the repository root, where it runs")
     parser.add_argument("--steps", type=int, default=16_384)
     parser.add_argument("--eval-every", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
