@@ -16,42 +16,24 @@ Example (the documented run, about 30 minutes on 2 cores)::
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 
 def parse_args() -> argparse.Namespace:
     """One option per field of ResidualTrainConfig, plus ``--out`` and ``--config`` (a file's values as the defaults)."""
-    from arena_gym.harness.config_options import parse_config_options
+    from arena_gym.harness.config_options import trainer_args
     from arena_gym.harness.residual_train import ResidualTrainConfig
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="results directory (new, empty, or an earlier results directory)")
-    return parse_config_options(parser, ResidualTrainConfig, "train_residual")
+    return trainer_args(__doc__, "train_residual", ResidualTrainConfig)
 
 
 def main() -> int:
-    """Train and write the weights; a bad option or data folder is one line on stderr and exit code 2."""
-    args = parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for quiet in ("traces", "envs.workload"):
-        logging.getLogger(quiet).setLevel(logging.WARNING)
-    from arena_gym.harness.config_options import config_of
+    """Train and write the weights; a bad option, file or data folder is one line on stderr and exit code 2."""
+    from arena_gym.harness.config_options import run_trainer_script
     from arena_gym.harness.residual_train import ResidualTrainConfig, ResidualTrainer
 
-    try:
-        trainer = ResidualTrainer(config_of(args, ResidualTrainConfig), args.out)
-    except (ValueError, OSError) as err:
-        print(f"train_residual: {err}", file=sys.stderr)
-        return 2
-    weights = trainer.run()
-    logging.info(
-        "best on validation: iteration %s, geomean ratio %.4f -> %s/residual.json",
-        weights.trained["iteration"],
-        weights.trained["validation_geomean_ratio"],
-        args.out,
-    )
-    return 0
+    done = "best on validation: iteration {iteration}, geomean ratio {validation_geomean_ratio:.4f}"
+    return run_trainer_script(parse_args(), "train_residual", ResidualTrainConfig, ResidualTrainer, done)
 
 
 if __name__ == "__main__":

@@ -58,3 +58,32 @@ def config_of(args: argparse.Namespace, config_type: type) -> Any:
     """The ``config_type`` of parsed options (its own checks raise ValueError naming a bad value)."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(config_type)}
     return config_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def trainer_args(doc: str, prog: str, config_type: type) -> argparse.Namespace:
+    """A trainer script's options: ``--out``, then one per field of ``config_type`` and ``--config``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", required=True, help="results directory (new, empty, or an earlier results directory)")
+    return parse_config_options(parser, config_type, prog)
+
+
+def run_trainer_script(args: argparse.Namespace, prog: str, config_type: type, trainer_type: type, done: str) -> int:
+    """A trainer script's main: ``trainer_type(config, args.out).run()`` on the parsed options.
+
+    A bad option, file or data folder is one line on stderr and exit code 2; ``done`` is logged
+    with the trained weights' ``trained`` record (``str.format`` fields) and the output folder.
+    """
+    import logging
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for quiet in ("traces", "envs.workload"):
+        logging.getLogger(quiet).setLevel(logging.WARNING)
+    try:
+        trainer = trainer_type(config_of(args, config_type), args.out)
+    except (ValueError, OSError) as err:
+        print(f"{prog}: {err}", file=sys.stderr)  # noqa: T201 - the script's one-line error
+        return 2
+    weights = trainer.run()
+    logging.getLogger(prog).info(done.format(**weights.trained) + " -> %s/residual.json", args.out)
+    return 0
