@@ -8,13 +8,15 @@ Protocol.
   of ``real-validation``) at the start and every ``--eval-every`` steps, as the geometric-mean
   ratio of their mean actor's padded average JCT to ``arena-gittins-32-f``'s.
 - ``plain``: PPO as SB3 ships it (learning rate 3e-4, no warm-up). ``kept``: a learning rate of
-  3e-5 and a critic warm-up of 3 updates with the actor frozen.
-- Goal (the issue's): the kept run's validation score never more than 1% worse than the warm
-  start's. The two runs go in two processes side by side; the load average is recorded before
+  3e-5 and a critic warm-up of 3 updates with the actor frozen. ``anchored``: plain's learning
+  rate after the same warm-up, with a penalty on the KL from the warm start's policy whose
+  coefficient adapts towards 0.5 per decision point.
+- Goal (the issue's): the kept runs' validation score never more than 1% worse than the warm
+  start's. The runs go in three processes side by side; the load average is recorded before
   and after.
 
-Writes ``benchmarks/results/residual/finetune/{plain,kept}/`` (each run's history, weights and
-config), ``finetune.png`` (both curves) and ``finetune.json`` (the figures, config, code version).
+Writes ``benchmarks/results/residual/finetune/{plain,kept,anchored}/`` (each run's history, weights and
+config), ``finetune.png`` (the curves) and ``finetune.json`` (the figures, config, code version).
 
 Usage::
 
@@ -39,7 +41,16 @@ from arena_gym.outputs import code_version, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "residual" / "finetune"
-VARIANTS = {"plain": {"learning_rate": 3e-4, "critic_warmup": 0}, "kept": {"learning_rate": 3e-5, "critic_warmup": 3}}
+VARIANTS = {
+    "plain": {"learning_rate": 3e-4, "critic_warmup": 0},
+    "kept": {"learning_rate": 3e-5, "critic_warmup": 3},
+    "anchored": {"learning_rate": 3e-4, "critic_warmup": 3, "kl_target": 0.5, "kl_coef": 0.1},
+}
+LABELS = {
+    "plain": "plain PPO (lr 3e-4)",
+    "kept": "kept: lr 3e-5, critic warm-up 3 updates",
+    "anchored": "anchored: lr 3e-4, warm-up 3, adaptive KL to the warm start (target 0.5)",
+}
 
 
 def run(args: tuple[str, ResidualPPOConfig, Path]) -> tuple[str, float]:
@@ -94,8 +105,7 @@ def main() -> None:
     with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         walls = dict(pool.map(run, jobs))
     histories = {name: pd.read_csv(args.out / name / "history.csv") for name in VARIANTS}
-    labels = {"plain": "plain PPO (lr 3e-4)", "kept": "kept: lr 3e-5, critic warm-up 3 updates"}
-    plot_finetune({labels[n]: h for n, h in histories.items()}, args.out / "finetune.png")
+    plot_finetune({LABELS[n]: h for n, h in histories.items()}, args.out / "finetune.png")
     figures = {name: summary(histories[name], walls[name]) for name in VARIANTS}
     write_json(
         args.out / "finetune.json",
@@ -110,7 +120,7 @@ def main() -> None:
     )
     for name, f in figures.items():
         print(
-            f"{name:>6}: start {f['start']:.4f}, best {f['best']:.4f}, worst {f['worst']:.4f} "
+            f"{name:>8}: start {f['start']:.4f}, best {f['best']:.4f}, worst {f['worst']:.4f} "
             f"({100 * (f['worst_vs_start'] - 1):+.2f}% of the start), final {f['final']:.4f}, "
             f"within 1%: {f['kept_within_1pct']}, {f['wall_s']:.0f} s"
         )

@@ -30,7 +30,7 @@ def main() -> int:
     from arena_gym.harness.config_options import run_trainer_script
     from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
 
-    done = "best on validation: {timesteps} steps, geomean ratio {validation_geomean_ratio:.4f}"
+    done = "best on validation: {timesteps} steps, geomean ratio {validation_geomean_ratio:.4f} -> {out}/residual.json"
     return run_trainer_script(parse_args(), "finetune_residual", ResidualPPOConfig, ResidualPPOTrainer, done)
 
 

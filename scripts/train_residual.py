@@ -32,7 +32,9 @@ def main() -> int:
     from arena_gym.harness.config_options import run_trainer_script
     from arena_gym.harness.residual_train import ResidualTrainConfig, ResidualTrainer
 
-    done = "best on validation: iteration {iteration}, geomean ratio {validation_geomean_ratio:.4f}"
+    done = (
+        "best on validation: iteration {iteration}, geomean ratio {validation_geomean_ratio:.4f} -> {out}/residual.json"
+    )
     return run_trainer_script(parse_args(), "train_residual", ResidualTrainConfig, ResidualTrainer, done)
 
 

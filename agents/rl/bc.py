@@ -104,7 +104,8 @@ class BCResult:
     holdout_agreement: float
 
 
-def _discounted(rewards: list[float], gamma: float) -> list[float]:
+def discounted(rewards: list[float], gamma: float) -> list[float]:
+    """The discounted return from every step of an episode's rewards."""
     out, acc = [0.0] * len(rewards), 0.0
     for i in range(len(rewards) - 1, -1, -1):
         acc = rewards[i] + gamma * acc
@@ -145,7 +146,7 @@ def collect_expert_data(env: gym.Env, expert: Policy, samples: int, seed: int, g
             obs, reward, terminated, truncated, _ = env.step(action)
             rewards.append(float(reward))
             done = terminated or truncated
-        episode_returns = _discounted(rewards, gamma)
+        episode_returns = discounted(rewards, gamma)
         returns.extend(episode_returns[i] for i in kept)
         episodes += 1
         obs, _ = env.reset()

@@ -10,6 +10,7 @@ the mean and maximum of the listed jobs' features and their count.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,13 +76,59 @@ class ResidualNetwork(nn.Module):
         return self.forward_actor(features), self.forward_critic(features)
 
 
+class TeacherAnchor:
+    """A teacher policy (a residual network and its noise) and the adaptive weight of the KL to it.
+
+    After every rollout :meth:`adapt` doubles the coefficient when the measured KL exceeds
+    1.5x the target and halves it below target / 1.5 (PPO's adaptive KL penalty).
+    """
+
+    def __init__(self, weights: ResidualWeights, log_std: float, coef: float, target: float) -> None:
+        n = len(RESIDUAL_FEATURES)
+        self.weight = th.as_tensor(weights.vector.reshape(2, n), dtype=th.float32)
+        self.log_std = float(log_std)
+        self.coef, self.target = float(coef), float(target)
+
+    def adapt(self, kl: float) -> None:
+        """Move the coefficient towards the target KL."""
+        if kl > 1.5 * self.target:
+            self.coef *= 2.0
+        elif kl < self.target / 1.5:
+            self.coef /= 2.0
+
+
 class ResidualPolicy(MultiInputActorCriticPolicy):
-    """PPO's actor-critic with :class:`ResidualNetwork`; ``net_arch`` gives the critic's layer sizes."""
+    """PPO's actor-critic with :class:`ResidualNetwork`; ``net_arch`` gives the critic's layer sizes.
+
+    With an ``anchor`` (:class:`TeacherAnchor`), :meth:`evaluate_actions` returns minus the
+    weighted KL from the teacher in the place of the entropy, so PPO's entropy term (with
+    ``ent_coef`` 1) is the KL penalty: the loss gains ``coef * KL(teacher || policy)``.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["features_extractor_class"] = ResidualExtractor
         kwargs["ortho_init"] = False  # the actor starts at the warm start, not at random
         super().__init__(*args, **kwargs)
+        self.anchor: TeacherAnchor | None = None
+
+    def teacher_kl(self, obs: Any) -> th.Tensor:
+        """``(batch,)``: KL(teacher || policy) of every listed job's two Gaussian actions, summed per state."""
+        assert self.anchor is not None, "teacher_kl needs an anchor"
+        features = self.extract_features(obs)
+        assert isinstance(features, th.Tensor)  # one extractor shared by actor and critic
+        jobs, present = self.mlp_extractor._split(features)
+        gap = self.mlp_extractor.actor(jobs) - jobs @ self.anchor.weight.T
+        log_std = self.log_std.view(-1, 2)
+        teacher_var = math.exp(2.0 * self.anchor.log_std)
+        per = log_std - self.anchor.log_std + (teacher_var + gap**2) / (2.0 * th.exp(2.0 * log_std)) - 0.5
+        return (per * present).sum((1, 2))
+
+    def evaluate_actions(self, obs: Any, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+        """SB3's (values, log-probabilities, entropy); with an anchor, minus the weighted KL in the entropy's place."""
+        values, log_prob, entropy = super().evaluate_actions(obs, actions)
+        if self.anchor is None:
+            return values, log_prob, entropy
+        return values, log_prob, -self.anchor.coef * self.teacher_kl(obs)
 
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, list) and self.net_arch else [64, 64]

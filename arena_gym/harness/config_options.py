@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,23 @@ def trainer_args(doc: str, prog: str, config_type: type) -> argparse.Namespace:
     return parse_config_options(parser, config_type, prog)
 
 
-def run_trainer_script(args: argparse.Namespace, prog: str, config_type: type, trainer_type: type, done: str) -> int:
+def _trained(weights: Any) -> Mapping[str, Any]:
+    return weights.trained
+
+
+def run_trainer_script(
+    args: argparse.Namespace,
+    prog: str,
+    config_type: type,
+    trainer_type: type,
+    done: str,
+    record: Callable[[Any], Mapping[str, Any]] = _trained,
+) -> int:
     """A trainer script's main: ``trainer_type(config, args.out).run()`` on the parsed options.
 
-    A bad option, file or data folder is one line on stderr and exit code 2; ``done`` is logged
-    with the trained weights' ``trained`` record (``str.format`` fields) and the output folder.
+    A bad option, file or data folder is one line on stderr and exit code 2; ``done`` is logged,
+    its ``str.format`` fields from ``record(result)`` (the trained weights' ``trained`` record)
+    and ``out``, the output folder.
     """
     import logging
     import sys
@@ -84,6 +97,6 @@ def run_trainer_script(args: argparse.Namespace, prog: str, config_type: type, t
     except (ValueError, OSError) as err:
         print(f"{prog}: {err}", file=sys.stderr)  # noqa: T201 - the script's one-line error
         return 2
-    weights = trainer.run()
-    logging.getLogger(prog).info(done.format(**weights.trained) + " -> %s/residual.json", args.out)
+    result = trainer.run()
+    logging.getLogger(prog).info(done.format(**record(result), out=args.out))
     return 0

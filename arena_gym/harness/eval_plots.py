@@ -72,6 +72,25 @@ def plot_finetune(histories: Mapping[str, pd.DataFrame], path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_expert_iteration(history: pd.DataFrame, path: Path) -> Path:
+    """Expert iteration: the validation ratio to Arena per round, and how often the agent picked the teacher's action."""
+    fig, (score, agree) = plt.subplots(1, 2, figsize=(10, 4))
+    score.plot(history["round"], history["validation_score"], "-o", ms=4)
+    score.axhline(1.0, color="grey", lw=1, ls="--", label="Arena")
+    score.set_xlabel("round (0: warm start)")
+    score.set_ylabel("validation average JCT / Arena's (mean)")
+    score.legend()
+    labelled = history[history["round"] > 0]
+    agree.plot(labelled["round"], labelled["agent_agreement"], "-o", ms=4, label="agent's action = label (visited)")
+    agree.plot(labelled["round"], labelled["holdout_agreement"], "-s", ms=4, label="after the fit (held out)")
+    agree.set_xlabel("round")
+    agree.set_ylabel("agreement with the teacher")
+    agree.legend()
+    for ax in (score, agree):
+        ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_study(trials: pd.DataFrame, path: Path) -> Path:
     """A hyperparameter study: each complete trial's score, each pruned trial's last report, the best so far."""
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -7,8 +7,11 @@ weights file: the run starts from one (``warm_start``; none = zero weights, the 
 ``arena-gittins-32-f``) and every validation scores the mean actor as a ``residual:`` policy
 against the base on the validation windows. Two things keep the warm start: a critic warm-up
 (``critic_warmup`` rollouts train the value head with the actor and its noise frozen, so the
-first policy updates follow a critic that has seen the policy's returns) and a low learning
-rate. The network with the best validation ratio is kept.
+first policy updates follow a critic that has seen the policy's returns), a low learning
+rate, and a penalty on the KL from the warm start's policy with an adaptive coefficient
+(``kl_target``; :class:`agents.rl.residual_net.TeacherAnchor`). Returns relative to the base
+policy's on the same window (``returns``) take the arrival sequence's variance out of them. The
+network with the best validation ratio is kept.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-from agents.rl.residual_net import ResidualPolicy
+from agents.rl.residual_net import ResidualPolicy, TeacherAnchor
 from agents.search.residual import ResidualWeights
 from arena_gym.harness.residual_train import TRAIN_TRACES, BaseScores, real_windows
 from arena_gym.outputs import check_out_dir, code_version, write_json
@@ -37,13 +41,21 @@ from envs import Workload
 log = logging.getLogger(__name__)
 
 
+#: How an episode's return is measured: minus the average JCT in hours, or relative to the base's on the window.
+RETURNS = ("absolute", "relative")
+
+
 @dataclass(frozen=True)
 class ResidualPPOConfig:
     """One fine-tuning run: warm start, data, PPO's settings and the two guards.
 
     ``steps`` environment steps (decision points) over ``n_envs`` envs, PPO updates every
     ``n_steps`` per env; ``log_std_init`` is the log of the action noise (in log-multiplier
-    units); ``critic_warmup`` rollouts update only the critic; validation every ``eval_every``
+    units); ``critic_warmup`` rollouts update only the critic; ``kl_target`` > 0 adds a penalty
+    ``kl_coef * KL(warm start || policy)`` to PPO's loss, its coefficient adapted after every
+    rollout towards that KL per decision point (0: no penalty); ``returns`` ``relative`` makes
+    every window's return relative to the base policy's on it (:class:`WindowEnv`), ``absolute``
+    keeps minus the average JCT in hours; validation every ``eval_every``
     steps and at the start on ``validation_limit`` windows (0 = all), ``workers`` processes.
     """
 
@@ -60,6 +72,9 @@ class ResidualPPOConfig:
     gamma: float = 1.0
     log_std_init: float = -2.0
     critic_warmup: int = 0
+    kl_target: float = 0.0
+    kl_coef: float = 1.0
+    returns: str = "absolute"
     net_arch: tuple[int, ...] = (64, 64)
     eval_every: int = 4096
     validation_limit: int = 0
@@ -75,6 +90,15 @@ class ResidualPPOConfig:
             raise ValueError("ResidualPPOConfig: batch_size must be >= 2, critic_warmup and validation_limit >= 0")
         if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
             raise ValueError(f"ResidualPPOConfig.learning_rate must be finite and > 0, got {self.learning_rate}")
+        if not (
+            self.kl_target >= 0 and math.isfinite(self.kl_target) and self.kl_coef > 0 and math.isfinite(self.kl_coef)
+        ):
+            raise ValueError(
+                f"ResidualPPOConfig: kl_target must be finite and >= 0, kl_coef finite and > 0; got "
+                f"{self.kl_target}, {self.kl_coef}"
+            )
+        if self.returns not in RETURNS:
+            raise ValueError(f"ResidualPPOConfig.returns must be one of {', '.join(RETURNS)}, got {self.returns!r}")
         if not 0 < self.gamma <= 1 or not math.isfinite(self.log_std_init):
             raise ValueError("ResidualPPOConfig: gamma must be in (0, 1], log_std_init finite")
         if not self.net_arch or min(self.net_arch) < 1:
@@ -82,19 +106,36 @@ class ResidualPPOConfig:
 
 
 class WindowEnv(gym.Wrapper):
-    """Each episode replays one of ``workloads``, drawn at random (the env's seed)."""
+    """Each episode replays one of ``workloads``, drawn at random (the env's seed).
 
-    def __init__(self, env: gym.Env, workloads: list[Workload]) -> None:
+    With ``scales`` (the base policy's average JCT in hours on each workload) the returns are
+    relative to the base's on the same window: every reward is divided by the window's scale and
+    1 is added at the end, so an episode's return is 1 - its average JCT / the base's, and the
+    spread of difficulty between arrival sequences leaves the returns.
+    """
+
+    def __init__(self, env: gym.Env, workloads: list[Workload], scales: list[float] | None = None) -> None:
         super().__init__(env)
-        self.workloads = workloads
+        if scales is not None and len(scales) != len(workloads):
+            raise ValueError(f"WindowEnv: {len(scales)} scales for {len(workloads)} workloads")
+        self.workloads, self.scales = workloads, scales
         self._draw = np.random.default_rng()
+        self._scale: float | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         """Reset on a drawn window."""
         if seed is not None:
             self._draw = np.random.default_rng(seed)
-        pick = self.workloads[int(self._draw.integers(len(self.workloads)))]
-        return self.env.reset(seed=seed, options={**(options or {}), "jobs": pick.jobs})
+        index = int(self._draw.integers(len(self.workloads)))
+        self._scale = self.scales[index] if self.scales is not None else None
+        return self.env.reset(seed=seed, options={**(options or {}), "jobs": self.workloads[index].jobs})
+
+    def step(self, action: Any) -> Any:
+        """The env's step, its reward relative to the window's base when scaled."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self._scale is not None:
+            reward = float(reward) / self._scale + (1.0 if terminated or truncated else 0.0)
+        return obs, reward, terminated, truncated, info
 
 
 class CriticWarmup(BaseCallback):
@@ -119,6 +160,31 @@ class CriticWarmup(BaseCallback):
     def _on_rollout_end(self) -> None:
         self.seen += 1  # the update that follows is the seen-th
         self._freeze(self.seen <= self.rollouts)
+
+
+class KLControl(BaseCallback):
+    """After every rollout: the mean KL from the warm start on its decision points, and the anchor's adapted coefficient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kl = math.nan
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        import torch as th
+
+        policy = self.model.policy
+        assert isinstance(policy, ResidualPolicy) and policy.anchor is not None
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)
+        stored: dict[str, np.ndarray] = model.rollout_buffer.observations  # type: ignore[assignment]  # a Dict buffer
+        obs = {k: th.as_tensor(v.reshape(-1, *v.shape[2:])) for k, v in stored.items()}
+        with th.no_grad():
+            self.kl = float(policy.teacher_kl(obs).mean())
+        policy.anchor.adapt(self.kl)
+        log.debug("KL from the warm start %.4f; coefficient now %.3g", self.kl, policy.anchor.coef)
 
 
 class Validation(BaseCallback):
@@ -154,12 +220,14 @@ class ResidualPPOTrainer:
         self.best: tuple[float, int, ResidualWeights] | None = None  # (validation ratio, steps, weights)
         self._began = 0.0
         self._folder: Path | None = None
+        self._kl: KLControl | None = None
+        self._scales: list[float] | None = None
 
     def _env(self) -> gym.Env:
         from agents.search.residual_env import ResidualArenaEnv
 
         env = ResidualArenaEnv(self.train.config, max_jobs=self.config.max_jobs, clip=self.start.clip)
-        return WindowEnv(env, list(self.train.workloads))
+        return WindowEnv(env, list(self.train.workloads), self._scales)
 
     def run(self, progress: bool = True) -> ResidualWeights:
         """Fine-tune; write the files; the best network on validation."""
@@ -173,6 +241,8 @@ class ResidualPPOTrainer:
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(self.out / "config.json", {"code_version": code_version(), "seed": cfg.seed, "config": cfg})
+        if cfg.returns == "relative":
+            self._scales = self.scores.base_mean_jct_h(self.train)
         venv = DummyVecEnv([self._env] * cfg.n_envs)
         venv.seed(cfg.seed)
         model = PPO(
@@ -183,19 +253,23 @@ class ResidualPPOTrainer:
             batch_size=cfg.batch_size,
             n_epochs=cfg.n_epochs,
             gamma=cfg.gamma,
-            ent_coef=0.0,
+            ent_coef=1.0 if cfg.kl_target else 0.0,  # with an anchor the entropy term is the KL penalty
             policy_kwargs={"net_arch": list(cfg.net_arch), "log_std_init": cfg.log_std_init},
             seed=cfg.seed,
             device="cpu",
         )
         assert isinstance(model.policy, ResidualPolicy)
         set_weights(model.policy, self.start)
+        if cfg.kl_target:
+            model.policy.anchor = TeacherAnchor(self.start, cfg.log_std_init, cfg.kl_coef, cfg.kl_target)
+            self._kl = KLControl()
         self._began = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="residual-ppo-") as folder:
             self._folder = Path(folder)
             callbacks = CallbackList(
                 [
                     CriticWarmup(cfg.critic_warmup),
+                    *([self._kl] if self._kl is not None else []),
                     Validation(self, cfg.eval_every),
                     ProgressBarCallback(cfg.steps, progress),
                 ]
@@ -242,6 +316,8 @@ class ResidualPPOTrainer:
                 "validation_wins": int((valid < -1e-9).sum()),
                 "validation_windows": len(valid),
                 "log_std": float(model.policy.log_std.detach().mean()),
+                "kl": self._kl.kl if self._kl is not None else math.nan,
+                "kl_coef": model.policy.anchor.coef if model.policy.anchor is not None else math.nan,
                 "elapsed_s": time.perf_counter() - self._began,
                 "weights": json.dumps([round(float(x), 6) for x in weights.vector]),
             }

@@ -127,17 +127,24 @@ class BaseScores:
         """Per label of ``specs``: log(padded JCT / the base's) on each of ``evaluator``'s workloads."""
         return log_ratios(self._jcts(evaluator, specs), "base")
 
-    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
+    def base_mean_jct_h(self, evaluator: Evaluator) -> list[float]:
+        """The base's average JCT (hours, finished jobs) on each of ``evaluator``'s workloads."""
+        self._run_base(evaluator)
+        return [float(np.mean(self._base[w.label])) / 3600.0 for w in evaluator.workloads]
+
+    def _run_base(self, evaluator: Evaluator) -> None:
         missing = [w for w in evaluator.workloads if w.label not in self._base]
+        if not missing:
+            return
         rows: list[dict[str, Any]] = []
-        if missing:
-            Evaluator(evaluator.config, missing).score_specs(
-                {"base": BASE_SPEC}, self.seed, self.workers, jct_rows=rows
-            )
-            self._base.update({w.label: [] for w in missing})
-            for row in rows:
-                self._base[row["workload"]].append(row["jct_s"])
-        rows = []
+        Evaluator(evaluator.config, missing).score_specs({"base": BASE_SPEC}, self.seed, self.workers, jct_rows=rows)
+        self._base.update({w.label: [] for w in missing})
+        for row in rows:
+            self._base[row["workload"]].append(row["jct_s"])
+
+    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
+        self._run_base(evaluator)
+        rows: list[dict[str, Any]] = []
         evaluator.score_specs(specs, self.seed, self.workers, jct_rows=rows)
         out: list[dict[str, list[float]]] = [
             {label: [] for label in specs} | {"base": list(self._base[w.label])} for w in evaluator.workloads

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from agents.search.residual import ResidualWeights
-from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
+from agents.search.residual_env import ResidualArenaEnv
+from arena_gym.cluster import load_cluster
+from arena_gym.harness import load_jobs
+from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer, WindowEnv
 from arena_gym.harness.residual_train import BaseScores
+from arena_gym.registry import make_perf
 
+TRACE = "synthetic:mix=testbed,n_jobs=24,rate_per_h=60,iter_log_mean=6.5,iter_log_sigma=1.2,iter_min=50,iter_max=20000"
 START = ResidualWeights().with_vector(np.round(np.random.default_rng(2).uniform(-0.5, 0.5, 24) * 64) / 64)
 
 
@@ -59,6 +65,56 @@ def test_without_a_warm_up_the_actor_moves(shared_data, tmp_path) -> None:
     assert np.abs(last - START.vector).max() > 1e-3 and history["log_std"].iloc[-1] != -2.0
 
 
+@pytest.mark.timeout(300)
+def test_the_kl_penalty_is_measured_and_its_coefficient_adapted(shared_data, tmp_path) -> None:
+    config = tiny(
+        shared_data,
+        tmp_path,
+        learning_rate=1e-2,
+        kl_target=1e-4,
+        kl_coef=100.0,
+        steps=384,
+        returns="relative",
+        traces=("data:arena/traces/testbed.csv?iteration_divisor=1",),
+        loads=(0.9,),
+    )
+    trainer = ResidualPPOTrainer(config, tmp_path / "run")
+    trainer.run(progress=False)
+    # the relative returns' scales are the base's average JCTs on the train windows
+    assert trainer.scores.base_mean_jct_h(trainer.train) == trainer._scales
+    first = trainer.train.workloads[0]
+    direct = trainer.train.__class__(trainer.train.config, [first]).score_specs({"b": "arena-gittins-32-f"}, 0, 1)
+    assert trainer._scales[0] == pytest.approx(float(direct["avg_jct_s"].iloc[0]) / 3600, rel=1e-9)
+    history = pd.read_csv(tmp_path / "run" / "history.csv")
+    # a validation at step 128k falls in rollout k + 1 and sees the KL measured at the end of rollout k
+    assert history["kl"].iloc[:2].isna().all()
+    # the first rollout is the warm start's own (KL 0 < target / 1.5): the coefficient halves
+    assert history["kl"].iloc[2] == pytest.approx(0.0, abs=1e-9) and history["kl_coef"].iloc[2] == 50.0
+    assert history["kl"].iloc[3] > 0  # after one update
+
+
+def _episode_return(env: WindowEnv) -> float:
+    env.reset(seed=0)
+    total, done = 0.0, False
+    while not done:
+        _, reward, terminated, truncated, _ = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+        total += float(reward)
+        done = terminated or truncated
+    return total
+
+
+def test_relative_returns_measure_the_window_against_its_base() -> None:
+    cluster = load_cluster("testbed-64")
+    window = SimpleNamespace(jobs=load_jobs(TRACE, cluster, make_perf("estimator", cluster), seed=5))
+    base = ResidualArenaEnv(cluster="testbed-64", max_jobs=32)
+    absolute = _episode_return(WindowEnv(base, [window]))  # zero actions: the base itself
+    assert absolute < 0  # minus its average JCT in hours
+    assert _episode_return(WindowEnv(base, [window], [-absolute])) == pytest.approx(0.0, abs=1e-9)
+    assert _episode_return(WindowEnv(base, [window], [-2 * absolute])) == pytest.approx(0.5, rel=1e-9)
+    with pytest.raises(ValueError, match="2 scales for 1 workloads"):
+        WindowEnv(base, [window], [1.0, 2.0])
+
+
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
     [
@@ -67,6 +123,9 @@ def test_without_a_warm_up_the_actor_moves(shared_data, tmp_path) -> None:
         ("learning_rate", float("inf"), "learning_rate must be finite"),
         ("gamma", 0.0, "gamma must be in"),
         ("net_arch", (), "net_arch needs layer sizes"),
+        ("kl_target", -1.0, "kl_target must be finite and >= 0"),
+        ("kl_coef", 0.0, "kl_coef finite and > 0"),
+        ("returns", "ranked", "returns must be one of absolute, relative"),
     ],
 )
 def test_bad_settings_are_refused(field: str, value, problem: str) -> None:
