@@ -226,3 +226,30 @@ def test_ray_tasks_keep_task_order_and_a_raising_task_propagates_its_error(clust
     assert run_tasks(_raise_on_two, [0, 1, 3, 4, 5], ray=cluster.address) == [1, 2, 4, 5, 6]
     with pytest.raises(KeyError, match="two"):
         run_tasks(_raise_on_two, [0, 1, 2, 3], ray=cluster.address)
+
+
+def test_expert_iteration_labels_on_ray_equal_local_labels(cluster: Cluster, tmp_path) -> None:
+    """Expert iteration's labelling tasks give on the cluster the labels they give in this process."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.rl.algos import policy_class
+    from agents.rl.artifact import ModelInfo, save_model
+    from agents.rl.env_factory import env_config, make_env
+    from arena_gym.harness.expert_iteration import LabelTask, label_task
+    from tests.rl_cases import ENV_ID, ENV_OVERRIDES
+
+    model = MaskablePPO(
+        policy_class("maskable_ppo", "slots"),
+        make_env(ENV_ID, dict(ENV_OVERRIDES)),
+        seed=3,
+        device="cpu",
+        n_steps=64,
+        policy_kwargs={"net_arch": [16]},
+    )
+    config = env_config(ENV_ID, dict(ENV_OVERRIDES))
+    path = save_model(model, tmp_path / "model.zip", ModelInfo("maskable_ppo", ENV_ID, config, "test", "slots"))
+    tasks = [LabelTask(path.read_bytes(), config, "arena-gittins", 0.5, seed, 0.99) for seed in (1, 2, 3)]
+    remote = run_tasks(label_task, tasks, ray=cluster.address)
+    for (far, _), (near, _) in zip(remote, map(label_task, tasks), strict=True):
+        assert len(far.data) > 0
+        assert (far.data.actions == near.data.actions).all() and far.decisions == near.decisions
