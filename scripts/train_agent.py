@@ -24,8 +24,8 @@ from pathlib import Path
 
 def parse_args() -> argparse.Namespace:
     """Command-line options: the TrainConfig's, plus the test suite."""
-    from agents.rl.config import add_train_arguments
     from arena_gym.harness.suites import SUITE_NAMES
+    from arena_gym.harness.train_options import add_train_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_train_arguments(parser)
@@ -45,8 +45,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Train, pick the best model on validation workloads, score it on the test suite."""
     args = parse_args()
-    from agents.rl.config import config_from_args, wandb_mode
     from arena_gym.harness.cli.train import set_wandb_env
+    from arena_gym.harness.train_options import config_from_args, wandb_mode
 
     set_wandb_env(wandb_mode(args))  # before wandb is imported
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -1,21 +1,17 @@
-"""TrainConfig, and the command-line options of both training front ends generated from it.
+"""TrainConfig: every setting of a training run, checked when it is built.
 
-``arena-gym train`` and ``scripts/train_agent.py`` call :func:`add_train_arguments` and
-:func:`config_from_args`, so their options, defaults and help come from the dataclass fields
-below and cannot drift apart. Importing this module loads no torch and no SB3.
+The command-line options of both training front ends are generated from its fields
+(:mod:`arena_gym.harness.train_options`). Importing this module loads no torch and no SB3.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import math
 import numbers
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agents.rl.algos import ALGO_FAMILIES, POLICIES
@@ -222,135 +218,3 @@ def _describe(hint: Any) -> str:
     if origin is not None:
         return "a mapping of names to values"
     return {bool: "a bool", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
-
-
-# ---------------------------------------------------------------------- command-line front ends
-def _parse_value(text: str) -> Any:
-    """A JSON value, a float spelling (``nan``, ``inf``), or the text itself."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def _pairs(values: list[str], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = _parse_value(value.strip())
-    return out
-
-
-def _list(item: type) -> Any:
-    def parse(text: str) -> tuple:
-        try:
-            return tuple(item(s.strip()) for s in text.split(",") if s.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a comma-separated list of {item.__name__}: {text!r}") from None
-
-    parse.__name__ = f"list of {item.__name__}"
-    return parse
-
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per TrainConfig field (defaults and help from the field), plus ``--wandb``."""
-    hints = typing.get_type_hints(TrainConfig)
-    defaults = TrainConfig()
-    for f in dataclasses.fields(TrainConfig):
-        flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-        hint, default = hints[f.name], getattr(defaults, f.name)
-        origin = typing.get_origin(hint)
-        kwargs: dict[str, Any] = {"dest": f.name, "help": f.metadata["help"]}
-        if hint is bool:
-            parser.add_argument(flag, action="store_false" if default else "store_true", **kwargs)
-            continue
-        if origin is tuple:
-            item = typing.get_args(hint)[0]
-            kwargs.update(type=_list(item), default=default, metavar="A,B,...")
-            kwargs["help"] += f" (default: {','.join(map(str, default))})"
-        elif origin is not None:
-            kwargs.update(action="append", default=[], metavar="KEY=VALUE")
-        else:
-            kwargs.update(type=hint, default=default)
-            kwargs["help"] += f" (default: {default})"
-        parser.add_argument(flag, **kwargs)
-    parser.add_argument(
-        "--wandb", action="store_true", help="track the run with wandb, offline (same as --wandb-mode offline)"
-    )
-    parser.add_argument(
-        "--config",
-        action=ConfigFileAction,
-        metavar="FILE",
-        help="take the fields from FILE (a run's config.json, or arena-gym tune's best_config.json; never --out); "
-        "options given beside it win",
-    )
-
-
-#: Fields a config file never sets: where the run is written.
-NOT_FROM_FILE: tuple[str, ...] = ("out_dir",)
-
-
-def config_file(path: str) -> dict[str, Any]:
-    """The TrainConfig fields of a JSON file's ``train`` or ``config`` object (ValueError naming the problem)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--config {path}: cannot read it as JSON ({exc})") from None
-    values = next(
-        (data[k] for k in ("train", "config") if isinstance(data, dict) and isinstance(data.get(k), dict)), None
-    )
-    if values is None:
-        raise ValueError(f"--config {path}: no 'train' or 'config' object of TrainConfig fields")
-    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(TrainConfig)})
-    if unknown:
-        raise ValueError(f"--config {path}: unknown TrainConfig field(s) {', '.join(unknown)}")
-    return {k: v for k, v in values.items() if k not in NOT_FROM_FILE}
-
-
-class ConfigFileAction(argparse.Action):
-    """``--config FILE``: every option still at its default takes the file's value (options after it still win)."""
-
-    def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
-    ) -> None:
-        """Load the file into the namespace; a bad file is a parser error (one line, exit code 2)."""
-        try:
-            loaded = config_file(str(values))
-        except ValueError as exc:
-            parser.error(str(exc))
-        for name, value in loaded.items():
-            if getattr(namespace, name) != parser.get_default(name):
-                continue  # given on the command line before --config
-            if isinstance(value, Mapping):
-                value = [f"{k}={json.dumps(v)}" for k, v in value.items()]
-            elif isinstance(value, list):
-                value = tuple(value)
-            setattr(namespace, name, value)
-        setattr(namespace, self.dest, values)
-
-
-def wandb_mode(args: argparse.Namespace) -> str:
-    """The wandb mode the arguments ask for."""
-    return "offline" if args.wandb and args.wandb_mode == "disabled" else args.wandb_mode
-
-
-def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
-    """The TrainConfig of parsed arguments (``fixed`` fields win); TypeError/ValueError naming a bad value."""
-    values: dict[str, Any] = {}
-    hints = typing.get_type_hints(TrainConfig)
-    for f in dataclasses.fields(TrainConfig):
-        value = getattr(args, f.name)
-        if typing.get_origin(hints[f.name]) not in (None, tuple):
-            value = _pairs(value, f.metadata.get("flag") or f.name)
-        elif isinstance(value, list):  # a tuple field's value from a config file
-            value = tuple(value)
-        values[f.name] = value
-    values["wandb_mode"] = wandb_mode(args)
-    values.update(fixed)
-    return TrainConfig(**values)

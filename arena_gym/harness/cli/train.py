@@ -8,7 +8,8 @@ import math
 import os
 from pathlib import Path
 
-from agents.rl.config import TRAIN_SPLIT, add_train_arguments, config_from_args, wandb_mode
+from agents.rl.config import TRAIN_SPLIT
+from arena_gym.harness.train_options import add_train_arguments, config_from_args, wandb_mode
 from arena_gym.outputs import check_out_dir
 from arena_gym.runlock import RunLock
 

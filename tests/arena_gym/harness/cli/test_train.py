@@ -122,8 +122,9 @@ def test_train_with_subprocess_envs(tmp_path: Path, env_overrides: dict) -> None
 def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
-    from agents.rl.config import TrainConfig, config_from_args
+    from agents.rl.config import TrainConfig
     from arena_gym.harness.cli import build_parser
+    from arena_gym.harness.train_options import config_from_args
 
     script = load_script("train_agent")
     monkeypatch.setattr("sys.argv", ["train_agent.py"])
@@ -136,8 +137,9 @@ def test_both_front_ends_are_generated_from_the_train_config(monkeypatch: pytest
 
 
 def test_a_config_file_sets_the_fields_and_options_beside_it_win(tmp_path: Path) -> None:
-    from agents.rl.config import TrainConfig, config_from_args
+    from agents.rl.config import TrainConfig
     from arena_gym.harness.cli import build_parser
+    from arena_gym.harness.train_options import config_from_args
 
     written = TrainConfig(
         learning_rate=1e-4, n_steps=256, net_arch=(64, 64), env_overrides={"load_levels": [0.9]}, out_dir="elsewhere"
