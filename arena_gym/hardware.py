@@ -60,6 +60,11 @@ class GpuSpec:
     #: ECC (46,068 MiB of 49,152 for a 48 GB A40), HBM parts lose the driver's reservation (40,536 MiB of
     #: 40,960 for an A100-40GB, 32,510 of 32,768 for a V100-32GB).
     reported_memory_mib: float = 0.0
+    #: The trace recipe's rough iteration times (``traces.recipe.nominal_iter_time``): speed relative
+    #: to an A40, and the speed-up from doubling the GPU count; 0: derived (the FP16 peak relative to
+    #: the A40's; 1.5).
+    trace_speed: float = 0.0
+    trace_doubling: float = 0.0
 
     def peak_tflops(self, dtype: str) -> float:
         """Peak dense rate for a model dtype (``fp16``, ``bf16``, ``fp32``); bf16 falls back to fp32."""
@@ -117,6 +122,9 @@ NETWORKS: dict[str, LinkSpec] = {
 
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM4; 2021)"
 _V100 = "NVIDIA Tesla V100 GPU datasheet (SXM2; 2020)"
+# The trace recipe's figures below (docs/arena.md section 8.5: A100 ~2.4x an A40 and 1.75x from doubling,
+# V100 ~1.23x and 1.87x; the A10 is not in the measured data: 0.7x assumed from its clocks and
+# bandwidth, doubling like the A40).
 
 #: The catalogue. Node presets (``gpus_per_node``, ``network``) follow the artifact's testbeds
 #: where known (A100 4/node, V100 16/node, A40 and A10 2/node) and common servers otherwise. The
@@ -126,12 +134,70 @@ _V100 = "NVIDIA Tesla V100 GPU datasheet (SXM2; 2020)"
 _GPUS: dict[str, GpuSpec] = {
     g.name: g
     for g in (
-        GpuSpec("a100-40gb", 40, 1555, 312, 312, 156, 19.5, "nvlink3", 4, "ib-hdr", _A100, reported_memory_mib=40536.0),
         GpuSpec(
-            "a100-80gb", 80, 2039, 312, 312, 156, 19.5, "nvlink3", 8, "ib-hdr-x8", _A100, reported_memory_mib=81920.0
+            "a100-40gb",
+            40,
+            1555,
+            312,
+            312,
+            156,
+            19.5,
+            "nvlink3",
+            4,
+            "ib-hdr",
+            _A100,
+            reported_memory_mib=40536.0,
+            trace_speed=2.4,
+            trace_doubling=1.75,
         ),
-        GpuSpec("v100-16gb", 16, 900, 125, 0, 0, 15.7, "nvlink2", 8, "ib-edr-x4", _V100, reported_memory_mib=16160.0),
-        GpuSpec("v100-32gb", 32, 900, 125, 0, 0, 15.7, "nvlink2", 16, "ib-edr-x8", _V100, reported_memory_mib=32510.0),
+        GpuSpec(
+            "a100-80gb",
+            80,
+            2039,
+            312,
+            312,
+            156,
+            19.5,
+            "nvlink3",
+            8,
+            "ib-hdr-x8",
+            _A100,
+            reported_memory_mib=81920.0,
+            trace_speed=2.4,
+            trace_doubling=1.75,
+        ),
+        GpuSpec(
+            "v100-16gb",
+            16,
+            900,
+            125,
+            0,
+            0,
+            15.7,
+            "nvlink2",
+            8,
+            "ib-edr-x4",
+            _V100,
+            reported_memory_mib=16160.0,
+            trace_speed=1.23,
+            trace_doubling=1.87,
+        ),
+        GpuSpec(
+            "v100-32gb",
+            32,
+            900,
+            125,
+            0,
+            0,
+            15.7,
+            "nvlink2",
+            16,
+            "ib-edr-x8",
+            _V100,
+            reported_memory_mib=32510.0,
+            trace_speed=1.23,
+            trace_doubling=1.87,
+        ),
         GpuSpec(
             "a40",
             48,
@@ -146,6 +212,8 @@ _GPUS: dict[str, GpuSpec] = {
             "NVIDIA A40 datasheet (2021)",
             True,
             reported_memory_mib=46068.0,
+            trace_speed=1.0,
+            trace_doubling=1.5,
         ),
         GpuSpec(
             "a10",
@@ -161,6 +229,8 @@ _GPUS: dict[str, GpuSpec] = {
             "NVIDIA A10 datasheet (2021)",
             True,
             reported_memory_mib=23028.0,
+            trace_speed=0.7,
+            trace_doubling=1.5,
         ),
         GpuSpec(
             "h100",

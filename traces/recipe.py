@@ -131,20 +131,14 @@ def default_feasible(model: ModelRef, global_batch: int, gpu_type: str, num_gpus
     return num_gpus >= need
 
 
-#: Speed relative to an A40 (docs/arena.md section 8.5: A100 ~2.4x A40, V100 ~1.23x A40;
-#: A10 is not in the measured data: 0.7x assumed from its lower clocks and bandwidth).
-TYPE_SPEED: dict[str, float] = {"a40": 1.0, "a100": 2.4, "v100": 1.23, "a10": 0.7}
-#: Speed-up from doubling the GPU count (section 8.5; A10 assumed like the A40; others 1.5).
-DOUBLING_SPEEDUP: dict[str, float] = {"a100": 1.75, "v100": 1.87, "a40": 1.5, "a10": 1.5}
-
-
 def nominal_iter_time(model: ModelRef, global_batch: int, gpu_type: str, num_gpus: int) -> float:
     """Built-in nominal iteration time (s): the family's ``TraceMix.nominal_iter_s`` (one
     A40-equivalent at the family's smallest batch) scaled by batch, type and count.
 
-    ``base x batch / smallest_batch / TYPE_SPEED[type] / DOUBLING_SPEEDUP[type]^log2(count)``;
-    unknown types count as an A40. A rough stand-in for the estimator, used to turn durations
-    into iteration counts when no ``iter_time`` callable is given.
+    ``base x batch / smallest_batch / speed / doubling^log2(count)``, with the type's
+    ``trace_speed`` and ``trace_doubling`` from the hardware catalogue (a type outside it is a
+    ValueError). A rough stand-in for the estimator, used to turn durations into iteration
+    counts when no ``iter_time`` callable is given.
     """
     family = families().get(model.family)
     mix = family.trace if family is not None else None
@@ -152,7 +146,9 @@ def nominal_iter_time(model: ModelRef, global_batch: int, gpu_type: str, num_gpu
     if mix is None or base is None:
         raise ValueError(f"no nominal iteration time for {model.name}; pass an iter_time callable")
     batch0 = mix.batches[0]
-    speed = TYPE_SPEED.get(gpu_type, 1.0) * DOUBLING_SPEEDUP.get(gpu_type, 1.5) ** math.log2(num_gpus)
+    spec = get_gpu(gpu_type)
+    speed = spec.trace_speed or spec.fp16_tflops / get_gpu("a40").fp16_tflops
+    speed *= (spec.trace_doubling or 1.5) ** math.log2(num_gpus)
     return base * global_batch / batch0 / speed
 
 

@@ -92,6 +92,8 @@ def test_the_toy_family_and_type_are_in_every_catalogue(toy: Path) -> None:
     assert default_feasible(model, 8, "toygpu", 1) is False  # 16 GB: twice the fewest GPUs
     assert default_feasible(model, 8, "toygpu", 2) is True
     assert nominal_iter_time(model, 8, "a40", 1) == 1.0
+    # a type without the recipe's figures: its FP16 peak over the A40's, 1.5x per doubling
+    assert nominal_iter_time(model, 8, "toy-gpu", 4) == pytest.approx(149.7 / 100 / 1.5**2)
     assert usable_memory_gib(get_gpu("toygpu"), 0.8) == pytest.approx(12.8)
 
 

@@ -159,3 +159,14 @@ def test_config_is_frozen():
     cfg = SyntheticConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.n_jobs = 3  # type: ignore[misc]
+
+
+def test_nominal_iteration_times_take_the_catalogue_figures_and_refuse_an_unknown_type():
+    from traces.table import parse_model
+
+    model = parse_model("gpt__760M")
+    a40 = nominal_iter_time(model, 16, "a40", 1)
+    assert nominal_iter_time(model, 16, "a100", 2) == pytest.approx(a40 / (2.4 * 1.75))
+    assert nominal_iter_time(model, 16, "v100-16gb", 1) == pytest.approx(a40 / 1.23)  # every V100 alike
+    with pytest.raises(ValueError, match="unknown GPU type 'nope'"):
+        nominal_iter_time(model, 16, "nope", 1)
