@@ -53,7 +53,8 @@ class ThroughputOracle:
         self._now = 0.0
         self._remaining: dict[JobId, float] = {}
         self._held: dict[JobId, tuple[Placement, float]] = {}
-        self._halving: dict[JobId, tuple[Placement, float | None]] = {}
+        # per job: its last two placements (objects) and their halvings' changes, the latest first
+        self._halving: dict[JobId, tuple[Placement, float | None, Placement | None, float | None]] = {}
         self._moves: dict[JobId, tuple[Placement, Moves]] = {}
         self._cluster: ClusterSpec | None = None
         self._shape_halving: dict[tuple[ModelRef, int, ShapeKey], float | None] = {}
@@ -94,18 +95,23 @@ class ThroughputOracle:
     def halving_change(self, views: Mapping[JobId, JobView], job: JobId, placement: Placement) -> float | None:
         """Throughput change of halving ``job`` in place on ``placement`` (see ``halved``), or None when infeasible."""
         memo = self._halving.get(job)
-        if memo is None or memo[0] is not placement:
-            view = views[job]
-            shape = (view.spec.model, view.spec.global_batch, key_of(placement))
-            if self.config.deadline_aware or shape not in self._shape_halving:
-                rate = self.rate(view, halved_key(placement))
-                change = None if rate is None else rate - self.held_rate(views, job, placement)
-                if not self.config.deadline_aware:
-                    self._shape_halving[shape] = change
-            else:
-                change = self._shape_halving[shape]
-            memo = self._halving[job] = (placement, change)
-        return memo[1]
+        if memo is not None:
+            if memo[0] is placement:
+                return memo[1]
+            if memo[2] is placement:  # the placement held before the last one (a search undoing a halving)
+                self._halving[job] = (placement, memo[3], memo[0], memo[1])
+                return memo[3]
+        view = views[job]
+        shape = (view.spec.model, view.spec.global_batch, key_of(placement))
+        if self.config.deadline_aware or shape not in self._shape_halving:
+            rate = self.rate(view, halved_key(placement))
+            change = None if rate is None else rate - self.held_rate(views, job, placement)
+            if not self.config.deadline_aware:
+                self._shape_halving[shape] = change
+        else:
+            change = self._shape_halving[shape]
+        self._halving[job] = (placement, change, None, None) if memo is None else (placement, change, memo[0], memo[1])
+        return change
 
     def moves(
         self, views: Mapping[JobId, JobView], job: JobId, placement: Placement, capacity: Mapping[str, int]

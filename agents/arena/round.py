@@ -75,9 +75,14 @@ class DecisionRound:
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}
         self._runnable = runnable
+        self._keys: dict[JobId, tuple] = {}  # queue-order keys read so far
 
     def _order(self, job: JobId) -> tuple:
-        return self.key(self.views[job])
+        """The job's queue-order key (memoised for the round)."""
+        key = self._keys.get(job)
+        if key is None:
+            key = self._keys[job] = self.key(self.views[job])
+        return key
 
     def _in_order(self, views: Iterable[JobView]) -> Iterable[JobView]:
         """``views`` (in submission order) in queue order."""
@@ -146,10 +151,10 @@ class DecisionRound:
                 config: (v for v in views if v.job_id not in exclude) for config, views in pending.by_config().items()
             }
             queue = FifoMerge({**groups, "extra": extra})
-        for job in (v.job_id for v in queue):
+        for view in queue:
             if trials >= self.config.max_restart_trials:
                 break
-            view = self.views[job]
+            job = view.job_id
             gpu_type, n = requested(view.spec, self.snapshot)
             if job in self.ws.placement or not self.runnable(job):
                 continue  # a running opportunism job, or one that can never start

@@ -10,6 +10,7 @@ never recorded (the artifact's -1e9).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import NamedTuple
@@ -247,16 +248,19 @@ class ArenaSearch:
         candidates: list[Candidate] = []
         frontier = [_Branch((), 0.0, gpu_type, num_gpus)]
         seen: set[tuple] = set()
-        for _ in range(self.config.depth(len(ws.placement))):
+        depth = self.config.depth(len(ws.placement))
+        for level in range(1, depth + 1):
             children: list[_Branch] = []
             for branch in frontier:
                 ws.rollback(base)
                 ws.replay(branch.changes)
                 if not self.config.no_scaling:
                     for t in ws.types:
-                        self._shrink(job, branch, t, base, candidates, children)
+                        self._shrink(job, branch, t, base, candidates, children, last=level == depth)
                 if not self.config.no_type_change:
                     self._retype(job, branch, base, candidates, children)
+            if level == depth:
+                break  # the last level's children are never searched
             frontier = []
             for child in children:
                 signature = (_net(child.changes), child.gpu_type, child.num_gpus)
@@ -295,13 +299,21 @@ class ArenaSearch:
         base: int,
         candidates: list[Candidate],
         children: list[_Branch],
+        last: bool = False,
     ) -> None:
-        """Halve the big job of ``gpu_type`` that loses least (the target's own request counts)."""
+        """Halve the big job of ``gpu_type`` that loses least (the target's own request counts).
+
+        On the ``last`` level a halving of another type's job only leaves a child never searched:
+        the victim is relinked as the halving and its rollback would leave it.
+        """
         choice = self._shrink_choice(job, branch, gpu_type)
         if choice is None:
             return
         delta, victim = choice
         ws = self.ws
+        if last and victim is not None and gpu_type != branch.gpu_type:
+            ws.relink(victim, halved(ws.placement[victim]))
+            return
         mark = ws.checkpoint()
         if victim is None:
             child = _Branch(branch.changes, branch.gain, gpu_type, branch.num_gpus // 2)
@@ -396,8 +408,8 @@ class ArenaSearch:
         else:
             weigh, unit = self._weigh_fits, self._unit
         free = ws.total_free
-        # (-gain bound, mover order, generation order, job, type, GPU count, current samples/s): sorting
-        # them tries the highest bound first, ties in mover order, then in the order they were made
+        # (-gain bound, mover order, order made (within the mover), job, type, GPU count, current samples/s): in
+        # their order, the search tries the highest bound first, ties in mover order, then in the order they were made
         candidates: list[tuple[float, int, int, JobId, str, int, float]] = []
         if target is not None and not cfg.no_type_change:
             view, count, old = target
@@ -409,14 +421,16 @@ class ArenaSearch:
                     candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
         weights: dict[JobId, float] = {}
+        append = candidates.append
         for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
             w = weights[j] = self._urgency(j) / unit if weigh else 1.0
-            for gain, t, num_gpus, doubles in upgrades if grow else bounds:  # growing takes gains only
+            for made, (gain, t, num_gpus, doubles) in enumerate(upgrades if grow else bounds):  # growing: gains only
                 if free[t] >= count and (grow if doubles else t != exclude_type):
-                    candidates.append((-gain * w, order, len(candidates), j, t, num_gpus, old))
-        candidates.sort()
+                    append((-gain * w, order, made, j, t, num_gpus, old))
+        heapq.heapify(candidates)  # read lowest first: a search that stops early sorts only what it reads
         best: _Move | None = None
-        for neg_ub, _, _, j, t, count, old in candidates:
+        while candidates:
+            neg_ub, _, _, j, t, count, old = heapq.heappop(candidates)
             if best is not None and -neg_ub <= best.gain:
                 break
             mark = ws.checkpoint()

@@ -152,21 +152,24 @@ class Workspace(FreeGpus):
         placement: dict[JobId, Placement] = {}
         order: dict[JobId, int] = {}  # when each job last took its placement
         running: dict[JobId, JobView] = {}
+        by_count: dict[str, dict[int, dict[JobId, None]]] = {t: {} for t in self.types}
         for view in snapshot.running:
-            job = view.job_id
+            job = view.spec.job_id
             running[job] = view
             alloc = view.allocation
             if alloc is not None:
-                placement[job] = alloc.placement
+                p = placement[job] = alloc.placement
                 order[job] = len(order) + 1
+                if index:
+                    by_count[p.gpu_type].setdefault(p.gpus_per_node * len(p.nodes), {})[job] = None
         self.placement = placement
         self._rank = order  # position in the snapshot's running jobs
         self._order = dict(order)
         self._tick = len(order)
         self.views = SnapshotViews(snapshot, running)
         self.original: dict[JobId, Placement] = dict(placement)
-        if index:
-            self._build_by_count()
+        if index:  # built with the placements, in their order (as _build_by_count would)
+            self._by_count = by_count
 
     # ------------------------------------------------------------------ edits
     def set(self, job: JobId, new: Placement | None) -> None:
@@ -236,6 +239,20 @@ class Workspace(FreeGpus):
         """Redo recorded edits (on the state they were recorded from)."""
         for job, _, new in changes:
             self.set(job, new)
+
+    def relink(self, job: JobId, via: Placement) -> None:
+        """What ``set(job, via)`` and its rollback leave, without the edit: ``job`` goes last in every order.
+
+        The job keeps its placement and its order stamp; nothing is logged (an undone edit leaves no
+        entry); the (type, count) bucket of ``via`` exists afterwards, as the edit would have made it.
+        """
+        p, before = self.placement[job], self._order[job]
+        self._touched[job] = None
+        if self._by_count is not None:
+            self._by_count[via.gpu_type].setdefault(via.gpus_per_node * len(via.nodes), {})
+        self._unlink(job, p)
+        self._link(job, p)
+        self._order[job] = before
 
     def watch(self, watcher: IndexWatcher) -> None:
         """Tell ``watcher`` of every later change of :attr:`by_count` (built now if it is not yet)."""

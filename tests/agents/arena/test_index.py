@@ -9,7 +9,7 @@ from agents.arena.index import ShrinkIndex, halved, halved_key
 from agents.common import Workspace, key_of
 from agents.fcfs import FCFS
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import JobId, Placement
+from arena_gym.types import JobId, Placement, Snapshot
 from tests.agents.arena.support import cluster
 from tests.helpers import job, uniform_model
 
@@ -18,15 +18,28 @@ GPUS = (1, 2, 4, 4, 8, 2, 1, 2, 4, 2, 2, 1, 2)  # requests, several of each coun
 TOPS = (0, 2, 4, 8, 16)
 
 
-def running_workspace() -> Workspace:
-    """A workspace over a snapshot in which FCFS started every job of ``GPUS`` it could."""
+def running_snapshot() -> Snapshot:
+    """A snapshot in which FCFS started every job of ``GPUS`` it could."""
     jobs = [job(f"j{i:02d}", 0.0, 100, "a40" if i % 3 else "a10", n) for i, n in enumerate(GPUS)]
     backend = SimBackend(SPEC, uniform_model(counts=(1, 2, 4, 8), per_node_max=4), config=SimConfig())
     snapshot = backend.reset(jobs)
     backend.apply(FCFS().decide(snapshot))
     snapshot = backend.advance()
     assert snapshot is not None and len(snapshot.running) >= 8
-    return Workspace(snapshot, index=True)
+    return snapshot
+
+
+def running_workspace() -> Workspace:
+    """A workspace, indexed at once, over :func:`running_snapshot`."""
+    return Workspace(running_snapshot(), index=True)
+
+
+def test_index_built_with_the_workspace_matches_the_lazy_build_in_order():
+    snapshot = running_snapshot()
+    eager, lazy = Workspace(snapshot, index=True), Workspace(snapshot)
+    as_lists = [(t, [(c, list(jobs)) for c, jobs in counts.items()]) for t, counts in eager.by_count.items()]
+    assert as_lists == [(t, [(c, list(jobs)) for c, jobs in counts.items()]) for t, counts in lazy.by_count.items()]
+    assert sum(len(jobs) for counts in eager.by_count.values() for jobs in counts.values()) == len(eager.placement)
 
 
 def change(job_id: JobId, placement: Placement) -> float | None:
