@@ -23,7 +23,7 @@ import sys
 
 def parse_args() -> argparse.Namespace:
     """One option per field of ExpertIterationConfig, plus ``--out`` and ``--config``."""
-    from arena_gym.harness.config_options import trainer_args
+    from arena_gym.harness.cli.trainer_script import trainer_args
     from arena_gym.harness.expert_iteration import ExpertIterationConfig
 
     return trainer_args(__doc__, "expert_iteration", ExpertIterationConfig)
@@ -31,7 +31,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     """Run every round; a bad option, file or data folder is one line on stderr and exit code 2."""
-    from arena_gym.harness.config_options import run_trainer_script
+    from arena_gym.harness.cli.trainer_script import run_trainer_script
     from arena_gym.harness.expert_iteration import ExpertIteration, ExpertIterationConfig
 
     done = "best on validation: round {round}, {validation_score:.4f} of Arena -> {out}/best_model.zip"

@@ -19,7 +19,7 @@ import sys
 
 def parse_args() -> argparse.Namespace:
     """One option per field of ResidualPPOConfig, plus ``--out`` and ``--config`` (a file's values as the defaults)."""
-    from arena_gym.harness.config_options import trainer_args
+    from arena_gym.harness.cli.trainer_script import trainer_args
     from arena_gym.harness.residual_ppo import ResidualPPOConfig
 
     return trainer_args(__doc__, "finetune_residual", ResidualPPOConfig)
@@ -27,7 +27,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     """Train and write the weights; a bad option, file or data folder is one line on stderr and exit code 2."""
-    from arena_gym.harness.config_options import run_trainer_script
+    from arena_gym.harness.cli.trainer_script import run_trainer_script
     from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
 
     done = "best on validation: {timesteps} steps, geomean ratio {validation_geomean_ratio:.4f} -> {out}/residual.json"

@@ -21,7 +21,7 @@ import sys
 
 def parse_args() -> argparse.Namespace:
     """One option per field of ResidualTrainConfig, plus ``--out`` and ``--config`` (a file's values as the defaults)."""
-    from arena_gym.harness.config_options import trainer_args
+    from arena_gym.harness.cli.trainer_script import trainer_args
     from arena_gym.harness.residual_train import ResidualTrainConfig
 
     return trainer_args(__doc__, "train_residual", ResidualTrainConfig)
@@ -29,7 +29,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     """Train and write the weights; a bad option, file or data folder is one line on stderr and exit code 2."""
-    from arena_gym.harness.config_options import run_trainer_script
+    from arena_gym.harness.cli.trainer_script import run_trainer_script
     from arena_gym.harness.residual_train import ResidualTrainConfig, ResidualTrainer
 
     done = (

@@ -1,6 +1,6 @@
 """Command-line options generated from a frozen config dataclass, and ``--config FILE`` to read its fields back.
 
-Used by the trainer scripts (``scripts/train_residual.py``, ``scripts/finetune_residual.py``):
+Used by the trainer scripts (``scripts/train_residual.py``, ``finetune_residual.py``, ``expert_iteration.py``):
 one option per field with the field's default; ``--config FILE`` takes the fields from a JSON
 file's ``config`` object (a run's ``config.json``, ``arena-gym tune``'s ``best_config.json``),
 and options given beside it win.
@@ -95,7 +95,7 @@ def run_trainer_script(
     try:
         trainer = trainer_type(config_of(args, config_type), args.out)
     except (ValueError, OSError) as err:
-        print(f"{prog}: {err}", file=sys.stderr)  # noqa: T201 - the script's one-line error
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
     result = trainer.run()
     logging.getLogger(prog).info(done.format(**record(result), out=args.out))
