@@ -152,24 +152,21 @@ class Workspace(FreeGpus):
         placement: dict[JobId, Placement] = {}
         order: dict[JobId, int] = {}  # when each job last took its placement
         running: dict[JobId, JobView] = {}
-        by_count: dict[str, dict[int, dict[JobId, None]]] = {t: {} for t in self.types}
         for view in snapshot.running:
             job = view.spec.job_id
             running[job] = view
             alloc = view.allocation
             if alloc is not None:
-                p = placement[job] = alloc.placement
+                placement[job] = alloc.placement
                 order[job] = len(order) + 1
-                if index:
-                    by_count[p.gpu_type].setdefault(p.gpus_per_node * len(p.nodes), {})[job] = None
         self.placement = placement
         self._rank = order  # position in the snapshot's running jobs
         self._order = dict(order)
         self._tick = len(order)
         self.views = SnapshotViews(snapshot, running)
         self.original: dict[JobId, Placement] = dict(placement)
-        if index:  # built with the placements, in their order (as _build_by_count would)
-            self._by_count = by_count
+        if index:
+            self._build_by_count()
 
     # ------------------------------------------------------------------ edits
     def set(self, job: JobId, new: Placement | None) -> None:
