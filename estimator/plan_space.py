@@ -8,6 +8,8 @@ the profiled performance model (``estimator.profiled``) searches exactly these p
   (:func:`uniform_meshes`);
 * a micro-batch count that divides the per-replica batch; the planner tries the powers of two up
   to :data:`MAX_MICRO_BATCHES` (:func:`micro_batch_options`);
+* the divisibility rules themselves, which every reader applies: :func:`tp_fits`, :func:`dp_fits`,
+  :func:`micro_fits` (and :func:`largest_micro_batches`, the count a runner falls back to);
 * GPipe, or 1F1B when there are several stages and at least as many micro-batches as stages
   (:func:`schedules`; the runner runs a 1F1B plan with too few micro-batches as GPipe,
   :func:`executed_schedule`);
@@ -34,6 +36,26 @@ from estimator.zoo import ModelArch
 MAX_MICRO_BATCHES = 64
 
 
+def tp_fits(heads: int, tp: int) -> bool:
+    """Tensor parallelism splits whole attention heads: ``tp`` is positive and divides ``heads``."""
+    return tp >= 1 and heads % tp == 0
+
+
+def dp_fits(batch: int, dp: int) -> bool:
+    """Data parallelism splits the global batch evenly: ``dp`` is positive and divides ``batch``."""
+    return dp >= 1 and batch % dp == 0
+
+
+def micro_fits(per_replica: int, micro: int) -> bool:
+    """Micro-batches split a replica's batch evenly: ``micro`` is positive and divides ``per_replica``."""
+    return micro >= 1 and per_replica % micro == 0
+
+
+def largest_micro_batches(per_replica: int, at_most: int) -> int:
+    """The most micro-batches, at most ``at_most`` (and at least 1), that divide ``per_replica``."""
+    return max(m for m in range(1, max(1, min(at_most, per_replica)) + 1) if micro_fits(per_replica, m))
+
+
 def uniform_meshes(
     heads: int, batch: int, per_stage: int, gpus_per_node: int | None = None, allow_cross_node_tp: bool = False
 ) -> Iterator[tuple[int, int]]:
@@ -41,10 +63,10 @@ def uniform_meshes(
     ``tp`` divides ``heads`` (and is at most ``gpus_per_node`` when given, unless
     ``allow_cross_node_tp``), ``dp`` divides ``batch``."""
     for tp in range(1, per_stage + 1):
-        if per_stage % tp or heads % tp:
+        if per_stage % tp or not tp_fits(heads, tp):
             continue
         dp = per_stage // tp
-        if batch % dp or (gpus_per_node is not None and tp > gpus_per_node and not allow_cross_node_tp):
+        if not dp_fits(batch, dp) or (gpus_per_node is not None and tp > gpus_per_node and not allow_cross_node_tp):
             continue
         yield dp, tp
 
@@ -53,7 +75,7 @@ def micro_batch_options(per_replica: int) -> list[int]:
     """The micro-batch counts the planner tries: powers of two up to :data:`MAX_MICRO_BATCHES` that divide ``per_replica``."""
     out, b = [], 1
     while b <= min(per_replica, MAX_MICRO_BATCHES):
-        if per_replica % b == 0:
+        if micro_fits(per_replica, b):
             out.append(b)
         b *= 2
     return out

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from estimator.plan_space import tp_fits
 from estimator.zoo import TransformerSpec
 
 #: Standard deviation of the normal initialisation of weight matrices and embeddings.
@@ -27,7 +28,7 @@ INIT_STD = 0.02
 
 
 def _check_tp(spec: TransformerSpec, tp: int) -> None:
-    if tp < 1 or spec.heads % tp:
+    if not tp_fits(spec.heads, tp):
         raise ValueError(f"model {spec.name}: tensor-parallel degree {tp} does not divide {spec.heads} heads")
 
 

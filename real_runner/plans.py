@@ -25,7 +25,7 @@ from typing import Any
 
 from arena_gym.families import live_family
 from arena_gym.types import PipeSchedule, Plan, StagePlan
-from estimator.plan_space import executed_schedule, uniform_meshes
+from estimator.plan_space import dp_fits, executed_schedule, largest_micro_batches, micro_fits, tp_fits, uniform_meshes
 from estimator.zoo import TransformerSpec, get_model
 
 #: The architectures the runner can build (``ModelFamily.live`` names one): ``transformer``, the torch GPT
@@ -136,7 +136,7 @@ def _check_structure(spec: TransformerSpec, plan: Plan) -> None:
                 f"plan {plan.describe()}: stage {i} layers [{st.layer_start}, {st.layer_end}) do not "
                 f"continue from layer {prev}; stages must tile layers 0..{total} of {spec.name}"
             )
-        if spec.heads % st.tp:
+        if not tp_fits(spec.heads, st.tp):
             raise ValueError(
                 f"plan {plan.describe()}: stage {i} tensor-parallel degree {st.tp} does not divide "
                 f"the {spec.heads} heads of {spec.name}"
@@ -188,18 +188,18 @@ def resolve_plan(spec: TransformerSpec, plan: Plan, global_batch: int, world_siz
             )
         dp, tp = _uniform_mesh(spec, plan, world_size // plan.n_stages, global_batch)
         notes.append(f"stages with different meshes run on the nearest uniform mesh dp{dp}tp{tp}")
-    if global_batch % dp:
+    if not dp_fits(global_batch, dp):
         raise ValueError(
             f"plan {plan.describe()}: data-parallel degree {dp} does not divide the global batch {global_batch}"
         )
     per_replica = global_batch // dp
-    if per_replica % micro:
+    if not micro_fits(per_replica, micro):
         if uniform:
             raise ValueError(
                 f"plan {plan.describe()}: {micro} micro-batches do not divide the per-replica batch "
                 f"{per_replica} (global batch {global_batch} / dp {dp})"
             )
-        micro = max(d for d in range(1, min(micro, per_replica) + 1) if per_replica % d == 0)
+        micro = largest_micro_batches(per_replica, micro)
         notes.append(f"micro-batches {plan.micro_batches} -> {micro} to divide the per-replica batch {per_replica}")
     schedule = executed_schedule(plan.schedule, plan.n_stages, micro)
     if schedule is not plan.schedule:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from arena_gym.types import Allocation, ModelRef, PerfModel, PipeSchedule, Plan, StagePlan
+from arena_gym.types import Allocation, ModelRef, PerfModel, Plan, StagePlan
+from estimator.plan_space import largest_micro_batches, schedules, uniform_meshes
 from estimator.zoo import TransformerSpec
 from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
 
@@ -32,19 +33,14 @@ def even_stages(n_layers: int, n_stages: int, dp: int, tp: int) -> tuple[StagePl
 
 
 def uniform_plans(spec: TransformerSpec, global_batch: int, world: int, n_stages: int) -> Iterator[Plan]:
-    """Uniform plans of ``n_stages`` stages on ``world`` ranks, data parallelism first, then tensor parallelism."""
+    """Uniform plans of ``n_stages`` stages on ``world`` ranks, data parallelism first, then tensor parallelism;
+    the most micro-batches up to ``2 x n_stages``, 1F1B where the plan space allows it."""
     n_layers = spec.layers + 2
     if world % n_stages or n_stages > n_layers:
         return
-    per_stage = world // n_stages
-    for tp in (t for t in range(1, per_stage + 1) if per_stage % t == 0):
-        dp = per_stage // tp
-        if global_batch % dp or spec.heads % tp:
-            continue
-        per_replica = global_batch // dp
-        micro = max(m for m in range(1, min(per_replica, 2 * n_stages) + 1) if per_replica % m == 0)
-        schedule = PipeSchedule.ONE_F_ONE_B if n_stages > 1 and micro >= n_stages else PipeSchedule.GPIPE
-        yield Plan(even_stages(n_layers, n_stages, dp, tp), micro, schedule)
+    for dp, tp in uniform_meshes(spec.heads, global_batch, world // n_stages):
+        micro = largest_micro_batches(global_batch // dp, 2 * n_stages)
+        yield Plan(even_stages(n_layers, n_stages, dp, tp), micro, schedules(n_stages, micro)[-1])
 
 
 def candidate_plans(

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from estimator.plan_space import tp_fits
 from estimator.profile import COMM_OPS, NEIGHBOURS
 from estimator.zoo import get_model
 
@@ -169,10 +170,10 @@ class ProfilerSettings:
 def tp_degrees(settings: ProfilerSettings, heads: int, devices_per_node: int) -> list[int]:
     """Tensor-parallel degrees to profile for a model with ``heads`` heads."""
     if settings.tp:
-        return sorted({1, *(t for t in settings.tp if heads % t == 0)})
+        return sorted({1, *(t for t in settings.tp if tp_fits(heads, t))})
     out, t = [], 1
     while t <= devices_per_node:
-        if heads % t == 0:
+        if tp_fits(heads, t):
             out.append(t)
         t *= 2
     return out
