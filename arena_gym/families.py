@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from arena_gym.types import FAMILY_ALIASES
-
 
 @dataclass(frozen=True)
 class TraceMix:
@@ -57,7 +55,8 @@ class ModelFamily:
     ``sizes`` maps a size name to the spec ``build`` takes (``estimator.zoo.TransformerSpec``,
     ``WideResNetSpec`` or a spec of your own); ``build(spec)`` returns the ``ModelArch``.
     ``efficiency`` (``eta_compute``, ``eta_memory``, ``tile_rows``, ``comm``) seeds a ``kind``
-    that the calibrated parameters lack. ``aliases`` are other spellings trace files may use (added to ``arena_gym.types.FAMILY_ALIASES``).
+    that the calibrated parameters lack. ``aliases`` are other spellings trace files may use (e.g. the artifact's
+    ``bert`` for ``gpt``; :func:`canonical_family` maps them).
     """
 
     name: str
@@ -89,6 +88,7 @@ class ModelFamily:
 
 
 _FAMILIES: dict[str, ModelFamily] = {}
+_ALIASES: dict[str, str] = {}
 _loaded: bool = False
 
 
@@ -109,19 +109,47 @@ def register_family(family: ModelFamily, *, replace: bool = False) -> None:
     old = _FAMILIES.get(family.name)
     if old is not None and old is not family and old != family and not replace:
         raise ValueError(f"model family {family.name!r} is already registered; pass replace=True to change it")
+    if family.name in _ALIASES:
+        raise ValueError(f"model family name {family.name!r} is already an alias of {_ALIASES[family.name]!r}")
     for alias in family.aliases:
-        taken = FAMILY_ALIASES.get(alias, family.name)
-        if alias in _FAMILIES or (taken != family.name and not replace):
+        taken = _ALIASES.get(alias, family.name)
+        if alias != alias.lower() or "__" in alias:
+            raise ValueError(f"model family {family.name}: alias {alias!r} must be lower case without '__'")
+        if alias in _FAMILIES:
+            raise ValueError(f"model family {family.name}: alias {alias!r} is the name of a registered family")
+        if taken != family.name and not replace:
             raise ValueError(f"model family alias {alias!r} already names {taken!r}")
+    if old is not None:
+        _drop_aliases(old)
     _FAMILIES[family.name] = family
-    FAMILY_ALIASES.update(dict.fromkeys(family.aliases, family.name))
+    _ALIASES.update(dict.fromkeys(family.aliases, family.name))
+
+
+def _drop_aliases(family: ModelFamily) -> None:
+    for alias in family.aliases:
+        if _ALIASES.get(alias) == family.name:
+            del _ALIASES[alias]
 
 
 def unregister_family(name: str) -> None:
     """Remove a family (and its aliases); for tests and notebooks."""
     family = _FAMILIES.pop(name, None)
-    for alias in family.aliases if family is not None else ():
-        FAMILY_ALIASES.pop(alias, None)
+    if family is not None:
+        _drop_aliases(family)
+
+
+def canonical_family(name: str) -> str:
+    """The family a spelling names, lower-cased: an alias (``bert``) gives its family (``gpt``); any
+    other name is returned as it is, known or not (:func:`get_family` checks)."""
+    _ready()
+    name = name.lower()
+    return _ALIASES.get(name, name)
+
+
+def family_aliases() -> Mapping[str, str]:
+    """Every registered alias and the family it names (read-only)."""
+    _ready()
+    return MappingProxyType(_ALIASES)
 
 
 def families() -> Mapping[str, ModelFamily]:
@@ -133,7 +161,7 @@ def families() -> Mapping[str, ModelFamily]:
 def get_family(name: str) -> ModelFamily:
     """The family called ``name`` (or an alias of it); ValueError listing the known ones otherwise."""
     _ready()
-    found = _FAMILIES.get(FAMILY_ALIASES.get(name, name))
+    found = _FAMILIES.get(canonical_family(name))
     if found is None:
         raise ValueError(f"unknown model family {name!r}; valid: {', '.join(_FAMILIES) or 'none registered'}")
     return found

@@ -16,14 +16,13 @@ from typing import Any, NewType, Protocol, overload, runtime_checkable
 
 import numpy as np
 
+from arena_gym.families import canonical_family
+
 JobId = NewType("JobId", str)
 GpuType = NewType("GpuType", str)
 
 #: GPU counts a job may hold (Arena: powers of two up to 16).
 GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16)
-
-#: Model-family aliases accepted in traces (the artifact calls its GPT family ``bert``).
-FAMILY_ALIASES: dict[str, str] = {"bert": "gpt", "wrn": "wide_resnet", "wresnet": "wide_resnet"}
 
 
 def is_power_of_two(n: int) -> bool:
@@ -45,12 +44,18 @@ class ModelRef:
 
     @staticmethod
     def parse(text: str) -> ModelRef:
-        """Parse ``family__size`` (aliases such as ``bert`` accepted)."""
+        """Parse ``family__size``; a family alias (the artifact's ``bert``) becomes its family's name."""
+        spelled = ModelRef.spelled(text)
+        return ModelRef(canonical_family(spelled.family), spelled.size)
+
+    @staticmethod
+    def spelled(text: str) -> ModelRef:
+        """Parse ``family__size`` as written (family lower-cased, aliases not looked up: this does not
+        load the family catalogue, so the catalogue's own modules may call it while they load)."""
         family, sep, size = text.strip().partition("__")
         if not sep or not family or not size:
             raise ValueError(f"model name {text!r} is not of the form family__size (e.g. gpt__1.3B)")
-        family = FAMILY_ALIASES.get(family.lower(), family.lower())
-        return ModelRef(family, size)
+        return ModelRef(family.lower(), size)
 
     def __str__(self) -> str:
         return self.name

@@ -183,7 +183,7 @@ class TransformerSpec:
     remat: bool = True
 
     def __post_init__(self) -> None:
-        ModelRef.parse(self.name)
+        ModelRef.spelled(self.name)
         for key in ("layers", "hidden", "heads", "seq_len", "vocab", "ffn_mult"):
             if int(getattr(self, key)) < 1:
                 raise ValueError(f"model {self.name}: {key} must be >= 1, got {getattr(self, key)}")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from arena_gym.families import families
-from arena_gym.types import FAMILY_ALIASES, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
+from arena_gym.families import families, family_aliases
+from arena_gym.types import GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.trace import Trace
 
 #: A decimal number literal in ASCII digits (no ``inf``/``nan``, hex, digit separators or other scripts' digits).
@@ -74,7 +74,7 @@ def parse_model(text: str) -> ModelRef:
     model = ModelRef.parse(text)
     known = families()
     if model.family not in known:
-        aliases = ", ".join(f"{a}->{f}" for a, f in sorted(FAMILY_ALIASES.items()))
+        aliases = ", ".join(f"{a}->{f}" for a, f in sorted(family_aliases().items()))
         raise ValueError(
             f"unknown model family {model.family!r} in {text.strip()!r} (valid: {', '.join(known)}; aliases {aliases})"
         )

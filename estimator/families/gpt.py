@@ -5,7 +5,7 @@ Optimizer: AdamW, two fp32 moments (8 bytes per parameter), as Alpa's benchmark 
 Trace mix: the artifact's ``supported_model_cfgs`` (docs/arena.md section 8.3). Nominal iteration
 times: arena/measured_iter_time.csv (A40 rows), the median over (batch, count) of
 iter_time x 1.5^log2(count) x 128 / batch, two figures; 15B and 39B extrapolated with the
-artifact's 1.8x per size step.
+artifact's 1.8x per size step. Alias ``bert``: the artifact's traces call this family so.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ SPECS: dict[str, TransformerSpec] = {
 
 FAMILY = ModelFamily(
     name="gpt",
+    aliases=("bert",),
     kind="transformer",
     sizes=SPECS,
     build=build_transformer,

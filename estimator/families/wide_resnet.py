@@ -4,7 +4,7 @@ Optimizer: two fp32 moments' worth (8 bytes per parameter). Alpa's script uses S
 momentum (one buffer), but charging one buffer changes no feasibility verdict on the measured
 table and only shifts the fitted efficiencies (docs/estimator.md). Trace mix: docs/arena.md
 section 8.3; nominal iteration times as for GPT (:mod:`estimator.families.gpt`), batch 256; 13B
-extrapolated. Not trained live.
+extrapolated. Not trained live. Aliases ``wrn``, ``wresnet``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SIZES = {
 
 FAMILY = ModelFamily(
     name="wide_resnet",
+    aliases=("wrn", "wresnet"),
     kind="wide_resnet",
     sizes={size: WideResNetSpec(f"wide_resnet__{size}", d, c, w) for size, (d, c, w) in SIZES.items()},
     build=build_wide_resnet,
