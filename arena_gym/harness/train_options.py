@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.rl.config import TrainConfig
+from arena_gym.harness.cli.common import key_values
 
 
 def _parse_value(text: str) -> Any:
@@ -28,16 +29,6 @@ def _parse_value(text: str) -> Any:
         return float(text)
     except ValueError:
         return text
-
-
-def _pairs(values: list[str], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = _parse_value(value.strip())
-    return out
 
 
 def _list(item: type) -> Any:
@@ -140,7 +131,7 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name)
         if typing.get_origin(hints[f.name]) not in (None, tuple):
-            value = _pairs(value, f.metadata.get("flag") or f.name)
+            value = key_values(value, f.metadata.get("flag") or f.name, lambda _key, text: _parse_value(text))
         elif isinstance(value, list):  # a tuple field's value from a config file
             value = tuple(value)
         values[f.name] = value

@@ -6,7 +6,9 @@ import argparse
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from arena_gym.harness.experiment import RunConfig
 from arena_gym.outputs import check_out_dir, check_out_file
@@ -72,6 +74,18 @@ def bounded_int(low: int, high: int):
 
 
 seed_int = bounded_int(0, MAX_SEED)
+
+
+def key_values(values: list[str], flag: str, parse: Callable[[str, str], Any]) -> dict[str, Any]:
+    """The ``KEY=VALUE`` pairs of a repeated option, each value given by ``parse(key, value)``;
+    a one-line ValueError naming the flag and the malformed pair."""
+    out: dict[str, Any] = {}
+    for pair in values:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag}: {pair!r} is not KEY=VALUE")
+        out[key.strip()] = parse(key.strip(), value.strip())
+    return out
 
 
 def out_dir(text: str) -> Path:

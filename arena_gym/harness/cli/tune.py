@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from arena_gym.harness.cli.common import bounded_int, seed_int
+from arena_gym.harness.cli.common import bounded_int, key_values, seed_int
 from arena_gym.runlock import RunLock
 
 
@@ -57,13 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _pairs(values: list[str], flag: str, config_type: type) -> dict[str, object]:
     from arena_gym.harness.tune import coerce
 
-    out: dict[str, object] = {}
-    for text in values:
-        key, sep, value = text.partition("=")
-        if not sep or not key:
-            raise ValueError(f"{flag}: {text!r} is not KEY=VALUE")
-        out[key] = coerce(config_type, key, value)
-    return out
+    return key_values(values, flag, lambda key, value: coerce(config_type, key, value))
 
 
 def handle(args: argparse.Namespace) -> int:
