@@ -121,8 +121,10 @@ def launch_local(
     cwd: str | Path | None = None,
     hold: bool = False,
     new_session: bool = False,
+    module: str = "real_runner.worker",
 ) -> LocalJob:
-    """Start ``world_size`` worker ranks of the job in ``spec_path``.
+    """Start ``world_size`` ranks of ``python -m module --spec spec_path`` (a training worker by
+    default; the profiler starts its own worker module the same way).
 
     ``env`` is the base environment of the ranks (e.g. the caller's ``os.environ``); rank variables
     and ``OMP_NUM_THREADS=1`` are added. ``pin_cores[r]`` pins rank ``r`` to that core. With
@@ -155,7 +157,7 @@ def launch_local(
             "MASTER_PORT": str(port),
             "OMP_NUM_THREADS": "1",
         }
-        cmd = [python, "-m", "real_runner.worker", "--spec", str(spec_path), "--launched-at", repr(launched_at)]
+        cmd = [python, "-m", module, "--spec", str(spec_path), "--launched-at", repr(launched_at)]
         if pin_cores is not None:
             cmd += ["--pin-core", str(pin_cores[rank])]
         if release_file is not None:
@@ -168,5 +170,7 @@ def launch_local(
                 )
             )
         logs.append(path)
-    log.info("launched %d ranks of %s on port %d: pids %s", world_size, spec_path, port, [p.pid for p in procs])
+    log.info(
+        "launched %d ranks of %s %s on port %d: pids %s", world_size, module, spec_path, port, [p.pid for p in procs]
+    )
     return LocalJob(procs, logs, port, launched_at, release_file)

@@ -18,7 +18,6 @@ import datetime
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -43,7 +42,7 @@ from estimator.profile import (
     ProfileError,
 )
 from estimator.zoo import get_model
-from real_runner.launch import LocalJob, free_port
+from real_runner.launch import launch_local
 from real_runner.plans import model_spec
 from real_runner.profiler.comm import trimmed_mean
 from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress, tp_degrees
@@ -76,43 +75,6 @@ def _pin_cores(testbed: Testbed) -> list[int] | None:
         "testbed %s names cores %s, this process may use %s: ranks share cores round-robin", testbed.name, wanted, cores
     )
     return [cores[i % len(cores)] for i in range(len(wanted))]
-
-
-def launch_ranks(
-    job_path: Path,
-    world: int,
-    *,
-    env: Mapping[str, str],
-    log_dir: Path,
-    pin_cores: Sequence[int] | None,
-    python: str = sys.executable,
-    cwd: str | Path | None = None,
-) -> LocalJob:
-    """Start ``world`` profiling ranks on this machine (the runner launcher's conventions)."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    launched_at = time.time()
-    procs, logs = [], []
-    for rank in range(world):
-        rank_env = {
-            **env,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(world),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "OMP_NUM_THREADS": "1",
-        }
-        cmd = [python, "-m", "real_runner.profiler.worker", "--spec", str(job_path), "--launched-at", repr(launched_at)]
-        if pin_cores is not None:
-            cmd += ["--pin-core", str(pin_cores[rank])]
-        path = log_dir / f"rank{rank}.log"
-        with open(path, "ab") as fh:
-            procs.append(subprocess.Popen(cmd, env=rank_env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd))
-        logs.append(path)
-    log.info("profiling: launched %d ranks on port %d: pids %s", world, port, [p.pid for p in procs])
-    return LocalJob(procs, logs, port, launched_at)
 
 
 #: Seconds a profiling run spends before its first measurement (interpreters, torch, the process group), a guess.
@@ -229,8 +191,15 @@ def profile_testbed(
         "cpu" if testbed.is_cpu else device,
     )
     job_path = job.save(work / "profile-job.json")
-    ranks = launch_ranks(
-        job_path, job.world_size, env=env, log_dir=work / "logs", pin_cores=_pin_cores(testbed), python=python, cwd=cwd
+    ranks = launch_local(
+        job_path,
+        job.world_size,
+        env=env,
+        log_dir=work / "logs",
+        pin_cores=_pin_cores(testbed),
+        python=python,
+        cwd=cwd,
+        module="real_runner.profiler.worker",
     )
     offset, deadline = 0, time.monotonic() + timeout_s
     try:
