@@ -163,11 +163,17 @@ class CriticWarmup(BaseCallback):
 
 
 class KLControl(BaseCallback):
-    """After every rollout: the mean KL from the warm start on its decision points, and the anchor's adapted coefficient."""
+    """After every rollout: the mean KL from the warm start on its decision points, and the anchor's adapted coefficient.
 
-    def __init__(self) -> None:
+    The coefficient adapts only to a rollout of an actor that an update has moved: not to the
+    first ``frozen + 1`` rollouts (the critic warm-up's ``frozen`` updates leave the actor at the
+    warm start, so their KL is 0 and would only halve the coefficient before the actor moves).
+    """
+
+    def __init__(self, frozen: int) -> None:
         super().__init__()
         self.kl = math.nan
+        self.frozen, self.seen = frozen, 0
 
     def _on_step(self) -> bool:
         return True
@@ -183,7 +189,9 @@ class KLControl(BaseCallback):
         obs = {k: th.as_tensor(v.reshape(-1, *v.shape[2:])) for k, v in stored.items()}
         with th.no_grad():
             self.kl = float(policy.teacher_kl(obs).mean())
-        policy.anchor.adapt(self.kl)
+        self.seen += 1
+        if self.seen > self.frozen + 1:
+            policy.anchor.adapt(self.kl)
         log.debug("KL from the warm start %.4f; coefficient now %.3g", self.kl, policy.anchor.coef)
 
 
@@ -262,7 +270,7 @@ class ResidualPPOTrainer:
         set_weights(model.policy, self.start)
         if cfg.kl_target:
             model.policy.anchor = TeacherAnchor(self.start, cfg.log_std_init, cfg.kl_coef, cfg.kl_target)
-            self._kl = KLControl()
+            self._kl = KLControl(cfg.critic_warmup)
         self._began = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="residual-ppo-") as folder:
             self._folder = Path(folder)
