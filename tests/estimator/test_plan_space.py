@@ -1,4 +1,4 @@
-"""The plan space's divisibility rules, and that its enumerations and the runner apply exactly them."""
+"""The plan space's divisibility rules, and that its enumerations apply exactly them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import itertools
 
 import pytest
 
-from arena_gym.types import PipeSchedule, Plan, StagePlan
 from estimator.plan_space import (
     dp_fits,
     largest_micro_batches,
@@ -15,7 +14,6 @@ from estimator.plan_space import (
     tp_fits,
     uniform_meshes,
 )
-from real_runner.plans import model_spec, resolve_plan
 
 
 def test_the_rules_are_divisibility_by_a_positive_degree() -> None:
@@ -41,22 +39,3 @@ def test_uniform_meshes_are_exactly_the_pairs_the_rules_allow() -> None:
         assert list(uniform_meshes(heads, batch, per_stage)) == allowed
     assert list(uniform_meshes(8, 16, 8, gpus_per_node=2)) == [(8, 1), (4, 2)]
     assert micro_batch_options(24) == [1, 2, 4, 8]
-
-
-def test_the_runner_refuses_what_the_rules_refuse_and_names_the_rule() -> None:
-    spec = model_spec("gpt__tiny")  # 4 heads, 6 layer-table entries
-    one = (StagePlan(0, spec.layers + 2, 1, 3),)
-    with pytest.raises(ValueError, match="tensor-parallel degree 3 does not divide the 4 heads"):
-        resolve_plan(spec, Plan(one, 1), 16, 3)
-    with pytest.raises(ValueError, match="data-parallel degree 3 does not divide the global batch 16"):
-        resolve_plan(spec, Plan((StagePlan(0, spec.layers + 2, 3, 1),), 1), 16, 3)
-    with pytest.raises(ValueError, match="3 micro-batches do not divide the per-replica batch 8"):
-        resolve_plan(spec, Plan((StagePlan(0, spec.layers + 2, 2, 1),), 3), 16, 2)
-
-
-def test_a_mixed_plan_falls_back_to_the_largest_dividing_micro_batch_count() -> None:
-    spec = model_spec("gpt__tiny")
-    mixed = Plan((StagePlan(0, 3, 2, 1), StagePlan(3, spec.layers + 2, 1, 2)), 6, PipeSchedule.ONE_F_ONE_B)
-    executed = resolve_plan(spec, mixed, 16, 4)
-    assert executed.plan.micro_batches == largest_micro_batches(16 // executed.dp, 6)
-    assert any("micro-batches 6 ->" in note for note in executed.notes)

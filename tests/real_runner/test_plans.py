@@ -6,6 +6,7 @@ import pytest
 
 from arena_gym.types import GpuType, Grid, ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator import default_perf_model
+from estimator.plan_space import largest_micro_batches
 from estimator.zoo import TransformerSpec
 from real_runner.plans import model_spec, plan_from_dict, plan_to_dict, resolve_plan
 
@@ -112,3 +113,22 @@ def test_the_planners_plans_for_the_presets_are_executable(name):
             ]
             ran += 1
     assert ran >= 5
+
+
+def test_the_runner_refuses_what_the_rules_refuse_and_names_the_rule() -> None:
+    spec = model_spec("gpt__tiny")  # 4 heads, 6 layer-table entries
+    one = (StagePlan(0, spec.layers + 2, 1, 3),)
+    with pytest.raises(ValueError, match="tensor-parallel degree 3 does not divide the 4 heads"):
+        resolve_plan(spec, Plan(one, 1), 16, 3)
+    with pytest.raises(ValueError, match="data-parallel degree 3 does not divide the global batch 16"):
+        resolve_plan(spec, Plan((StagePlan(0, spec.layers + 2, 3, 1),), 1), 16, 3)
+    with pytest.raises(ValueError, match="3 micro-batches do not divide the per-replica batch 8"):
+        resolve_plan(spec, Plan((StagePlan(0, spec.layers + 2, 2, 1),), 3), 16, 2)
+
+
+def test_a_mixed_plan_falls_back_to_the_largest_dividing_micro_batch_count() -> None:
+    spec = model_spec("gpt__tiny")
+    mixed = Plan((StagePlan(0, 3, 2, 1), StagePlan(3, spec.layers + 2, 1, 2)), 6, PipeSchedule.ONE_F_ONE_B)
+    executed = resolve_plan(spec, mixed, 16, 4)
+    assert executed.plan.micro_batches == largest_micro_batches(16 // executed.dp, 6)
+    assert any("micro-batches 6 ->" in note for note in executed.notes)
