@@ -12,6 +12,7 @@ from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
 from arena_gym.metrics import Replay, compute_metrics, replay
 from arena_gym.perf import trace_hooks
+from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, own, trace_registry
 from arena_gym.sim import SimBackend, SimConfig
@@ -61,6 +62,34 @@ class RunResult:
     record: EpisodeRecord
     metrics: dict[str, float]
     replay: Replay | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One scored episode: its record, the replayed event log and the metrics computed from it."""
+
+    record: EpisodeRecord
+    replay: Replay
+    metrics: dict[str, float]
+
+
+def play(
+    policy: Policy,
+    jobs: tuple[JobSpec, ...],
+    cluster: ClusterSpec,
+    truth: PerfModel,
+    belief: PerfModel,
+    sim: SimConfig,
+    progress: bool = False,
+) -> Episode:
+    """``policy`` on ``jobs`` on a fresh simulator of ``cluster`` (``sim``'s settings), replayed and scored.
+
+    The one episode runner of the harness: ``compare``/``simulate`` (:func:`run`) and the
+    evaluation protocol (:class:`arena_gym.harness.scoring.Evaluator`) both score through it.
+    """
+    record = run_episode(SimBackend(cluster, truth, belief, sim), policy, jobs, progress)
+    done = replay(record)
+    return Episode(record, done, compute_metrics(record, done=done))
 
 
 def user_models(path: str | None, allow_shadowing: bool = False) -> dict[str, Any] | None:
@@ -138,7 +167,5 @@ def run(
     if jobs is None:
         jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
     policy = make_policy(config.policy, config.seed)
-    backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
-    record = run_episode(backend, policy, jobs, progress=progress)
-    done = replay(record)
-    return RunResult(config, record, compute_metrics(record, done=done), done)
+    episode = play(policy, jobs, cluster, truth, belief, config.sim_config(policy.ap_search), progress)
+    return RunResult(config, episode.record, episode.metrics, episode.replay)

@@ -27,8 +27,8 @@ from agents.rl.algos import greedy_action
 from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.executor import run_tasks
-from arena_gym.loop import run_episode
-from arena_gym.metrics import compute_metrics, finished_jcts, padded_mean_jcts, replay
+from arena_gym.harness.experiment import play
+from arena_gym.metrics import finished_jcts, padded_mean_jcts
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
@@ -245,9 +245,9 @@ class Evaluator:
 
     def score_policy(self, workload: Workload, label: str, policy: Policy) -> Scored:
         """One workload under one policy: its row (no padded JCT, no bounds) and its finished jobs' JCTs."""
-        record = run_episode(self.backend(workload, policy.ap_search), policy, workload.jobs)
-        done = replay(record)
-        metrics = compute_metrics(record, done=done)
+        cluster, truth, belief = self.models(workload.cluster)
+        episode = play(policy, workload.jobs, cluster, truth, belief, self.config.sim_config(policy.ap_search))
+        metrics = episode.metrics
         row = {
             "workload": workload.label,
             "trace": workload.trace,
@@ -260,7 +260,7 @@ class Evaluator:
             **policy_facts(policy),
             **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
         }
-        return row, finished_jcts(done.outcomes)
+        return row, finished_jcts(episode.replay.outcomes)
 
     def bounds_of(self, workload: Workload) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds of a workload, charged Arena's pruned overhead class."""

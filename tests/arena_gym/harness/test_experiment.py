@@ -6,6 +6,7 @@ import pytest
 
 from arena_gym.harness.experiment import RunConfig, run
 from arena_gym.metrics import timeline
+from arena_gym.registry import make_policy
 
 
 def test_metrics_span_ends_at_the_last_job():
@@ -24,3 +25,22 @@ def test_metrics_span_ends_at_the_last_job():
     busy = tl.integral(tl.running_gpus)
     assert m["gpu_util"] == pytest.approx(busy / (m["makespan_s"] * record.cluster.total_gpus))
     assert m["gpu_util"] > 0.75  # Arena keeps this overloaded testbed busy until the queue drains
+
+
+def test_compare_and_evaluate_score_an_episode_alike():
+    """A compare/simulate run and the evaluation protocol run one episode runner: same jobs, same policy, same metrics."""
+    from arena_gym.cluster import load_cluster
+    from arena_gym.harness.experiment import load_jobs
+    from arena_gym.harness.scoring import Evaluator
+    from arena_gym.registry import make_perf
+    from envs import EnvConfig, Workload
+
+    config = RunConfig(policy="arena", trace="synthetic:n_jobs=30,rate_per_h=8", cluster="testbed-64", seed=3)
+    result = run(config)
+    cluster = load_cluster("testbed-64")
+    jobs = load_jobs(config.trace, cluster, make_perf("estimator", cluster), config.seed)
+    workload = Workload("w", config.trace, "all", 3, 1.0, "factor", 1.0, "testbed-64", jobs)
+    row = Evaluator(EnvConfig(cluster="testbed-64"), [workload]).run(make_policy("arena")).iloc[0]
+    assert result.metrics["jobs_finished"] == row["jobs_finished"] == 30
+    for key in ("avg_jct_s", "p95_jct_s", "makespan_s", "reconfigurations", "preemptions", "gpu_util"):
+        assert result.metrics[key] == row[key], key
