@@ -73,21 +73,13 @@ class Episode:
     metrics: dict[str, float]
 
 
-def play(
-    policy: Policy,
-    jobs: tuple[JobSpec, ...],
-    cluster: ClusterSpec,
-    truth: PerfModel,
-    belief: PerfModel,
-    sim: SimConfig,
-    progress: bool = False,
-) -> Episode:
-    """``policy`` on ``jobs`` on a fresh simulator of ``cluster`` (``sim``'s settings), replayed and scored.
+def play(policy: Policy, jobs: tuple[JobSpec, ...], backend: SimBackend, progress: bool = False) -> Episode:
+    """``policy`` on ``jobs`` on a fresh simulator ``backend``, replayed and scored.
 
     The one episode runner of the harness: ``compare``/``simulate`` (:func:`run`) and the
     evaluation protocol (:class:`arena_gym.harness.scoring.Evaluator`) both score through it.
     """
-    record = run_episode(SimBackend(cluster, truth, belief, sim), policy, jobs, progress)
+    record = run_episode(backend, policy, jobs, progress)
     done = replay(record)
     return Episode(record, done, compute_metrics(record, done=done))
 
@@ -167,5 +159,6 @@ def run(
     if jobs is None:
         jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
     policy = make_policy(config.policy, config.seed)
-    episode = play(policy, jobs, cluster, truth, belief, config.sim_config(policy.ap_search), progress)
+    backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
+    episode = play(policy, jobs, backend, progress)
     return RunResult(config, episode.record, episode.metrics, episode.replay)

@@ -245,8 +245,7 @@ class Evaluator:
 
     def score_policy(self, workload: Workload, label: str, policy: Policy) -> Scored:
         """One workload under one policy: its row (no padded JCT, no bounds) and its finished jobs' JCTs."""
-        cluster, truth, belief = self.models(workload.cluster)
-        episode = play(policy, workload.jobs, cluster, truth, belief, self.config.sim_config(policy.ap_search))
+        episode = play(policy, workload.jobs, self.backend(workload, policy.ap_search))
         metrics = episode.metrics
         row = {
             "workload": workload.label,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from arena_gym.harness.experiment import RunConfig, run
+from arena_gym.cluster import load_cluster
+from arena_gym.harness.experiment import RunConfig, load_jobs, run
+from arena_gym.harness.scoring import Evaluator
 from arena_gym.metrics import timeline
-from arena_gym.registry import make_policy
+from arena_gym.registry import make_perf, make_policy
+from envs import EnvConfig, Workload
 
 
 def test_metrics_span_ends_at_the_last_job():
@@ -29,12 +32,6 @@ def test_metrics_span_ends_at_the_last_job():
 
 def test_compare_and_evaluate_score_an_episode_alike():
     """A compare/simulate run and the evaluation protocol run one episode runner: same jobs, same policy, same metrics."""
-    from arena_gym.cluster import load_cluster
-    from arena_gym.harness.experiment import load_jobs
-    from arena_gym.harness.scoring import Evaluator
-    from arena_gym.registry import make_perf
-    from envs import EnvConfig, Workload
-
     config = RunConfig(policy="arena", trace="synthetic:n_jobs=30,rate_per_h=8", cluster="testbed-64", seed=3)
     result = run(config)
     cluster = load_cluster("testbed-64")
