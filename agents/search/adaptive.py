@@ -19,7 +19,7 @@ import numpy as np
 
 from agents.common import Estimates, requested
 from agents.search.arrivals import JobAttributes
-from agents.search.belief import WorkBelief
+from agents.search.belief import WorkBelief, sum_likelihood_rows
 from arena_gym.types import JobId, JobView, Snapshot
 
 
@@ -46,17 +46,67 @@ class EpisodeScale:
         if len(self.grid) < 2:
             raise ValueError("EpisodeScale.grid needs at least two points")
 
-    def posterior(self, seen: Mapping[JobId, Observation]) -> np.ndarray:
-        """Normalised posterior weights over ``grid`` given the observations."""
+    def posterior(self, seen: Mapping[JobId, Observation], memo: Likelihoods | None = None) -> np.ndarray:
+        """Normalised posterior weights over ``grid`` given the observations.
+
+        With ``memo`` a job's likelihood row is computed only when its observation changed since
+        the last call (the weights are the same to the last bit).
+        """
         grid = np.asarray(self.grid)
         log_post = -0.5 * (grid / self.prior_sd) ** 2
-        jobs = [o for o in seen.values() if o.finished or o.work > 0]
-        if jobs:
+        live = {j: o for j, o in seen.items() if o.finished or o.work > 0}
+        if live and memo is not None:
+            log_post = log_post + memo.total(self, live)
+        elif live:
+            jobs = list(live.values())
             log_post = log_post + self.belief.scale_log_likelihood(
                 [o.attributes for o in jobs], [o.work for o in jobs], [o.finished for o in jobs], grid
             )
         weights = np.exp(log_post - log_post.max())
         return weights / weights.sum()
+
+
+class Likelihoods:
+    """Per job, its observation's log-likelihood row on one scale grid, kept while the observation is unchanged.
+
+    Finished jobs' rows never change, so a posterior over a long episode computes only the
+    running jobs' rows anew. A memo for another grid starts empty.
+    """
+
+    def __init__(self) -> None:
+        self.grid: tuple[float, ...] | None = None
+        self.rows: dict[JobId, tuple[Observation, int, np.ndarray]] = {}
+
+    def fork(self) -> Likelihoods:
+        """A copy with its own map (the rows, never written, shared)."""
+        twin = Likelihoods()
+        twin.grid, twin.rows = self.grid, dict(self.rows)
+        return twin
+
+    def total(self, scale: EpisodeScale, seen: Mapping[JobId, Observation]) -> np.ndarray:
+        """The summed log-likelihood rows of ``seen`` (jobs with work) on ``scale``'s grid."""
+        if self.grid != scale.grid:
+            self.grid, self.rows = scale.grid, {}
+        rows = self.rows
+        stale = [(j, o) for j, o in seen.items() if (r := rows.get(j)) is None or r[0] != o]
+        if stale:
+            fresh = [o for _, o in stale]
+            groups, new = scale.belief.scale_likelihood_rows(
+                [o.attributes for o in fresh],
+                [o.work for o in fresh],
+                [o.finished for o in fresh],
+                np.asarray(scale.grid),
+            )
+            for (j, o), g, row in zip(stale, groups, new):
+                row.flags.writeable = False
+                rows[j] = (o, int(g), row)
+        held = [rows[j] for j in seen]
+        return sum_likelihood_rows(
+            np.fromiter((r[1] for r in held), dtype=np.int64, count=len(held)),
+            [r[0].finished for r in held],
+            np.stack([r[2] for r in held]),
+            len(scale.grid),
+        )
 
 
 class EpisodeLog:
@@ -73,11 +123,25 @@ class EpisodeLog:
         self.seen: dict[JobId, Observation] = {}
         self._last: dict[JobId, JobView] = {}
         self._estimates = Estimates(dp=False)
+        self.likelihoods = Likelihoods()
 
     def reset(self) -> None:
         """Forget the episode."""
         self.arrivals, self.seen, self._last = {}, {}, {}
         self._estimates.clear()
+        self.likelihoods = Likelihoods()
+
+    def fork(self) -> EpisodeLog:
+        """A copy that goes on independently: its own maps (their frozen entries shared) and the shared estimate memo.
+
+        The memo of iteration times depends only on the belief model it is bound to, so
+        sharing it changes no answer.
+        """
+        twin = EpisodeLog.__new__(EpisodeLog)
+        twin.arrivals, twin.seen, twin._last = dict(self.arrivals), dict(self.seen), dict(self._last)
+        twin._estimates = self._estimates
+        twin.likelihoods = self.likelihoods.fork()
+        return twin
 
     def observe(self, snapshot: Snapshot) -> None:
         """Note the snapshot's departures, arrivals and every job's attained work."""

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtri
+from scipy.special import log_ndtr, ndtri
 
 from agents.search.arrivals import ArrivalModel, JobAttributes, fresh_ids
 from arena_gym.outputs import atomic_write
@@ -86,6 +86,25 @@ _TOP_KEYS = (
     "references",
     "arrivals",
 )
+
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``log(sum(exp(a), axis=1))`` of a 2-D real array: ``scipy.special.logsumexp(a, axis=1)`` to the last bit.
+
+    The same arithmetic (the row's maxima taken out of the sum, then ``log1p``) without the
+    array-API dispatch, which costs more than the sum on the belief's small rows.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        top = a.max(axis=1, keepdims=True)
+        at_top = a == top
+        count = at_top.sum(axis=1, keepdims=True, dtype=float)
+        rest = np.exp(np.where(at_top, -np.inf, a) - top).sum(axis=1, keepdims=True)
+        rest = np.where(rest == 0, rest, rest / count)
+        out = np.log1p(rest) + np.log(count) + top
+        bad = ~np.isfinite(out)
+        if bad.any():  # infinite or empty rows: the direct sum, as scipy takes it
+            out = np.where(bad, np.log(np.exp(a).sum(axis=1, keepdims=True)), out)
+    return out[:, 0]
 
 
 def _log_segments(x: np.ndarray, log_survival: np.ndarray) -> np.ndarray:
@@ -202,12 +221,12 @@ class WorkGroup:
     def log_survival(self, u: np.ndarray) -> np.ndarray:
         """``log P(log S > u)`` at each ``u``."""
         z = (self._c[None, :] - np.asarray(u, dtype=float)[:, None]) / self.bandwidth
-        return logsumexp(self._logw + log_ndtr(z), axis=1)
+        return logsumexp_rows(self._logw + log_ndtr(z))
 
     def log_pdf(self, u: np.ndarray) -> np.ndarray:
         """The log density of ``log S`` at each ``u``."""
         z = (np.asarray(u, dtype=float)[:, None] - self._c[None, :]) / self.bandwidth
-        return logsumexp(self._logw - 0.5 * z * z, axis=1) - math.log(self.bandwidth * math.sqrt(2 * math.pi))
+        return logsumexp_rows(self._logw - 0.5 * z * z) - math.log(self.bandwidth * math.sqrt(2 * math.pi))
 
     def sample_above(self, lower: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` draws of ``log S`` per row, given ``log S > lower[row]`` (``-inf``: no condition)."""
@@ -408,19 +427,34 @@ class WorkBelief:
         one the probability of exceeding the ``work`` it has attained (censored). Shape of
         ``log_scales``.
         """
+        grid = np.asarray(log_scales, dtype=float)
+        groups, rows = self.scale_likelihood_rows(jobs, work, finished, grid.ravel())
+        return sum_likelihood_rows(groups, finished, rows, grid.size).reshape(grid.shape)
+
+    def scale_likelihood_rows(
+        self,
+        jobs: Sequence[JobLike],
+        work: Sequence[float] | np.ndarray,
+        finished: Sequence[bool] | np.ndarray,
+        grid: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each job's group and its log-likelihood at every log scale of the 1-D ``grid`` (one row per job).
+
+        A row depends on nothing but the job's group, work and whether it finished, so rows
+        computed apart sum (:func:`sum_likelihood_rows`) to :meth:`scale_log_likelihood`.
+        """
         _, _, groups, scales, v = self._prepare(list(jobs), work, "work")
         done = np.asarray(finished, dtype=bool)
-        grid = np.asarray(log_scales, dtype=float)
-        total = np.zeros(grid.shape)
+        rows = np.empty((len(v), grid.size))
         with np.errstate(divide="ignore"):
             u = np.log(v * scales)
         for g in np.unique(groups):
             group = self.groups[g]
-            for rows, read in ((groups == g) & done, group.log_pdf), ((groups == g) & ~done, group.log_survival):
-                if rows.any():
-                    shifted = (u[rows][:, None] - grid.ravel()[None, :]).ravel()
-                    total += read(np.maximum(shifted, -700.0)).reshape(-1, grid.size).sum(axis=0).reshape(grid.shape)
-        return total
+            for mask, read in ((groups == g) & done, group.log_pdf), ((groups == g) & ~done, group.log_survival):
+                if mask.any():
+                    shifted = (u[mask][:, None] - grid[None, :]).ravel()
+                    rows[mask] = read(np.maximum(shifted, -700.0)).reshape(-1, grid.size)
+        return groups, rows
 
     def log_density(self, jobs: JobLike | Sequence[JobLike], iterations: float | Sequence[float]) -> np.ndarray:
         """The log density of each job's total iterations at ``iterations`` (a held-out log-likelihood)."""
@@ -605,6 +639,22 @@ def default_belief(kind: str = "real") -> WorkBelief:
     if kind not in KINDS:
         raise ValueError(f"unknown belief kind {kind!r}; valid: {', '.join(KINDS)}")
     return WorkBelief.load(DATA_DIR / f"belief-{kind}.json")
+
+
+def sum_likelihood_rows(
+    groups: np.ndarray, finished: Sequence[bool] | np.ndarray, rows: np.ndarray, width: int
+) -> np.ndarray:
+    """The sum of per-job likelihood rows, added group by group, finished jobs first, in the jobs' order.
+
+    The order is :meth:`WorkBelief.scale_log_likelihood`'s, so the sum is the same to the last bit.
+    """
+    done = np.asarray(finished, dtype=bool)
+    total = np.zeros(width)
+    for g in np.unique(groups):
+        for mask in (groups == g) & done, (groups == g) & ~done:
+            if mask.any():
+                total += rows[mask].sum(axis=0)
+    return total
 
 
 def load_belief(spec: str) -> WorkBelief:

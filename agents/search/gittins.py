@@ -50,7 +50,7 @@ class GittinsPriority:
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
-        twin._log = copy.deepcopy(self._log)
+        twin._log = self._log.fork()
         twin._for, twin._memo = None, {}
         return twin
 
@@ -80,7 +80,9 @@ class GittinsPriority:
         log = self._log
         log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
         self._shrink = (
-            math.exp(-float(np.dot(self._scale.posterior(log.seen), self._scale.grid))) if self.adapt else 1.0
+            math.exp(-float(np.dot(self._scale.posterior(log.seen, log.likelihoods), self._scale.grid)))
+            if self.adapt
+            else 1.0
         )
         views = [*snapshot.pending, *snapshot.running]
         attained = [v.iterations_done(snapshot.now) * self._shrink for v in views]

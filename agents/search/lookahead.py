@@ -188,7 +188,9 @@ class Lookahead:
     def _log_scales(self, n: int) -> np.ndarray:
         """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""
         scale = EpisodeScale(self.belief)
-        return self._rng.choice(np.asarray(scale.grid), size=n, p=scale.posterior(self._log.seen))
+        return self._rng.choice(
+            np.asarray(scale.grid), size=n, p=scale.posterior(self._log.seen, self._log.likelihoods)
+        )
 
     def _world(self, snapshot: Snapshot, until: float, sim: SimConfig, log_scale: float) -> SimBackend:
         if self.config.oracle:

@@ -52,6 +52,8 @@ POLICIES = (
     "srtf",
     "tiresias",
 )
+#: The Gittins orders at the episode's inferred work scale (agents.search.adaptive: a posterior per decision).
+ADAPTIVE = ("arena-gittins-32", "arena-gittins-32-f")
 #: The Arena variants (one policy class, the artifact's ablations).
 ARENA_VARIANTS = tuple(p for p in POLICIES if p.startswith("arena"))
 #: An overloaded synthetic workload on arena-1280 (the queue grows to hundreds of jobs): the
@@ -63,7 +65,8 @@ TESTBED = "arena/traces/testbed.csv"
 WINDOWS = 5
 
 #: case id -> SHA-256 of the event log, recorded from the code before any speed work (the queue-order
-#: variants arena-gittins, arena-pl and arena-srpt, which came later, from their code before it met it).
+#: variants arena-gittins, arena-pl and arena-srpt, which came later, from their code before it met it;
+#: the adaptive ones from their code before the episode log's fork and the likelihood memo).
 DIGESTS: dict[str, str] = {
     "make-run/arena": "c1bb005c815d589626a96d78bc2271be57b7a69ab0586a503b476e2a909bdcc9",
     "make-run/arena-ddl": "d460e713045aae449fd6af15b3b91892476463557b25bca96bd26ca2caa5c5e0",
@@ -131,6 +134,10 @@ DIGESTS: dict[str, str] = {
     "real-test/arena-gittins": "05337e328b051f892cbe59ceaddf53b67267f5bcdee6da121ff18750548ab8b2",
     "real-test/arena-pl": "919316bb2d1fa159f3cc92ab6670deb0754071f222b679a7e25230b75debf93f",
     "real-test/arena-srpt": "9ed6a03d0b6df158f447ba29953b9fce3a10648ce89ede80a8048ace8e874a02",
+    "make-run/arena-gittins-32": "40ca48d84c0d4f46b79ce53ff2cd356cd456e1d23e936249812051286ad44bc6",
+    "make-run/arena-gittins-32-f": "425aac23d97ed74548b1817e770210da2659f6a0c6423c3638656fedb6cb4d5b",
+    "real-test/arena-gittins-32": "45fd1e7a148deebce8c79f9d6170c87954051e39e448a03de23a6277ebc68b2a",
+    "real-test/arena-gittins-32-f": "b0f1518eca4e2cca570523370c3f65e6de2a9ca889afaa0bb1d957c1cd69ffbc",
 }
 
 
@@ -177,7 +184,7 @@ def compare_run(policy: str, trace: str, cluster: str, round_s: float | None = N
     return run(config, jobs=_jobs(trace, cluster), truth=_truth(cluster)).record
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", POLICIES + ADAPTIVE)
 def test_make_run_workload(policy):
     check(f"make-run/{policy}", [compare_run(policy, DEFAULT_TRACE, "testbed-64")])
 
@@ -207,7 +214,7 @@ def real_test(shared_data: Path) -> Evaluator:
     return Evaluator(suite.parts[0].config, [workloads[int(i * step)] for i in range(WINDOWS)])
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", POLICIES + ADAPTIVE)
 def test_real_test_windows(policy, real_test: Evaluator):
     (agent,) = baseline_policies([policy]).values()
     records = [run_episode(real_test.backend(w, agent.ap_search), agent, w.jobs) for w in real_test.workloads]

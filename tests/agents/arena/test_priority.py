@@ -69,8 +69,13 @@ def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
     record, out, _ = simulate(ONE, PERF, adaptive, JOBS)
     assert len(out) == 3 and adaptive.priority._log.seen  # it saw the jobs
     twin = adaptive.fork()
+    seen, rows = dict(adaptive.priority._log.seen), dict(adaptive.priority._log.likelihoods.rows)
+    twin.priority._log.seen.clear()
+    twin.priority._log.likelihoods.rows.clear()
+    assert adaptive.priority._log.seen == seen and adaptive.priority._log.likelihoods.rows == rows
+    assert rows and twin.priority is not adaptive.priority
     twin.priority._log.reset()
-    assert adaptive.priority._log.seen and twin.priority is not adaptive.priority
+    assert adaptive.priority._log.seen
     adaptive.reset()
     assert not adaptive.priority._log.seen
 

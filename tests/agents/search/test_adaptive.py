@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from agents.search import default_belief
-from agents.search.adaptive import EpisodeScale, Observation
+from agents.search.adaptive import EpisodeScale, Likelihoods, Observation
 from agents.search.arrivals import JobAttributes
-from arena_gym.types import ModelRef
+from arena_gym.types import GpuType, ModelRef
 
 JOB = JobAttributes(ModelRef("gpt", "1.3B"), 128, None, None, reference_s=1.0)
 
@@ -53,3 +53,27 @@ def test_bad_settings_are_refused(belief) -> None:
         EpisodeScale(belief, prior_sd=0.0)
     with pytest.raises(ValueError, match="at least two points"):
         EpisodeScale(belief, grid=(0.0,))
+
+
+def test_a_memo_of_likelihood_rows_gives_the_posterior_to_the_last_bit() -> None:
+    belief = default_belief("real")  # 118 groups: the rows are summed group by group
+    kinds = [
+        JobAttributes(ModelRef("gpt", "1.3B"), 128, GpuType("a10"), 4, reference_s=0.8),
+        JobAttributes(ModelRef("gpt", "6.7B"), 256, None, None, reference_s=2.0),
+        JobAttributes(ModelRef("moe", "2.4B"), 64, None, None, reference_s=1.1),
+        JOB,
+    ]
+    rng = np.random.default_rng(4)
+    scale, memo, seen = EpisodeScale(belief), Likelihoods(), {}
+    for step in range(40):
+        seen[f"j{step}"] = Observation(kinds[step % len(kinds)], 0.0, False)  # arrives with no work
+        for job, o in list(seen.items()):
+            if not o.finished:  # runs on, and sometimes finishes
+                seen[job] = Observation(o.attributes, o.work + float(rng.integers(0, 500)), rng.random() < 0.1)
+        kept = {j: r[2] for j, r in memo.rows.items() if r[0].finished}
+        assert np.array_equal(scale.posterior(seen, memo), scale.posterior(seen))
+        assert all(memo.rows[j][2] is row for j, row in kept.items())  # a finished job's row is computed once
+    assert any(r[0].finished for r in memo.rows.values())
+    twin, other = memo.fork(), EpisodeScale(belief, grid=tuple(np.linspace(-3.0, 3.0, 25)))
+    assert np.array_equal(other.posterior(seen, twin), other.posterior(seen))  # another grid starts afresh
+    assert memo.grid == scale.grid and twin.grid == other.grid and len(memo.rows) == len(twin.rows)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import special, stats
 
 from agents.search import (
     ArrivalModel,
@@ -23,7 +23,7 @@ from agents.search import (
     fresh_ids,
     gittins_on_grid,
 )
-from agents.search.belief import DATA_DIR
+from agents.search.belief import DATA_DIR, logsumexp_rows
 from agents.search.fitting import fit_real, fit_synthetic, kernel_group
 from arena_gym.types import GpuType, JobId, JobSpec, JobStatus, JobView, ModelRef
 from traces.synthetic import PHILLY_ITER_LOG_MEAN, PHILLY_ITER_LOG_SIGMA, synthetic
@@ -325,3 +325,19 @@ def test_refitting_the_synthetic_belief_reproduces_the_packaged_file():
 
 def test_refitting_on_the_train_split_reproduces_the_packaged_file(shared_data):
     assert _without_version(fit_real(str(shared_data))) == _without_version(REAL)
+
+
+def test_the_row_logsumexp_is_scipys_to_the_last_bit():
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        rows, width = (int(n) for n in rng.integers(1, 40, size=2))
+        a = rng.normal(size=(rows, width)) * rng.choice([0.1, 1.0, 30.0, 800.0])
+        if trial % 3 == 0:
+            a[:, : width // 2 + 1] = a[:, :1]  # ties at the maximum
+        if trial % 5 == 0:
+            a[0] = -np.inf  # an empty row
+        if trial % 7 == 0:
+            a[-1, 0] = np.inf
+        if trial % 11 == 0:
+            a[0, -1] = np.nan
+        assert np.array_equal(logsumexp_rows(a), special.logsumexp(a, axis=1), equal_nan=True)

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from agents.catalogue import LOOKAHEAD
 from agents.search.lookahead import Lookahead, LookaheadConfig
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
@@ -14,6 +15,7 @@ from arena_gym.loop import run_episode
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import Snapshot
+from tests.agents.arena.test_event_log_identity import event_log_digest
 
 TRACE = "synthetic:mix=testbed,n_jobs=24,rate_per_h=90,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
 #: A small search: two worlds, a one-hour horizon.
@@ -101,3 +103,15 @@ def test_the_oracle_is_clairvoyant_and_needs_the_true_world(testbed) -> None:
     blind.reset()
     with pytest.raises(ValueError, match="cannot fork"):
         blind.decide(dataclasses.replace(snapshot, fork=None))
+
+
+#: SHA-256 of the event log of the registered search (its base, candidates and real belief; two worlds, a one-hour
+#: horizon, no margin: every better-scored proposal wins) on TRACE's first 12 jobs, recorded before the episode
+#: log's fork and the likelihood memo: speed work on the search must leave it.
+DIGEST = "1991bfec7ccc9e31dce89e9eda6a6a0422932ff379a1625c7623439eba13f7dc"
+
+
+def test_the_registered_search_reproduces_a_fixed_event_log(testbed) -> None:
+    policy = Lookahead(**{**LOOKAHEAD, "worlds": 2, "horizon_s": 3600.0, "margin": 0.0})
+    record = _run(policy, testbed, testbed[2][:12])
+    assert policy.changed > 0 and event_log_digest([record]) == DIGEST
