@@ -3,7 +3,8 @@
 Each directory ``scripts/regenerate_results.py`` finds under ``benchmarks/results`` is re-run on
 three of its workloads (the first, the middle and the last it records) with the config it
 records; every policy's average JCT and jobs finished must be within 1% of the committed
-``per_workload.csv``. A stale table fails here: regenerate it with ``python scripts/regenerate_results.py DIR``.
+``per_workload.csv`` (the lookahead searches' samples, minutes a window, in the slow suite). A
+stale table fails here: regenerate it with ``python scripts/regenerate_results.py DIR``.
 """
 
 from __future__ import annotations
@@ -23,14 +24,17 @@ from tests.helpers import load_script
 
 DIRS = load_script("regenerate_results").evaluation_dirs()
 TOLERANCE = 0.01
+#: Policies whose sample re-run takes minutes a window (rollouts in sampled worlds): checked by ``make test-slow``.
+SEARCHES = frozenset({"lookahead", "lookahead-oracle"})
 
 
 def _cases() -> list:
     cases = []
     for directory in DIRS:
         for spec in recorded_config(directory).policies:
-            label, _ = parse_policy_spec(spec)
-            cases.append(pytest.param(directory, label, id=f"{directory.relative_to(REPO)}:{label}"))
+            label, name = parse_policy_spec(spec)
+            marks = (pytest.mark.slow,) if name in SEARCHES else ()
+            cases.append(pytest.param(directory, label, id=f"{directory.relative_to(REPO)}:{label}", marks=marks))
     return cases
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -59,6 +60,18 @@ class ThroughputOracle:
         self._cluster: ClusterSpec | None = None
         self._shape_halving: dict[tuple[ModelRef, int, ShapeKey], float | None] = {}
         self._shape_moves: dict[tuple[ModelRef, int, ShapeKey], Moves] = {}
+
+    def fork(self) -> ThroughputOracle:
+        """A copy for a policy that goes on in another world: the iteration times and the per-(model, batch, shape)
+        memos shared, the per-job memos its own (a job id of one sampled world may name another job in the next)."""
+        twin = copy.copy(self)
+        twin._remaining, twin._held, twin._halving, twin._moves = (
+            dict(self._remaining),
+            dict(self._held),
+            dict(self._halving),
+            dict(self._moves),
+        )
+        return twin
 
     def reset(self) -> None:
         """Forget memoised numbers (a new episode may bring a new belief model)."""

@@ -96,12 +96,13 @@ class ArenaPolicy:
     def fork(self) -> ArenaPolicy:
         """A copy with this episode's state that goes on independently.
 
-        The oracle is shared: its memos (iteration times; held rates, halvings and moves per
-        placement object and per (model, batch, shape)) depend only on the belief model, the
-        cluster and the placement, and every decision rebinds them to its snapshot (forgetting
-        them for another belief model or cluster, and deadline-aware, the ones that read the time).
+        The oracle's iteration times and per-(model, batch, shape) memos are shared: they depend
+        only on the belief model, the cluster and the shape, and every decision rebinds them to
+        its snapshot (forgetting them for another belief model or cluster). Its per-job memos are
+        copied: a sampled world's job id may name a different job in another world.
         """
         twin = copy.copy(self)
+        twin._oracle = self._oracle.fork()
         twin._runnable = dict(self._runnable)
         twin.priority = self.priority.fork() if self.priority is not None else None
         return twin

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
+from agents.arena.config import ArenaConfig
+from agents.arena.oracle import ThroughputOracle
 from arena_gym.cluster import load_cluster
 from arena_gym.core.information import information_set
 from arena_gym.harness import load_jobs
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, Snapshot
+from arena_gym.types import Decision, GpuType, JobId, Placement, Snapshot
+from tests.helpers import GPT, MOE, job, table_model
 
 #: An overloaded testbed: the queue grows, so restart trials, downgrades and upgrades all run.
 TRACE = "synthetic:mix=testbed,n_jobs=120,rate_per_h=150"
@@ -88,3 +92,19 @@ def test_a_fork_and_its_original_interleaved_go_on_as_each_would_alone(workload,
     assert twin.backend.events == alone.backend.events
     assert original.backend.events == detour.backend.events
     assert original.backend.events != alone.backend.events  # the two really went different ways
+
+
+def test_forks_in_different_worlds_keep_their_own_per_job_memos() -> None:
+    # Job "S" holds the same placement object in two sampled worlds, but names GPT in one (halving feasible) and MoE
+    # in the other (only two GPUs fit): each fork's memo answers for its own world, the parent's for neither.
+    perf = table_model({(GPT, 128, "a40", 1, 2): 1.0, (GPT, 128, "a40", 1, 1): 2.0, (MOE, 128, "a40", 1, 2): 3.0})
+    parent = ThroughputOracle(ArenaConfig())
+    parent.estimates.bind(perf)
+    held = Placement(GpuType("a40"), (0,), 2)
+    gpt, moe = ({JobId("S"): SimpleNamespace(spec=job("S", 0, 10, "a40", 2, model=m))} for m in (GPT, MOE))
+    in_gpt, in_moe = parent.fork(), parent.fork()
+    assert in_gpt.halving_change(gpt, JobId("S"), held) == pytest.approx(64.0 - 128.0)
+    assert in_moe.halving_change(moe, JobId("S"), held) is None  # not the other world's answer
+    assert in_moe.held_rate(moe, JobId("S"), held) == pytest.approx(128 / 3.0)
+    assert in_gpt.held_rate(gpt, JobId("S"), held) == pytest.approx(128.0)
+    assert not parent._halving and not parent._held
