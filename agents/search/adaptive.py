@@ -11,6 +11,7 @@ unfinished ones' survival probabilities as the likelihood. A sampled world draws
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -137,9 +138,8 @@ class EpisodeLog:
         The memo of iteration times depends only on the belief model it is bound to, so
         sharing it changes no answer.
         """
-        twin = EpisodeLog.__new__(EpisodeLog)
+        twin = copy.copy(self)
         twin.arrivals, twin.seen, twin._last = dict(self.arrivals), dict(self.seen), dict(self._last)
-        twin._estimates = self._estimates
         twin.likelihoods = self.likelihoods.fork()
         return twin
 

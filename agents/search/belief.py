@@ -38,7 +38,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -448,12 +448,10 @@ class WorkBelief:
         rows = np.empty((len(v), grid.size))
         with np.errstate(divide="ignore"):
             u = np.log(v * scales)
-        for g in np.unique(groups):
-            group = self.groups[g]
-            for mask, read in ((groups == g) & done, group.log_pdf), ((groups == g) & ~done, group.log_survival):
-                if mask.any():
-                    shifted = (u[mask][:, None] - grid[None, :]).ravel()
-                    rows[mask] = read(np.maximum(shifted, -700.0)).reshape(-1, grid.size)
+        for g, ended, mask in likelihood_blocks(groups, done):
+            read = self.groups[g].log_pdf if ended else self.groups[g].log_survival
+            shifted = (u[mask][:, None] - grid[None, :]).ravel()
+            rows[mask] = read(np.maximum(shifted, -700.0)).reshape(-1, grid.size)
         return groups, rows
 
     def log_density(self, jobs: JobLike | Sequence[JobLike], iterations: float | Sequence[float]) -> np.ndarray:
@@ -648,13 +646,18 @@ def sum_likelihood_rows(
 
     The order is :meth:`WorkBelief.scale_log_likelihood`'s, so the sum is the same to the last bit.
     """
-    done = np.asarray(finished, dtype=bool)
     total = np.zeros(width)
-    for g in np.unique(groups):
-        for mask in (groups == g) & done, (groups == g) & ~done:
-            if mask.any():
-                total += rows[mask].sum(axis=0)
+    for _, _, mask in likelihood_blocks(groups, np.asarray(finished, dtype=bool)):
+        total += rows[mask].sum(axis=0)
     return total
+
+
+def likelihood_blocks(groups: np.ndarray, done: np.ndarray) -> Iterator[tuple[int, bool, np.ndarray]]:
+    """(group, finished, row mask) of each non-empty block of jobs: group by group, the finished ones first."""
+    for g in np.unique(groups):
+        for ended, mask in (True, (groups == g) & done), (False, (groups == g) & ~done):
+            if mask.any():
+                yield int(g), ended, mask
 
 
 def load_belief(spec: str) -> WorkBelief:
