@@ -107,6 +107,18 @@ class ArenaPolicy:
         twin.priority = self.priority.fork() if self.priority is not None else None
         return twin
 
+    def at_scale(self, log_scale: float) -> ArenaPolicy:
+        """A fork whose priority, if it infers the episode's work scale, takes ``exp(log_scale)`` as known.
+
+        What a search rolls forward in a world sampled at that scale (see
+        :meth:`agents.search.gittins.GittinsPriority.at_scale`); otherwise the same as :meth:`fork`.
+        """
+        twin = self.fork()
+        pin = getattr(self.priority, "at_scale", None)
+        if pin is not None:
+            twin.priority = pin(log_scale)
+        return twin
+
     def _new_jobs(self, snapshot: Snapshot) -> list[JobView]:
         """Pending jobs this policy has not seen: the arrivals, and any submitted after the last snapshot it saw.
 

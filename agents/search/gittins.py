@@ -41,6 +41,7 @@ class GittinsPriority:
         self._for: Snapshot | None = None  # the snapshot the memoised indexes are of
         self._memo: dict[JobId, float] = {}
         self._shrink = 1.0
+        self._pinned: float | None = None  # a log work scale taken as known (see at_scale)
 
     def reset(self) -> None:
         """Forget the episode."""
@@ -52,6 +53,17 @@ class GittinsPriority:
         twin = copy.copy(self)
         twin._log = self._log.fork()
         twin._for, twin._memo = None, {}
+        return twin
+
+    def at_scale(self, log_scale: float) -> GittinsPriority:
+        """A fork that reads the index at the work scale ``exp(log_scale)`` instead of inferring it.
+
+        For a rollout in a world sampled at that scale: the order an adaptive priority converges to
+        there, without a posterior per decision. A priority that does not adapt is only forked.
+        """
+        twin = self.fork()
+        if self.adapt:
+            twin._pinned = log_scale
         return twin
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
@@ -79,11 +91,12 @@ class GittinsPriority:
             return self._memo
         log = self._log
         log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
-        self._shrink = (
-            math.exp(-float(np.dot(self._scale.posterior(log.seen, log.likelihoods), self._scale.grid)))
-            if self.adapt
-            else 1.0
-        )
+        if self._pinned is not None:
+            self._shrink = math.exp(-self._pinned)
+        elif self.adapt:
+            self._shrink = math.exp(-float(np.dot(self._scale.posterior(log.seen, log.likelihoods), self._scale.grid)))
+        else:
+            self._shrink = 1.0
         views = [*snapshot.pending, *snapshot.running]
         attained = [v.iterations_done(snapshot.now) * self._shrink for v in views]
         index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()

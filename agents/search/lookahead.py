@@ -55,8 +55,10 @@ class LookaheadConfig:
     the jobs seen (:mod:`agents.search.adaptive`); ``rollout`` is who decides after a proposal in
     its rollouts: ``base`` (a one-step deviation from the base policy) or ``proposer`` (the
     policy that proposed it goes on: a choice between policies from now on); ``oracle`` plans on
-    the true world instead
-    (clairvoyant); ``budget_s`` a wall-clock limit per decision (None: none); ``overhead`` the
+    the true world instead (clairvoyant); ``pin_scale`` rolls a policy that infers the episode's
+    work scale forward at the scale its sampled world was drawn at, instead of inferring it anew
+    at every rollout decision (:meth:`agents.arena.ArenaPolicy.at_scale`); ``budget_s`` a
+    wall-clock limit per decision (None: none); ``overhead`` the
     reconfiguration overheads the worlds charge.
     """
 
@@ -69,6 +71,7 @@ class LookaheadConfig:
     adapt: bool = True
     rollout: str = "base"
     oracle: bool = False
+    pin_scale: bool = True
     budget_s: float | None = None
     overhead: OverheadModel = OverheadModel()
 
@@ -177,13 +180,20 @@ class Lookahead:
         shown = _as_is
         worlds = 1 if cfg.oracle else cfg.worlds
         log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
-        for log_scale in log_scales:
-            world = self._world(snapshot, until, sim, float(log_scale))
+        for log_scale in map(float, log_scales):
+            world = self._world(snapshot, until, sim, log_scale)
             for i, (decision, roller) in enumerate(zip(proposals, rollers)):
-                scores[i].append(rollout(world.fork(), decision, fork_policy(roller), shown, now, until))
+                scores[i].append(rollout(world.fork(), decision, self._roller(roller, log_scale), shown, now, until))
             if time.perf_counter() > deadline:
                 break
         return scores
+
+    def _roller(self, policy: Policy, log_scale: float) -> Policy:
+        """The policy's fork that rolls a world forward (at the world's work scale, with ``pin_scale``)."""
+        pin = getattr(policy, "at_scale", None)
+        if self.config.pin_scale and self.config.adapt and not self.config.oracle and pin is not None:
+            return pin(log_scale)
+        return fork_policy(policy)
 
     def _log_scales(self, n: int) -> np.ndarray:
         """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""

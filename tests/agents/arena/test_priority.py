@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from agents.arena import ArenaPolicy
@@ -78,6 +80,37 @@ def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
     assert adaptive.priority._log.seen
     adaptive.reset()
     assert not adaptive.priority._log.seen
+
+
+def test_a_pinned_scale_reads_the_index_there_without_a_posterior(monkeypatch) -> None:
+    from agents.search.adaptive import EpisodeScale
+    from agents.search.gittins import arena_gittins
+
+    belief = default_belief("real")
+    backend = SimBackend(ONE, PERF)
+    snapshot = backend.reset(JOBS)
+    assert snapshot is not None
+    backend.apply(make_policy("arena").decide(snapshot))
+    snapshot = backend.advance()  # B and C wait, A has run
+    assert snapshot is not None and snapshot.now > 0
+    views = [*snapshot.pending, *snapshot.running]
+    adaptive = arena_gittins(adapt=True)
+    adaptive.priority.keys(snapshot)  # it has seen the episode so far
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a pinned scale computes no posterior")
+
+    monkeypatch.setattr(EpisodeScale, "posterior", refuse)
+    for log_scale in (0.0, 1.5):
+        pinned = adaptive.at_scale(log_scale)
+        key = pinned.priority.keys(snapshot)
+        for view in views:
+            attained = view.iterations_done(snapshot.now) * math.exp(-log_scale)
+            assert key(view)[0] == pytest.approx(-float(belief.gittins_index(view, attained)))
+    plain = make_policy("arena-gittins")  # a fixed order: at_scale is a fork
+    twin = plain.at_scale(2.0)
+    assert twin.priority is not plain.priority
+    assert [twin.priority.keys(snapshot)(v) for v in views] == [plain.priority.keys(snapshot)(v) for v in views]
 
 
 # Upgrade trial on a 3-GPU node: A (batch 128, 1,000 iterations) and B (batch 64, 50 iterations) start on one

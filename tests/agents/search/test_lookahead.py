@@ -71,6 +71,20 @@ def test_an_infinite_margin_never_changes_the_base_decision(testbed) -> None:
     assert _run(strict, testbed).events == _run(make_policy("arena"), testbed).events
 
 
+def test_rollouts_take_the_sampled_scale_as_known_unless_told_otherwise() -> None:
+    pinning = Lookahead(base="arena-gittins-32", candidates=("arena",))
+    assert pinning.config.pin_scale
+    roller = pinning._roller(pinning.base, 0.7)
+    assert roller is not pinning.base and roller.priority._pinned == 0.7
+    assert pinning.base.priority._pinned is None
+    for other in (
+        Lookahead(base="arena-gittins-32", candidates=("arena",), pin_scale=False),
+        Lookahead(base="arena-gittins-32", candidates=("arena",), adapt=False),  # worlds at the belief's own scale
+        Lookahead(base="arena-gittins-32", candidates=("arena",), oracle=True),  # the true world: no drawn scale
+    ):
+        assert other._roller(other.base, 0.7).priority._pinned is None
+
+
 def test_the_first_decisions_ignore_the_true_future(testbed) -> None:
     _, _, jobs = testbed
     cut = jobs[3].submit_time
