@@ -8,11 +8,11 @@ from arena_gym.registry import Entry, policy_registry
 
 #: The registered lookahead's config (chosen on the validation windows of the real traces, never the test ones).
 LOOKAHEAD: dict[str, Any] = {
-    "base": "arena-gittins-32",
-    "candidates": ("arena-32", "arena-gittins", "arena-gittins-32-pl", "arena-gittins-32-hold"),
-    "worlds": 4,
+    "base": "arena-gittins-32-f",
+    "candidates": ("arena-gittins-32", "arena-gittins-32-wf"),
+    "worlds": 8,
     "horizon_s": 4 * 3600.0,
-    "margin": 0.03,
+    "margin": 0.0,
 }
 
 #: Name -> entry of every built-in policy.
@@ -86,7 +86,7 @@ POLICIES: dict[str, Entry] = {
     "lookahead": Entry(
         "agents.search.lookahead:Lookahead",
         LOOKAHEAD,
-        "arena-gittins-32's decision tested against variants by rollouts in sampled worlds (non-clairvoyant)",
+        "arena-gittins-32-f's decision tested against variants by rollouts in sampled worlds (non-clairvoyant)",
     ),
     "lookahead-oracle": Entry(
         "agents.search.lookahead:Lookahead",

@@ -45,8 +45,8 @@ CASES: tuple[tuple[RunConfig, int, str], ...] = (
     ),
     (
         RunConfig(policy="lookahead-oracle", trace="synthetic:n_jobs=20,seed=2"),
-        153,
-        "8861c816a21294047a45aad09801fb55f3c06065e65e6dbbf33a166a6a1e0cfe",
+        168,
+        "f1a82f570789b230121c8db7e2251b656719f1870bf8f0c2ccbe07ac51c74948",
     ),
 )
 
