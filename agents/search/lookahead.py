@@ -95,6 +95,17 @@ class LookaheadConfig:
             raise ValueError("LookaheadConfig: " + "; ".join(problems))
 
 
+@dataclass(frozen=True)
+class Search:
+    """One search of an episode: its time, who proposed each distinct decision (the base first), each one's score
+    in each world (job-seconds; ``inf`` for a decision a world refused) and the index of the decision taken."""
+
+    time: float
+    proposers: tuple[str, ...]
+    scores: tuple[tuple[float, ...], ...]
+    chosen: int
+
+
 def fork_policy(policy: Policy) -> Policy:
     """An independent copy of ``policy`` with its per-episode state: its own ``fork()``, else a deep copy."""
     fork = getattr(policy, "fork", None)
@@ -124,8 +135,17 @@ class Lookahead:
         self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
         self._rng = np.random.default_rng(self._seed)
         self._log = EpisodeLog()
-        self.searched = 0  # decision points where the proposals differed (per episode)
-        self.changed = 0  # of which the base decision was replaced
+        self.searches: list[Search] = []  # this episode's searches (decision points where the proposals differed)
+
+    @property
+    def searched(self) -> int:
+        """Decision points of this episode where the proposals differed."""
+        return len(self.searches)
+
+    @property
+    def changed(self) -> int:
+        """Of those, how many times the base decision was replaced."""
+        return sum(1 for s in self.searches if s.chosen != 0)
 
     @property
     def belief(self) -> WorkBelief:
@@ -142,7 +162,7 @@ class Lookahead:
             policy.reset()
         self._rng = np.random.default_rng(self._seed)
         self._log.reset()
-        self.searched = self.changed = 0
+        self.searches = []
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
@@ -156,15 +176,14 @@ class Lookahead:
                 proposers.append(policy)
         if len(proposals) == 1:
             return base
-        self.searched += 1
         rollers = proposers if self.config.rollout == "proposer" else [self.base] * len(proposals)
         scores = self._scores(snapshot, proposals, rollers)
         means = [float(np.mean(s)) if s else math.inf for s in scores]
         best = int(np.argmin(means))
-        if best != 0 and means[best] < means[0] * (1.0 - self.config.margin):
-            self.changed += 1
-            return proposals[best]
-        return base
+        chosen = best if best != 0 and means[best] < means[0] * (1.0 - self.config.margin) else 0
+        names = tuple(p.name for p in proposers)
+        self.searches.append(Search(snapshot.now, names, tuple(map(tuple, scores)), chosen))
+        return proposals[chosen]
 
     def _scores(
         self, snapshot: Snapshot, proposals: Sequence[Decision], rollers: Sequence[Policy]

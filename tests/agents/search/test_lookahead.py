@@ -50,6 +50,21 @@ def test_it_searches_where_proposals_differ_and_is_seeded(testbed) -> None:
     assert again.events == records[0].events
 
 
+def test_each_search_is_logged_with_every_proposal_scored_in_every_world(testbed) -> None:
+    policy = Lookahead(rng=np.random.default_rng(7), **SMALL)
+    _run(policy, testbed)
+    assert policy.searches and policy.searched == len(policy.searches)
+    assert policy.changed == sum(1 for s in policy.searches if s.chosen)
+    for search in policy.searches:
+        assert search.proposers[0] == "arena" and len(search.proposers) == len(search.scores) >= 2
+        assert all(len(row) == SMALL["worlds"] for row in search.scores)
+        means = [float(np.mean(row)) for row in search.scores]
+        assert search.chosen in (0, int(np.argmin(means)))
+        assert search.chosen == 0 or means[search.chosen] < means[0] * (1 - policy.config.margin)
+    policy.reset()
+    assert policy.searches == [] and policy.changed == 0
+
+
 def test_a_non_clairvoyant_search_refuses_clairvoyant_policies() -> None:
     with pytest.raises(ValueError, match=r"cannot use clairvoyant policies \(srtf\)"):
         Lookahead(candidates=("srtf",))
