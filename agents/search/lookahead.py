@@ -11,8 +11,10 @@ The base decision is kept unless a proposal's mean score beats it by ``margin`` 
 ``lookahead`` is non-clairvoyant: its worlds come from :func:`agents.search.worlds.sampled_world`
 (the belief given attained work, the arrival model given the arrivals seen). ``lookahead-oracle``
 is the clairvoyant ablation: one world, the backend's own fork (true lengths, true future).
-The rollouts show the base policy the worlds' snapshots as they are: a sampled world holds no
-true length to hide, and the oracle is labelled clairvoyant.
+Every policy the search runs sees its own information set, at the decision point and in every
+rollout: a non-clairvoyant base decides in a sampled or the true world exactly as it would in
+the episode (a view of a job that has just finished reads its attained work, never its length),
+so the oracle differs from the lookahead only in its world.
 
 Every policy involved keeps its own per-episode state: the candidates see every snapshot, as
 the base does. ``budget_s`` bounds the search's wall-clock time per decision (for live runs;
@@ -25,7 +27,7 @@ import copy
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ from agents.common import configure
 from agents.search.adaptive import EpisodeLog, EpisodeScale
 from agents.search.belief import KINDS, WorkBelief, load_belief
 from agents.search.worlds import rollout, sampled_world
-from arena_gym.core.information import is_clairvoyant
+from arena_gym.core.information import information_set, is_clairvoyant
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend, SimConfig
@@ -135,6 +137,7 @@ class Lookahead:
         self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
         self._rng = np.random.default_rng(self._seed)
         self._log = EpisodeLog()
+        self._shown = self._information_sets()
         self.searches: list[Search] = []  # this episode's searches (decision points where the proposals differed)
 
     @property
@@ -162,15 +165,16 @@ class Lookahead:
             policy.reset()
         self._rng = np.random.default_rng(self._seed)
         self._log.reset()
+        self._shown = self._information_sets()
         self.searches = []
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
         self._log.observe(snapshot)
-        base = self.base.decide(snapshot)
+        base = self.base.decide(self._shown[0](snapshot))
         proposals, proposers = [base], [self.base]
-        for policy in self.candidates:
-            decision = policy.decide(snapshot)
+        for policy, shown in zip(self.candidates, self._shown[1:]):
+            decision = policy.decide(shown(snapshot))
             if decision not in proposals:
                 proposals.append(decision)
                 proposers.append(policy)
@@ -196,16 +200,22 @@ class Lookahead:
         sim = SimConfig(overhead=cfg.overhead, horizon_s=until, overhead_class=self.ap_search)
         deadline = time.perf_counter() + cfg.budget_s if cfg.budget_s is not None else math.inf
         scores: list[list[float]] = [[] for _ in proposals]
-        shown = _as_is
         worlds = 1 if cfg.oracle else cfg.worlds
         log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
         for log_scale in map(float, log_scales):
             world = self._world(snapshot, until, sim, log_scale)
             for i, (decision, roller) in enumerate(zip(proposals, rollers)):
-                scores[i].append(rollout(world.fork(), decision, self._roller(roller, log_scale), shown, now, until))
+                policy = self._roller(roller, log_scale)
+                scores[i].append(rollout(world.fork(), decision, policy, information_set(policy), now, until))
             if time.perf_counter() > deadline:
                 break
         return scores
+
+    def _information_sets(self) -> list[Callable[[Snapshot], Snapshot]]:
+        """What the base and each candidate see of this episode's snapshots (the loop has hidden them already
+        unless this search is the clairvoyant oracle)."""
+        policies = (self.base, *self.candidates)
+        return [information_set(p) if self.clairvoyant else _as_is for p in policies]
 
     def _roller(self, policy: Policy, log_scale: float) -> Policy:
         """The policy's fork that rolls a world forward (at the world's work scale, with ``pin_scale``)."""
