@@ -134,7 +134,6 @@ def test_the_oracle_is_clairvoyant_and_needs_the_true_world(testbed) -> None:
         blind.decide(dataclasses.replace(snapshot, fork=None))
 
 
-
 @pytest.mark.parametrize("oracle", [False, True])
 def test_the_policies_a_search_runs_see_only_their_information_set(testbed, monkeypatch, oracle: bool) -> None:
     from agents.arena import ArenaPolicy
@@ -152,6 +151,7 @@ def test_the_policies_a_search_runs_see_only_their_information_set(testbed, monk
     policy = Lookahead(oracle=oracle, **SMALL)  # Arena and two of its ablations, in the true world or sampled ones
     _run(policy, testbed, testbed[2][:12])
     assert policy.searched > 0 and seen and all(seen)
+
 
 #: SHA-256 of the event log of the registered search (its base, candidates and real belief; two worlds, a one-hour
 #: horizon, no margin: every better-scored proposal wins) on TRACE's first 12 jobs, recorded when the registered
