@@ -6,7 +6,7 @@ from typing import Any
 
 from arena_gym.registry import Entry, policy_registry
 
-#: The registered lookahead's config (chosen on the validation windows of the real traces, never the test ones).
+#: The registered lookahead's config (chosen on the validation and train windows of the real traces, never the test ones: benchmarks/tune_lookahead.py).
 LOOKAHEAD: dict[str, Any] = {
     "base": "arena-gittins-32-f",
     "candidates": ("arena-gittins-32", "arena-gittins-32-wf"),
