@@ -28,8 +28,11 @@ $(VENV)/.all-installed: pyproject.toml | $(BIN)/python
 run: $(VENV)/.core-installed
 	$(BIN)/arena-gym compare $(if $(POLICIES),--policies $(POLICIES) )--cluster testbed-64 --out $(OUT)
 
+# TEST_WORKERS processes (pytest-xdist); every test that spawns processes runs in one of them.
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.all-installed
-	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "not gpu and not slow" -p no:cacheprovider
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q -m "not gpu and not slow" -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
 
 # Tests marked slow (an install of the package into a fresh virtual environment).
 test-slow: $(VENV)/.all-installed

@@ -44,6 +44,13 @@ def env_overrides() -> dict[str, Any]:
     return dict(ENV_OVERRIDES)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), every test that spawns processes runs in one worker, one at a time."""
+    for item in items:
+        if item.get_closest_marker("distributed") is not None:
+            item.add_marker(pytest.mark.xdist_group("distributed"))
+
+
 # Hypothesis profiles. "default" is hypothesis's own (100 examples per property; the fuzz suites
 # scale their budgets from it, tests/fuzzing.py); "long" runs 10x more:
 #   python -m pytest tests -m "not gpu and not slow" --hypothesis-profile=long
