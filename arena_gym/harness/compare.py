@@ -14,12 +14,14 @@ import pandas as pd
 
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.executor import connect_ray, run_tasks
-from arena_gym.harness.experiment import RunConfig, RunResult, load_jobs, run, user_models
+from arena_gym.harness.experiment import RunConfig, RunResult, run, user_models
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.results import leaderboard, to_markdown, write_run
+from arena_gym.harness.suites import Suite, TracePart
 from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
 from arena_gym.registry import make_perf
-from arena_gym.types import JobSpec
+from arena_gym.types import ClusterSpec, JobSpec, PerfModel
+from envs import Workload
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,9 @@ class CompareConfig:
 
     ``strict`` makes a job requesting a GPU type the cluster lacks an error (else a warning,
     counted in ``jobs_unplaceable_type``). The runs go to ``workers`` local processes, or, with
-    ``ray`` (a cluster address or ``auto``), are Ray tasks on that cluster.
+    ``ray`` (a cluster address or ``auto``), are Ray tasks on that cluster. With ``reference``
+    every policy is also compared with that one, paired over the workloads (trace x seed), as
+    ``evaluate`` compares (:func:`arena_gym.harness.stats.summary_table`).
     """
 
     policies: tuple[str, ...]
@@ -41,6 +45,7 @@ class CompareConfig:
     pad_reference: str | None = None
     strict: bool = False
     ray: str | None = None
+    reference: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("policies", "traces", "seeds"):
@@ -58,15 +63,35 @@ class CompareConfig:
             raise ValueError(
                 f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
             )
+        if self.reference is not None and self.reference not in self.policies:
+            raise ValueError(f"reference policy {self.reference!r} is not among {', '.join(self.policies)}")
 
-    def runs(self) -> list[RunConfig]:
-        """Every (trace, seed, policy) run config, in a fixed order."""
+    @property
+    def metric(self) -> str:
+        """The leaderboard's ranking metric, the one the paired comparison is of."""
+        return "padded_avg_jct_s" if self.pad_reference else "avg_jct_s"
+
+    def suite(self, cluster: ClusterSpec, truth: PerfModel) -> Suite[TracePart]:
+        """The grid as a suite: every trace at every seed on ``cluster`` (``truth`` fills what a trace leaves out)."""
+        part = TracePart("compare", self.traces, self.seeds, cluster, truth, self.base.allow_shadowing)
+        return Suite("compare", f"{', '.join(self.traces)} x seeds {', '.join(map(str, self.seeds))}", (part,))
+
+    def runs(self, workload: Workload) -> list[RunConfig]:
+        """The run config of every policy on one of :meth:`suite`'s workloads."""
         return [
-            dataclasses.replace(self.base, policy=p, trace=t, seed=s)
-            for t in self.traces
-            for s in self.seeds
-            for p in self.policies
+            dataclasses.replace(self.base, policy=p, trace=workload.trace, seed=workload.window) for p in self.policies
         ]
+
+
+def paired_summary(board: pd.DataFrame, metric: str, reference: str, policies: Sequence[str]) -> pd.DataFrame:
+    """Per policy (in the order of ``policies``): ``metric`` compared with ``reference``'s on every
+    (trace, seed) of a leaderboard, paired; the columns of ``evaluate``'s summary
+    (:func:`arena_gym.harness.stats.summary_table`)."""
+    from arena_gym.harness.stats import summary_table  # scipy only when a reference is given
+
+    table = board.assign(workload=[f"{t}@seed{s}" for t, s in zip(board["trace"], board["seed"])])
+    summary = summary_table(table, metric, reference)
+    return summary.set_index("policy").loc[list(policies)].reset_index()
 
 
 def slug(text: str) -> str:
@@ -109,19 +134,17 @@ def compare(
         cluster = load_cluster(base.cluster, base.allow_shadowing)
         models = user_models(base.model_spec, base.allow_shadowing)
         truth = make_perf(base.perf, cluster, cache_dir=cache_dir, models=models)
-        workloads = {
-            (t, s): load_jobs(t, cluster, truth, s, base.allow_shadowing) for t in config.traces for s in config.seeds
-        }
+        workloads = config.suite(cluster, truth).workloads()
         unplaceable = {
-            key: check_requested_types(jobs, cluster, strict=config.strict, source=key[0])
-            for key, jobs in workloads.items()
+            w.label: check_requested_types(w.jobs, cluster, strict=config.strict, source=w.trace) for w in workloads
         }
-        tasks = [(c, workloads[(c.trace, c.seed)], cache_dir) for c in config.runs()]
+        tasks = [(c, w.jobs, cache_dir) for w in workloads for c in config.runs(w)]
+        labels = [w.label for w in workloads for _ in config.policies]
         results = [
-            dataclasses.replace(
-                r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[(r.config.trace, r.config.seed)])}
+            dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[label])})
+            for r, label in zip(
+                run_tasks(_run_one, tasks, config.workers, progress, unit="run", ray=config.ray), labels
             )
-            for r in run_tasks(_run_one, tasks, config.workers, progress, unit="run", ray=config.ray)
         ]
         trace_dirs, policy_dirs = unique_slugs(config.traces), unique_slugs(config.policies)
         for r in results:
@@ -141,6 +164,10 @@ def compare(
         board = leaderboard(results, config.pad_reference)
         write_csv(staging / "leaderboard.csv", board.assign(code_version=code_version()))
         (staging / "leaderboard.md").write_text(to_markdown(board))
+        if config.reference is not None:
+            paired = paired_summary(board, config.metric, config.reference, config.policies)
+            write_csv(staging / "paired.csv", paired)
+            (staging / "paired.md").write_text(to_markdown(paired))
         write_json(
             staging / "config.json",
             {

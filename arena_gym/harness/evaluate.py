@@ -43,7 +43,16 @@ from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import summary_table
-from arena_gym.harness.suites import MODEL_SUITE, SUITE_CHOICES, SUITE_NAMES, Suite, custom_suite, env_suite, get_suite
+from arena_gym.harness.suites import (
+    MODEL_SUITE,
+    SUITE_CHOICES,
+    SUITE_NAMES,
+    Suite,
+    SuitePart,
+    custom_suite,
+    env_suite,
+    get_suite,
+)
 from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.types import ClusterSpec
@@ -114,7 +123,7 @@ class EvalConfig:
         if problems:
             raise ValueError("EvalConfig: " + "; ".join(problems))
 
-    def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite:
+    def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite[SuitePart]:
         """The suite this config names (the data folder is checked for suites that need it).
 
         ``model`` is the test split of the env the learned ``policies`` were trained on (they must
@@ -147,7 +156,7 @@ class EvalResult:
     wall_s: float
 
 
-def evaluate(config: EvalConfig, suite: Suite | None = None) -> EvalResult:
+def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalResult:
     """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``.
 
     With ``config.ray`` the cluster is connected to first, before any work.
@@ -212,11 +221,11 @@ def _observed(config: EnvConfig, cluster: str | ClusterSpec) -> tuple[Any, ...]:
     return spec.gpu_types, ActionCodec(spec, config).cells
 
 
-def _suite_clusters(suite: Suite) -> list[str | ClusterSpec]:
+def _suite_clusters(suite: Suite[SuitePart]) -> list[str | ClusterSpec]:
     return list(dict.fromkeys(c for part in suite.parts for c in (part.cluster or part.config.cluster,)))
 
 
-def check_models_fit(policies: Mapping[str, Policy], suite: Suite, data_dir: str = "../shared/data") -> None:
+def check_models_fit(policies: Mapping[str, Policy], suite: Suite[SuitePart], data_dir: str = "../shared/data") -> None:
     """ValueError (one line) unless every learned policy can observe every cluster of ``suite``; it names
     the suites that fit the model (``model``: the test split of its own env, always)."""
     for label, policy in policies.items():
@@ -282,7 +291,7 @@ def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite) -> str:
+def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite[Any]) -> str:
     """The summary as a Markdown table in hours, with the suite named above it."""
     rows = []
     bounds = "mean_ratio_to_lp" in summary.columns

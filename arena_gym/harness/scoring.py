@@ -28,12 +28,13 @@ from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.executor import run_tasks
 from arena_gym.harness.experiment import play
+from arena_gym.harness.suites import split_workloads
 from arena_gym.metrics import finished_jcts, padded_mean_jcts
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec, OverheadClass
-from envs import EnvConfig, ObservationPolicy, Workload, WorkloadSampler
+from envs import EnvConfig, ObservationPolicy, Workload
 from envs.arena_env import resolve_perf
 from envs.clusters import resolve_cluster
 
@@ -158,16 +159,8 @@ class Evaluator:
     def for_split(
         cls, config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
     ) -> Evaluator:
-        """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
-
-        ``limit`` > 0 keeps that many, evenly spaced over the list.
-        """
-        base = resolve_cluster(cluster or config.cluster)
-        truth = resolve_perf(config.perf, base, config.seed)
-        workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
-        if 0 < limit < len(workloads):
-            workloads = [workloads[int(i)] for i in np.linspace(0, len(workloads) - 1, limit).round()]
-        return cls(config, workloads)
+        """The fixed workloads of a split of ``config``'s traces (:func:`arena_gym.harness.suites.split_workloads`)."""
+        return cls(config, split_workloads(config, split, seeds, cluster, limit))
 
     def models(self, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
         """(cluster, ground truth, belief) of a cluster name (:func:`cluster_models`)."""

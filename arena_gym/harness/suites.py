@@ -1,6 +1,12 @@
-"""Evaluation suites: named, fixed sets of workloads every policy is scored on.
+"""Suites: named, fixed lists of workloads every policy is scored on (trace x cluster x seeds or windows).
 
-All suites run on the 64-GPU A40 + A10 testbed family, so one trained agent (whose spaces
+``compare`` and ``evaluate`` are two views of a suite: one run directory per (workload, policy)
+under a leaderboard, or the per-workload table with paired statistics against a reference
+(``compare --reference`` adds them to its view). A suite's parts are :class:`SuitePart`
+(windows of a split under an env config: ``evaluate``'s registered suites) or :class:`TracePart`
+(whole traces at seeds on one cluster: ``compare``'s grid).
+
+All registered suites run on the 64-GPU A40 + A10 testbed family, so one trained agent (whose spaces
 depend on the GPU types and grid) runs on every suite:
 
 - ``synthetic``: in distribution for ``ArenaGym/Testbed64-v1``: its synthetic generator, 20
@@ -18,11 +24,46 @@ depend on the GPU types and grid) runs on every suite:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Generic, Protocol, TypeVar
 
-from arena_gym.harness.scoring import Evaluator
-from envs import ENV_CONFIGS, EnvConfig, Workload
+import numpy as np
+
+from arena_gym.harness.experiment import load_jobs
+from arena_gym.types import ClusterSpec, PerfModel
+from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
+from envs.arena_env import resolve_perf
+from envs.clusters import resolve_cluster
+
+
+def split_workloads(
+    config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
+) -> list[Workload]:
+    """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
+
+    ``cluster`` replaces the config's; ``limit`` > 0 keeps that many, evenly spaced over the list.
+    """
+    base = resolve_cluster(cluster or config.cluster)
+    truth = resolve_perf(config.perf, base, config.seed)
+    workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
+    if 0 < limit < len(workloads):
+        workloads = [workloads[int(i)] for i in np.linspace(0, len(workloads) - 1, limit).round()]
+    return workloads
+
+
+class Part(Protocol):
+    """A group of a suite's workloads."""
+
+    @property
+    def name(self) -> str:
+        """The group's name (prefixes its workloads' labels in a suite of several groups)."""
+
+    def workloads(self) -> list[Workload]:
+        """The group's workloads, deterministic."""
+
+
+PartT = TypeVar("PartT", bound=Part)
 
 
 @dataclass(frozen=True)
@@ -38,16 +79,51 @@ class SuitePart:
 
     def workloads(self) -> list[Workload]:
         """The part's workloads, deterministic."""
-        return list(Evaluator.for_split(self.config, self.split, self.seeds, self.cluster, self.limit).workloads)
+        return split_workloads(self.config, self.split, self.seeds, self.cluster, self.limit)
 
 
 @dataclass(frozen=True)
-class Suite:
-    """A named evaluation suite: parts whose workloads are scored together."""
+class TracePart:
+    """Whole traces on one cluster: every trace spec at every seed, as recorded or generated (``compare``'s grid).
+
+    A workload is labelled ``TRACE@seedS``; its ``window`` is the seed, its load factor 1.
+    ``truth`` fills the fields a trace leaves out (feasibly on ``cluster``, see
+    :func:`arena_gym.harness.experiment.load_jobs`).
+    """
+
+    name: str
+    traces: tuple[str, ...]
+    seeds: tuple[int, ...]
+    cluster: ClusterSpec
+    truth: PerfModel = field(compare=False, repr=False)
+    allow_shadowing: bool = False
+
+    def workloads(self) -> list[Workload]:
+        """One workload per (trace, seed), traces outermost."""
+        return [
+            Workload(
+                f"{trace}@seed{seed}",
+                trace,
+                "all",
+                seed,
+                1.0,
+                "factor",
+                1.0,
+                self.cluster.name,
+                load_jobs(trace, self.cluster, self.truth, seed, self.allow_shadowing),
+            )
+            for trace in self.traces
+            for seed in self.seeds
+        ]
+
+
+@dataclass(frozen=True)
+class Suite(Generic[PartT]):
+    """A named suite: parts whose workloads are scored together (the registered ones: :class:`SuitePart` s)."""
 
     name: str
     description: str
-    parts: tuple[SuitePart, ...]
+    parts: tuple[PartT, ...]
     needs_data: bool = False
 
     def workloads(self) -> list[Workload]:
@@ -107,7 +183,7 @@ MODEL_SUITE = "model"
 SUITE_CHOICES: tuple[str, ...] = (*SUITE_NAMES, "custom", MODEL_SUITE)
 
 
-def get_suite(name: str, data_dir: str = "../shared/data") -> Suite:
+def get_suite(name: str, data_dir: str = "../shared/data") -> Suite[SuitePart]:
     """A registered suite; ValueError naming the valid suites."""
     entry = _SUITES.get(name)
     if entry is None:
@@ -125,7 +201,7 @@ def custom_suite(
     load_basis: str = "offered",
     seeds: Sequence[int] = TEST_SEEDS,
     perf: str = "estimator",
-) -> Suite:
+) -> Suite[SuitePart]:
     """The windows of ``split`` of the user's own trace specs (files or generators) on ``cluster``."""
     config = EnvConfig(
         cluster=cluster,
@@ -143,7 +219,7 @@ def custom_suite(
     )
 
 
-def env_suite(config: EnvConfig, seeds: Sequence[int] = TEST_SEEDS, split: str = "test") -> Suite:
+def env_suite(config: EnvConfig, seeds: Sequence[int] = TEST_SEEDS, split: str = "test") -> Suite[SuitePart]:
     """The fixed workloads of a split of an env config: its file traces' windows and its generators' ``seeds``."""
     config = config.replace(split=split)
     return Suite(

@@ -90,6 +90,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="max",
         help="padded average JCT (the artifact's rule): pad to POLICY's finished count, or 'max' (default)",
     )
+    parser.add_argument(
+        "--reference",
+        metavar="POLICY",
+        default=None,
+        help="also compare every policy with POLICY, paired over the traces x seeds "
+        "(wins, mean ratio, bootstrap intervals, Wilcoxon and t-test: paired.csv, as evaluate does)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--wandb", action="store_true", help="log the leaderboard and plots to wandb")
     parser.add_argument(
@@ -107,10 +114,15 @@ def handle(args: argparse.Namespace) -> int:
         raise ValueError("give either --trace or --traces, not both (--traces accepts several traces)")
     traces = tuple(args.traces or (args.trace or DEFAULT_TRACE,))
     base = run_config(args, args.policies[0], args.seeds[0])
-    config = CompareConfig(args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict, args.ray)
+    config = CompareConfig(
+        args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict, args.ray, args.reference
+    )
     with RunLock(args.out, "compare"):
         results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
         print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
+        if args.reference is not None:
+            print(f"paired against {args.reference}:")
+            print((args.out / "paired.md").read_text(), end="")
         print(f"results: {args.out}")
         if args.wandb:
             # set wandb's mode in the environment before it is imported (stack.md: an init argument

@@ -44,6 +44,7 @@ def test_unique_slugs():
         ({"workers": 0}, "--workers must be >= 1"),
         ({"workers": 2, "ray": "auto"}, "--workers .* or --ray .*, not both"),
         ({"pad_reference": "srtf"}, "padding reference policy 'srtf' is not among fcfs"),
+        ({"reference": "arena"}, "reference policy 'arena' is not among fcfs"),
     ],
 )
 def test_compare_config_checks(change, message):

@@ -11,6 +11,7 @@ import pytest
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.compare import CompareConfig, compare
 from arena_gym.harness.experiment import RunConfig, load_jobs, run
+from arena_gym.harness.stats import summary_table
 from arena_gym.metrics import WALL_CLOCK_KEYS
 from arena_gym.registry import make_perf
 
@@ -60,6 +61,31 @@ def test_every_run_is_written_and_equals_a_single_run(tmp_path):
     assert (tmp_path / "out" / "leaderboard.csv").read_text().count("\n") == 13
     written_board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
     assert set(written_board["code_version"]) == {written["code_version"]}  # every row names the code that ran it
+
+
+def test_its_workloads_are_the_suite_of_its_grid_and_the_paired_view_is_evaluates(tmp_path):
+    base = RunConfig(policy="fcfs", cluster="tiny")
+    config = CompareConfig(("fcfs", "srtf"), TRACES, (0, 1), base, pad_reference="max", reference="fcfs")
+    cluster = load_cluster("tiny")
+    suite = config.suite(cluster, make_perf("estimator", cluster))
+    workloads = suite.workloads()
+    assert [w.label for w in workloads] == [f"{t}@seed{s}" for t in TRACES for s in (0, 1)]
+    results, board = compare(config, tmp_path / "out", progress=False, plots=False)
+    assert [r.record.jobs for r in results[::2]] == [w.jobs for w in workloads]
+    paired = pd.read_csv(tmp_path / "out" / "paired.csv").set_index("policy")
+    # srtf against fcfs, by hand from the leaderboard: one pair per (trace, seed)
+    wide = board.pivot(index=["trace", "seed"], columns="policy", values="padded_avg_jct_s")
+    diff = wide["srtf"] - wide["fcfs"]
+    assert paired.loc["srtf", "workloads"] == 4
+    assert paired.loc["srtf", "wins"] == int((diff < 0).sum()) and paired.loc["srtf", "losses"] == int((diff > 0).sum())
+    assert paired.loc["srtf", "mean_ratio"] == pytest.approx(float((wide["srtf"] / wide["fcfs"]).mean()))
+    assert paired.loc["srtf", "mean_diff"] == pytest.approx(float(diff.mean()))
+    assert paired.loc["fcfs", "mean_ratio"] == 1.0 and paired.loc["fcfs", "ties"] == 4
+    assert bool(paired.loc["srtf", "clairvoyant"]) and not bool(paired.loc["fcfs", "clairvoyant"])
+    evaluated = summary_table(
+        board.assign(workload=[w.label for w in workloads for _ in (0, 1)]), config.metric, "fcfs"
+    )
+    assert evaluated.set_index("policy")["mean_ratio"].to_dict() == pytest.approx(paired["mean_ratio"].to_dict())
 
 
 def test_parallel_workers_give_the_serial_results(tmp_path):
