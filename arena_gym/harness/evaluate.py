@@ -59,6 +59,7 @@ from arena_gym.types import ClusterSpec
 from envs import EnvConfig, ObservationPolicy
 from envs.clusters import resolve_cluster
 from envs.codec import ActionCodec
+from envs.config import LOAD_BASES
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ class EvalConfig:
 
     ``suite`` is a registered name (:data:`arena_gym.harness.suites.SUITE_NAMES`) or ``custom`` with
     ``traces`` (trace specs; their ``split`` windows of ``window_jobs`` jobs on ``cluster`` at
-    offered loads ``loads``). ``limit`` > 0 keeps that many workloads, evenly spaced.
+    ``loads``, offered loads or factors of the recorded rate per ``load_basis``). ``limit`` > 0
+    keeps that many workloads, evenly spaced.
     """
 
     policies: tuple[str, ...]
@@ -90,6 +92,7 @@ class EvalConfig:
     split: str = "test"
     window_jobs: int = 50
     loads: tuple[float, ...] = (0.9,)
+    load_basis: str = "offered"
     wandb_mode: str = "disabled"
     progress: bool = True
     workers: int = 1
@@ -110,6 +113,8 @@ class EvalConfig:
             problems.append("the custom suite needs at least one trace")
         if self.suite != "custom" and self.traces:
             problems.append("traces go with suite 'custom' only")
+        if self.load_basis not in LOAD_BASES:
+            problems.append(f"unknown load_basis {self.load_basis!r}; valid: {', '.join(LOAD_BASES)}")
         if self.metric not in METRICS:
             problems.append(f"unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
         if self.seed < 0:
@@ -129,7 +134,7 @@ class EvalConfig:
         ``model`` is the test split of the env the learned ``policies`` were trained on (they must
         share it)."""
         if self.suite == "custom":
-            return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads)
+            return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads, self.load_basis)
         if self.suite == MODEL_SUITE:
             configs = {repr(p.config): p.config for p in (policies or {}).values() if isinstance(p, ObservationPolicy)}
             if len(configs) != 1:

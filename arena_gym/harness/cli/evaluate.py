@@ -59,8 +59,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--window-jobs", type=int, default=50, help="with --suite custom: jobs per window (0 = the whole split)"
     )
+    parser.add_argument("--loads", type=_loads, default=(0.9,), help="with --suite custom: loads, cycled over windows")
     parser.add_argument(
-        "--loads", type=_loads, default=(0.9,), help="with --suite custom: offered loads, cycled over windows"
+        "--load-basis",
+        choices=("offered", "factor"),
+        default="offered",
+        help="with --suite custom: --loads are offered loads, or factors of the recorded arrival rate "
+        "(factor 1: the trace as recorded)",
     )
     parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")
@@ -118,6 +123,7 @@ def handle(args: argparse.Namespace) -> int:
         split=args.split,
         window_jobs=args.window_jobs,
         loads=args.loads,
+        load_basis=args.load_basis,
         wandb_mode=mode,
         progress=not args.no_progress,
         workers=args.workers,

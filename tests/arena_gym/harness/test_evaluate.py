@@ -171,6 +171,7 @@ def test_real_test_suite_has_disjoint_windows(shared_data) -> None:
         (["--policies", "arena,nope"], "unknown policy 'nope'"),
         (["--policies", "arena", "--metric", "speed"], "unknown metric"),
         (["--policies", "arena", "--seed", "-1"], "seed must be >= 0, got -1"),
+        (["--policies", "arena", "--load-basis", "peak"], "argument --load-basis: invalid choice: 'peak'"),
     ],
 )
 def test_evaluate_command_errors_are_one_line(tmp_path, args, message, capsys) -> None:

@@ -1,10 +1,11 @@
-"""``arena-gym compare --reference``: the paired view of the grid, printed and written."""
+"""``arena-gym compare``: the paired view of its grid, and the same workload seen by ``evaluate``."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from arena_gym.harness.cli import main
+from traces import resolve_trace, save_trace
 
 
 def test_compare_with_a_reference_prints_and_writes_the_paired_comparison(tmp_path, capsys) -> None:
@@ -17,3 +18,23 @@ def test_compare_with_a_reference_prints_and_writes_the_paired_comparison(tmp_pa
     board = pd.read_csv(out / "leaderboard.csv").pivot(index="seed", columns="policy", values="padded_avg_jct_s")
     assert paired.loc["srtf", "mean"] == board["srtf"].mean()
     assert "paired against fcfs:" in printed and (out / "paired.md").read_text() in printed
+
+
+def test_compare_and_evaluate_score_a_whole_trace_file_alike(tmp_path, capsys) -> None:
+    """Where the two views hold the same workload (a trace file, whole, as recorded), they agree."""
+    trace = resolve_trace("synthetic:n_jobs=14,gpu_types=a40+a10,max_gpus=4", seed=3)
+    path = str(save_trace(trace, tmp_path / "t.csv"))
+    common = ["--policies", "fcfs,arena", "--cluster", "tiny", "--trace", path]
+    assert main(["compare", *common, "--reference", "arena", "--no-plots", "--out", str(tmp_path / "c")]) == 0
+    custom = ["--suite", "custom", "--split", "all", "--window-jobs", "0", "--loads", "1", "--load-basis", "factor"]
+    assert main(["evaluate", *common, *custom, "--no-bounds", "--no-progress", "--out", str(tmp_path / "e")]) == 0
+    capsys.readouterr()
+    board = pd.read_csv(tmp_path / "c" / "leaderboard.csv").set_index("policy")
+    table = pd.read_csv(tmp_path / "e" / "per_workload.csv").set_index("policy")
+    assert list(table["jobs_total"]) == [14, 14]
+    for policy in ("fcfs", "arena"):
+        assert table.loc[policy, "avg_jct_s"] == board.loc[policy, "avg_jct_s"]
+        assert table.loc[policy, "padded_jct_s"] == board.loc[policy, "padded_avg_jct_s"]
+    paired = pd.read_csv(tmp_path / "c" / "paired.csv").set_index("policy")
+    summary = pd.read_csv(tmp_path / "e" / "summary.csv").set_index("policy")
+    assert paired.loc["fcfs", "mean_ratio"] == summary.loc["fcfs", "mean_ratio"]
