@@ -538,6 +538,14 @@ class JobViews(Sequence[JobView]):
             self._by_id = {v.job_id: v for v in self._views}
         return self._by_id.get(JobId(job_id))
 
+    def placements(self) -> dict[JobId, Placement]:
+        """Job id -> placement of every job here that holds GPUs, in this order (a new dict).
+
+        Backends answer it from their state without building views (a policy's scratch copy
+        of the cluster reads every running job's placement at each decision).
+        """
+        return {v.job_id: v.allocation.placement for v in self if v.allocation is not None}
+
     def requesting(self, gpu_type: str | None) -> Sequence[JobView]:
         """The views of jobs that requested ``gpu_type`` (None: no type requested), in this order.
 

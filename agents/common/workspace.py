@@ -145,25 +145,18 @@ class Workspace(FreeGpus):
         self.snapshot = snapshot
         self._occupants: dict[str, dict[int, dict[JobId, int]]] | None = None
         self._by_count: dict[str, dict[int, dict[JobId, None]]] | None = None
+        self._largest: dict[str, int] = {}  # per type, once asked: the largest count a job holds (by_count kept)
         self._watchers: tuple[IndexWatcher, ...] = ()
         self._log: list[Change] = []
         self._order_log: list[int | None] = []  # per logged edit: the job's order before it
         self._touched: dict[JobId, None] = {}  # every job ever edited, in the order first edited
-        placement: dict[JobId, Placement] = {}
-        order: dict[JobId, int] = {}  # when each job last took its placement
-        running: dict[JobId, JobView] = {}
-        for view in snapshot.running:
-            job = view.spec.job_id
-            running[job] = view
-            alloc = view.allocation
-            if alloc is not None:
-                placement[job] = alloc.placement
-                order[job] = len(order) + 1
+        placement = snapshot.running.placements()  # read without building the jobs' views
+        order = dict(zip(placement, range(1, len(placement) + 1)))  # when each job last took its placement
         self.placement = placement
         self._rank = order  # position in the snapshot's running jobs
         self._order = dict(order)
         self._tick = len(order)
-        self.views = SnapshotViews(snapshot, running)
+        self.views = SnapshotViews(snapshot)
         self.original: dict[JobId, Placement] = dict(placement)
         if index:
             self._build_by_count()
@@ -275,11 +268,14 @@ class Workspace(FreeGpus):
         return occupants[gpu_type].get(node, {})
 
     def largest(self, gpu_type: str) -> int:
-        """The largest GPU count a job of ``gpu_type`` holds (0 if none)."""
-        top = 0
-        for count, jobs in self.by_count[gpu_type].items():
-            if jobs and count > top:
-                top = count
+        """The largest GPU count a job of ``gpu_type`` holds (0 if none; kept up to date once asked)."""
+        top = self._largest.get(gpu_type)
+        if top is None:
+            top = 0
+            for count, jobs in self.by_count[gpu_type].items():
+                if jobs and count > top:
+                    top = count
+            self._largest[gpu_type] = top
         return top
 
     def changed(self, job: JobId) -> bool:
@@ -331,6 +327,9 @@ class Workspace(FreeGpus):
             if bucket is None:
                 bucket = self._by_count[t][count] = {}
             bucket[job] = None
+            top = self._largest.get(t)
+            if top is not None and count > top:
+                self._largest[t] = count
             for watcher in self._watchers:
                 watcher.linked(job, p)
 
@@ -349,7 +348,10 @@ class Workspace(FreeGpus):
             for node in nodes:
                 del occupants[node][job]
         if self._by_count is not None:
-            del self._by_count[t][count][job]
+            bucket = self._by_count[t][count]
+            del bucket[job]
+            if not bucket and self._largest.get(t) == count:
+                del self._largest[t]  # the largest holder left: found again when next asked
             for watcher in self._watchers:
                 watcher.unlinked(job, p)
 
@@ -363,11 +365,11 @@ class Workspace(FreeGpus):
 
 
 class SnapshotViews(Mapping[JobId, JobView]):
-    """A snapshot's job views by id: the running ones given, pending ones looked up on demand (no queue scan)."""
+    """A snapshot's job views by id, each looked up when first read (no queue scan) and kept."""
 
-    def __init__(self, snapshot: Snapshot, running: dict[JobId, JobView]) -> None:
+    def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
-        self._cache = running
+        self._cache: dict[JobId, JobView] = {}
 
     def __getitem__(self, job: JobId) -> JobView:
         view = self._cache.get(job)

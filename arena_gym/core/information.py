@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from arena_gym.types import HiddenSpec, JobId, JobSpec, JobView, JobViews, ModelRef, Snapshot
+from arena_gym.types import HiddenSpec, JobId, JobSpec, JobView, JobViews, ModelRef, Placement, Snapshot
 
 
 def is_clairvoyant(policy: Any) -> bool:
@@ -93,6 +93,10 @@ class HiddenViews(JobViews):
 
     def __reversed__(self) -> Iterator[JobView]:
         return map(self._hide, reversed(self._inner))
+
+    def placements(self) -> dict[JobId, Placement]:
+        """Job id -> placement of the jobs holding GPUs (placements are never hidden)."""
+        return self._inner.placements()
 
     def get(self, job_id: str) -> JobView | None:
         """The hidden view of ``job_id`` if it is in this sequence, else None."""

@@ -13,7 +13,7 @@ from sortedcontainers import SortedList
 
 from arena_gym.core.job import JobState
 from arena_gym.core.queue import Config, JobQueue
-from arena_gym.types import JobId, JobView, JobViews
+from arena_gym.types import JobId, JobView, JobViews, Placement
 
 
 class _LiveViews(JobViews):
@@ -158,6 +158,11 @@ class ActiveViews(_LiveViews):
         self._check()
         for job in self._active.values():
             yield job.frozen()
+
+    def placements(self) -> dict[JobId, Placement]:
+        """Job id -> placement of every job holding GPUs, in this order, read from the jobs' state (no views built)."""
+        self._check()
+        return {j: job.alloc.placement for j, job in self._active.items() if job.alloc is not None}
 
     def get(self, job_id: str) -> JobView | None:
         """The view of ``job_id`` if it holds GPUs, else None."""

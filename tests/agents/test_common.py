@@ -11,6 +11,7 @@ import pytest
 from agents.common import DpBelief, Estimates, FreeGpus, TypeCount, Workspace, configure, requested
 from agents.fcfs import FCFS
 from arena_gym.cluster import PRESETS
+from arena_gym.core.information import Masker
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import GpuType, JobId, Placement, ResourceShape, Snapshot
 from tests.helpers import GPT, MOE, job, uniform_model
@@ -104,6 +105,41 @@ def test_watchers_hear_every_index_change_and_changed_jobs_come_in_snapshot_orde
     assert {k: v for k, v in mirror.buckets.items() if v} == {k: v for k, v in expected.items() if v}
     ws.rollback(mark)
     assert ws.changed_jobs() == []
+
+
+def test_the_workspace_reads_running_placements_and_views_as_the_snapshot_shows_them():
+    snapshot = Masker("m").snapshot(running_snapshot())  # what a non-clairvoyant policy is shown
+    ws = Workspace(snapshot)
+    assert list(ws.placement.items()) == [(v.job_id, v.allocation.placement) for v in snapshot.running]
+    assert all(ws.views[v.job_id] is v for v in snapshot.running)  # the same (hidden) view objects, looked up
+    assert ws.views["D"] is snapshot.pending.get("D") and len(ws.views) == 4
+    with pytest.raises(KeyError):
+        ws.views[JobId("zzz")]
+
+
+def test_largest_follows_every_edit_and_rollback():
+    ws = Workspace(running_snapshot(), index=True)
+    rng = np.random.default_rng(7)
+    marks: list[int] = []
+    seen: set[tuple[str, int]] = set()
+
+    def scanned(t: str) -> int:
+        return max((c for c, jobs in ws.by_count[t].items() if jobs), default=0)
+
+    for _ in range(300):
+        step = rng.integers(4)
+        job_id = JobId("ABCD"[rng.integers(4)])
+        if step == 0:
+            marks.append(ws.checkpoint())
+            ws.move(job_id, str(rng.choice(["a40", "a10"])), int(rng.choice([1, 2, 4])))
+        elif step == 1:
+            marks.append(ws.checkpoint())
+            ws.release(job_id)
+        elif step == 2 and marks:
+            ws.rollback(marks.pop())
+        assert [ws.largest(t) for t in ws.types] == [scanned(t) for t in ws.types]
+        seen.update((t, ws.largest(t)) for t in ws.types)
+    assert seen >= {("a40", 0), ("a40", 2), ("a40", 4), ("a10", 0), ("a10", 1), ("a10", 2)}  # it rose and fell
 
 
 def test_hold_refuses_busy_gpus_and_move_keeps_the_old_placement_when_nothing_fits():

@@ -91,6 +91,7 @@ def test_hidden_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> None
     shown = masker.snapshot(snapshot)
     assert len(shown.pending) == 1 and shown.pending.get("a") is hidden and tuple(shown.pending) == (hidden,)
     assert shown.pending.requesting("a40")[0] is hidden and list(shown.pending.by_config().values())[0][0] is hidden
+    assert shown.running.placements() == {} and shown.pending.placements() == {}
     running = dataclasses.replace(view, status=JobStatus.RUNNING, rate=1.0, run_start=0.0)
     assert running.iterations_done(80.0) == 50  # the truth caps progress at the length...
     assert masker.view(running).iterations_done(80.0) == 80.0  # ...a hidden view cannot (it would tell it)

@@ -120,3 +120,28 @@ def test_snapshots_are_lazy_and_read_the_queue_in_submission_order(state):
     snap = state.snapshot(1.0)
     assert [v.job_id for v in snap.running] == ["A"] and snap.running[0].allocation == a40()
     assert snap.free["a40"].tolist() == [0, 2]
+    assert snap.running.placements() == {A: a40().placement} and snap.pending.placements() == {}
+
+
+def test_running_placements_come_in_allocation_order_and_go_stale_with_the_state(state):
+    state.submit(A, 0.0)
+    state.submit(B, 0.0)
+    state.allocate(A, a40((0,)), 0.0)
+    state.allocate(B, a40((1,)), 0.0)
+    state.preempt(A, 1.0)
+    state.allocate(A, a40((0,)), 1.0)  # A takes an allocation again: it comes after B now
+    snap = state.snapshot(1.0)
+    placements = snap.running.placements()
+    assert (
+        list(placements.items())
+        == [(v.job_id, v.allocation.placement) for v in snap.running]
+        == [
+            (B, a40((1,)).placement),
+            (A, a40((0,)).placement),
+        ]
+    )
+    placements.clear()  # a new dict each time: the caller may edit it
+    assert len(snap.running.placements()) == 2
+    state.preempt(B, 2.0)
+    with pytest.raises(RuntimeError, match="stale snapshot"):
+        snap.running.placements()
