@@ -1,0 +1,61 @@
+"""The restart-cap benchmark on a small case: the default cap is Arena itself, a cap of one changes decisions,
+and its arguments are checked before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.arena import ArenaPolicy
+from arena_gym.harness.scoring import Evaluator
+from arena_gym.harness.suites import get_suite
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "bench_restart_cap.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+
+
+def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=ENV
+    )
+
+
+@pytest.mark.timeout(900)
+def test_the_default_cap_is_arena_and_a_cap_of_one_changes_decisions(tmp_path) -> None:
+    out = tmp_path / "cap.json"
+    done = run("--reps", "1", "--caps", "100,1", "--jobs", "40", "--data", str(tmp_path / "none"), "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["config"]["caps"] == [100, 1] and result["code_version"]
+    default, one = result["results"]["overloaded"]
+    assert default["cap"] == 100 and default["cpu_vs_default"] == 1.0 and default["avg_jct_vs_default"] == 1.0
+    assert default["jobs_finished"] == one["jobs_finished"] == 40
+    windows = result["results"]["windows"]
+    assert windows["suite"] == "synthetic" and windows["workloads"] == 20
+    base, capped = windows["caps"]
+    assert (base["mean_ratio"], base["ties"]) == (1.0, 20)
+    assert capped["ties"] < 20  # one fit per departure is not Arena's trial
+    # the default cap's mean average JCT is Arena's on the same suite
+    suite = get_suite("synthetic")
+    arena = Evaluator(suite.parts[0].config, suite.workloads()).run(ArenaPolicy())
+    assert base["mean_avg_jct_s"] == pytest.approx(arena["avg_jct_s"].mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--caps", "30,10"), "including the default 100"),
+        (("--caps", "100,x"), "expected comma-separated integers"),
+        (("--caps", "100,0"), "distinct integers >= 1"),
+        (("--reps", "0"), "--reps must be >= 1"),
+    ],
+)
+def test_bad_arguments_stop_before_any_work(tmp_path, args: tuple[str, ...], message: str) -> None:
+    done = run(*args, "--out", str(tmp_path / "cap.json"), timeout=120)
+    assert done.returncode == 2 and message in done.stderr and not (tmp_path / "cap.json").exists()
