@@ -59,3 +59,17 @@ def test_the_default_cap_is_arena_and_a_cap_of_one_changes_decisions(tmp_path) -
 def test_bad_arguments_stop_before_any_work(tmp_path, args: tuple[str, ...], message: str) -> None:
     done = run(*args, "--out", str(tmp_path / "cap.json"), timeout=120)
     assert done.returncode == 2 and message in done.stderr and not (tmp_path / "cap.json").exists()
+
+
+def test_the_committed_real_test_figures_follow_from_the_code() -> None:
+    data = REPO.parent / "shared" / "data"
+    if not data.is_dir():
+        pytest.skip("needs ../shared/data (the real-test windows)")
+    committed = json.loads((REPO / "benchmarks" / "results" / "decision_cost" / "restart_cap.json").read_text())
+    rows = {row["cap"]: row for row in committed["results"]["windows"]["caps"]}
+    suite = get_suite("real-test", str(data))
+    evaluator = Evaluator(suite.parts[0].config, suite.workloads())
+    for cap in (100, 3):
+        table = evaluator.run(ArenaPolicy(max_restart_trials=cap))
+        assert table["avg_jct_s"].mean() == pytest.approx(rows[cap]["mean_avg_jct_s"], rel=1e-9)
+        assert table["jobs_finished"].sum() == rows[cap]["jobs_finished"] == rows[cap]["jobs_total"]
