@@ -100,6 +100,11 @@ class QueueViews(_LiveViews):
             return None
         return job.frozen()
 
+    def placements(self) -> dict[JobId, Placement]:
+        """Queued jobs hold no GPUs: an empty dict, without reading the queue."""
+        self._check()
+        return {}
+
     def requesting(self, gpu_type: str | None) -> Sequence[JobView]:
         """The queued jobs that requested ``gpu_type`` (None: no type), in queue order, read lazily."""
         self._check()
