@@ -238,9 +238,16 @@ def main() -> None:
                 f"{split} {spec}: mean ratio {ratios.mean():.4f}, wins {int((ratios < 1).sum())}/{len(mine)}, "
                 f"{cpu:.1f} CPU s a window"
             )
-    config = {**vars(args), "lookahead": dataclasses.asdict(Lookahead(**LOOKAHEAD).config), "wide": WIDE}
+    out = Path(args.out).resolve()
+    recorded = str(out.relative_to(REPO)) if out.is_relative_to(REPO) else str(out)  # no machine path in the repo
+    config = {
+        **vars(args),
+        "out": recorded,
+        "lookahead": dataclasses.asdict(Lookahead(**LOOKAHEAD).config),
+        "wide": WIDE,
+    }
     path = write_json(
-        Path(args.out),
+        out,
         {
             "config": config,
             "seed": SEED,
