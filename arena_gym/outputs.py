@@ -216,6 +216,12 @@ def code_version() -> str:
     return f"{version}+{commit}{'.dirty' if dirty else ''}"
 
 
+def shown_path(path: Path, root: Path) -> str:
+    """``path`` (resolved) relative to ``root`` when it lies inside it, else absolute: results name no machine paths."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
+
+
 def machine(load_before: Sequence[float]) -> dict[str, Any]:
     """What a benchmark ran on, for its results file: CPUs, this process's CPU affinity, Python, platform,
     and the load average before (``load_before``, taken when the benchmark started) and now."""

@@ -62,7 +62,7 @@ from arena_gym.harness.experiment import RunConfig, load_jobs
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, machine, shown_path, write_json
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend
@@ -444,7 +444,7 @@ def main() -> None:
             "results": results,
         },
     )
-    print(f"results: {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    print(f"results: {shown_path(out, REPO)}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from typing import Any
 
 import pandas as pd
 
-from arena_gym.outputs import code_version, write_json
+from arena_gym.outputs import code_version, shown_path, write_json
 from arena_gym.registry import make_perf
 from arena_gym.types import ModelRef, best_locality
 from real_runner.plans import plan_from_dict
@@ -193,7 +193,7 @@ def deploy(
         "sim_median_abs_job_error": sim.get("median_abs_job_jct_error"),
         "sim_start_s": sim.get("sim_start_s"),
         "live_to_model_step_ratio": step_time_ratio(out),
-        "results": str(out.relative_to(REPO)) if out.is_relative_to(REPO) else str(out),
+        "results": shown_path(out, REPO),
     }
 
 

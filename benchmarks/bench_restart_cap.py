@@ -48,7 +48,7 @@ from arena_gym.harness.experiment import RunConfig, load_jobs, play
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.stats import summary_table
 from arena_gym.harness.suites import get_suite
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, machine, shown_path, write_json
 from arena_gym.registry import make_perf
 from arena_gym.sim import SimBackend
 
@@ -200,7 +200,7 @@ def main() -> None:
             "results": {"overloaded": overloaded, "windows": windows},
         },
     )
-    print(f"results: {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    print(f"results: {shown_path(out, REPO)}")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import custom_suite, get_suite
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, machine, shown_path, write_json
 from arena_gym.registry import make_policy, policy_registry
 from envs import Workload
 
@@ -238,11 +238,10 @@ def main() -> None:
                 f"{split} {spec}: mean ratio {ratios.mean():.4f}, wins {int((ratios < 1).sum())}/{len(mine)}, "
                 f"{cpu:.1f} CPU s a window"
             )
-    out = Path(args.out).resolve()
-    recorded = str(out.relative_to(REPO)) if out.is_relative_to(REPO) else str(out)  # no machine path in the repo
+    out = Path(args.out)
     config = {
         **vars(args),
-        "out": recorded,
+        "out": shown_path(out, REPO),
         "lookahead": dataclasses.asdict(Lookahead(**LOOKAHEAD).config),
         "wide": WIDE,
     }

@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.harness.results import to_markdown
+from arena_gym.outputs import shown_path
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- (table|text):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)
@@ -95,8 +96,7 @@ def update(text: str, name: str, root: Path = REPO) -> str:
 
 
 def _name(path: Path) -> str:
-    path = path.resolve()
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+    return shown_path(path, REPO)
 
 
 def main(argv: list[str] | None = None) -> int:

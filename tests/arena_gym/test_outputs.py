@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from arena_gym.outputs import (
     check_out_file,
     is_results_dir,
     machine,
+    shown_path,
     staged_dir,
     write_rows,
 )
@@ -133,3 +135,13 @@ def test_machine_describes_the_cpus_and_both_load_averages():
     assert info["cpus"] == os.cpu_count() and info["affinity"] == sorted(os.sched_getaffinity(0))
     assert info["loadavg_before"] == (1.0, 2.0, 3.0) and len(info["loadavg_after"]) == 3
     assert info["python"].count(".") == 2 and info["platform"]
+
+
+def test_shown_path_names_a_path_inside_the_root_relative_to_it(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "results").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    assert shown_path(root / "results" / "a.json", root) == "results/a.json"
+    assert shown_path(root / "results" / ".." / "b.json", root) == "b.json"  # resolved first
+    assert shown_path(Path("results/c.json"), root) == "results/c.json"  # relative to the working directory
+    assert shown_path(tmp_path / "elsewhere.json", root) == str(tmp_path / "elsewhere.json")
