@@ -50,7 +50,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -84,6 +84,7 @@ SYNTH_10K = ClusterSpec(
 #: Queue-length bins (lower bounds) of part 1.
 BINS = (0, 10, 100, 1000)
 ITP = "itp/cluster08.csv?seed=0"
+T = TypeVar("T")
 SEED = 0
 
 
@@ -166,7 +167,7 @@ def median_over(reps: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(v) if v else math.nan for k, v in values.items()}
 
 
-def alternate(items: Sequence[str], rep: int) -> list[str]:
+def alternate(items: Sequence[T], rep: int) -> list[T]:
     """``items`` forwards on even repetitions, backwards on odd ones."""
     return list(items) if rep % 2 == 0 else list(reversed(items))
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from bench_decision_cost import alternate  # this folder, on the path when run as a script
 
 from agents.arena import ArenaPolicy
 from arena_gym.cluster import load_cluster
@@ -64,11 +65,6 @@ def capped(cap: int) -> ArenaPolicy:
     return ArenaPolicy(name=f"arena-cap{cap}", max_restart_trials=cap)
 
 
-def order(caps: Sequence[int], rep: int) -> list[int]:
-    """``caps`` forwards on even repetitions, backwards on odd ones."""
-    return list(caps) if rep % 2 == 0 else list(reversed(caps))
-
-
 def part_overloaded(caps: Sequence[int], reps: int, n_jobs: int) -> list[dict[str, Any]]:
     """Part 1: per cap, median CPU seconds of the episode and its (deterministic) JCTs."""
     cluster = load_cluster("arena-1280")
@@ -80,7 +76,7 @@ def part_overloaded(caps: Sequence[int], reps: int, n_jobs: int) -> list[dict[st
     cpu: dict[int, list[float]] = {cap: [] for cap in caps}
     outcome: dict[int, dict[str, float]] = {}
     for rep in range(reps):
-        for cap in order(caps, rep):
+        for cap in alternate(caps, rep):
             t0 = time.process_time()
             episode = play(capped(cap), jobs, SimBackend(cluster, perf, config=sim))
             cpu[cap].append(time.process_time() - t0)
@@ -111,7 +107,7 @@ def part_windows(caps: Sequence[int], reps: int, data: Path) -> dict[str, Any]:
     cpu: dict[int, list[float]] = {cap: [] for cap in caps}
     tables: dict[int, pd.DataFrame] = {}
     for rep in range(reps):
-        for cap in order(caps, rep):
+        for cap in alternate(caps, rep):
             t0 = time.process_time()
             table = evaluator.run(capped(cap))
             cpu[cap].append(time.process_time() - t0)
