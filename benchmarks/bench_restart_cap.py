@@ -43,7 +43,7 @@ from typing import Any
 import pandas as pd
 from bench_decision_cost import alternate  # this folder, on the path when run as a script
 
-from agents.arena import ArenaPolicy
+from agents.arena import ArenaConfig, ArenaPolicy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import RunConfig, load_jobs, play
 from arena_gym.harness.scoring import Evaluator
@@ -57,7 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results" / "decision_cost" / "restart_cap.json"
 SEED = 0
-DEFAULT_CAP = ArenaPolicy().config.max_restart_trials
+DEFAULT_CAP = ArenaConfig().max_restart_trials
 
 
 def capped(cap: int) -> ArenaPolicy:
@@ -155,9 +155,8 @@ def main() -> None:
         parser.error("--reps must be >= 1 and --jobs >= 10")
     logging.getLogger("arena_gym.sim").setLevel(logging.ERROR)
     load_before = os.getloadavg()
-    loads: dict[str, Any] = {}
+    loads: dict[str, Any] = {"overloaded_before": load_before}
     t0 = time.perf_counter()
-    loads["overloaded_before"] = os.getloadavg()
     overloaded = part_overloaded(caps, args.reps, args.jobs)
     loads["overloaded_after"] = os.getloadavg()
     print(f"\n== {args.jobs} jobs at 200/h on arena-1280 (CPU s: median of {args.reps})")
