@@ -110,9 +110,24 @@ class ClusterSpec:
         return sum(g.total_gpus for g in self.groups)
 
 
+class DeadlineSource(enum.Enum):
+    """Where a job's deadline comes from (docs/information_sets.md).
+
+    ``DECLARED``: recorded by the source as what the user declared; every policy sees it.
+    ``DERIVED``: computed from the job's true length by a recipe (ElasticFlow's
+    ``submit + 1.5 x duration``): part of the truth, hidden from non-clairvoyant policies.
+    """
+
+    DECLARED = "declared"
+    DERIVED = "derived"
+
+
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """A training job as submitted: model, global batch, iterations, submit time, request."""
+    """A training job as submitted: model, global batch, iterations, submit time, request.
+
+    ``deadline_source`` says where ``deadline`` comes from (ignored when there is none).
+    """
 
     job_id: JobId
     model: ModelRef
@@ -122,6 +137,7 @@ class JobSpec:
     requested_gpu_type: GpuType | None = None
     requested_gpus: int | None = None
     deadline: float | None = None
+    deadline_source: DeadlineSource = DeadlineSource.DECLARED
 
     def __post_init__(self) -> None:
         if self.global_batch < 1:
@@ -142,24 +158,45 @@ class HiddenInformation(RuntimeError):
 
 
 class HiddenSpec(JobSpec):
-    """A :class:`JobSpec` as a non-clairvoyant policy sees it: every field but the true length.
+    """A :class:`JobSpec` as a non-clairvoyant policy sees it: what a real scheduler is told at submission.
 
     ``iterations`` is not stored; reading it raises :class:`HiddenInformation` naming the
-    policy (``viewer``). Equality and hashing go by the job id and the viewer. Build one with
-    :meth:`of`; a real scheduler knows everything else a trace says of a job (model, batch,
-    request, submit time, deadline).
+    policy (``viewer``). A deadline derived from the true length (:class:`DeadlineSource`)
+    is not stored either: ``deadline`` is None then. Equality and hashing go by the job id and
+    the viewer. Build one with :meth:`of`; the model, batch, request, submit time and a
+    declared deadline are kept.
     """
 
     __slots__ = ("viewer",)
     viewer: str
 
     #: The fields it keeps (all of JobSpec's but ``iterations``), and the viewer.
-    _KEPT = ("job_id", "model", "global_batch", "submit_time", "requested_gpu_type", "requested_gpus", "deadline")
+    _KEPT = (
+        "job_id",
+        "model",
+        "global_batch",
+        "submit_time",
+        "requested_gpu_type",
+        "requested_gpus",
+        "deadline",
+        "deadline_source",
+    )
 
     @classmethod
     def of(cls, spec: JobSpec, viewer: str) -> HiddenSpec:
-        """``spec`` without its iterations, for the policy named ``viewer``."""
-        return cls._build(*(getattr(spec, name) for name in cls._KEPT), viewer)
+        """``spec`` without its iterations (and without a derived deadline), for the policy named ``viewer``."""
+        declared = spec.deadline_source is DeadlineSource.DECLARED
+        return cls._build(
+            spec.job_id,
+            spec.model,
+            spec.global_batch,
+            spec.submit_time,
+            spec.requested_gpu_type,
+            spec.requested_gpus,
+            spec.deadline if declared else None,
+            DeadlineSource.DECLARED,
+            viewer,
+        )
 
     @classmethod
     def _build(cls, *values: Any) -> HiddenSpec:
@@ -586,7 +623,9 @@ class Snapshot:
 
     ``fork``, where the backend can give one (the simulator), returns an independent copy of
     the backend at this moment: the true state and the true future, for the clairvoyant search
-    ablations; a non-clairvoyant policy is shown None.
+    ablations. ``observe(viewer)``, where the backend can give it, returns the snapshot as the
+    non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`). A
+    non-clairvoyant policy is shown neither.
     """
 
     now: float
@@ -600,6 +639,7 @@ class Snapshot:
     round_index: int = 0
     horizon: float = field(default=math.inf)
     fork: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    observe: Callable[[str], Snapshot] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("pending", "running"):

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from arena_gym.core.information import Masker
 from arena_gym.protocols import PerfModel
 from arena_gym.types import ClusterSpec, Decision, Snapshot
 from envs.advisor import Advisor
@@ -44,6 +45,8 @@ class ObservationPolicy:
         self.advisor = Advisor(config.advisor, config.seed) if config.advisor is not None else None
         # sees true remaining work only in the ablation (or through a clairvoyant advisor)
         self.clairvoyant = config.oracle_remaining or (self.advisor is not None and self.advisor.clairvoyant)
+        # what the encoder reads: as in the env, the observed snapshot unless in the ablation
+        self._observe = Masker(name).snapshot if self.clairvoyant and not config.oracle_remaining else None
         self._cluster: ClusterSpec | None = None
         self._parts: tuple[ActionCodec, CapacityIndex, ObservationEncoder] | None = None
         self._table: GridTable | None = None
@@ -57,10 +60,11 @@ class ObservationPolicy:
         """Query ``predict`` sub-action by sub-action and return the resulting Decision."""
         codec, capacity, encoder = self._for_cluster(snapshot.cluster)
         table = self._for_perf(codec, snapshot.perf)
+        advised, snapshot = snapshot, self._observe(snapshot) if self._observe is not None else snapshot
         builder = DecisionBuilder(snapshot, codec, self.config, table, capacity)
         advice: tuple[int, ...] = ()
         if self.advisor is not None and builder.has_choice():
-            advice = self.advisor.advise(snapshot, codec, self.config, table, capacity)
+            advice = self.advisor.advise(advised, codec, self.config, table, capacity)
         while builder.has_choice() and builder.substeps < self.config.max_substeps:
             mask = builder.mask()
             if builder.running_after() == 0:

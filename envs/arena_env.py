@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from arena_gym.core.information import Masker
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision, PerfModel
 from arena_gym.records import EpisodeRecord, EventKind
@@ -31,6 +32,9 @@ from envs.table import GridTable
 from envs.workload import Workload, WorkloadSampler
 
 log = logging.getLogger(__name__)
+
+#: The viewer name of the agent's hidden specs (what its errors name).
+AGENT = "agent"
 
 
 def resolve_perf(perf: str | PerfModel, cluster: ClusterSpec, seed: int, truth: PerfModel | None = None) -> PerfModel:
@@ -138,11 +142,13 @@ class ArenaSchedEnv(gym.Env):
 
     ## Observation Space
 
-    ``Dict`` of ``Box(0, 1, float32)`` arrays (see :class:`envs.encoder.ObservationEncoder`):
-    ``jobs (S, F)`` per-slot features of what a real scheduler knows (waiting time, age,
-    attained iterations and GPU service and their rank among the jobs, current allocation and
-    its belief speed, requested shape, model family and size, batch, best belief iteration
-    time, preemptions, deadline slack, requested / current GPU type one-hot; with
+    ``Dict`` of ``Box(0, 1, float32)`` arrays (see :class:`envs.encoder.ObservationEncoder`),
+    encoded from the snapshot as a non-clairvoyant policy observes it
+    (:mod:`arena_gym.core.information`): ``jobs (S, F)`` per-slot features of what a real
+    scheduler knows (waiting time, age, attained iterations and GPU service and their rank
+    among the jobs, current allocation and its belief speed, requested shape, model family and
+    size, batch, best belief iteration time, preemptions, slack to a declared deadline (none for
+    a deadline derived from the true length), requested / current GPU type one-hot; with
     ``oracle_remaining=True`` also the true progress and remaining work, a clairvoyant
     ablation); ``grid (S, C)`` each job's belief throughput per cell relative to its best cell
     (0 = infeasible); ``mask (S, C + 1)`` the builder's mask without "done" (the two stall
@@ -186,7 +192,9 @@ class ArenaSchedEnv(gym.Env):
 
     * v1: non-clairvoyant observation by default (``oracle_remaining`` for the old
       remaining-work columns), real-trace workloads with train / validation / test splits,
-      cluster variants, strict action and option checks.
+      cluster variants, strict action and option checks. Revised in place: the observation is
+      encoded from the observed snapshot, so a deadline derived from the true length (ITP,
+      the artifact's traces, the synthetic generator's) no longer reaches the slack columns.
     * v0: initial version.
     """
 
@@ -226,6 +234,8 @@ class ArenaSchedEnv(gym.Env):
         self._mask: np.ndarray | None = None
         self._started = False
         self._reward_factor = self.config.reward_scale
+        #: What the agent observes of each snapshot: computed for it, or the truth in the clairvoyant ablation.
+        self._shown = (lambda snapshot: snapshot) if self.config.oracle_remaining else Masker(AGENT).snapshot
 
     @property
     def cluster_names(self) -> tuple[str, ...]:
@@ -364,8 +374,8 @@ class ArenaSchedEnv(gym.Env):
         """Make ``snapshot`` current, advancing past points that offer no choice; the reward accrued."""
         reward = 0.0
         while snapshot is not None:
-            self.snapshot = snapshot
-            self.builder = DecisionBuilder(snapshot, self.codec, self.config, self.table, self.capacity)
+            self.snapshot = snapshot  # the truth, for experts and advisors (each applies its own information set)
+            self.builder = DecisionBuilder(self._shown(snapshot), self.codec, self.config, self.table, self.capacity)
             self._mask = None
             if self._has_choice():
                 if self.advisor is not None:
@@ -444,7 +454,7 @@ class ArenaSchedEnv(gym.Env):
     def _observe(self) -> dict[str, np.ndarray]:
         if self.builder is None or self.snapshot is None:
             return self.encoder.blank()
-        return self.encoder.encode(self.snapshot, self.builder, self.advice)
+        return self.encoder.encode(self.builder.snapshot, self.builder, self.advice)  # what the agent observes
 
     def _info(self, invalid: bool) -> dict[str, Any]:
         return {

@@ -15,6 +15,11 @@ kept as in the file, rebased the same way, unless ``deadline_scale`` loosens the
 simulator sets ``deadline = submit + 5 x (deadline - submit)`` (docs/arena.md §5.7), i.e.
 ``deadline_scale=5``. ``num_gpu`` / ``gpu_type`` become the job's
 requested GPU count / type.
+
+Deadlines are DERIVED (:class:`arena_gym.types.DeadlineSource`): the artifact's scripts made
+them from each job's length (``submit + 1.5 x duration`` for its Helios and PAI traces, the
+duration the iterations were computed from; ElasticFlow's length-based deadlines for Philly and
+the testbed trace), and loosening them by ``deadline_scale`` keeps them so.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import dataclasses
 import logging
 import os
 
+from arena_gym.types import DeadlineSource
 from traces.formats import ARENA_COLUMNS
 from traces.table import JobColumns, load_job_table
 from traces.trace import Trace
@@ -42,6 +48,7 @@ ARENA_JOB_COLUMNS = JobColumns(
     num_gpus="num_gpu",
     deadline="deadline",
     request_optional=False,
+    default_source=DeadlineSource.DERIVED,
 )
 
 

@@ -1,10 +1,14 @@
-"""The canonical on-disk trace format: a CSV with the header exactly
+"""The canonical on-disk trace format: a CSV with the columns
 
 ``job_id,submit_time_s,model,global_batch,iterations,gpu_type,num_gpus,deadline_s``
 
-``model`` is ``family__size``; ``gpu_type``, ``num_gpus`` and ``deadline_s`` may be empty
-(no request / no deadline). Times are seconds. Loading rebases times to the first submission
-like every loader; saving writes the times as they are.
+and optionally ``deadline_source``. ``model`` is ``family__size``; ``gpu_type``, ``num_gpus``
+and ``deadline_s`` may be empty (no request / no deadline). ``deadline_source`` says where
+each deadline comes from, ``declared`` (by the user) or ``derived`` (from the true length),
+empty where there is no deadline; without the column every deadline is declared, since a
+user's file states what users declared. Times are seconds. Loading rebases times to the first
+submission like every loader; saving writes the times as they are, and always the
+``deadline_source`` column, so a derived deadline stays derived.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import os
 from pathlib import Path
 
 from arena_gym.outputs import atomic_write
-from traces.formats import CANONICAL_COLUMNS
+from arena_gym.types import DeadlineSource
+from traces.formats import CANONICAL_COLUMNS, DEADLINE_SOURCE_COLUMN
 from traces.table import JobColumns, load_job_table
 from traces.trace import Trace
 
@@ -34,6 +39,8 @@ CANONICAL_JOB_COLUMNS = JobColumns(
     num_gpus="num_gpus",
     deadline="deadline_s",
     request_optional=True,
+    default_source=DeadlineSource.DECLARED,
+    deadline_source=DEADLINE_SOURCE_COLUMN,
 )
 
 
@@ -55,7 +62,7 @@ def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(CANONICAL_COLUMNS)
+            writer.writerow((*CANONICAL_COLUMNS, DEADLINE_SOURCE_COLUMN))
             for j in trace.jobs:
                 writer.writerow(
                     (
@@ -67,6 +74,7 @@ def save_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
                         j.requested_gpu_type or "",
                         j.requested_gpus or "",
                         "" if j.deadline is None else _num(j.deadline),
+                        "" if j.deadline is None else j.deadline_source.value,
                     )
                 )
 

@@ -34,6 +34,9 @@ CANONICAL_COLUMNS: tuple[str, ...] = (
     "num_gpus",
     "deadline_s",
 )
+#: The canonical format's optional column: each deadline's source, ``declared`` or ``derived``
+#: (absent: every deadline is declared).
+DEADLINE_SOURCE_COLUMN = "deadline_source"
 ARENA_COLUMNS: tuple[str, ...] = (
     "job_id",
     "submission_time",

@@ -13,8 +13,10 @@ traces (``docs/arena.md`` section 8.3; :mod:`traces.recipe`):
    recipe; counts outside ``[iter_min, iter_max]`` are clamped, or, with
    ``out_of_range="redraw"``, re-drawn uniformly in that range as the artifact did
    (Helios [2,000, 10,000], PAI [1,000, 5,000]);
-3. deadline = submit + ``deadline_factor`` x iterations x iter_time (the artifact: 1.5);
-   ``deadline_factor=None`` leaves jobs without a deadline.
+3. deadline = submit + ``deadline_factor`` x iterations x iter_time (the artifact: 1.5),
+   recorded as DERIVED (:class:`arena_gym.types.DeadlineSource`: computed from the true
+   length, so hidden from non-clairvoyant policies); ``deadline_factor=None`` leaves jobs
+   without a deadline.
 
 Times are rebased to the first kept submission. ``skip_before_s`` drops jobs submitted before
 that time on the file's own clock (the artifact's Philly trace skipped cluster08 before
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arena_gym.types import GpuType, JobId, JobSpec
+from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec
 from traces.formats import ITP_COLUMNS
 from traces.recipe import (
     FeasibleFn,
@@ -134,6 +136,7 @@ def load_itp_csv(
                 requested_gpu_type=GpuType(gtype),
                 requested_gpus=count,
                 deadline=None if deadline_factor is None else t + deadline_factor * n_iter * it,
+                deadline_source=DeadlineSource.DECLARED if deadline_factor is None else DeadlineSource.DERIVED,
             )
         )
     source = f"itp-csv:{os.fspath(path)} (mix={mix}, seed={seed})"

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_gym.types import GpuType, JobId, JobSpec
+from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec
 from traces.options import coerce_options, format_value
 from traces.recipe import (
     MAX_TRIES,
@@ -71,7 +71,8 @@ class SyntheticConfig:
 
     ``gpu_types`` restricts the requested types to a cluster's (e.g. ``("a40", "a10")``);
     ``max_gpus`` caps the requested count; ``deadline_factor`` (None = no deadlines) sets
-    deadline = submit + factor x iterations x iter_time of the request.
+    deadline = submit + factor x iterations x iter_time of the request, a DERIVED deadline
+    (:class:`arena_gym.types.DeadlineSource`).
     """
 
     n_jobs: int = 200
@@ -245,6 +246,7 @@ def synthetic(
                 requested_gpu_type=GpuType(gtype),
                 requested_gpus=count,
                 deadline=deadline,
+                deadline_source=DeadlineSource.DECLARED if deadline is None else DeadlineSource.DERIVED,
             )
         )
     name = cfg.name or f"synthetic-{cfg.arrival}-{cfg.n_jobs}-s{cfg.seed}"

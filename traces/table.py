@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from arena_gym.families import families, family_aliases
-from arena_gym.types import GpuType, JobId, JobSpec, ModelRef, is_power_of_two
+from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.trace import Trace
 
 #: A decimal number literal in ASCII digits (no ``inf``/``nan``, hex, digit separators or other scripts' digits).
@@ -34,6 +34,8 @@ MAX_GPUS = 65536
 MAX_BATCH = 2**24
 #: What a GPU type name may look like (checked before lower-casing; the catalogue check is the harness's).
 GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: The spellings of a deadline source a trace cell may hold (any case).
+DEADLINE_SOURCES: dict[str, DeadlineSource] = {s.value: s for s in DeadlineSource}
 #: Magnitude beyond which an integer literal is only compared, never built exactly (``1e999999999``).
 _HUGE_DIGITS = 40
 
@@ -155,6 +157,10 @@ class CsvTable:
 
     def __len__(self) -> int:
         return len(self._cells)
+
+    def has(self, col: str) -> bool:
+        """Whether the header has column ``col``."""
+        return col in self._index
 
     # -- problems ------------------------------------------------------------------------
 
@@ -289,6 +295,27 @@ class CsvTable:
             seen.setdefault(job_id, i)
         return ids
 
+    def deadline_sources(self, col: str, deadlines: np.ndarray) -> list[DeadlineSource | None]:
+        """Each row's deadline source (``declared`` / ``derived``, any case); None where the row has no deadline.
+
+        Problems: an unknown value, an empty cell beside a deadline, a value beside no deadline.
+        """
+        raw = self.text(col)
+        valid = ", ".join(DEADLINE_SOURCES)
+        parsed = [DEADLINE_SOURCES.get(str(v).lower()) for v in raw]
+        has_deadline = ~np.isnan(deadlines)
+        empty = raw == ""
+        unknown = np.array([p is None for p in parsed], dtype=bool) & ~empty
+        self.first_bad(unknown, lambda i: f"column {col!r}: {raw[i]!r} is not a deadline source (valid: {valid})")
+        self.first_bad(
+            empty & has_deadline, lambda i: f"column {col!r} is empty but the job has a deadline (valid: {valid})"
+        )
+        self.first_bad(
+            ~empty & ~unknown & ~has_deadline,
+            lambda i: f"column {col!r}: {raw[i]!r} given for a job without a deadline (leave it empty)",
+        )
+        return parsed
+
     def deadlines_after(self, deadlines: np.ndarray, submits: np.ndarray, col: str) -> None:
         """Record a deadline earlier than its job's submission time."""
         bad = np.isfinite(deadlines) & np.isfinite(submits) & (deadlines < submits)
@@ -319,7 +346,11 @@ def rebase_order(submits: np.ndarray, ids: Sequence[str], keep: np.ndarray | Non
 @dataclass(frozen=True)
 class JobColumns:
     """A fully specified format (canonical, Arena CSV): its name, the header it needs, the prefix of a
-    trace's ``source``, and which column holds which job field."""
+    trace's ``source``, which column holds which job field, and where its deadlines come from.
+
+    ``deadline_source`` names an optional column stating each deadline's source (None: the
+    format has none); ``default_source`` is the source of every deadline where that column is absent.
+    """
 
     format_label: str
     required: tuple[str, ...]
@@ -333,13 +364,17 @@ class JobColumns:
     num_gpus: str
     deadline: str
     request_optional: bool  # may the GPU type / count cells be empty?
+    default_source: DeadlineSource
+    deadline_source: str | None = None
 
 
 def read_jobs(table: CsvTable, cols: JobColumns, *, iteration_divisor: int = 1) -> tuple[tuple[JobSpec, ...], float]:
     """Parse, validate and rebase the jobs of a fully specified table.
 
     Returns the jobs sorted by (submit time, job id), rebased so the first arrives at 0, and
-    the offset. Iterations are divided by ``iteration_divisor``, rounded up, at least 1.
+    the offset. Iterations are divided by ``iteration_divisor``, rounded up, at least 1. A job
+    with a deadline gets the source its row states, else ``cols.default_source``; one without
+    gets JobSpec's default (DECLARED).
     """
     ids = table.job_ids(cols.job_id)
     submit = table.times(cols.submit)
@@ -350,12 +385,16 @@ def read_jobs(table: CsvTable, cols: JobColumns, *, iteration_divisor: int = 1) 
     gpus = table.gpu_counts(cols.num_gpus, optional=cols.request_optional)
     deadline = table.times(cols.deadline, optional=True)
     table.deadlines_after(deadline, submit, cols.deadline)
+    sources: list[DeadlineSource | None] = [cols.default_source] * len(table)
+    if cols.deadline_source is not None and table.has(cols.deadline_source):
+        sources = table.deadline_sources(cols.deadline_source, deadline)
     table.raise_if_problems()
 
     order, offset = rebase_order(submit, ids)
     jobs = []
     for i in order:
         dl = optional_float(deadline[i])
+        source = sources[i] if dl is not None else None  # no deadline: JobSpec's default
         jobs.append(
             JobSpec(
                 job_id=JobId(ids[i]),
@@ -366,6 +405,7 @@ def read_jobs(table: CsvTable, cols: JobColumns, *, iteration_divisor: int = 1) 
                 requested_gpu_type=None if types[i] is None else GpuType(types[i]),
                 requested_gpus=int(gpus[i]) or None,
                 deadline=None if dl is None else dl - offset,
+                deadline_source=source or DeadlineSource.DECLARED,
             )
         )
     return tuple(jobs), offset

@@ -28,7 +28,8 @@ class Trace:
     """A workload: jobs sorted by (submit time, job id), job ids unique.
 
     ``source`` says where the jobs came from (format and file, or generator and settings);
-    ``time_offset_s`` is what was subtracted from the source's clock when rebasing.
+    ``time_offset_s`` is what was subtracted from the source's clock when rebasing. Each job's
+    ``deadline_source`` says where its deadline comes from; every transform keeps it.
     """
 
     name: str
@@ -72,6 +73,14 @@ class Trace:
     def span_s(self) -> float:
         """Seconds between the first and the last submission (0 for < 2 jobs)."""
         return self.jobs[-1].submit_time - self.jobs[0].submit_time if self.jobs else 0.0
+
+    @property
+    def deadline_sources(self) -> str:
+        """Where the deadlines come from: ``"none"`` (no job has one), ``"declared"``, ``"derived"`` or ``"mixed"``."""
+        found = {j.deadline_source for j in self.jobs if j.deadline is not None}
+        if not found:
+            return "none"
+        return "mixed" if len(found) > 1 else found.pop().value
 
     # -- sub-traces and transforms -------------------------------------------------------
 
@@ -124,7 +133,7 @@ class Trace:
     # -- description ---------------------------------------------------------------------
 
     def summary(self) -> dict:
-        """Plain-data description: size, span, arrival rate, request and model mixes, iterations."""
+        """Plain-data description: size, span, arrival rate, request and model mixes, deadlines, iterations."""
         jobs = self.jobs
         iters = np.array([j.iterations for j in jobs], dtype=float)
         quantiles = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -145,6 +154,7 @@ class Trace:
             "gpu_counts": _mix(j.requested_gpus or 0 for j in jobs),
             "total_requested_gpus": int(sum(j.requested_gpus or 0 for j in jobs)),
             "with_deadline": sum(j.deadline is not None for j in jobs),
+            "deadline_sources": self.deadline_sources,
             "iterations": {
                 "mean": float(iters.mean()) if len(iters) else None,
                 "min": float(iters.min()) if len(iters) else None,

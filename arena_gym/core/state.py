@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from arena_gym.core.job import JobState
+from arena_gym.core.observed import Observer
 from arena_gym.core.oplog import Close, Commit, Fail, Finish, Op, Progress, Run, Submit
 from arena_gym.core.queue import JobQueue
-from arena_gym.core.views import ActiveViews, QueueViews
+from arena_gym.core.views import ActiveViews, Epoch, QueueViews
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import (
@@ -91,6 +92,7 @@ class ClusterState:
         self.belief = belief if belief is not None else truth
         self.horizon = horizon
         self._capacity = {g.gpu_type: g.gpus_per_node for g in cluster.groups}
+        self._epoch = Epoch()
         self.load(())
 
     # ------------------------------------------------------------------ workload
@@ -111,7 +113,8 @@ class ClusterState:
         self._unsubmitted = len(self._jobs)
         self._unfinished = len(self._jobs)
         self._clock = -math.inf
-        self._epoch = 0
+        self._epoch.value += 1  # never repeats: views of an earlier episode go stale
+        self._observers: dict[str, Observer] = {}
 
     def fork(self) -> ClusterState:
         """An independent copy of the whole state (performance models shared, finished jobs shared: they never change).
@@ -130,7 +133,8 @@ class ClusterState:
         new._events = list(self._events)
         new._ops = list(self._ops)
         new._unsubmitted, new._unfinished = self._unsubmitted, self._unfinished
-        new._clock, new._epoch = self._clock, self._epoch
+        new._clock, new._epoch = self._clock, Epoch(self._epoch.value)
+        new._observers = {viewer: observer.copy() for viewer, observer in self._observers.items()}
         return new
 
     def restore(self, now: float, current: Sequence[tuple[JobSpec, JobView]], future: Sequence[JobSpec]) -> None:
@@ -178,7 +182,7 @@ class ClusterState:
     @property
     def epoch(self) -> int:
         """A counter that moves on every change (lazy snapshot views check it)."""
-        return self._epoch
+        return self._epoch.value
 
     @property
     def unfinished(self) -> int:
@@ -308,7 +312,7 @@ class ClusterState:
                     raise InvalidDecision(
                         f"job {job_id}: node {node} of {p.gpu_type} has too few free GPUs for {p.gpus_per_node} more"
                     )
-        return CheckedDecision(tuple(preempt), tuple(allocate), self._epoch)
+        return CheckedDecision(tuple(preempt), tuple(allocate), self._epoch.value)
 
     # ------------------------------------------------------------------ transitions
     def commit(
@@ -320,7 +324,7 @@ class ClusterState:
         ``overhead_s(allocation)`` seconds (logged with its ALLOCATE event; a live backend
         that cannot know it passes the default 0 and the RUN event tells the real one).
         """
-        if checked.epoch != self._epoch:
+        if checked.epoch != self._epoch.value:
             raise ValueError("the decision was validated against an older state; validate it again")
         self._check_time(t)
         overheads = [overhead_s(alloc) for _, alloc, _ in checked.allocations]
@@ -453,6 +457,7 @@ class ClusterState:
         for job in self._jobs.values():
             if job.submitted and job.status is not JobStatus.FINISHED:
                 job.settle(t)
+        self._observers.clear()  # settling logs no event: observers start over if asked again
         self._ops.append(Close(t))
 
     # ------------------------------------------------------------------ outputs
@@ -466,9 +471,11 @@ class ClusterState:
     ) -> Snapshot:
         """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change).
 
-        ``fork`` is the backend's copy function, for clairvoyant search (see :class:`Snapshot`).
+        ``fork`` is the backend's copy function, for clairvoyant search (see :class:`Snapshot`);
+        the snapshot's ``observe(viewer)`` is :meth:`observed` at the same moment.
         """
-        epoch = lambda: self._epoch  # noqa: E731 - the views compare against the live counter
+        arrived, departed = tuple(arrivals), tuple(departures)
+        epoch = self._epoch
         return Snapshot(
             now=now,
             cluster=self.cluster,
@@ -476,11 +483,43 @@ class ClusterState:
             pending=QueueViews(epoch, self._queue.keys, self._jobs, self._queue),
             running=ActiveViews(epoch, self._active),
             perf=self.belief,
-            arrivals=tuple(arrivals),
-            departures=tuple(departures),
+            arrivals=arrived,
+            departures=departed,
             round_index=round_index,
             horizon=self.horizon,
             fork=fork,
+            observe=lambda viewer: self.observed(viewer, now, arrived, departed, round_index, epoch.value),
+        )
+
+    def observed(
+        self,
+        viewer: str,
+        now: float,
+        arrivals: tuple[JobId, ...] = (),
+        departures: tuple[JobId, ...] = (),
+        round_index: int = 0,
+        epoch: int | None = None,
+    ) -> Snapshot:
+        """The snapshot at ``now`` as the non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`).
+
+        Its job views come from the viewer's :class:`~arena_gym.core.observed.Observer`, kept
+        up to date here; it has no ``fork`` and no ``observe``. ``epoch``, when given, must be
+        the state's (RuntimeError: a stale snapshot).
+        """
+        if epoch is not None and epoch != self._epoch.value:
+            raise RuntimeError("stale snapshot: the backend has changed since this snapshot was taken")
+        observer = self._observer(viewer)
+        return Snapshot(
+            now=now,
+            cluster=self.cluster,
+            free={t: self._free_view(t) for t in self._free},
+            pending=QueueViews(self._epoch, self._queue.keys, observer.jobs, self._queue),
+            running=ActiveViews(self._epoch, observer.active),
+            perf=self.belief,
+            arrivals=arrivals,
+            departures=departures,
+            round_index=round_index,
+            horizon=self.horizon,
         )
 
     def record(
@@ -526,6 +565,20 @@ class ClusterState:
             assert (job_id in self._active) == (job.alloc is not None and job.status is not JobStatus.FINISHED)
 
     # ------------------------------------------------------------------ internals
+    def _observer(self, viewer: str) -> Observer:
+        """``viewer``'s observer, brought up to date with the event log."""
+        observer = self._observers.get(viewer)
+        jobs, events = self._jobs, self._events
+        if observer is None:
+            observer = self._observers[viewer] = Observer(viewer)
+            finished = JobStatus.FINISHED
+            current = [job.frozen() for job in jobs.values() if job.submitted and job.status is not finished]
+            observer.rebuild(current, list(self._active), len(events))
+        elif observer.seen < len(events):
+            new = events[observer.seen :]
+            observer.follow(new, {event.job_id: jobs[event.job_id].frozen() for event in new})
+        return observer
+
     def _job(self, job_id: JobId, t: float) -> JobState:
         job = self._jobs.get(job_id)
         if job is None:
@@ -539,7 +592,7 @@ class ClusterState:
 
     def _tick(self, t: float) -> None:
         self._clock = t
-        self._epoch += 1
+        self._epoch.value += 1
 
     def _preempt(self, job: JobState, t: float) -> None:
         job.settle(t)

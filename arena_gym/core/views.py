@@ -1,19 +1,49 @@
 """Lazy JobViews over the live cluster state: a snapshot costs O(1), a view is built when read.
 
 Both classes are valid until the state next changes (its ``epoch`` moves); any later access
-raises ``RuntimeError`` rather than showing a policy a mix of two moments.
+raises ``RuntimeError`` rather than showing a policy a mix of two moments. They read jobs
+through :class:`HeldJob`: the state's own job records (the truth, for clairvoyant policies) or
+an observer's records built from what a real scheduler observes
+(:mod:`arena_gym.core.observed`); the views hold nothing else but the queue's keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol, overload
 
 from sortedcontainers import SortedList
 
-from arena_gym.core.job import JobState
 from arena_gym.core.queue import Config, JobQueue
-from arena_gym.types import JobId, JobView, JobViews, Placement
+from arena_gym.types import Allocation, JobId, JobSpec, JobView, JobViews, Placement
+
+
+class HeldJob(Protocol):
+    """What the views read of a job: a :class:`~arena_gym.core.job.JobState`, or its observed form."""
+
+    @property
+    def spec(self) -> JobSpec:
+        """The job's spec."""
+
+    @property
+    def alloc(self) -> Allocation | None:
+        """What it holds (None while queued)."""
+
+    @property
+    def queued_now(self) -> bool:
+        """Whether it waits in the queue."""
+
+    def frozen(self) -> JobView:
+        """The job's view now."""
+
+
+class Epoch:
+    """A counter that moves on every change of a state; views hold it, not the state itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int = 0) -> None:
+        self.value = value
 
 
 class _LiveViews(JobViews):
@@ -21,13 +51,13 @@ class _LiveViews(JobViews):
 
     __slots__ = ("_epoch_of", "_epoch")
 
-    def __init__(self, epoch_of: Callable[[], int]) -> None:
+    def __init__(self, epoch_of: Epoch) -> None:
         super().__init__()
         self._epoch_of = epoch_of
-        self._epoch = epoch_of()
+        self._epoch = epoch_of.value
 
     def _check(self) -> None:
-        if self._epoch_of() != self._epoch:
+        if self._epoch_of.value != self._epoch:
             raise RuntimeError(
                 "stale snapshot: the backend has changed since this snapshot was taken "
                 "(copy its job views with tuple(...) to keep them)"
@@ -48,9 +78,9 @@ class QueueViews(_LiveViews):
 
     def __init__(
         self,
-        epoch_of: Callable[[], int],
+        epoch_of: Epoch,
         keys: SortedList,
-        jobs: Mapping[JobId, JobState],
+        jobs: Mapping[JobId, HeldJob],
         index: JobQueue | None = None,
     ) -> None:
         super().__init__(epoch_of)
@@ -135,7 +165,7 @@ class ActiveViews(_LiveViews):
 
     __slots__ = ("_active", "_ids")
 
-    def __init__(self, epoch_of: Callable[[], int], active: Mapping[JobId, JobState]) -> None:
+    def __init__(self, epoch_of: Epoch, active: Mapping[JobId, HeldJob]) -> None:
         super().__init__(epoch_of)
         self._active = active
         self._ids: tuple[JobId, ...] | None = None

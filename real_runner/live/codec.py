@@ -6,7 +6,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from arena_gym.core.oplog import OP_KINDS, Close, Commit, Fail, Finish, Op, Progress, Run, Submit
-from arena_gym.types import Allocation, GpuType, Grid, JobId, JobSpec, ModelRef, Placement, ResourceShape
+from arena_gym.types import (
+    Allocation,
+    DeadlineSource,
+    GpuType,
+    Grid,
+    JobId,
+    JobSpec,
+    ModelRef,
+    Placement,
+    ResourceShape,
+)
 from real_runner.launchers.base import RankSlot
 from real_runner.plans import plan_from_dict, plan_to_dict
 
@@ -22,6 +32,7 @@ def job_to_dict(job: JobSpec) -> dict[str, Any]:
         "requested_gpu_type": job.requested_gpu_type,
         "requested_gpus": job.requested_gpus,
         "deadline": job.deadline,
+        "deadline_source": job.deadline_source.value,
     }
 
 
@@ -37,6 +48,7 @@ def job_from_dict(data: Mapping[str, Any]) -> JobSpec:
         None if gpu_type is None else GpuType(str(gpu_type)),
         None if data.get("requested_gpus") is None else int(data["requested_gpus"]),
         None if data.get("deadline") is None else float(data["deadline"]),
+        DeadlineSource(str(data.get("deadline_source", DeadlineSource.DECLARED.value))),
     )
 
 

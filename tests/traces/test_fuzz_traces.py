@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from arena_gym.types import GpuType, JobId, JobSpec, ModelRef
+from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec, ModelRef
 from tests.fuzzing import assert_one_line, case_timeout, fuzz
 from traces import load_trace, resolve_trace, save_trace
 from traces.formats import ARENA_COLUMNS, CANONICAL_COLUMNS, ITP_COLUMNS
@@ -171,7 +171,10 @@ def write(path: Path, fmt: str, rows: list[dict[str, str]], order: list[str] | N
     return path
 
 
-def expected_jobs(values: list[dict[str, object]], divisor: int = 1) -> tuple[tuple[JobSpec, ...], float]:
+def expected_jobs(
+    values: list[dict[str, object]], divisor: int = 1, source: DeadlineSource = DeadlineSource.DECLARED
+) -> tuple[tuple[JobSpec, ...], float]:
+    """The jobs a file of ``values`` loads to (a deadline's source is ``source``), and the offset."""
     offset = min(float(v["submit"]) for v in values)
     jobs = []
     for v in values:
@@ -186,6 +189,7 @@ def expected_jobs(values: list[dict[str, object]], divisor: int = 1) -> tuple[tu
                 GpuType(str(v["gpu_type"]).lower()) if v["gpu_type"] else None,
                 int(v["gpus"]) or None,  # type: ignore[call-overload]
                 None if deadline is None else float(deadline) - offset,
+                DeadlineSource.DECLARED if deadline is None else source,
             )
         )  # type: ignore[arg-type]
     return tuple(sorted(jobs, key=lambda j: (j.submit_time, j.job_id))), offset
@@ -210,7 +214,7 @@ def test_arena_files_load_exactly(data, divisor):
     rows, values = data
     with case_timeout(TIMEOUT_S):
         trace = resolve_trace(f"{write(_scratch() / 'a.csv', 'arena', rows)}?iteration_divisor={divisor}")
-        jobs, offset = expected_jobs(values, divisor)
+        jobs, offset = expected_jobs(values, divisor, DeadlineSource.DERIVED)  # the artifact's deadlines are derived
         assert trace.jobs == jobs and trace.time_offset_s == offset
 
 
@@ -228,6 +232,7 @@ def test_itp_files_keep_ids_times_and_durations(data, seed, step):
         assert job.submit_time == float(v["submit"]) - offset  # type: ignore[arg-type]
         assert job.iterations == max(1, int(float(v["duration"]) // step))  # type: ignore[arg-type]
         assert job.deadline == job.submit_time + 1.5 * job.iterations * step
+        assert job.deadline_source is DeadlineSource.DERIVED
 
 
 #: Cells that are wrong for a column whatever the rest of the row holds.

@@ -10,7 +10,7 @@ import pytest
 
 import traces
 from traces import SyntheticConfig, Trace, load_trace, resolve_trace, save_trace, synthetic
-from traces.formats import CANONICAL_COLUMNS, FORMATS, resolve
+from traces.formats import CANONICAL_COLUMNS, DEADLINE_SOURCE_COLUMN, FORMATS, resolve
 
 CANON = ",".join(CANONICAL_COLUMNS) + "\n"
 REAL = {
@@ -58,9 +58,9 @@ def test_canonical_round_trip(tmp_path, shared_data):
         load_trace(shared_data / "arena/traces/pai.csv").window(3600, 20 * 3600).shift_to_zero(),
     ):
         path = save_trace(trace, tmp_path / "sub" / f"{trace.name}.csv")
-        assert path.read_text().splitlines()[0] == ",".join(CANONICAL_COLUMNS)
+        assert path.read_text().splitlines()[0] == ",".join((*CANONICAL_COLUMNS, DEADLINE_SOURCE_COLUMN))
         again = load_trace(path)
-        assert again.jobs == trace.jobs
+        assert again.jobs == trace.jobs and again.deadline_sources == "derived"
         assert again.source == f"canonical:{path}"
 
 

@@ -1,4 +1,9 @@
-"""``arena-gym trace info | convert``."""
+"""``arena-gym trace info | convert``.
+
+``info`` prints :meth:`traces.Trace.summary` as JSON (with ``deadline_sources``: none, declared,
+derived or mixed) plus the jobs ``--cluster`` can never run; ``convert`` writes the canonical
+CSV, each deadline's source included.
+"""
 
 from __future__ import annotations
 
@@ -58,5 +63,5 @@ def handle(args: argparse.Namespace) -> int:
             )
     else:
         save_trace(trace, args.out)
-        print(f"wrote {len(trace.jobs)} jobs to {args.out}")
+        print(f"wrote {len(trace.jobs)} jobs to {args.out} (deadlines: {trace.deadline_sources})")
     return 0

@@ -9,22 +9,26 @@ import numpy as np
 import pytest
 
 from agents.search.lookahead import Lookahead
-from arena_gym.cluster import load_cluster
 from arena_gym.core.information import Masker, information_set, is_clairvoyant
-from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.records import EventKind
-from arena_gym.registry import make_perf, make_policy, policy_registry
+from arena_gym.registry import make_policy, policy_registry
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import Decision, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
 from tests.agents.baseline_cases import TINY
+from tests.arena_gym.core.test_doors import CLUSTER, PERF, itp_jobs
 from tests.conftest import REPO
 from tests.helpers import job, uniform_model
 
-#: Every registered policy that does not declare clairvoyance, and the documented learned residual (a weights file).
+#: Every registered policy that does not declare clairvoyance, the deadline probes (registered nowhere), and every
+#: documented learned agent: the residual (tuned and first run) and the slot agent.
 NON_CLAIRVOYANT = [
     *sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name))),
+    "tests.probes:DeadlineArena",
+    "tests.probes:WeightedDeadlineArena",
     f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train' / 'residual.json'}",
+    f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train-tuned' / 'residual.json'}",
+    f"sb3:{REPO / 'benchmarks' / 'results' / 'train_run' / 'best_model.zip'}",
 ]
 
 
@@ -76,30 +80,27 @@ def test_a_clairvoyant_policy_sees_the_truth() -> None:
     assert policy.seen and information_set(policy)(policy.seen[0]) is policy.seen[0]
 
 
-def test_hidden_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> None:
+def test_observed_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> None:
     backend = SimBackend(TINY, uniform_model())
     snapshot = backend.reset([job("a", 0.0, 50, "a40", 2)])
     assert snapshot is not None
     view = snapshot.pending[0]
-    masker = Masker("m")
-    hidden = masker.view(view)
-    assert masker.view(view) is hidden and masker.spec(view.spec) is hidden.spec  # memoised
+    shown = Masker("m").snapshot(snapshot)
+    hidden = shown.pending[0]
+    assert shown.pending[0] is hidden and shown.pending.get("a") is hidden and tuple(shown.pending) == (hidden,)
     assert isinstance(hidden.spec, HiddenSpec) and hidden.spec == HiddenSpec.of(view.spec, "m")
     assert {f.name: getattr(hidden, f.name) for f in dataclasses.fields(hidden) if f.name != "spec"} == {
         f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "spec"
     }
-    shown = masker.snapshot(snapshot)
-    assert len(shown.pending) == 1 and shown.pending.get("a") is hidden and tuple(shown.pending) == (hidden,)
     assert shown.pending.requesting("a40")[0] is hidden and list(shown.pending.by_config().values())[0][0] is hidden
     assert shown.running.placements() == {} and shown.pending.placements() == {}
+    assert shown.fork is None and shown.observe is None
+    by_hand = Masker("m").snapshot(dataclasses.replace(snapshot, pending=tuple(snapshot.pending), observe=None))
+    assert by_hand.pending[0] == hidden and by_hand.pending[0].spec.viewer == "m"  # a hand-built snapshot: copied
     running = dataclasses.replace(view, status=JobStatus.RUNNING, rate=1.0, run_start=0.0)
     assert running.iterations_done(80.0) == 50  # the truth caps progress at the length...
-    assert masker.view(running).iterations_done(80.0) == 80.0  # ...a hidden view cannot (it would tell it)
-
-
-def _perturbed(jobs: tuple[JobSpec, ...], seed: int) -> tuple[JobSpec, ...]:
-    factors = np.random.default_rng(seed).uniform(0.3, 3.0, len(jobs))
-    return tuple(dataclasses.replace(j, iterations=max(1, int(j.iterations * f))) for j, f in zip(jobs, factors))
+    hidden_running = dataclasses.replace(running, spec=hidden.spec)
+    assert hidden_running.iterations_done(80.0) == 80.0  # ...a hidden view cannot (it would tell it)
 
 
 def _until_first_finish(backend: SimBackend, policy, jobs) -> list[tuple]:
@@ -124,25 +125,31 @@ def _light(policy: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", NON_CLAIRVOYANT)
-def test_decisions_do_not_depend_on_the_true_lengths_until_a_job_finishes(name: str) -> None:
-    cluster = load_cluster("testbed-64")
-    perf = make_perf("estimator", cluster)
-    trace = (
-        "synthetic:mix=testbed,n_jobs=40,rate_per_h=120,iter_log_mean=5.06,iter_log_sigma=0.89,iter_min=6,iter_max=500"
-    )
-    jobs = load_jobs(trace, cluster, perf, seed=3)
+def test_decisions_do_not_depend_on_the_true_lengths_until_a_job_finishes(name: str, tmp_path) -> None:
+    """On an ITP trace, whose deadlines the loader derives from the lengths, perturbed lengths change nothing."""
+    factors = np.random.default_rng(1).uniform(0.3, 3.0, 40)
     runs = []
-    for workload in (jobs, _perturbed(jobs, 1)):
+    for workload in (itp_jobs(tmp_path), itp_jobs(tmp_path, factors, "perturbed.csv")):
         policy = _light(make_policy(name))
         runs.append(
             _until_first_finish(
-                SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search)), policy, workload
+                SimBackend(CLUSTER, PERF, config=SimConfig(overhead_class=policy.ap_search)), policy, workload
             )
         )
     truth, perturbed = runs
     prefix = min(len(truth), len(perturbed))
     assert sum(e[1] is EventKind.ALLOCATE for e in truth[:prefix]) >= 5  # the prefix holds real decisions
     assert truth[:prefix] == perturbed[:prefix]
+
+
+def test_the_perturbed_trace_differs_in_lengths_and_deadlines(tmp_path) -> None:
+    factors = np.random.default_rng(1).uniform(0.3, 3.0, 40)
+    jobs, perturbed = itp_jobs(tmp_path), itp_jobs(tmp_path, factors, "perturbed.csv")
+    assert [(j.job_id, j.model, j.submit_time) for j in jobs] == [(j.job_id, j.model, j.submit_time) for j in perturbed]
+    assert sum(a.iterations != b.iterations for a, b in zip(jobs, perturbed)) >= 35
+    assert sum(a.deadline != b.deadline for a, b in zip(jobs, perturbed)) >= 35
+    clairvoyant = [_until_first_finish(SimBackend(CLUSTER, PERF), make_policy("srtf"), w) for w in (jobs, perturbed)]
+    assert clairvoyant[0] != clairvoyant[1]  # a policy that reads the lengths does decide differently
 
 
 def test_hidden_specs_copy_and_pickle_without_the_length() -> None:

@@ -3,6 +3,7 @@ checkpoints, and a replay that rebuilds the cluster core exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 
@@ -146,3 +147,13 @@ def test_a_failed_transaction_leaves_nothing_and_rows_round_trip(tmp_path) -> No
     assert journal.checkpoints("a") == [(10, 3.0), (20, 5.0)] and journal.offsets() == {"a": 1234}
     with pytest.raises(ValueError, match="unknown generation phase 'lost'"):
         journal.put_generation("a", 2, "lost", {})
+
+
+def test_a_job_keeps_where_its_deadline_comes_from() -> None:
+    from arena_gym.types import DeadlineSource
+
+    derived = dataclasses.replace(jobs()[0], deadline=99.0, deadline_source=DeadlineSource.DERIVED)
+    data = job_to_dict(derived)
+    assert data["deadline_source"] == "derived" and job_from_dict(data) == derived
+    del data["deadline_source"]  # a journal written before the field: its deadlines were declared
+    assert job_from_dict(data).deadline_source is DeadlineSource.DECLARED
