@@ -14,12 +14,22 @@ suite's workloads and writes into ``config.out_dir``:
   the interquartile mean of the score ``reference / policy`` and the probability of
   improvement over the reference with stratified-bootstrap intervals
   (:mod:`arena_gym.harness.aggregates`, rliable), and with bounds the mean ratios to LB1 and
-  the LP and the share of the reference's gap to the LP the policy closes;
+  the LP and the share of the reference's gap to the LP the policy closes; then, traces
+  weighted equally, the number of traces and the mean difference and mean ratio
+  (``mean_diff_trace``, ``mean_ratio_trace``) with hierarchical bootstrap intervals that
+  resample traces, then windows within each drawn trace (``diff_ci_trace_low`` / ``_high``,
+  ``ratio_ci_trace_low`` / ``_high``; :mod:`arena_gym.harness.stats`). Pooled figures weight
+  windows equally;
+- ``by_trace.csv``: per (trace, policy) the windows, mean, the reference's mean, the mean
+  difference and ratio, and wins / ties / losses (also in ``summary.md``);
 - ``vs_reference.png`` (per-workload scatter), ``cdf.png`` (ratio and per-job JCT CDFs) and
   ``performance_profile.png`` (rliable's score distributions);
 - ``config.json`` (the config, the suite's workloads, seed and code version).
 
-The directory is written complete or not at all (:func:`arena_gym.outputs.staged_dir`).
+The directory is written complete or not at all (:func:`arena_gym.outputs.staged_dir`). The
+tables and plots follow from ``per_workload.csv`` and ``jobs.csv`` alone (:func:`write_summaries`,
+which ``scripts/regenerate_results.py --tables-only`` also calls). A run on a frozen suite
+(``frozen-test``) is first recorded in the committed ledger (:mod:`arena_gym.harness.ledger`).
 
 With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a wandb run.
 """
@@ -40,20 +50,23 @@ import pandas as pd
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.executor import connect_ray
+from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
-from arena_gym.harness.stats import summary_table
+from arena_gym.harness.stats import TRACE_COLUMNS, by_trace_table, summary_table
 from arena_gym.harness.suites import (
+    FROZEN_SUITES,
     MODEL_SUITE,
     SUITE_CHOICES,
     SUITE_NAMES,
+    WEIGHTS,
     Suite,
     SuitePart,
     custom_suite,
     env_suite,
     get_suite,
 )
-from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
+from arena_gym.outputs import atomic_write, code_version, shown_path, staged_dir, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.types import ClusterSpec
 from envs import EnvConfig, ObservationPolicy
@@ -75,7 +88,8 @@ class EvalConfig:
     ``suite`` is a registered name (:data:`arena_gym.harness.suites.SUITE_NAMES`) or ``custom`` with
     ``traces`` (trace specs; their ``split`` windows of ``window_jobs`` jobs on ``cluster`` at
     ``loads``, offered loads or factors of the recorded rate per ``load_basis``). ``limit`` > 0
-    keeps that many workloads, evenly spaced.
+    keeps that many workloads, evenly spaced. ``ledger`` is the ledger a run on a frozen suite is
+    recorded in (None: the repository's, :func:`arena_gym.harness.ledger.default_ledger`).
     """
 
     policies: tuple[str, ...]
@@ -98,6 +112,7 @@ class EvalConfig:
     workers: int = 1
     bounds: bool = True
     ray: str | None = None
+    ledger: str | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -164,9 +179,12 @@ class EvalResult:
 def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalResult:
     """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``.
 
-    With ``config.ray`` the cluster is connected to first, before any work.
+    On a frozen suite the ledger is checked first and the run recorded in it before any policy
+    runs. With ``config.ray`` the cluster is connected to before any other work.
     """
     start = time.perf_counter()
+    frozen = (suite.name if suite is not None else config.suite) in FROZEN_SUITES
+    ledger = check_ledger(config.ledger or default_ledger(config.out_dir)) if frozen else None
     if config.ray is not None:
         connect_ray(config.ray)
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
@@ -179,30 +197,27 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
     if 0 < config.limit < len(workloads):
         step = len(workloads) / config.limit
         workloads = [workloads[int(i * step)] for i in range(config.limit)]
+    if ledger is not None:
+        root = repository_root() or Path.cwd()
+        row = ledger_row(
+            suite.name,
+            config.policies,
+            shown_path(Path(config.out_dir), root),
+            config,
+            len(workloads),
+            code_version(),
+        )
+        append_row(ledger, row)
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
     evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds)
     jct_rows: list[dict[str, Any]] = []
     table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
-    summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
     out = Path(config.out_dir)
     with staged_dir(out) as staging:
-        lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if config.bounds else None
-        if lp is not None:
-            summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
-        rl = aggregate(
-            table,
-            lp,
-            AggregateConfig(config.reference, config.metric, seed=config.seed),
-            staging / "performance_profile.png",
-        )
-        summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
         write_csv(staging / "per_workload.csv", table)
         write_csv(staging / "jobs.csv", jobs)
-        write_csv(staging / "summary.csv", summary)
-        (staging / "summary.md").write_text(summary_markdown(summary, config.metric, suite))
-        plot_vs_reference(table, config.metric, config.reference, staging / "vs_reference.png")
-        plot_cdfs(table, jobs, config.metric, config.reference, staging / "cdf.png")
+        summary = write_summaries(staging, table, jobs, config, suite.name, suite.description)
         wall = time.perf_counter() - start
         write_json(
             staging / "config.json",
@@ -273,6 +288,39 @@ def recorded_config(out_dir: str | Path) -> EvalConfig:
         raise ValueError(f"{path}: {err}") from None
 
 
+def write_summaries(
+    folder: Path, table: pd.DataFrame, jobs: pd.DataFrame | None, config: EvalConfig, suite: str, description: str
+) -> pd.DataFrame:
+    """From a per-workload table (and ``jobs``' per-job JCTs): write the summaries and plots into ``folder``.
+
+    ``summary.csv``, ``summary.md``, ``by_trace.csv``, ``vs_reference.png``,
+    ``performance_profile.png`` and, with ``jobs``, ``cdf.png``, with ``config``'s metric,
+    reference, resamples and seed; the bound columns when the table has the bounds. Returns
+    the summary.
+    """
+    summary = summary_table(table, config.metric, config.reference, config.resamples, config.seed)
+    lp = dict(zip(table["workload"], table["lp_avg_jct_s"])) if "lp_avg_jct_s" in table.columns else None
+    if lp is not None:
+        summary = summary.merge(bound_columns(table, config.metric, config.reference), on="policy", how="left")
+    rl = aggregate(
+        table,
+        lp,
+        AggregateConfig(config.reference, config.metric, seed=config.seed),
+        folder / "performance_profile.png",
+    )
+    summary = summary.merge(rl.table.drop(columns=["workloads"]), on="policy", how="left")
+    summary = summary[[c for c in summary.columns if c not in TRACE_COLUMNS] + list(TRACE_COLUMNS)]
+    by_trace = by_trace_table(table, config.metric, config.reference)
+    write_csv(folder / "summary.csv", summary)
+    write_csv(folder / "by_trace.csv", by_trace)
+    text = summary_markdown(summary, config.metric, suite, description) + by_trace_markdown(by_trace, config.metric)
+    atomic_write(folder / "summary.md", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    plot_vs_reference(table, config.metric, config.reference, folder / "vs_reference.png")
+    if jobs is not None:
+        plot_cdfs(table, jobs, config.metric, config.reference, folder / "cdf.png")
+    return summary
+
+
 def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFrame:
     """Per policy: the mean ratio of its metric to each lower bound, and the share of the reference's gap to the LP it closes.
 
@@ -296,7 +344,7 @@ def bound_columns(table: pd.DataFrame, metric: str, reference: str) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite[Any]) -> str:
+def summary_markdown(summary: pd.DataFrame, metric: str, suite: str, description: str) -> str:
     """The summary as a Markdown table in hours, with the suite named above it."""
     rows = []
     bounds = "mean_ratio_to_lp" in summary.columns
@@ -321,14 +369,41 @@ def summary_markdown(summary: pd.DataFrame, metric: str, suite: Suite[Any]) -> s
                     "gap closed": f"{r.gap_closed:+.3f}",
                 }
             )
+        row.update(
+            {
+                "mean diff by trace (h)": f"{r.mean_diff_trace / 3600:+.2f} "
+                f"[{r.diff_ci_trace_low / 3600:+.2f}, {r.diff_ci_trace_high / 3600:+.2f}]",
+                "mean ratio by trace": f"{r.mean_ratio_trace:.3f} "
+                f"[{r.ratio_ci_trace_low:.3f}, {r.ratio_ci_trace_high:.3f}]",
+            }
+        )
         rows.append(row)
     head = (
-        f"Suite `{suite.name}` ({suite.description}); {int(summary['workloads'].max())} workloads; "
-        f"95% bootstrap intervals; differences are policy - reference; IQM of the per-workload score "
-        f"reference / policy and the probability of improvement over the reference (rliable, stratified "
-        f"bootstrap); ratios to the lower bounds (LB1: each job alone on its best grid; LP: the relaxation "
-        f"of the cluster's capacity) and the share of the reference's gap to the LP closed.\n\n"
+        f"Suite `{suite}` ({description}); {int(summary['workloads'].max())} workloads of "
+        f"{int(summary['traces'].max())} trace(s); 95% bootstrap intervals; differences are policy - reference; "
+        f"IQM of the per-workload score reference / policy and the probability of improvement over the reference "
+        f"(rliable, stratified bootstrap); ratios to the lower bounds (LB1: each job alone on its best grid; LP: the "
+        f"relaxation of the cluster's capacity) and the share of the reference's gap to the LP closed. "
+        f"Weights: {WEIGHTS}.\n\n"
     )
+    return head + to_markdown(pd.DataFrame(rows))
+
+
+def by_trace_markdown(by_trace: pd.DataFrame, metric: str) -> str:
+    """The per-trace table as a Markdown section in hours (``by_trace.csv``)."""
+    rows = [
+        {
+            "trace": r.trace,
+            "policy": r.policy,
+            "windows": r.windows,
+            f"mean {metric} (h)": f"{r.mean / 3600:.2f}",
+            "mean diff (h)": f"{r.mean_diff / 3600:+.2f}",
+            "mean ratio": f"{r.mean_ratio:.3f}",
+            "wins/ties/losses": f"{r.wins}/{r.ties}/{r.losses}",
+        }
+        for r in by_trace.itertuples(index=False)
+    ]
+    head = "\n## By trace\n\nEach trace's windows alone (windows weighted equally within a trace).\n\n"
     return head + to_markdown(pd.DataFrame(rows))
 
 

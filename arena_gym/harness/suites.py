@@ -11,14 +11,25 @@ depend on the GPU types and grid) runs on every suite:
 
 - ``synthetic``: in distribution for ``ArenaGym/Testbed64-v1``: its synthetic generator, 20
   seeds of the test split's own seed stream;
+- ``frozen-test``: the report-only test suite (:data:`FROZEN_DESIGN`): 20 evenly spaced 50-job
+  windows of each of ITP cluster07 and cluster09, which no design, training or tuning reads;
+  every run on it is recorded in a committed ledger (:mod:`arena_gym.harness.ledger`);
 - ``real-test`` / ``real-validation``: every 50-job window of the test / validation time range
-  of the five real traces (``ArenaGym/Testbed64Real-v1``; needs the data folder);
+  of the five real traces (``ArenaGym/Testbed64Real-v1``; needs the data folder). ``real-test``
+  is a *development* suite: it was read while the policies were designed;
 - ``shift``: what the real-trace agent never saw in training: a node split it did not train
   on (8 A40 + 24 A10 nodes), an offered load of 1.6 (training: 0.6 - 1.2) and bursty arrivals
-  (the synthetic generator's two-state process), 20 workloads each;
+  (the synthetic generator's two-state process), 20 workloads each; the first two take windows
+  of ITP cluster05 and cluster06, held out for this suite (no test window is reused);
 - ``custom``: the test windows of your own trace files (:func:`custom_suite`);
 - ``model``: the test split of the env an agent trained on (:func:`env_suite` of its metadata's
   EnvConfig), which fits the agent whatever its cluster.
+
+Which ITP traces serve what: cluster08 and cluster10 are the env's train / validation / test
+ranges (``real-*``), cluster02 is left for training and validation, cluster05 and cluster06 are
+the ``shift`` suite's, cluster07 and cluster09 the ``frozen-test`` suite's (tested from the
+registries). Statistics weight windows equally in pooled means and traces equally in the
+by-trace interval (:data:`WEIGHTS`).
 """
 
 from __future__ import annotations
@@ -38,18 +49,53 @@ from envs.clusters import resolve_cluster
 
 
 def split_workloads(
-    config: EnvConfig, split: str, seeds: Sequence[int] = (), cluster: str | None = None, limit: int = 0
+    config: EnvConfig,
+    split: str,
+    seeds: Sequence[int] = (),
+    cluster: str | None = None,
+    limit: int = 0,
+    per_trace: int = 0,
 ) -> list[Workload]:
     """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
 
-    ``cluster`` replaces the config's; ``limit`` > 0 keeps that many, evenly spaced over the list.
+    ``cluster`` replaces the config's; ``per_trace`` > 0 keeps that many windows of each trace
+    (:func:`spaced_windows`); ``limit`` > 0 then keeps that many, evenly spaced over the list.
     """
     base = resolve_cluster(cluster or config.cluster)
     truth = resolve_perf(config.perf, base, config.seed)
     workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
+    if per_trace > 0:
+        by_trace: dict[str, list[Workload]] = {}
+        for w in workloads:
+            by_trace.setdefault(w.trace, []).append(w)
+        levels = len(config.load_levels)
+        workloads = [w for group in by_trace.values() for w in spaced_windows(group, per_trace, levels)]
     if 0 < limit < len(workloads):
         workloads = [workloads[int(i)] for i in np.linspace(0, len(workloads) - 1, limit).round()]
     return workloads
+
+
+def spaced_windows(windows: Sequence[Workload], count: int, levels: int) -> list[Workload]:
+    """``count`` of one trace's consecutive windows, evenly spaced, with the load levels still cycling over them.
+
+    Kept window ``i`` is the one nearest to ``i / (count - 1)`` of the way through the trace
+    whose position is congruent to ``i`` modulo ``levels`` (window ``k`` is at level ``k mod levels``, so
+    the kept windows cycle through the levels in order); all of them when there are at most
+    ``count``; a one-line ValueError when too few windows leave the kept ones out of order.
+    """
+    n = len(windows)
+    if n <= count:
+        return list(windows)
+    kept = []
+    for i in range(count):
+        target = round(i * (n - 1) / max(count - 1, 1))
+        near = [k for k in range(target - levels, target + levels + 1) if 0 <= k < n and k % levels == i % levels]
+        kept.append(min(near, key=lambda k: (abs(k - target), k)))
+    if any(b <= a for a, b in zip(kept, kept[1:])):
+        raise ValueError(
+            f"cannot keep {count} of {n} windows in order with {levels} load levels cycling: too few windows"
+        )
+    return [windows[k] for k in kept]
 
 
 class Part(Protocol):
@@ -68,7 +114,8 @@ PartT = TypeVar("PartT", bound=Part)
 
 @dataclass(frozen=True)
 class SuitePart:
-    """One group of a suite: the fixed workloads of ``split`` under ``config`` (at most ``limit``, 0 = all)."""
+    """One group of a suite: the fixed workloads of ``split`` under ``config`` (``per_trace`` windows of each
+    trace and at most ``limit`` in all, 0 = all; see :func:`split_workloads`)."""
 
     name: str
     config: EnvConfig
@@ -76,10 +123,11 @@ class SuitePart:
     seeds: tuple[int, ...] = ()
     cluster: str | None = None
     limit: int = 0
+    per_trace: int = 0
 
     def workloads(self) -> list[Workload]:
         """The part's workloads, deterministic."""
-        return split_workloads(self.config, self.split, self.seeds, self.cluster, self.limit)
+        return split_workloads(self.config, self.split, self.seeds, self.cluster, self.limit, self.per_trace)
 
 
 @dataclass(frozen=True)
@@ -138,6 +186,29 @@ class Suite(Generic[PartT]):
 TEST_SEEDS: tuple[int, ...] = tuple(range(2_000_000, 2_000_020))
 SHIFT_CLUSTER = "testbed-64[a40=8,a10=24]"
 BURSTY = "synthetic:n_jobs=50,arrival=bursty,rate_per_h=6,mix=testbed,gpu_types=a40+a10,max_gpus=16"
+#: ITP traces held out for the ``shift`` suite (whole traces; nobody trains or tunes on them).
+SHIFT_TRACES: tuple[str, ...] = ("data:itp/cluster05.csv?seed=0", "data:itp/cluster06.csv?seed=0")
+#: ITP traces of the ``frozen-test`` suite (whole traces; read only to report a finished result).
+FROZEN_TRACES: tuple[str, ...] = ("data:itp/cluster07.csv?seed=0", "data:itp/cluster09.csv?seed=0")
+#: Windows of each frozen trace.
+FROZEN_WINDOWS_PER_TRACE = 20
+#: How every evaluation weights its workloads (stated in each summary).
+WEIGHTS = (
+    "pooled means and intervals weight windows equally; the by-trace interval (resampling traces, then windows "
+    "within each drawn trace) weights traces equally"
+)
+#: The design of ``frozen-test``, stated before its first run.
+FROZEN_DESIGN = (
+    "frozen test suite, report only (every run is recorded in benchmarks/results/frozen-test/LEDGER.csv): "
+    "ITP cluster07 and cluster09 (sampled as the real traces, seed 0), each whole trace (split all), "
+    f"{FROZEN_WINDOWS_PER_TRACE} of its disjoint 50-job windows evenly spaced over it "
+    f"({2 * FROZEN_WINDOWS_PER_TRACE} in all; kept window i is the one nearest to i/{FROZEN_WINDOWS_PER_TRACE - 1} "
+    "of the way through the trace whose index is congruent to i modulo 3), offered load 0.6 / 0.9 / 1.2 "
+    "cycling over each trace's kept windows, on testbed-64 with the EnvConfig of ArenaGym/Testbed64Real-v1 "
+    "(as real-test); weights: " + WEIGHTS
+)
+#: Suites read only to report a finished result: every ``evaluate`` run on one is recorded in the ledger.
+FROZEN_SUITES: frozenset[str] = frozenset({"frozen-test"})
 
 
 def _real(data_dir: str) -> EnvConfig:
@@ -146,6 +217,11 @@ def _real(data_dir: str) -> EnvConfig:
 
 def _synthetic(_data_dir: str) -> tuple[SuitePart, ...]:
     return (SuitePart("synthetic", ENV_CONFIGS["ArenaGym/Testbed64-v1"].replace(split="test"), "test", TEST_SEEDS),)
+
+
+def _frozen_test(data_dir: str) -> tuple[SuitePart, ...]:
+    config = _real(data_dir).replace(trace=FROZEN_TRACES, split="all")
+    return (SuitePart("frozen-test", config, "all", per_trace=FROZEN_WINDOWS_PER_TRACE),)
 
 
 def _real_test(data_dir: str) -> tuple[SuitePart, ...]:
@@ -158,9 +234,10 @@ def _real_validation(data_dir: str) -> tuple[SuitePart, ...]:
 
 def _shift(data_dir: str) -> tuple[SuitePart, ...]:
     real = _real(data_dir)
+    held_out = real.replace(trace=SHIFT_TRACES, split="all")
     return (
-        SuitePart("cluster", real, "test", cluster=SHIFT_CLUSTER, limit=20),
-        SuitePart("load", real.replace(load_levels=(1.6,)), "test", limit=20),
+        SuitePart("cluster", held_out, "all", cluster=SHIFT_CLUSTER, limit=20),
+        SuitePart("load", held_out.replace(load_levels=(1.6,)), "all", limit=20),
         SuitePart("bursty", real.replace(trace=BURSTY, load_levels=(0.9,)), "test", TEST_SEEDS),
     )
 
@@ -168,13 +245,23 @@ def _shift(data_dir: str) -> tuple[SuitePart, ...]:
 _SUITES: Mapping[str, tuple[str, Callable[[str], tuple[SuitePart, ...]], bool]] = MappingProxyType(
     {
         "synthetic": ("Testbed64 synthetic workloads, 20 test seeds (in distribution)", _synthetic, False),
-        "real-test": ("every 50-job test window of the five real traces on testbed-64", _real_test, True),
+        "frozen-test": (FROZEN_DESIGN, _frozen_test, True),
+        "real-test": (
+            "development suite (read while designing): every 50-job test window of the five real traces on testbed-64",
+            _real_test,
+            True,
+        ),
         "real-validation": (
             "every 50-job validation window of the five real traces (model selection)",
             _real_validation,
             True,
         ),
-        "shift": ("unseen node split, offered load 1.6, bursty arrivals (20 workloads each)", _shift, True),
+        "shift": (
+            "unseen node split and offered load 1.6 (20 windows of ITP cluster05 + cluster06 each, held out for "
+            "this suite), bursty arrivals (20 synthetic test seeds)",
+            _shift,
+            True,
+        ),
     }
 )
 SUITE_NAMES: tuple[str, ...] = tuple(_SUITES)

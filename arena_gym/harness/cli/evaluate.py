@@ -40,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--suite",
         default="synthetic",
         choices=SUITE_CHOICES,
-        help="workload suite (model: the test split of the env the sb3 policies were trained on)",
+        help="workload suite (model: the test split of the env the sb3 policies were trained on; frozen-test: "
+        "report only, every run is recorded in the repository's benchmarks/results/frozen-test/LEDGER.csv)",
     )
     parser.add_argument(
         "--trace",

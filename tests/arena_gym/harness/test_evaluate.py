@@ -19,7 +19,7 @@ from arena_gym.harness.scoring import (
     parse_policy_spec,
     summarise,
 )
-from arena_gym.harness.stats import bootstrap_ci, paired_comparison, summary_table
+from arena_gym.harness.stats import TRACE_COLUMNS, bootstrap_ci, paired_comparison, summary_table
 from arena_gym.harness.suites import custom_suite, env_suite, get_suite
 from arena_gym.metrics import padded_mean_jcts
 from arena_gym.outputs import write_json
@@ -122,6 +122,7 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
         "jobs.csv",
         "summary.csv",
         "summary.md",
+        "by_trace.csv",
         "vs_reference.png",
         "cdf.png",
         "performance_profile.png",
@@ -140,6 +141,15 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
     assert bool(summary.loc["srtf", "clairvoyant"]) and not bool(summary.loc["arena", "clairvoyant"])
     assert summary.loc["arena", "overhead_class"] == "pruned" and summary.loc["fcfs", "overhead_class"] == "full"
     assert len(pd.read_csv(tmp_path / "a" / "jobs.csv")) == first.per_workload["jobs_finished"].sum()
+    # one trace (the generator): the by-trace figures are the pooled ones, the interval the window bootstrap's
+    fcfs = summary.loc["fcfs"]
+    assert fcfs["traces"] == 1 and fcfs["mean_diff_trace"] == pytest.approx(fcfs["mean_diff"])
+    assert (fcfs["diff_ci_trace_low"], fcfs["diff_ci_trace_high"]) == (fcfs["diff_ci_low"], fcfs["diff_ci_high"])
+    assert list(first.summary.columns[-7:]) == list(TRACE_COLUMNS)  # added after the columns summaries had before
+    by_trace = pd.read_csv(tmp_path / "a" / "by_trace.csv").set_index("policy")
+    assert set(by_trace["trace"]) == {"synthetic"} and by_trace.loc["fcfs", "windows"] == 3
+    assert by_trace.loc["fcfs", "mean_ratio"] == pytest.approx(summary.loc["fcfs", "mean_ratio"])
+    assert "## By trace" in (tmp_path / "a" / "summary.md").read_text()
 
 
 def test_suites_need_data_or_are_built_in(tmp_path) -> None:
