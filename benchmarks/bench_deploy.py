@@ -47,7 +47,8 @@ from typing import Any
 
 import pandas as pd
 
-from arena_gym.outputs import code_version, shown_path, write_json
+from arena_gym.harness.out_dirs import shown_path
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_perf
 from arena_gym.types import ModelRef, best_locality
 from real_runner.plans import plan_from_dict

@@ -42,7 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.planner import PlannerConfig
 from estimator.profile import load_profile

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from estimator.zoo import get_model
 from real_runner.launch import LocalJob, launch_local

@@ -27,9 +27,10 @@ import pandas as pd
 
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.out_dirs import check_out_dir, is_results_dir
 from arena_gym.harness.results import jobs_frame, timeline_frame
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import check_out_dir, code_version, is_results_dir, write_csv, write_json
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, resolve
