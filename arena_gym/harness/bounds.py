@@ -59,8 +59,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import coo_array, csc_array
 
 from arena_gym.sim.config import SimConfig
@@ -254,10 +254,10 @@ class _Problem:
 def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
     """Solve the time-indexed LP relaxation of the module docstring (HiGHS); its optimum bounds the average JCT.
 
-    By column generation on HiGHS' interior point method (:func:`scipy.optimize.linprog`, with
-    crossover to a basic solution, re-solved after each new batch of columns): the restricted LP holds the tails, the completion times and each
-    job's fastest and, per GPU type, most GPU-efficient configurations in the slots up to
-    ``LB1_j + job_window x`` the median LB1 past its release; after each solve every run-time
+    By column generation on HiGHS' dual simplex (``highspy``, HiGHS' own Python interface,
+    warm-started after each new batch of columns): the restricted LP holds the tails, the completion
+    times and each job's fastest and, per GPU type, most GPU-efficient configurations in the slots
+    up to ``LB1_j + job_window x`` the median LB1 past its release; after each solve every run-time
     column whose reduced cost is below ``-PRICE_TOL`` joins. When none is left the restricted
     optimum is the full LP's (LP duality).
     """
@@ -295,30 +295,54 @@ def _column_generation(problem: _Problem, n_jobs: int) -> tuple[np.ndarray, int,
     active = problem.seed.copy()
     columns = np.concatenate([np.flatnonzero(active), problem.n_x + np.arange(2 * n_jobs)])
     first_c = int(active.sum()) + n_jobs  # the completion columns' position in the restricted LP
-    n_ub = problem.matrix.shape[0] - n_jobs  # the work rows (equalities) come last
+    highs = _highs()
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = len(columns), problem.matrix.shape[0]
+    model.col_cost_ = problem.cost[columns]
+    model.col_lower_, model.col_upper_ = _finite(problem.col_lower[columns]), _finite(problem.col_upper[columns])
+    model.row_lower_, model.row_upper_ = _finite(problem.row_lower), _finite(problem.row_upper)
+    restricted = problem.matrix[:, columns]
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_, model.a_matrix_.index_ = restricted.indptr, restricted.indices
+    model.a_matrix_.value_ = restricted.data
+    highs.passModel(model)
     x_rows = problem.matrix[:, : problem.n_x].T.tocsr()  # run-time columns as rows, for pricing
     solves = 0
     while True:
-        restricted = problem.matrix[:, columns].tocsr()
-        result = linprog(
-            problem.cost[columns],
-            A_ub=restricted[:n_ub],
-            b_ub=problem.row_upper[:n_ub],
-            A_eq=restricted[n_ub:],
-            b_eq=problem.row_upper[n_ub:],
-            bounds=np.column_stack([problem.col_lower[columns], problem.col_upper[columns]]),
-            method="highs-ipm",
-        )
+        highs.run()
         solves += 1
-        if result.status != 0:
-            raise RuntimeError(f"the bound LP was not solved: {result.message}")
-        row_dual = np.concatenate([result.ineqlin.marginals, result.eqlin.marginals])
-        reduced = -(x_rows @ row_dual)  # run-time columns cost nothing themselves
+        status = highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"the bound LP was not solved: {highs.modelStatusToString(status)}")
+        solution = highs.getSolution()
+        reduced = -(x_rows @ np.asarray(solution.row_dual))  # run-time columns cost nothing themselves
         enter = np.flatnonzero(~active & (reduced < -PRICE_TOL))
         if len(enter) == 0:
-            return np.asarray(result.x)[first_c : first_c + n_jobs], int(active.sum()) + 2 * n_jobs, solves
+            return np.asarray(solution.col_value)[first_c : first_c + n_jobs], int(active.sum()) + 2 * n_jobs, solves
         active[enter] = True
-        columns = np.concatenate([columns, enter])
+        new = problem.matrix[:, enter]
+        highs.addCols(
+            len(enter),
+            problem.cost[enter],
+            _finite(problem.col_lower[enter]),
+            _finite(problem.col_upper[enter]),
+            new.nnz,
+            new.indptr[:-1].astype(np.int32),
+            new.indices.astype(np.int32),
+            new.data,
+        )
+
+
+def _highs() -> highspy.Highs:
+    """A quiet HiGHS instance."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """Infinite bounds as HiGHS' infinity."""
+    return np.clip(values, -highspy.kHighsInf, highspy.kHighsInf)
 
 
 def _build(
