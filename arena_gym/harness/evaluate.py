@@ -50,7 +50,6 @@ import pandas as pd
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
-from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
 from arena_gym.harness.out_dirs import shown_path, staged_dir
 from arena_gym.harness.results import to_markdown
@@ -68,6 +67,7 @@ from arena_gym.harness.suites import (
     env_suite,
     get_suite,
 )
+from arena_gym.harness.sweep import connect_ray
 from arena_gym.outputs import atomic_write, code_version, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.types import ClusterSpec

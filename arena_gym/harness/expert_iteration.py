@@ -38,9 +38,9 @@ from agents.rl.bc import BCConfig, ExpertData, behaviour_clone
 from agents.rl.config import EVAL_SPLIT, TrainConfig
 from agents.rl.dagger import LabelledEpisode, label_episode
 from arena_gym.harness.callbacks import selection_score
-from arena_gym.harness.executor import run_tasks
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, baseline_policies, model_policy
+from arena_gym.harness.sweep import run_tasks
 from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_policy
 from envs.config import EnvConfig

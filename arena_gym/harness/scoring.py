@@ -26,9 +26,9 @@ from tqdm.auto import tqdm
 from agents.rl.algos import greedy_action
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.bounds import workload_bounds
-from arena_gym.harness.executor import run_tasks
 from arena_gym.harness.experiment import play
 from arena_gym.harness.suites import split_workloads
+from arena_gym.harness.sweep import run_tasks
 from arena_gym.metrics import finished_jcts, padded_mean_jcts
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy
