@@ -27,7 +27,7 @@ the simulator drives, so both decide at the same times (rounds from the first su
 stopping after two stalled ones, the horizon).
 This module is the protocol and the controller's cycle; :mod:`.reports` translates progress
 records, :mod:`.processes` runs the generations and handles their faults, :mod:`.resume` takes
-over an interrupted deployment, :mod:`.core` keeps the clock and the journaled core.
+over an interrupted deployment, :mod:`.state` keeps the clock and the journaled core.
 """
 
 from __future__ import annotations
