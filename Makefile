@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Core install: numpy, pandas, gymnasium, scipy, matplotlib, tqdm (no torch).
+# Core install: numpy, pandas, gymnasium, scipy, highspy, matplotlib, tqdm (no torch).
 $(VENV)/.core-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@

@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING, Any
 #: The distribution's version (pyproject.toml reads it from here).
 __version__ = "0.1.0"
 
+#: The real data folder (the Arena artifact's traces and measurements, the ITP traces), relative to
+#: the working directory: the default of every ``data_dir`` and ``--data-dir``.
+REAL_DATA_DIR = "../shared/data"
+
 #: Public name -> ``module:attr`` it is loaded from on first use.
 _EXPORTS: dict[str, str] = {
     "run_episode": "arena_gym.loop:run_episode",
@@ -42,7 +46,7 @@ _EXPORTS: dict[str, str] = {
     "Allocation": "arena_gym.types:Allocation",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "REAL_DATA_DIR"])
 
 if TYPE_CHECKING:  # static checkers see the real objects
     from arena_gym.cluster import load_cluster

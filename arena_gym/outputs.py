@@ -1,15 +1,12 @@
-"""Safe output paths: checks before any work, atomic files, results directories built aside.
+"""Result files written atomically, and the code version written beside every result.
 
-- :func:`check_out_dir` / :func:`check_out_file` refuse, with a one-line ValueError, an output
-  path that cannot be written or would destroy something (a device such as ``/dev/null``, an
-  existing file where a directory is wanted, a path below a file, the current directory, a
-  non-empty directory that holds something other than earlier results).
 - :func:`atomic_write` writes a file through a temporary sibling and a rename: a reader never
   sees half a file, and an error or Ctrl-C leaves the old file as it was.
-- :func:`staged_dir` builds a results directory under a hidden temporary name and moves it into
-  place only when complete; on an error or Ctrl-C the partial directory is removed.
-- :func:`write_json` / :func:`write_csv` write result files atomically; :func:`code_version`
-  is the version written beside every result.
+- :func:`write_json` / :func:`write_rows` / :func:`write_csv` write result files atomically;
+  :func:`code_version` is the version written beside every result.
+
+Output paths of the commands (checks before any work, results directories built aside) are the
+harness's: :mod:`arena_gym.harness.out_dirs`.
 """
 
 from __future__ import annotations
@@ -20,96 +17,17 @@ import functools
 import json
 import math
 import os
-import shutil
-import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: A results directory holds this file (with a ``code_version`` key); only such a directory is replaced.
-RESULTS_MARKER = "config.json"
 
-
-def _label(flag: str, path: str | os.PathLike[str]) -> str:
-    return f"{flag} {os.fspath(path)}".strip()
-
-
-def _absolute(path: str | os.PathLike[str], flag: str) -> Path:
-    text = os.fspath(path)
-    if not str(text).strip():
-        raise ValueError(f"{flag or 'path'}: empty path")
-    if "\0" in str(text):
-        raise ValueError(f"{_label(flag, repr(text))}: path contains a NUL byte")
-    return Path(os.path.abspath(text))
-
-
-def _check_ancestors(path: Path, label: str) -> None:
-    """The nearest existing ancestor of ``path`` must be a directory."""
-    for parent in path.parents:
-        if os.path.lexists(parent):
-            if not parent.is_dir():
-                raise ValueError(f"{label}: {parent} is not a directory")
-            return
-
-
-def is_results_dir(path: Path) -> bool:
-    """Whether ``path`` holds an earlier arena-gym results directory (its ``config.json`` has a code version)."""
-    try:
-        data = json.loads((path / RESULTS_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "code_version" in data
-
-
-def check_out_dir(path: str | os.PathLike[str], flag: str = "--out") -> Path:
-    """An absolute results-directory path that can be (re)written without destroying anything else.
-
-    Refused: an existing non-directory (``/dev/null``, a file), a path below a file, the current
-    directory or one of its parents, and a non-empty directory that is not an earlier results
-    directory. One-line ValueError naming ``flag`` and the path.
-    """
-    out = _absolute(path, flag)
-    label = _label(flag, path)
-    if os.path.lexists(out) and not out.is_dir():
-        raise ValueError(f"{label}: exists and is not a directory")
-    cwd = Path.cwd().resolve()
-    if out.resolve() == cwd or out.resolve() in cwd.parents:
-        raise ValueError(f"{label}: is the current directory or one of its parents; name a new directory")
-    _check_ancestors(out, label)
-    try:
-        occupied = out.is_dir() and any(out.iterdir())
-    except OSError as exc:
-        raise ValueError(f"{label}: cannot read it: {exc.strerror or exc}") from None
-    if occupied and not is_results_dir(out):
-        raise ValueError(
-            f"{label}: a non-empty directory that is not an arena-gym results directory; name a new or empty directory"
-        )
-    return out
-
-
-def check_out_file(path: str | os.PathLike[str], flag: str = "--out") -> Path:
-    """An absolute file path that can be written atomically.
-
-    Refused: an existing directory (``.``), an existing non-regular file (``/dev/null``: an atomic
-    rename would replace the device), a path ending in a separator, a path below a file.
-    """
-    out = _absolute(path, flag)
-    label = _label(flag, path)
-    if os.fspath(path).endswith(("/", os.sep)) or out.is_dir():
-        raise ValueError(f"{label}: is a directory; name a file")
-    if os.path.lexists(out) and not stat.S_ISREG(os.lstat(out).st_mode):
-        raise ValueError(f"{label}: exists and is not a regular file")
-    _check_ancestors(out, label)
-    return out
-
-
-def _make_parents(directory: Path) -> list[Path]:
+def make_parents(directory: Path) -> list[Path]:
     """Create ``directory`` and its missing parents; return the ones created (deepest last)."""
     missing = [p for p in (directory, *directory.parents) if not os.path.lexists(p)]
     try:
@@ -119,7 +37,8 @@ def _make_parents(directory: Path) -> list[Path]:
     return list(reversed(missing))
 
 
-def _remove_empty(created: list[Path]) -> None:
+def remove_empty(created: list[Path]) -> None:
+    """Remove the directories :func:`make_parents` created, deepest first, while they are empty."""
     for directory in reversed(created):
         try:
             directory.rmdir()
@@ -134,11 +53,11 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object], 
     error or Ctrl-C the temporary file is deleted and an existing ``path`` is left unchanged.
     """
     target = Path(path)
-    created = _make_parents(target.parent)
+    created = make_parents(target.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        _remove_empty(created)
+        remove_empty(created)
         raise ValueError(f"cannot write to {target.parent}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
@@ -147,49 +66,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object], 
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
-        _remove_empty(created)
+        remove_empty(created)
         raise
     return target
-
-
-@contextmanager
-def staged_dir(out_dir: str | os.PathLike[str], flag: str = "--out") -> Iterator[Path]:
-    """Yield a hidden temporary directory beside ``out_dir``; move it to ``out_dir`` when the block ends.
-
-    ``out_dir`` is checked first (:func:`check_out_dir`). An earlier results directory there is
-    replaced only once the new one is complete. On an error or Ctrl-C the temporary directory
-    (and any parent created for it) is removed and ``out_dir`` is untouched.
-    """
-    out = check_out_dir(out_dir, flag)
-    created = _make_parents(out.parent)
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    except OSError as exc:
-        _remove_empty(created)
-        raise ValueError(f"{_label(flag, out_dir)}: cannot write to {out.parent}: {exc.strerror or exc}") from None
-    try:
-        os.chmod(tmp, 0o755)
-        yield tmp
-        _swap_in(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _remove_empty(created)
-        raise
-
-
-def _swap_in(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside first and deleted after."""
-    if out.is_dir() and any(out.iterdir()):
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-        os.replace(out, old)
-        try:
-            os.replace(tmp, out)
-        except BaseException:
-            os.replace(old, out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, out)  # an empty directory is replaced by rename(2) itself
 
 
 @functools.lru_cache(maxsize=1)
@@ -214,28 +93,6 @@ def code_version() -> str:
         return version
     commit, dirty = described.removesuffix("-dirty"), described.endswith("-dirty")
     return f"{version}+{commit}{'.dirty' if dirty else ''}"
-
-
-def shown_path(path: Path, root: Path) -> str:
-    """``path`` (resolved) relative to ``root`` when it lies inside it, else absolute: results name no machine paths."""
-    resolved = path.resolve()
-    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
-
-
-def machine(load_before: Sequence[float]) -> dict[str, Any]:
-    """What a benchmark ran on, for its results file: CPUs, this process's CPU affinity, Python, platform,
-    and the load average before (``load_before``, taken when the benchmark started) and now."""
-    import platform
-    import sys
-
-    return {
-        "cpus": os.cpu_count(),
-        "affinity": sorted(os.sched_getaffinity(0)),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "loadavg_before": tuple(load_before),
-        "loadavg_after": os.getloadavg(),
-    }
 
 
 def jsonable(value: Any) -> Any:

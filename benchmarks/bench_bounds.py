@@ -5,7 +5,7 @@ window of the five real traces on testbed-64, offered load 0.6 / 0.9 / 1.2 cycle
 each window on a fresh simulator through ``arena_gym.harness.scoring.Evaluator`` (event-driven
 decisions, ground truth = the suite's performance model, Arena's ``pruned`` overhead class:
 ``min(10 s x GPUs, 40 s)`` per (re)start). On the same jobs, cluster and truth,
-``arena_gym.bounds.workload_bounds`` computes LB1 (each job alone on its best configuration)
+``arena_gym.harness.bounds.workload_bounds`` computes LB1 (each job alone on its best configuration)
 and the LP bound, charged the same overhead class, with ``LPConfig`` from the options (its
 defaults unless given). Per window it prints LB1, LP and Arena's average JCT (hours), the
 ratios LB1 / Arena and LP / Arena and the LP's size and solve time; then the ratios' mean and
@@ -31,10 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from arena_gym.bounds import LPConfig, workload_bounds
+from arena_gym.harness.bounds import LPConfig, workload_bounds
+from arena_gym.harness.out_dirs import machine
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_policy
 
 REPO = Path(__file__).resolve().parents[1]

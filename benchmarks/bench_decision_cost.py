@@ -59,10 +59,11 @@ from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.cli.common import DEFAULT_TRACE
 from arena_gym.harness.cli.compare import DEFAULT_POLICIES  # make run's policies, timed on the small windows
 from arena_gym.harness.experiment import RunConfig, load_jobs
+from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
-from arena_gym.outputs import code_version, machine, shown_path, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend

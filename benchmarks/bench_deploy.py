@@ -12,7 +12,7 @@ The default runs are the acceptance demos:
   machine): every job finishes; Arena resizes or moves at least one job and preempts one;
 * ``arena`` on ``cpu-2`` (a core per device on a 2-core machine): the sim-vs-live average-JCT
   error (goal: within 10%) and the median per-job JCT error (goal: within 15%); the twin charges
-  the start-up and checkpoint costs measured live (:mod:`real_runner.live.compare`).
+  the start-up and checkpoint costs measured live (:mod:`real_runner.live.sim_vs_live`).
 
 On Linux with scheduler autogroups (``/proc/sys/kernel/sched_autogroup_enabled``), every session is
 its own scheduling group and ``nice`` only orders processes inside one; the deployment's workers
@@ -47,7 +47,8 @@ from typing import Any
 
 import pandas as pd
 
-from arena_gym.outputs import code_version, shown_path, write_json
+from arena_gym.harness.out_dirs import shown_path
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_perf
 from arena_gym.types import ModelRef, best_locality
 from real_runner.plans import plan_from_dict

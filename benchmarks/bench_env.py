@@ -38,7 +38,7 @@ from arena_gym.protocols import PerfModel
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def resolve_perf(spec: str, cluster: str) -> PerfModel:
+def fresh_perf(spec: str, cluster: str) -> PerfModel:
     """A fresh PerfModel of ``spec`` for a preset cluster (its lazy tables start empty)."""
     return make_perf(spec, load_cluster(cluster))
 
@@ -175,14 +175,14 @@ def main() -> None:
         cases.insert(1, ("ArenaGym/Testbed64Real-v1", "testbed-64", None, real))
     for env_id, cluster, target, overrides in cases:
         print(f"{env_id}:")
-        r = random_agent_rate(env_id, resolve_perf(args.perf, cluster), args.steps, args.warmup, overrides)
+        r = random_agent_rate(env_id, fresh_perf(args.perf, cluster), args.steps, args.warmup, overrides)
         goal = f" (target >= {target:,.0f}: {'met' if r['cpu_steps_s'] >= target else 'NOT met'})" if target else ""
         print(
             f"  random masked agent, perf {args.perf}: {r['wall_steps_s']:,.0f} steps/s wall, "
             f"{r['cpu_steps_s']:,.0f} steps/s CPU over {r['steps']:,} steps, {r['episodes']} episodes{goal}"
         )
 
-    s = ppo_share("ArenaGym/Testbed64-v1", resolve_perf(args.perf, "testbed-64"), args.ppo_steps, args.warmup)
+    s = ppo_share("ArenaGym/Testbed64-v1", fresh_perf(args.perf, "testbed-64"), args.ppo_steps, args.warmup)
     print(
         f"MaskablePPO learn({s['steps']}) on ArenaGym/Testbed64-v1 (n_steps=256, 1 env, 1 thread, perf {args.perf}): "
         f"{s['learn_s']:.2f} s, env {s['env_s']:.2f} s = {100 * s['share']:.1f}% of training time "

@@ -38,9 +38,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_finetune
+from arena_gym.harness.out_dirs import machine
 from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "residual" / "finetune"
@@ -87,7 +89,7 @@ def summary(history: pd.DataFrame, wall_s: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm-start", default="benchmarks/results/residual/train-tuned/residual.json")
-    parser.add_argument("--data-dir", default="../shared/data", help="relative to the repository root, where it runs")
+    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help="relative to the repository root, where it runs")
     parser.add_argument("--steps", type=int, default=16_384)
     parser.add_argument("--eval-every", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)

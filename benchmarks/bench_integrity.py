@@ -37,10 +37,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the probes live in the test package (registered nowhere)
 
+from arena_gym.harness.out_dirs import machine, shown_path  # noqa: E402
 from arena_gym.harness.scoring import Evaluator  # noqa: E402
 from arena_gym.harness.stats import summary_table  # noqa: E402
 from arena_gym.harness.suites import get_suite  # noqa: E402
-from arena_gym.outputs import code_version, machine, shown_path, write_json  # noqa: E402
+from arena_gym.outputs import code_version, write_json  # noqa: E402
 from arena_gym.types import DeadlineSource  # noqa: E402
 from envs import Workload  # noqa: E402
 

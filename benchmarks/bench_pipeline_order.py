@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import PipeSchedule
 from estimator.pipeline import stage_order
 from real_runner.allocator import keep_freed_memory

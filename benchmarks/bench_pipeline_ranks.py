@@ -34,7 +34,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from real_runner.allocator import keep_freed_memory
 from real_runner.data import global_batch

@@ -42,7 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import ModelRef, PipeSchedule, Plan, ResourceShape, StagePlan
 from estimator.planner import PlannerConfig
 from estimator.profile import load_profile
@@ -50,11 +51,11 @@ from estimator.profiled import ProfiledPerfModel, executable_plans
 from estimator.table import shapes_for
 from estimator.zoo import get_model
 from real_runner.allocator import keep_freed_memory
-from real_runner.launch import launch_local
 from real_runner.plans import model_spec, plan_to_dict, resolve_plan
 from real_runner.profiler.run import profile_testbed, write_profile
 from real_runner.profiler.settings import ProfilerSettings
 from real_runner.progress import ProgressTail
+from real_runner.ranks import spawn_ranks
 from real_runner.spec import WorkerSpec
 from real_runner.testbed import load_testbed
 
@@ -91,7 +92,7 @@ def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: i
     path.write_text(spec.to_json())
     ranks = plan.num_gpus
     cores = sorted(os.sched_getaffinity(0))
-    job = launch_local(
+    job = spawn_ranks(
         path,
         ranks,
         env=os.environ,

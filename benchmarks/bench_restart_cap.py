@@ -46,10 +46,11 @@ from bench_decision_cost import alternate  # this folder, on the path when run a
 from agents.arena import ArenaConfig, ArenaPolicy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import RunConfig, load_jobs, play
+from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.stats import summary_table
 from arena_gym.harness.suites import get_suite
-from arena_gym.outputs import code_version, machine, shown_path, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_perf
 from arena_gym.sim import SimBackend
 

@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.harness.out_dirs import machine
+from arena_gym.outputs import code_version, write_json
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from estimator.zoo import get_model
-from real_runner.launch import LocalJob, launch_local
 from real_runner.progress import ProgressRecord, ProgressTail
+from real_runner.ranks import LocalJob, spawn_ranks
 from real_runner.spec import WorkerSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ def _launch(spec: WorkerSpec, work: Path, tag: str, hold: bool = False) -> Local
     cores = sorted(os.sched_getaffinity(0))
     ranks = spec.plan.num_gpus
     pin = cores[:ranks] if len(cores) >= ranks else None
-    return launch_local(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}", pin_cores=pin, cwd=REPO, hold=hold)
+    return spawn_ranks(path, ranks, env=os.environ, log_dir=work / f"logs-{tag}", pin_cores=pin, cwd=REPO, hold=hold)
 
 
 def _wait_for(

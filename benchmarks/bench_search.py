@@ -32,11 +32,12 @@ import numpy as np
 from arena_gym.cluster import load_cluster
 from arena_gym.core.information import information_set
 from arena_gym.harness import load_jobs
+from arena_gym.harness.out_dirs import machine
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import code_version, machine, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend
 from arena_gym.types import Decision, Snapshot

@@ -65,7 +65,8 @@ if str(REPO) not in sys.path:  # run from this checkout, not whichever one is in
     sys.path.insert(0, str(REPO))
 
 from arena_gym.core.oplog import Fail  # noqa: E402
-from arena_gym.outputs import code_version, machine, write_json  # noqa: E402
+from arena_gym.harness.out_dirs import machine  # noqa: E402
+from arena_gym.outputs import code_version, write_json  # noqa: E402
 from real_runner.launchers.local import find_processes  # noqa: E402
 from real_runner.live.audit import StepAudit, audit_deployment, summary  # noqa: E402
 from real_runner.live.chaos import KINDS, ChaosConfig, Fault, fault_schedule, pick  # noqa: E402

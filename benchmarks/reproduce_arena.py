@@ -25,9 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.harness.compare import CompareConfig, compare
-from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.experiment import RunConfig
 from arena_gym.harness.results import code_version
+from arena_gym.harness.sweep import connect_ray
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -42,11 +42,12 @@ import numpy as np
 from agents.catalogue import LOOKAHEAD
 from agents.search.lookahead import Lookahead
 from arena_gym.core.information import information_set
+from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import custom_suite, get_suite
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import code_version, machine, shown_path, write_json
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import make_policy, policy_registry
 from envs import Workload
 

@@ -8,6 +8,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from arena_gym import REAL_DATA_DIR
 from arena_gym.core.triggers import DecisionSchedule
 from arena_gym.protocols import PerfModel
 from arena_gym.sim import OverheadModel, SimConfig
@@ -124,7 +125,7 @@ class EnvConfig:
     cluster: str | ClusterSpec = "tiny"
     cluster_variants: tuple[str | ClusterSpec, ...] = ()
     trace: str | tuple[str, ...] = "synthetic:n_jobs=24,arrival=poisson,rate_per_h=6,gpu_types=a40+a10,max_gpus=4"
-    data_dir: str = "../shared/data"
+    data_dir: str = REAL_DATA_DIR
     split: str = "all"
     split_fractions: tuple[float, float, float] = (0.7, 0.1, 0.2)
     window_jobs: int = 0

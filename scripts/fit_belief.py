@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agents.search.belief import DATA_DIR, KINDS, WorkBelief
 from agents.search.fitting import fit_belief
+from arena_gym import REAL_DATA_DIR
 
 
 def describe(belief: WorkBelief, path: Path) -> str:
@@ -45,7 +46,7 @@ def describe(belief: WorkBelief, path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", choices=(*KINDS, "all"), default="all", help="which belief to fit (default: all)")
-    parser.add_argument("--data-dir", default="../shared/data", help="the real data folder (default ../shared/data)")
+    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help=f"the real data folder (default {REAL_DATA_DIR})")
     parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default: the package data folder)")
     args = parser.parse_args(argv)
     kinds = KINDS if args.kind == "all" else (args.kind,)

@@ -21,6 +21,8 @@ import argparse
 import logging
 from pathlib import Path
 
+from arena_gym import REAL_DATA_DIR
+
 
 def parse_args() -> argparse.Namespace:
     """Command-line options: the TrainConfig's, plus the test suite."""
@@ -38,7 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--test-policies", default="arena,tiresias,srtf,fcfs", help="heuristics the agent is tested against"
     )
-    parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
+    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help="folder of the real traces")
     return parser.parse_args()
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from arena_gym.harness.out_dirs import shown_path
 from arena_gym.harness.results import to_markdown
-from arena_gym.outputs import shown_path
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- (table|text):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)

@@ -234,7 +234,7 @@ class ArenaSearch:
                 best = candidate
         if best is None or best.gain <= GAIN_EPS:
             return False
-        ws.replay(best.changes)
+        ws.redo(best.changes)
         return True
 
     def _rate(self, job: JobView, placement: Placement) -> float:
@@ -253,7 +253,7 @@ class ArenaSearch:
             children: list[_Branch] = []
             for branch in frontier:
                 ws.rollback(base)
-                ws.replay(branch.changes)
+                ws.redo(branch.changes)
                 if not self.config.no_scaling:
                     for t in ws.types:
                         self._shrink(job, branch, t, base, candidates, children, last=level == depth)
@@ -371,7 +371,7 @@ class ArenaSearch:
         if move is None:
             return
         mark = ws.checkpoint()
-        ws.replay(move.changes)
+        ws.redo(move.changes)
         if move.job == job.job_id:
             candidates.append(Candidate(branch.gain + self._rate(job, move.placement), ws.changes_since(base)))
             if move.relaxed:
@@ -459,7 +459,7 @@ class ArenaSearch:
             move = self._best_move(movers, exclude_type=None, grow=True)
             if move is None:
                 break
-            ws.replay(move.changes)
+            ws.redo(move.changes)
             steps += 1
         return steps
 

@@ -225,7 +225,7 @@ class Workspace(FreeGpus):
         """The edits made after ``mark``, in order."""
         return tuple(self._log[mark:])
 
-    def replay(self, changes: Iterable[Change]) -> None:
+    def redo(self, changes: Iterable[Change]) -> None:
         """Redo recorded edits (on the state they were recorded from)."""
         for job, _, new in changes:
             self.set(job, new)

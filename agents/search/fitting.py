@@ -38,6 +38,7 @@ from agents.search.belief import (
     WorkGroup,
     unit_scale,
 )
+from arena_gym import REAL_DATA_DIR
 from arena_gym.outputs import code_version
 from arena_gym.perf import trace_hooks
 from arena_gym.types import GPU_COUNTS, ClusterSpec, GpuType, JobSpec, ModelRef, PerfModel
@@ -188,7 +189,7 @@ def score(belief: WorkBelief, jobs: Sequence[JobSpec]) -> np.ndarray:
     return np.asarray(belief.log_density(jobs, [j.iterations for j in jobs]))
 
 
-def fit_real(data_dir: str = "../shared/data", progress: Callable[[str], None] | None = None) -> WorkBelief:
+def fit_real(data_dir: str = REAL_DATA_DIR, progress: Callable[[str], None] | None = None) -> WorkBelief:
     """The real-trace belief: candidates fitted on the train split, the best on the validation split kept."""
     config, cluster, perf = _setup(REAL_ENV, data_dir=data_dir)
     train = _whole_splits(config, cluster, perf, "train")
@@ -275,7 +276,7 @@ def fit_synthetic() -> WorkBelief:
     )
 
 
-def fit_belief(kind: str, data_dir: str = "../shared/data") -> WorkBelief:
+def fit_belief(kind: str, data_dir: str = REAL_DATA_DIR) -> WorkBelief:
     """The belief of a kind (``real`` needs ``data_dir``)."""
     if kind == "real":
         return fit_real(data_dir)

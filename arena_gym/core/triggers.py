@@ -144,10 +144,6 @@ class Triggers:
         self.next_round = self.next_round + round_s if round_s is not None and self._stalled < 2 else math.inf
 
     # ------------------------------------------------------------------ the end
-    def happens(self, t: float) -> bool:
-        """Whether an event at ``t`` happens (it is not after the horizon)."""
-        return t <= self.horizon
-
     def over(self, t: float) -> bool:
         """Whether an episode whose clock reads ``t`` has reached its horizon (what was due by then has happened)."""
         return t >= self.horizon

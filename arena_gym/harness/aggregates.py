@@ -7,7 +7,7 @@ JCT by default) of a policy ``p``:
 
 - ``score = J_ref(w) / J_p(w)``: the reference scores 1, a policy twice as fast 2;
 - ``bound_score = LP(w) / J_p(w)``, where a lower bound on the workload's average JCT is known
-  (:mod:`arena_gym.bounds`): at most 1, the fraction of the optimum the policy reaches at
+  (:mod:`arena_gym.harness.bounds`): at most 1, the fraction of the optimum the policy reaches at
   most (1 would be optimal);
 - ``ratio_to_bound = J_p(w) / LP(w)``: at least 1, lower is better (the gap left to close).
 
@@ -176,7 +176,7 @@ def aggregate(
 
     ``table`` is an evaluation's per-workload table (``arena_gym.harness.scoring.Evaluator.score``:
     columns ``workload``, ``policy`` and the metric); ``bounds`` maps each workload to a lower
-    bound on that metric (``arena_gym.bounds.Bounds.lp_avg_jct_s``). One row per policy, in
+    bound on that metric (``arena_gym.harness.bounds.Bounds.lp_avg_jct_s``). One row per policy, in
     the table's order: ``workloads``, ``runs``, ``iqm_score`` and its interval
     (``iqm_score_lo`` / ``iqm_score_hi``), ``poi`` (probability of improvement over the
     reference) with ``poi_lo`` / ``poi_hi``, and with bounds ``iqm_bound_score`` and

@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.cluster import load_cluster
-from arena_gym.harness.executor import connect_ray, run_tasks
 from arena_gym.harness.experiment import RunConfig, RunResult, run, user_models
 from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.out_dirs import staged_dir
 from arena_gym.harness.results import leaderboard, to_markdown, write_run
 from arena_gym.harness.suites import Suite, TracePart
-from arena_gym.outputs import code_version, staged_dir, write_csv, write_json
+from arena_gym.harness.sweep import connect_ray, run_tasks
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_perf
 from arena_gym.types import ClusterSpec, JobSpec, PerfModel
 from envs import Workload

@@ -27,9 +27,10 @@ import pandas as pd
 
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.out_dirs import check_out_dir, is_results_dir
 from arena_gym.harness.results import jobs_frame, timeline_frame
 from arena_gym.metrics import compute_metrics
-from arena_gym.outputs import check_out_dir, code_version, is_results_dir, write_csv, write_json
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
 from arena_gym.registry import make_perf, make_policy, resolve
@@ -39,10 +40,10 @@ from estimator.zoo import get_model
 from real_runner.launchers import make_launcher
 from real_runner.launchers.local import check_local_hosts
 from real_runner.live.backend import LiveBackend, LiveStatus
-from real_runner.live.codec import job_from_dict
-from real_runner.live.compare import SimVsLive, compare, measure_overheads, median_overhead, simulate_same
 from real_runner.live.config import LiveConfig
 from real_runner.live.journal import Journal, exists
+from real_runner.live.json_forms import job_from_dict
+from real_runner.live.sim_vs_live import SimVsLive, compare_runs, measure_overheads, median_overhead, simulate_same
 from real_runner.live.trajectory import check_trajectory
 from real_runner.plans import model_spec
 from real_runner.preflight import preflight
@@ -129,7 +130,7 @@ def testbed_to_dict(testbed: Testbed) -> dict[str, Any]:
     }
 
 
-def resolve_perf(spec: str, testbed: Testbed, models: list[str], cache_dir: str, env: Mapping[str, str]) -> str:
+def deploy_perf_spec(spec: str, testbed: Testbed, models: list[str], cache_dir: str, env: Mapping[str, str]) -> str:
     """The concrete performance-model spec: ``profile`` becomes ``profiled:PATH`` of the testbed's cached profile."""
     if spec != PROFILE_SPEC:
         return spec
@@ -175,7 +176,7 @@ def prepare(
         device_memory_gb=None if testbed.is_cpu else get_gpu(testbed.device_type).memory_gb,
         models=[(name, get_model(name).param_count) for name in models],
     )
-    perf_spec = perf_spec or resolve_perf(config.perf, testbed, models, config.profile_cache, env)
+    perf_spec = perf_spec or deploy_perf_spec(config.perf, testbed, models, config.profile_cache, env)
     perf = make_perf(perf_spec, cluster, config.seed)
     unplaceable = check_requested_types(jobs, cluster, strict=config.strict, source=config.trace)
     policy = make_policy(config.policy, config.seed)
@@ -334,7 +335,7 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
         overheads = measure_overheads(record, progress)
         sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overheads, dep.config.round_s)
         sim_metrics = compute_metrics(sim_record)
-        comparison = compare(record, sim_record, overheads)
+        comparison = compare_runs(record, sim_record, overheads)
         metrics["sim_avg_jct_error"] = comparison.avg_jct_error
     return DeployResult(record, metrics, sim_record, sim_metrics, comparison, live_jobs)
 

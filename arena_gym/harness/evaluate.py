@@ -6,7 +6,7 @@ suite's workloads and writes into ``config.out_dir``:
 - ``per_workload.csv``: one row per (workload, policy): avg / median / p95 JCT, padded JCT,
   queueing, makespan, jobs finished, utilisation, reconfigurations, preemptions, the
   policy's ``clairvoyant`` flag and restart ``overhead_class``, and (``bounds``) the
-  workload's lower bounds ``lb1_avg_jct_s`` and ``lp_avg_jct_s`` (:mod:`arena_gym.bounds`);
+  workload's lower bounds ``lb1_avg_jct_s`` and ``lp_avg_jct_s`` (:mod:`arena_gym.harness.bounds`);
 - ``jobs.csv``: the JCT of every finished job;
 - ``summary.csv`` / ``summary.md``: per policy the mean of ``metric`` with its bootstrap 95%
   interval, win / tie / loss counts against the reference, the mean paired difference with
@@ -47,10 +47,11 @@ from typing import Any
 
 import pandas as pd
 
+from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
-from arena_gym.harness.executor import connect_ray
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
+from arena_gym.harness.out_dirs import shown_path, staged_dir
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import TRACE_COLUMNS, by_trace_table, summary_table
@@ -66,7 +67,8 @@ from arena_gym.harness.suites import (
     env_suite,
     get_suite,
 )
-from arena_gym.outputs import atomic_write, code_version, shown_path, staged_dir, write_csv, write_json
+from arena_gym.harness.sweep import connect_ray
+from arena_gym.outputs import atomic_write, code_version, write_csv, write_json
 from arena_gym.protocols import Policy
 from arena_gym.types import ClusterSpec
 from envs import EnvConfig, ObservationPolicy
@@ -95,7 +97,7 @@ class EvalConfig:
     policies: tuple[str, ...]
     suite: str = "synthetic"
     out_dir: str = "results/evaluate"
-    data_dir: str = "../shared/data"
+    data_dir: str = REAL_DATA_DIR
     reference: str = "arena"
     metric: str = "padded_jct_s"
     seed: int = 0
@@ -245,7 +247,7 @@ def _suite_clusters(suite: Suite[SuitePart]) -> list[str | ClusterSpec]:
     return list(dict.fromkeys(c for part in suite.parts for c in (part.cluster or part.config.cluster,)))
 
 
-def check_models_fit(policies: Mapping[str, Policy], suite: Suite[SuitePart], data_dir: str = "../shared/data") -> None:
+def check_models_fit(policies: Mapping[str, Policy], suite: Suite[SuitePart], data_dir: str = REAL_DATA_DIR) -> None:
     """ValueError (one line) unless every learned policy can observe every cluster of ``suite``; it names
     the suites that fit the model (``model``: the test split of its own env, always)."""
     for label, policy in policies.items():

@@ -38,9 +38,10 @@ from agents.rl.bc import BCConfig, ExpertData, behaviour_clone
 from agents.rl.config import EVAL_SPLIT, TrainConfig
 from agents.rl.dagger import LabelledEpisode, label_episode
 from arena_gym.harness.callbacks import selection_score
-from arena_gym.harness.executor import run_tasks
+from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, baseline_policies, model_policy
-from arena_gym.outputs import check_out_dir, code_version, write_csv, write_json
+from arena_gym.harness.sweep import run_tasks
+from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_policy
 from envs.config import EnvConfig
 
@@ -67,7 +68,7 @@ ROUND_FIELDS = (
 class ExpertIterationConfig:
     """Settings of an expert-iteration run (the fields are the script's options).
 
-    ``warm_start`` the SB3 model to start from; ``teacher`` the registered policy that labels;
+    ``warm_start`` the SB3 model to start from (required); ``teacher`` the registered policy that labels;
     ``rounds`` DAgger rounds of ``episodes`` train windows each; ``beta`` the probability of
     playing the teacher's action in round 2 (round ``r`` plays it with ``beta ** (r - 1)``,
     round 1 always); ``epochs``, ``learning_rate``, ``batch_size``, ``holdout`` the fit;
@@ -76,7 +77,7 @@ class ExpertIterationConfig:
     (or ``auto``) to label on instead (empty: local).
     """
 
-    warm_start: str = "benchmarks/results/train_run/best_model.zip"
+    warm_start: str = ""
     teacher: str = "lookahead"
     rounds: int = 3
     episodes: int = 4
@@ -93,8 +94,6 @@ class ExpertIterationConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if not self.warm_start:
-            problems.append("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
         for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -161,6 +160,8 @@ class ExpertIteration:
     def __init__(self, config: ExpertIterationConfig, out_dir: str | Path) -> None:
         self.config = config
         self.out = check_out_dir(out_dir)
+        if not config.warm_start:
+            raise ValueError("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
         self.info: ModelInfo = read_model_info(config.warm_start)
         if algo_spec(self.info.algo).family != "actor_critic":
             raise ValueError(

@@ -24,7 +24,8 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from arena_gym.outputs import check_out_file, jsonable
+from arena_gym.harness.out_dirs import check_out_file
+from arena_gym.outputs import jsonable
 
 log = logging.getLogger(__name__)
 

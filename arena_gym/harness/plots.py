@@ -50,13 +50,6 @@ def _replays(records: Sequence[EpisodeRecord], done: Sequence[Replay] | None) ->
     return [replayed(rec, known[i] if i < len(known) else None) for i, rec in enumerate(records)]
 
 
-def plot_jct_cdf(records: Sequence[EpisodeRecord], path: Path, done: Sequence[Replay] | None = None) -> Path:
-    """CDF of job completion times (hours) of finished jobs, one line per record (``done``: their replays, if known)."""
-    fig = _figure(*JCT_SIZE)
-    _draw_jct_cdf(fig.add_subplot(), records, _replays(records, done))
-    return _save(fig, path)
-
-
 def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Replay]) -> None:
     for rec, rep in zip(records, reps):
         jcts = np.sort(finished_jcts(rep.outcomes)) / 3600.0
@@ -71,26 +64,6 @@ def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Rep
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend()
-
-
-def plot_series(
-    records: Sequence[EpisodeRecord],
-    path: Path,
-    series: str,
-    ylabel: str,
-    bin_s: float = 300.0,
-    smooth: int = 5,
-    done: Sequence[Replay] | None = None,
-) -> Path:
-    """A binned (and moving-mean smoothed) timeline series over time in hours, one line per record.
-
-    Bins are ``bin_s`` wide, or wider so that a line has at most :data:`PLOT_POINTS` points;
-    every line ends at its record's end (the last real event, or the horizon). ``done``: the
-    records' replays, if known.
-    """
-    fig = _figure(*SERIES_SIZE)
-    _draw_series(fig.add_subplot(), records, _replays(records, done), series, ylabel, bin_s, smooth)
-    return _save(fig, path)
 
 
 def _draw_series(

@@ -34,8 +34,10 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from agents.rl.residual_net import ResidualPolicy, TeacherAnchor
 from agents.search.residual import ResidualWeights
+from arena_gym import REAL_DATA_DIR
+from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.residual_train import TRAIN_TRACES, BaseScores, real_windows
-from arena_gym.outputs import check_out_dir, code_version, write_json
+from arena_gym.outputs import code_version, write_json
 from envs import Workload
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ class ResidualPPOConfig:
     warm_start: str = ""
     traces: tuple[str, ...] = TRAIN_TRACES
     loads: tuple[float, ...] = (0.6, 0.9, 1.2)
-    data_dir: str = "../shared/data"
+    data_dir: str = REAL_DATA_DIR
     steps: int = 40_000
     n_envs: int = 2
     n_steps: int = 1024

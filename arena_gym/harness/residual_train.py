@@ -28,11 +28,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.search.residual import ResidualWeights
+from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_es_history
+from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import custom_suite, get_suite
 from arena_gym.metrics import padded_mean_jcts
-from arena_gym.outputs import check_out_dir, code_version, write_json
+from arena_gym.outputs import code_version, write_json
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class ResidualTrainConfig:
 
     traces: tuple[str, ...] = TRAIN_TRACES
     loads: tuple[float, ...] = (0.6, 0.9, 1.2)
-    data_dir: str = "../shared/data"
+    data_dir: str = REAL_DATA_DIR
     iterations: int = 12
     pairs: int = 5
     windows: int = 20

@@ -6,7 +6,7 @@ row per (workload, policy) with the run's metrics, the padded average JCT across
 of the same call, what the policy knows (``clairvoyant``) and the restart overhead class it
 paid (``overhead_class``); with ``bounds`` also the workload's lower bounds on the average JCT
 (``lb1_avg_jct_s``: every job alone on its best grid; ``lp_avg_jct_s``: the LP relaxation of
-the cluster's capacity; :mod:`arena_gym.bounds`), charged Arena's pruned overhead class, so
+the cluster's capacity; :mod:`arena_gym.harness.bounds`), charged Arena's pruned overhead class, so
 they hold for every policy that pays at least it.
 """
 
@@ -24,11 +24,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.rl.algos import greedy_action
-from arena_gym.bounds import workload_bounds
 from arena_gym.core.information import is_clairvoyant
-from arena_gym.harness.executor import run_tasks
+from arena_gym.harness.bounds import workload_bounds
 from arena_gym.harness.experiment import play
 from arena_gym.harness.suites import split_workloads
+from arena_gym.harness.sweep import run_tasks
 from arena_gym.metrics import finished_jcts, padded_mean_jcts
 from arena_gym.protocols import PerfModel, Policy
 from arena_gym.registry import make_policy

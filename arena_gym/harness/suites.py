@@ -41,6 +41,7 @@ from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
+from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.types import ClusterSpec, PerfModel
 from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
@@ -270,7 +271,7 @@ MODEL_SUITE = "model"
 SUITE_CHOICES: tuple[str, ...] = (*SUITE_NAMES, "custom", MODEL_SUITE)
 
 
-def get_suite(name: str, data_dir: str = "../shared/data") -> Suite[SuitePart]:
+def get_suite(name: str, data_dir: str = REAL_DATA_DIR) -> Suite[SuitePart]:
     """A registered suite; ValueError naming the valid suites."""
     entry = _SUITES.get(name)
     if entry is None:

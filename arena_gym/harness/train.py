@@ -44,9 +44,10 @@ from arena_gym.harness.callbacks import (
     selection_score,
 )
 from arena_gym.harness.eval_plots import plot_learning_curve
+from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
 from arena_gym.harness.tracking import finish_run, start_run
-from arena_gym.outputs import check_out_dir, code_version, write_csv, write_json
+from arena_gym.outputs import code_version, write_csv, write_json
 
 log = logging.getLogger(__name__)
 

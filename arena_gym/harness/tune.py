@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdm.auto import tqdm
 
-from arena_gym.outputs import check_out_dir, code_version, write_json
+from arena_gym.harness.out_dirs import check_out_dir
+from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import is_module_attr, resolve
 
 if TYPE_CHECKING:

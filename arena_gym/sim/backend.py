@@ -144,7 +144,7 @@ class SimBackend:
             if not self._current(kind, job_id, version):
                 heapq.heappop(heap)
                 continue
-            if t > horizon or (triggered and t > self._now):  # i.e. not self.triggers.happens(t): inlined, hot
+            if t > horizon or (triggered and t > self._now):  # t after the horizon: inlined, hot
                 break
             heapq.heappop(heap)
             self._now = t

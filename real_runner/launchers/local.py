@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from real_runner.launch import LocalJob, launch_local
 from real_runner.launchers.base import LaunchRequest, release_file
+from real_runner.ranks import LocalJob, spawn_ranks
 from real_runner.worker import ready_file
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def check_local_hosts(hosts: Sequence[str]) -> None:
 
 
 class LocalGeneration:
-    """A generation this controller started (wraps :class:`real_runner.launch.LocalJob`)."""
+    """A generation this controller started (wraps :class:`real_runner.ranks.LocalJob`)."""
 
     def __init__(self, job: LocalJob) -> None:
         self.job = job
@@ -194,7 +194,7 @@ class LocalLauncher:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(r.device) for r in request.ranks)
         elif all(r.pin_core is not None for r in request.ranks):
             pins = [int(r.pin_core) for r in request.ranks]  # type: ignore[arg-type]
-        job = launch_local(
+        job = spawn_ranks(
             request.spec_path,
             request.world_size,
             env=env,

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from real_runner.launch import free_port
 from real_runner.launchers.base import LaunchRequest, release_file
 from real_runner.launchers.local import LOCAL_HOSTS, find_processes
+from real_runner.ranks import free_port
 from real_runner.worker import ready_file
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena_gym.core.oplog import Fail, Finish, Op, Progress
-from real_runner.live.codec import job_from_dict
 from real_runner.live.generations import dirname
 from real_runner.live.journal import Journal
+from real_runner.live.json_forms import job_from_dict
 from real_runner.live.trajectory import check_trajectory
 from real_runner.progress import ProgressRecord, read_progress
 

@@ -27,7 +27,7 @@ the simulator drives, so both decide at the same times (rounds from the first su
 stopping after two stalled ones, the horizon).
 This module is the protocol and the controller's cycle; :mod:`.reports` translates progress
 records, :mod:`.processes` runs the generations and handles their faults, :mod:`.resume` takes
-over an interrupted deployment, :mod:`.core` keeps the clock and the journaled core.
+over an interrupted deployment, :mod:`.state` keeps the clock and the journaled core.
 """
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ from arena_gym.types import Decision, JobId, JobSpec, PerfModel, Snapshot
 from estimator.zoo import get_model
 from real_runner.checkpoint_files import JobIdentity
 from real_runner.launchers.base import GenerationHandle, Launcher
-from real_runner.live.codec import job_from_dict, job_to_dict
 from real_runner.live.config import LiveConfig
-from real_runner.live.core import LiveCore, LiveError
 from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import LiveJob, dirname
 from real_runner.live.journal import Journal, JournalError
+from real_runner.live.json_forms import job_from_dict, job_to_dict
 from real_runner.live.planning import executable_plan
 from real_runner.live.processes import Processes
 from real_runner.live.reports import ProgressReader
 from real_runner.live.resume import resume
+from real_runner.live.state import LiveCore, LiveError
 from real_runner.live.status import JobLine, LiveStatus, live_status
 from real_runner.plans import ExecutedPlan
 from real_runner.testbed import Testbed

@@ -17,8 +17,8 @@ from typing import Any
 from arena_gym.types import Allocation, JobId, JobSpec
 from real_runner.checkpoint_files import JobIdentity
 from real_runner.launchers.base import GenerationHandle, RankSlot
-from real_runner.live.codec import alloc_from_dict, alloc_to_dict, slots_from_list, slots_to_list
 from real_runner.live.journal import GenerationRow
+from real_runner.live.json_forms import alloc_from_dict, alloc_to_dict, slots_from_list, slots_to_list
 from real_runner.plans import ExecutedPlan, plan_from_dict
 from real_runner.progress import ProgressTail
 

@@ -5,7 +5,7 @@ It holds everything a new controller needs after a crash:
 * ``meta``: the deployment's settings and workload, the wall-clock origin, the status;
 * ``ops``: the cluster core's operation log (:mod:`arena_gym.core.oplog`: submit, commit of a
   decision, run, progress, fail, finish, close), in order, one JSON row per record
-  (:func:`real_runner.live.codec.op_to_row`); replaying them into a fresh
+  (:func:`real_runner.live.json_forms.op_to_row`); replaying them into a fresh
   :class:`~arena_gym.core.ClusterState` rebuilds its state and event log exactly;
 * ``generations``: every launch of every job (allocation, device slots, worker spec, launcher
   facts such as pids, phase: planned, held, released, stopping, exited);
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.core.oplog import Op
-from real_runner.live.codec import op_from_row, op_to_row
+from real_runner.live.json_forms import op_from_row, op_to_row
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

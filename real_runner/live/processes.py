@@ -22,9 +22,9 @@ from arena_gym.types import Allocation, JobId, JobStatus
 from real_runner.checkpoint_files import CheckpointError, select_checkpoint
 from real_runner.launchers.base import Launcher, LaunchRequest, RankSlot
 from real_runner.live.config import LiveConfig
-from real_runner.live.core import LiveCore, LiveError
 from real_runner.live.generations import Generation, LiveJob
 from real_runner.live.reports import ProgressReader
+from real_runner.live.state import LiveCore, LiveError
 from real_runner.plans import ExecutedPlan
 from real_runner.spec import WorkerSpec
 from real_runner.worker import EXIT_BAD_INPUT

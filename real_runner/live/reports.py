@@ -17,8 +17,8 @@ from collections.abc import Callable
 from arena_gym.core.oplog import Fail, Finish, Progress, Run
 from arena_gym.types import JobId, JobStatus
 from real_runner.live.config import LiveConfig
-from real_runner.live.core import LiveCore
 from real_runner.live.generations import Generation, LiveJob
+from real_runner.live.state import LiveCore
 from real_runner.progress import ProgressRecord
 
 log = logging.getLogger(__name__)

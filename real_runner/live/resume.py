@@ -18,11 +18,11 @@ from pathlib import Path
 
 from arena_gym.core.oplog import Fail, Op, Run, Submit, replay
 from arena_gym.types import JobId, JobStatus
-from real_runner.live.core import LiveCore
 from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import Generation, LiveJob
 from real_runner.live.journal import GenerationRow, Journal, JournalError
 from real_runner.live.processes import Processes, latest_checkpoint
+from real_runner.live.state import LiveCore
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 
 The ranks are started the way the runner's local launcher starts training ranks (the same rank
 variables and ``env://`` rendezvous, one process per device, CPU ranks pinned to their core) and
-are tracked with its :class:`~real_runner.launch.LocalJob`. Merging: compute times are the mean
+are tracked with its :class:`~real_runner.ranks.LocalJob`. Merging: compute times are the mean
 over the ranks that measured them (grouped curves: over every rank); a collective's time per size is the mean over the group's
 ranks of each round, then the mean over rounds without the lowest and highest tenth; the AdamW
 fit is non-negative least squares over the plain parameter sets.
@@ -42,10 +42,10 @@ from estimator.profile import (
     ProfileError,
 )
 from estimator.zoo import get_model
-from real_runner.launch import launch_local
 from real_runner.plans import model_spec
 from real_runner.profiler.comm import trimmed_mean
 from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress, tp_degrees
+from real_runner.ranks import spawn_ranks
 from real_runner.testbed import Testbed
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def profile_testbed(
         "cpu" if testbed.is_cpu else device,
     )
     job_path = job.save(work / "profile-job.json")
-    ranks = launch_local(
+    ranks = spawn_ranks(
         job_path,
         job.world_size,
         env=env,

@@ -2,7 +2,7 @@
 
 The command line of one training rank (CLI code: it prints). Run one process per rank. The rank and world size come from ``RANK`` /
 ``WORLD_SIZE`` (default: one process), the rendezvous from ``MASTER_ADDR`` / ``MASTER_PORT``
-(``env://``), as torchrun and :mod:`real_runner.launch` set them; ``LOCAL_RANK`` picks the CUDA
+(``env://``), as torchrun and :mod:`real_runner.ranks` set them; ``LOCAL_RANK`` picks the CUDA
 device. Backend: nccl with CUDA, gloo on CPU (one intra-op thread per rank). The work itself is
 :mod:`real_runner.worker`.
 

@@ -57,7 +57,7 @@ def test_workspace_copies_the_snapshot_and_rolls_back_every_edit():
     after = state(ws)
     ws.rollback(mark)
     assert state(ws) == start and not ws.changed("A")
-    ws.replay(edits)
+    ws.redo(edits)
     assert state(ws) == after
     assert all(np.array_equal(snapshot.free[t], before_free[t]) for t in snapshot.free)  # never touched
 

@@ -14,8 +14,8 @@ import pytest
 
 from arena_gym.types import PipeSchedule, Plan, StagePlan
 from real_runner.checkpoint_files import JobIdentity, prepare_partial, publish
-from real_runner.launch import launch_local
 from real_runner.progress import ProgressTail, read_progress
+from real_runner.ranks import spawn_ranks
 from real_runner.spec import WorkerSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,7 +186,7 @@ def test_sigterm_checkpoints_and_the_job_resumes_under_other_plans(tmp_path):
         (tmp_path / f"{name}.json").write_text(spec.to_json())
     cores = sorted(os.sched_getaffinity(0))
     tail, seen = ProgressTail(specs["a"].progress_path), []
-    job_a = launch_local(
+    job_a = spawn_ranks(
         tmp_path / "a.json",
         2,
         env=os.environ,
@@ -198,7 +198,7 @@ def test_sigterm_checkpoints_and_the_job_resumes_under_other_plans(tmp_path):
     try:
         _wait_until(job_a, tail, seen, lambda r: r.event == "step" and r.step >= 6, "6 steps of DP2")
         # the next generation imports torch while DP2 trains, and waits for its release
-        job_b = launch_local(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO, hold=True)
+        job_b = spawn_ranks(tmp_path / "b.json", 2, env=os.environ, log_dir=tmp_path / "logs-b", cwd=REPO, hold=True)
         deadline = time.monotonic() + 240
         while not job_b.held_ready():
             assert all(c is None for c in job_b.poll()), job_b.log_tail(0)
@@ -249,7 +249,7 @@ def test_a_held_job_stopped_before_its_release_exits_0_and_writes_nothing(tmp_pa
     pytest.importorskip("torch")
     spec = make_spec(tmp_path, Plan((StagePlan(0, 6, 1, 1),), 1))
     (tmp_path / "s.json").write_text(spec.to_json())
-    job = launch_local(tmp_path / "s.json", 1, env=os.environ, log_dir=tmp_path / "logs", cwd=REPO, hold=True)
+    job = spawn_ranks(tmp_path / "s.json", 1, env=os.environ, log_dir=tmp_path / "logs", cwd=REPO, hold=True)
     try:
         deadline = time.monotonic() + 100
         while not job.held_ready():

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.harness.experiment import RunConfig
-from arena_gym.outputs import check_out_dir, check_out_file
+from arena_gym.harness.out_dirs import check_out_dir, check_out_file
 from arena_gym.sim import OverheadModel
 
 #: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace

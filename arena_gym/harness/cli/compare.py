@@ -19,7 +19,7 @@ from arena_gym.harness.cli.common import (
 )
 from arena_gym.harness.compare import CompareConfig, compare
 from arena_gym.harness.results import to_markdown
-from arena_gym.runlock import RunLock
+from arena_gym.harness.runlock import RunLock
 
 #: The policies compared when ``--policies`` is not given (``make run``'s list: the Makefile has none of its own).
 DEFAULT_POLICIES: tuple[str, ...] = ("fcfs", "srtf", "tiresias", "gandiva", "elasticflow-ls", "gavel", "sia", "arena")

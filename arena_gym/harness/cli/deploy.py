@@ -28,8 +28,8 @@ from arena_gym.harness.deploy import (
     prepare,
     write_results,
 )
+from arena_gym.harness.runlock import RunLock
 from arena_gym.loop import run_episode
-from arena_gym.runlock import RunLock
 from real_runner.live.backend import LiveError, LiveStatus
 from real_runner.testbed import LAUNCHERS
 
@@ -178,7 +178,7 @@ def handle(args: argparse.Namespace) -> int:
     """Deploy (or resume), print the status while it runs and the results at the end.
 
     The results directory is locked for the whole run: a second deployment or a resume of it
-    while this one lives is refused naming this one (:class:`arena_gym.runlock.RunLock`)."""
+    while this one lives is refused naming this one (:class:`arena_gym.harness.runlock.RunLock`)."""
     env = dict(os.environ)
     stop = threading.Event()
 

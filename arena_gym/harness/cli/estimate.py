@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from arena_gym.harness.cli.profile import configure as configure_profile
-from arena_gym.outputs import atomic_write, check_out_file
+from arena_gym.harness.out_dirs import check_out_file
+from arena_gym.outputs import atomic_write
 from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, ResourceShape
 
 log = logging.getLogger(__name__)

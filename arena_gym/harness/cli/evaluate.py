@@ -7,9 +7,10 @@ import logging
 import math
 from pathlib import Path
 
+from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.cli.common import bounded_int, out_dir
+from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
-from arena_gym.runlock import RunLock
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -68,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --suite custom: --loads are offered loads, or factors of the recorded arrival rate "
         "(factor 1: the trace as recorded)",
     )
-    parser.add_argument("--data-dir", default="../shared/data", help="folder of the real traces")
+    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help="folder of the real traces")
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")
     parser.add_argument("--metric", default="padded_jct_s", help="per-workload metric of the statistics")
     parser.add_argument("--limit", type=int, default=0, help="at most N workloads, evenly spaced (0 = all)")

@@ -14,8 +14,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from arena_gym.outputs import check_out_file
-from arena_gym.runlock import RunLock
+from arena_gym.harness.out_dirs import check_out_file
+from arena_gym.harness.runlock import RunLock
 from arena_gym.types import ModelRef
 
 #: Steps a direct measurement of one plan runs (warm-up included), for the cost comparison.

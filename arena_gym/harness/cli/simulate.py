@@ -10,10 +10,10 @@ from arena_gym.cluster import load_cluster
 from arena_gym.harness.cli.common import add_run_arguments, cache_dir, out_dir, plot_modules, run_config, seed_int
 from arena_gym.harness.experiment import load_jobs, run, user_models
 from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.out_dirs import staged_dir
 from arena_gym.harness.results import write_run
-from arena_gym.outputs import staged_dir
+from arena_gym.harness.runlock import RunLock
 from arena_gym.registry import make_perf
-from arena_gym.runlock import RunLock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

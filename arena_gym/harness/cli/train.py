@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 
 from agents.rl.config import TRAIN_SPLIT
+from arena_gym.harness.out_dirs import check_out_dir
+from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.train_options import add_train_arguments, config_from_args, wandb_mode
-from arena_gym.outputs import check_out_dir
-from arena_gym.runlock import RunLock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def set_wandb_env(mode: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Validate everything first (a bad value fails before any work), then train or resume and print the summary.
 
-    The run directory is locked while the run writes it (:class:`arena_gym.runlock.RunLock`)."""
+    The run directory is locked while the run writes it (:class:`arena_gym.harness.runlock.RunLock`)."""
     try:
         config = config_from_args(args)
         from agents.rl.env_factory import env_config

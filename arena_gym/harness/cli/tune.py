@@ -6,7 +6,7 @@ import argparse
 import json
 
 from arena_gym.harness.cli.common import bounded_int, key_values, seed_int
-from arena_gym.runlock import RunLock
+from arena_gym.harness.runlock import RunLock
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

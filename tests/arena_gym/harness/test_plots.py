@@ -7,7 +7,9 @@ import math
 import pytest
 
 from arena_gym.cluster import PRESETS
-from arena_gym.harness.plots import plot_all, plot_jct_cdf, plot_series
+from arena_gym.harness import plots
+from arena_gym.harness.plots import plot_all
+from arena_gym.metrics import replay
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import JobId
 from tests.helpers import job
@@ -53,9 +55,14 @@ def test_the_plots_of_plot_all_match_fresh_figures(tmp_path):
     shared.mkdir()
     fresh.mkdir()
     plot_all(recs, shared)
-    plot_jct_cdf(recs, fresh / "jct_cdf.png")
-    plot_series(recs, fresh / "throughput.png", "throughput", "cluster throughput (samples/s)")
-    plot_series(recs, fresh / "queue.png", "pending_jobs", "queued jobs", smooth=1)
+    reps = [replay(rec) for rec in recs]
+    fig = plots._figure(*plots.JCT_SIZE)
+    plots._draw_jct_cdf(fig.add_subplot(), recs, reps)
+    plots._save(fig, fresh / "jct_cdf.png")
+    for name, series, ylabel, smooth in plots.SERIES_PLOTS:
+        fig = plots._figure(*plots.SERIES_SIZE)
+        plots._draw_series(fig.add_subplot(), recs, reps, series, ylabel, 300.0, smooth)
+        plots._save(fig, fresh / name)
     for name in ("jct_cdf.png", "throughput.png", "queue.png"):
         ours, theirs = np.asarray(image.open(shared / name)), np.asarray(image.open(fresh / name))
         assert ours.shape == theirs.shape and (ours == theirs).all(), name

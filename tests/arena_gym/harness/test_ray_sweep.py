@@ -29,7 +29,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
 
-from arena_gym.harness.executor import run_tasks  # noqa: E402
+from arena_gym.harness.sweep import run_tasks  # noqa: E402
 from arena_gym.metrics import WALL_CLOCK_KEYS  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.rl_cases import TRACE  # noqa: E402

@@ -28,8 +28,8 @@ from arena_gym.records import EventKind
 from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup
 from real_runner.launchers.fake import FakeClock
-from real_runner.live.core import LiveError
 from real_runner.live.journal import Journal
+from real_runner.live.state import LiveError
 from tests.fake_live import fake_live_backend
 from tests.fuzzing import assert_one_line, case_timeout, fuzz_budget
 from tests.helpers import GPT, job, table_model

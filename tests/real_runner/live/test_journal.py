@@ -13,8 +13,8 @@ from arena_gym.core import ClusterState
 from arena_gym.core.oplog import Close, Commit, Fail, Finish, Progress, Run, Submit, replay
 from arena_gym.types import Allocation, Decision, GpuType, Grid, JobId, JobSpec, ModelRef, Placement, ResourceShape
 from estimator import default_perf_model
-from real_runner.live.codec import alloc_from_dict, alloc_to_dict, job_from_dict, job_to_dict
 from real_runner.live.journal import Journal, exists
+from real_runner.live.json_forms import alloc_from_dict, alloc_to_dict, job_from_dict, job_to_dict
 from real_runner.testbed import load_testbed
 
 CPU = GpuType("cpu")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from arena_gym.harness.cli import main
-from arena_gym.runlock import RunLock, lock_path
-from tests.arena_gym.test_runlock import HOLD
+from arena_gym.harness.runlock import RunLock, lock_path
+from tests.arena_gym.harness.test_runlock import HOLD
 from tests.conftest import REPO
 
 TRACE = "synthetic:n_jobs=3"

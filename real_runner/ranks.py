@@ -1,12 +1,12 @@
-"""A minimal local launcher: one ``python -m real_runner.worker`` process per rank on this machine.
+"""Rank processes on this machine: one ``python -m real_runner.worker`` per rank (a LocalLauncher generation).
 
-``launch_local`` picks a free port for the ``env://`` rendezvous, starts the ranks with ``RANK``,
+``spawn_ranks`` picks a free port for the ``env://`` rendezvous, starts the ranks with ``RANK``,
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` set, and sends each rank's
 stdout and stderr to ``LOG_DIR/rank{r}.log``. The returned :class:`LocalJob` polls, waits, stops
 gracefully (SIGTERM to every rank: the job checkpoints at the next step boundary and exits 0) and
 kills. A reconfiguration with pre-launch::
 
-    new = launch_local(next_spec, n, env=os.environ, log_dir=logs, hold=True)  # imports torch meanwhile
+    new = spawn_ranks(next_spec, n, env=os.environ, log_dir=logs, hold=True)  # imports torch meanwhile
     old.stop()                                                                  # checkpoint, exit 0
     new.release()                                                               # load, first step
 """
@@ -35,7 +35,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalJob:
-    """The processes of one job generation started by :func:`launch_local`."""
+    """The processes of one job generation started by :func:`spawn_ranks`."""
 
     def __init__(
         self,
@@ -56,7 +56,7 @@ class LocalJob:
         return all(ready_file(self.release_file, r).exists() for r in range(len(self.procs)))
 
     def release(self) -> None:
-        """Let held ranks (``launch_local(..., hold=True)``) go on: read the checkpoint, form the group, train."""
+        """Let held ranks (``spawn_ranks(..., hold=True)``) go on: read the checkpoint, form the group, train."""
         if self.release_file is None:
             raise ValueError("this job was not launched with hold=True")
         self.release_file.touch()
@@ -110,7 +110,7 @@ class LocalJob:
         return data[-max_bytes:].decode("utf-8", errors="replace")
 
 
-def launch_local(
+def spawn_ranks(
     spec_path: str | Path,
     world_size: int,
     *,

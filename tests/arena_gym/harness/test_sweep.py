@@ -11,7 +11,7 @@ import pytest
 
 from arena_gym.harness.cli import main
 from arena_gym.harness.evaluate import EvalConfig
-from arena_gym.harness.executor import run_tasks
+from arena_gym.harness.sweep import run_tasks
 
 
 def _square(x: int) -> int:

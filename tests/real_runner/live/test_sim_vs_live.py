@@ -7,7 +7,7 @@ import pytest
 from agents.fcfs import FCFS
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import ClusterSpec, GpuType, JobId, NodeGroup, ResourceShape
-from real_runner.live.compare import CheckpointedPerf, LiveOverheads, compare, measure_overheads, simulate_same
+from real_runner.live.sim_vs_live import CheckpointedPerf, LiveOverheads, compare_runs, measure_overheads, simulate_same
 from real_runner.progress import ProgressRecord
 from tests.helpers import GPT, MOE, job, uniform_model
 
@@ -58,7 +58,7 @@ def test_the_twin_charges_the_start_and_the_save_share():
     jobs = [job("a", 0, 100, "a40", 1, GPT)]
     plain = simulate_same(jobs, FCFS("fcfs"), CLUSTER, perf, LiveOverheads())
     charged = simulate_same(jobs, FCFS("fcfs"), CLUSTER, perf, LiveOverheads(2.0, {GPT.name: 0.1}))
-    cmp = compare(plain, charged, LiveOverheads(2.0, {GPT.name: 0.1}))
+    cmp = compare_runs(plain, charged, LiveOverheads(2.0, {GPT.name: 0.1}))
     (row,) = cmp.jobs.itertuples(index=False)
     assert row.sim_jct_s == pytest.approx(2.0 + 1.1 * row.live_jct_s)
     assert cmp.summary()["sim_start_s"] == 2.0 and cmp.summary()[f"sim_save_share_{GPT.name}"] == 0.1

@@ -142,7 +142,7 @@ class SimVsLive:
         }
 
 
-def compare(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverheads) -> SimVsLive:
+def compare_runs(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverheads) -> SimVsLive:
     """Join the two runs' job outcomes: one row per job finished in both."""
     specs = {j.job_id: j for j in live.jobs}
     live_jct = {o.job_id: o.jct for o in job_outcomes(live) if o.jct is not None}

@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from arena_gym.bounds import BoundsCache, LPConfig, _build, lp_bound, run_times, slot_boundaries, workload_bounds
 from arena_gym.cluster import PRESETS
+from arena_gym.harness.bounds import LPConfig, _build, lp_bound, run_times, slot_boundaries, workload_bounds
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.records import EventKind
@@ -410,18 +410,6 @@ def test_finer_slots_tighten_the_lp() -> None:
     fine = lp_bound(run_times(jobs, TOY, PERF, sim_config("pruned")), LPConfig(growth=0.1, first_slot_frac=0.02))
     assert fine.n_slots > coarse.n_slots
     assert fine.avg_jct_s >= coarse.avg_jct_s * (1 - TOL)
-
-
-def test_bounds_cache_remembers_per_workload() -> None:
-    cache = BoundsCache(TOY, PERF, sim_config("pruned"), maxsize=1)
-    jobs = TOY_WORKLOADS["toy-burst"][1]
-    first = cache.get(jobs)
-    assert cache.get(list(jobs)) is first and len(cache) == 1
-    other = cache.get(jobs[:2])
-    assert len(cache) == 1 and other.lb1_avg_jct_s != first.lb1_avg_jct_s
-    assert cache.get(jobs) is not first  # evicted, computed again
-    with pytest.raises(ValueError, match="maxsize"):
-        BoundsCache(TOY, PERF, maxsize=0)
 
 
 def test_workload_bounds_needs_jobs() -> None:

@@ -76,18 +76,6 @@ def _read_owner(fd: int) -> LockOwner | None:
         return None
 
 
-def read_owner(target: str | os.PathLike[str]) -> LockOwner | None:
-    """The owner recorded for ``target`` (live or not), or None when it has no lock file."""
-    try:
-        fd = os.open(lock_path(target), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return _read_owner(fd)
-    finally:
-        os.close(fd)
-
-
 class RunLock:
     """The lock on one run directory (or output file), as a context manager; see the module docstring.
 

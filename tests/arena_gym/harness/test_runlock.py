@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from arena_gym.runlock import RunDirInUse, RunLock, lock_path, read_owner
+from arena_gym.harness.runlock import RunDirInUse, RunLock, lock_path
 from tests.conftest import REPO
 
 HOLD = (
     "import sys, time\n"
-    "from arena_gym.runlock import RunLock\n"
+    "from arena_gym.harness.runlock import RunLock\n"
     "lock = RunLock(sys.argv[1], 'deploy')\n"
     "lock.acquire()\n"
     "print('held', flush=True)\n"
@@ -30,12 +30,8 @@ def test_the_owner_is_recorded_and_a_second_writer_is_refused_naming_it(tmp_path
     out = tmp_path / "run"
     with RunLock(out, "simulate") as lock:
         assert lock.held and lock_path(out) == tmp_path / ".run.lock"
-        owner = read_owner(out)
-        assert owner is not None and (owner.pid, owner.host, owner.command) == (
-            os.getpid(),
-            socket.gethostname(),
-            "simulate",
-        )
+        owner = json.loads(lock_path(out).read_text())
+        assert (owner["pid"], owner["host"], owner["command"]) == (os.getpid(), socket.gethostname(), "simulate")
         with pytest.raises(RunDirInUse) as refused:
             RunLock(out, "deploy", flag="--resume").acquire()
         message = str(refused.value)
@@ -66,8 +62,7 @@ def test_a_lock_whose_owner_was_killed_is_taken_over(tmp_path: Path) -> None:
         holder.wait(timeout=30)
         with RunLock(out, "deploy", flag="--resume") as lock:
             assert lock.taken_over is not None and lock.taken_over.pid == holder.pid
-            owner = read_owner(out)
-            assert owner is not None and owner.pid == os.getpid()
+            assert json.loads(lock_path(out).read_text())["pid"] == os.getpid()
     finally:
         holder.kill()
         holder.wait(timeout=30)

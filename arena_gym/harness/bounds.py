@@ -56,12 +56,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
-from scipy.optimize._highspy import _core  # scipy's bundled HiGHS: warm-started re-solves
 from scipy.sparse import coo_array, csc_array
 
 from arena_gym.sim.config import SimConfig
@@ -255,10 +254,10 @@ class _Problem:
 def lp_bound(times: RunTimes, config: LPConfig | None = None) -> LPSolution:
     """Solve the time-indexed LP relaxation of the module docstring (HiGHS); its optimum bounds the average JCT.
 
-    By column generation on HiGHS' dual simplex (scipy's bundled HiGHS, warm-started after each
-    new batch of columns): the restricted LP holds the tails, the completion times and each
-    job's fastest and, per GPU type, most GPU-efficient configurations in the slots up to
-    ``LB1_j + job_window x`` the median LB1 past its release; after each solve every run-time
+    By column generation on HiGHS' dual simplex (``highspy``, HiGHS' own Python interface,
+    warm-started after each new batch of columns): the restricted LP holds the tails, the completion
+    times and each job's fastest and, per GPU type, most GPU-efficient configurations in the slots
+    up to ``LB1_j + job_window x`` the median LB1 past its release; after each solve every run-time
     column whose reduced cost is below ``-PRICE_TOL`` joins. When none is left the restricted
     optimum is the full LP's (LP duality).
     """
@@ -297,13 +296,13 @@ def _column_generation(problem: _Problem, n_jobs: int) -> tuple[np.ndarray, int,
     columns = np.concatenate([np.flatnonzero(active), problem.n_x + np.arange(2 * n_jobs)])
     first_c = int(active.sum()) + n_jobs  # the completion columns' position in the restricted LP
     highs = _highs()
-    model = _core.HighsLp()
+    model = highspy.HighsLp()
     model.num_col_, model.num_row_ = len(columns), problem.matrix.shape[0]
     model.col_cost_ = problem.cost[columns]
     model.col_lower_, model.col_upper_ = _finite(problem.col_lower[columns]), _finite(problem.col_upper[columns])
     model.row_lower_, model.row_upper_ = _finite(problem.row_lower), _finite(problem.row_upper)
     restricted = problem.matrix[:, columns]
-    model.a_matrix_.format_ = _core.MatrixFormat.kColwise
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.start_, model.a_matrix_.index_ = restricted.indptr, restricted.indices
     model.a_matrix_.value_ = restricted.data
     highs.passModel(model)
@@ -313,7 +312,7 @@ def _column_generation(problem: _Problem, n_jobs: int) -> tuple[np.ndarray, int,
         highs.run()
         solves += 1
         status = highs.getModelStatus()
-        if status != _core.HighsModelStatus.kOptimal:
+        if status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError(f"the bound LP was not solved: {highs.modelStatusToString(status)}")
         solution = highs.getSolution()
         reduced = -(x_rows @ np.asarray(solution.row_dual))  # run-time columns cost nothing themselves
@@ -334,16 +333,16 @@ def _column_generation(problem: _Problem, n_jobs: int) -> tuple[np.ndarray, int,
         )
 
 
-def _highs() -> _core._Highs:
+def _highs() -> highspy.Highs:
     """A quiet HiGHS instance."""
-    highs = _core._Highs()
+    highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
     return highs
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
     """Infinite bounds as HiGHS' infinity."""
-    return np.clip(values, -_core.kHighsInf, _core.kHighsInf)
+    return np.clip(values, -highspy.kHighsInf, highspy.kHighsInf)
 
 
 def _build(
@@ -454,36 +453,3 @@ def workload_bounds(
     return Bounds(
         float(np.mean(lb1)), tuple(float(v) for v in lb1), lp_bound(times, lp), str(sim_config.overhead_class)
     )
-
-
-class BoundsCache:
-    """:func:`workload_bounds` of one cluster, truth and overhead setting, remembered per workload (LRU)."""
-
-    def __init__(
-        self,
-        cluster: ClusterSpec,
-        truth: PerfModel,
-        sim_config: SimConfig | None = None,
-        lp: LPConfig | None = None,
-        maxsize: int = 256,
-    ) -> None:
-        if maxsize < 1:
-            raise ValueError(f"BoundsCache.maxsize must be >= 1, got {maxsize}")
-        self.cluster, self.truth, self.sim_config, self.lp = cluster, truth, sim_config, lp
-        self.maxsize = maxsize
-        self._cache: OrderedDict[tuple[JobSpec, ...], Bounds] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._cache)
-
-    def get(self, jobs: Sequence[JobSpec]) -> Bounds:
-        """The bounds of ``jobs``, computed on first use."""
-        key = tuple(jobs)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = workload_bounds(key, self.cluster, self.truth, self.sim_config, self.lp)
-            if len(self._cache) > self.maxsize:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
-        return hit

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from real_runner.launch import free_port, launch_local
+from real_runner.ranks import free_port, spawn_ranks
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ranks_start_and_their_exit_codes_and_logs_are_reported(tmp_path):
-    job = launch_local(tmp_path / "missing.json", 2, env=os.environ, log_dir=tmp_path / "logs", cwd=REPO)
+    job = spawn_ranks(tmp_path / "missing.json", 2, env=os.environ, log_dir=tmp_path / "logs", cwd=REPO)
     assert len(job.pids) == 2 and len(set(job.pids)) == 2
     assert job.wait(timeout=60) == [2, 2]
     assert job.poll() == [2, 2]
@@ -24,6 +24,6 @@ def test_ranks_start_and_their_exit_codes_and_logs_are_reported(tmp_path):
 def test_invalid_launches_are_refused(tmp_path):
     assert 0 < free_port() < 65536
     with pytest.raises(ValueError, match="world size must be >= 1"):
-        launch_local(tmp_path / "s.json", 0, env={}, log_dir=tmp_path)
+        spawn_ranks(tmp_path / "s.json", 0, env={}, log_dir=tmp_path)
     with pytest.raises(ValueError, match="pin_cores names 1 cores for 2 ranks"):
-        launch_local(tmp_path / "s.json", 2, env={}, log_dir=tmp_path, pin_cores=[0])
+        spawn_ranks(tmp_path / "s.json", 2, env={}, log_dir=tmp_path, pin_cores=[0])
