@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.harness.eval_plots import plot_finetune
-from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
+from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
 from arena_gym.outputs import code_version, machine, write_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ every listed job two log-multipliers, on its Gittins index (the queue order) and
 urgency (its weight in the downgrade search), and ``arena-gittins-32-f``'s allocation
 machinery turns them into the decision; time then advances to the next such point. An all-zero
 action is exactly ``arena-gittins-32-f``. The same features and multipliers as the
-``residual:PATH`` policies (:mod:`agents.search.residual`), so a policy learned here is a
+``residual:PATH`` policies (:mod:`agents.residual.priority`), so a policy learned here is a
 learned residual.
 """
 
@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from agents.search.residual import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
 from arena_gym.core.information import information_set
 from arena_gym.metrics import compute_metrics
 from arena_gym.records import EpisodeRecord

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from agents.arena import ArenaPolicy
-from agents.search.belief import WorkBelief, load_belief
-from agents.search.gittins import GittinsPriority
+from agents.arena.gittins import GittinsPriority
+from agents.belief import WorkBelief, load_belief
 from arena_gym.types import JobId, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
 
