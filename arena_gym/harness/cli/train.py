@@ -28,6 +28,7 @@ from arena_gym.runlock import RunLock
 
 log = logging.getLogger(__name__)
 
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` arguments (``--method``, one per TrainConfig field, ``--set``, ``--resume``) and the handler."""
     parser.add_argument(
