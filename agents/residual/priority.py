@@ -231,5 +231,5 @@ def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **ov
 
 
 def load_residual_policy(path: str) -> ArenaPolicy:
-    """``residual:PATH``: the policy of a weights file written by ``scripts/train_residual.py``."""
+    """``residual:PATH``: the policy of a weights file written by ``arena-gym train --method es`` (or ``residual-ppo``)."""
     return residual_policy(ResidualWeights.load(path), f"residual:{path}")
