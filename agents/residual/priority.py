@@ -226,8 +226,12 @@ class ResidualPriority(GittinsPriority):
 
 def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
     """``arena-gittins-32-f`` with the residual ``weights`` on its order and urgency."""
-    belief = load_belief(weights.belief)
-    return ArenaPolicy(name, priority=ResidualPriority(belief, weights), **{**BASE, **overrides})
+    return arena_with(ResidualPriority(load_belief(weights.belief), weights), name, **overrides)
+
+
+def arena_with(priority: ResidualPriority, name: str, **overrides: Any) -> ArenaPolicy:
+    """``arena-gittins-32-f``'s allocation machinery ordered and weighted by ``priority``."""
+    return ArenaPolicy(name, priority=priority, **{**BASE, **overrides})
 
 
 def load_residual_policy(path: str) -> ArenaPolicy:
