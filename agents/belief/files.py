@@ -1,16 +1,16 @@
-"""Belief files: the JSON form of a :class:`WorkBelief`, read with one-line errors and written atomically, and the packaged beliefs."""
+"""Belief files: the JSON form of a :class:`WorkBelief` (read with :mod:`agents.belief.jsonio`, written atomically) and the packaged beliefs."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from agents.belief.arrivals import ArrivalModel, JobAttributes
+from agents.belief.jsonio import JsonObject, dumps, is_int, is_number, short
 from agents.belief.kernels import POOLED, WorkGroup
 from agents.belief.model import KINDS, Candidate, Provenance, WorkBelief
 from agents.belief.references import ReferenceTable
@@ -63,13 +63,13 @@ def belief_to_dict(belief: WorkBelief) -> dict[str, Any]:
 
 def save_belief(belief: WorkBelief, path: str | os.PathLike[str]) -> Path:
     """Write the belief to a JSON file (atomically)."""
-    text = _dumps(belief_to_dict(belief)) + "\n"
+    text = dumps(belief_to_dict(belief)) + "\n"
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def belief_from_dict(data: Any) -> WorkBelief:
     """A belief from the JSON object of its file; one-line ValueError naming the problem."""
-    top = _Obj(data, "belief")
+    top = JsonObject(data, "belief")
     if top.get("format", str) != FORMAT:
         raise ValueError(f"format must be {FORMAT!r}, got {top.data.get('format')!r}")
     if top.get("version", int) != FORMAT_VERSION:
@@ -169,7 +169,7 @@ def _group_dict(g: WorkGroup) -> dict[str, Any]:
     }
 
 
-def _group_of(o: _Obj) -> WorkGroup:
+def _group_of(o: JsonObject) -> WorkGroup:
     level = o.get("level", str)
     if level == "configuration":
         key: tuple[str | int, ...] = (
@@ -194,13 +194,13 @@ def _config_entry(entry: Any, where: str, reference: bool) -> tuple[JobAttribute
         model, batch, gpu_type, count, value = entry
         ok = (
             isinstance(model, str)
-            and _is_int(batch)
+            and is_int(batch)
             and (gpu_type is None or isinstance(gpu_type, str))
-            and (count is None or _is_int(count))
-            and _is_number(value)
+            and (count is None or is_int(count))
+            and is_number(value)
         )
     if not ok:
-        raise ValueError(f"{where}: expected [model, global batch, GPU type, GPU count, number], got {_short(entry)}")
+        raise ValueError(f"{where}: expected [model, global batch, GPU type, GPU count, number], got {short(entry)}")
     try:
         ref = float(value) if reference else None
         return JobAttributes(ModelRef.parse(model), batch, GpuType(gpu_type) if gpu_type else None, count, ref), float(
@@ -208,69 +208,3 @@ def _config_entry(entry: Any, where: str, reference: bool) -> tuple[JobAttribute
         )
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-class _Obj:
-    """A JSON object read with type checks; errors name the field's path."""
-
-    def __init__(self, data: Any, where: str) -> None:
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {_short(data)}")
-        self.data: Mapping[str, Any] = data
-        self.where = where
-
-    def get(self, name: str, kind: type) -> Any:
-        """The field ``name``, which must be of ``kind`` (int, float, str, list, dict)."""
-        if name not in self.data:
-            raise ValueError(f"{self.where}: missing {name!r}")
-        value = self.data[name]
-        ok = {int: _is_int, float: _is_number}.get(kind, lambda v: isinstance(v, kind))(value)
-        if not ok:
-            raise ValueError(f"{self.where}.{name}: expected {kind.__name__}, got {_short(value)}")
-        return float(value) if kind is float else value
-
-    def obj(self, name: str) -> _Obj:
-        """The field ``name`` as an object."""
-        return _Obj(self.get(name, dict), f"{self.where}.{name}")
-
-    def objs(self, name: str) -> list[_Obj]:
-        """The field ``name`` as a list of objects."""
-        return [_Obj(v, f"{self.where}.{name}[{i}]") for i, v in enumerate(self.get(name, list))]
-
-    def strings(self, name: str) -> list[str]:
-        """The field ``name`` as a list of strings."""
-        values = self.get(name, list)
-        if not all(isinstance(v, str) for v in values):
-            raise ValueError(f"{self.where}.{name}: expected a list of strings, got {_short(values)}")
-        return values
-
-    def numbers(self, name: str) -> tuple[float, ...]:
-        """The field ``name`` as a tuple of numbers."""
-        values = self.get(name, list)
-        if not all(_is_number(v) for v in values):
-            raise ValueError(f"{self.where}.{name}: expected a list of numbers, got {_short(values)}")
-        return tuple(float(v) for v in values)
-
-
-def _dumps(value: Any, depth: int = 0) -> str:
-    """JSON with objects and lists of containers indented, flat lists on one line."""
-    pad, end = "  " * (depth + 1), "  " * depth
-    if isinstance(value, dict) and value:
-        body = ",\n".join(f"{pad}{json.dumps(k)}: {_dumps(v, depth + 1)}" for k, v in value.items())
-        return "{\n" + body + "\n" + end + "}"
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        return "[\n" + ",\n".join(pad + _dumps(v, depth + 1) for v in value) + "\n" + end + "]"
-    return json.dumps(value, allow_nan=False)
