@@ -37,44 +37,44 @@ POLICIES: dict[str, Entry] = {
     "gavel": Entry("agents.gavel:Gavel", {}, "max-sum-throughput MILP over GPU types (HiGHS)"),
     "sia": Entry("agents.sia:Sia", {}, "goodput MILP over GPU type and count (HiGHS)"),
     "arena-gittins": Entry(
-        "agents.search.gittins:arena_gittins", {}, "Arena ordered by the belief's Gittins index (non-clairvoyant)"
+        "agents.arena.gittins:arena_gittins", {}, "Arena ordered by the belief's Gittins index (non-clairvoyant)"
     ),
     "arena-srpt": Entry(
         "agents.arena.variants:arena_srpt", {}, "Arena ordered by the true shortest remaining time (clairvoyant)"
     ),
     "arena-pl": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"preempt_lower": True},
         "arena-gittins preempting any lower-index running job for a waiting one",
     ),
     "arena-32": Entry("agents.arena:ArenaPolicy", {"max_job_gpus": 32}, "Arena letting a job hold up to 32 GPUs"),
     "arena-gittins-32": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"adapt": True, "max_job_gpus": 32},
         "arena-gittins at the episode's inferred work scale, up to 32 GPUs per job (non-clairvoyant)",
     ),
     "arena-gittins-32-pl": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"max_job_gpus": 32, "preempt_lower": True},
         "arena-gittins (the belief's own scale) with 32 GPUs per job, preempting lower-index running jobs",
     ),
     "arena-gittins-32-hold": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"max_job_gpus": 32, "max_upgrade_steps": 0},
         "arena-gittins (the belief's own scale) with 32 GPUs per job, never growing running jobs",
     ),
     "arena-gittins-32-w": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True},
         "arena-gittins-32 growing the jobs with the most expected completions per second gained (non-clairvoyant)",
     ),
     "arena-gittins-32-f": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"adapt": True, "max_job_gpus": 32, "weighted_fits": True},
         "arena-gittins-32 shrinking, for a new job, the jobs whose loss costs fewest expected completions (non-clairvoyant)",
     ),
     "arena-gittins-32-wf": Entry(
-        "agents.search.gittins:arena_gittins",
+        "agents.arena.gittins:arena_gittins",
         {"adapt": True, "max_job_gpus": 32, "weighted_upgrades": True, "weighted_fits": True},
         "arena-gittins-32 with urgency-weighted upgrades and downgrades (non-clairvoyant)",
     ),
@@ -102,4 +102,4 @@ def register() -> None:
     for name, entry in POLICIES.items():
         registry.register(name, entry.target, entry.kwargs, entry.description)
     registry.register_prefix("sb3", "agents.rl.policy:load_sb3_policy")
-    registry.register_prefix("residual", "agents.search.residual:load_residual_policy")
+    registry.register_prefix("residual", "agents.residual.priority:load_residual_policy")

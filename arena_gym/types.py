@@ -621,9 +621,9 @@ class Snapshot:
     :class:`JobViews`; any sequence of views passed in is wrapped into one. Backends build
     them lazily, so a policy pays only for the views it reads.
 
-    ``fork``, where the backend can give one (the simulator), returns an independent copy of
-    the backend at this moment: the true state and the true future, for the clairvoyant search
-    ablations. ``observe(viewer)``, where the backend can give it, returns the snapshot as the
+    ``fork(horizon_s)``, where the backend can give one (the simulator), returns an independent
+    copy of the backend at this moment, its episode ending at ``horizon_s`` if given: the true
+    state and the true future, for the clairvoyant search ablations. ``observe(viewer)``, where the backend can give it, returns the snapshot as the
     non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`). A
     non-clairvoyant policy is shown neither.
     """
@@ -638,7 +638,7 @@ class Snapshot:
     departures: tuple[JobId, ...] = ()
     round_index: int = 0
     horizon: float = field(default=math.inf)
-    fork: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    fork: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     observe: Callable[[str], Snapshot] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:

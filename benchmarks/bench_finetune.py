@@ -41,7 +41,7 @@ import pandas as pd
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_finetune
 from arena_gym.harness.out_dirs import machine
-from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
+from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
 from arena_gym.outputs import code_version, write_json
 
 ROOT = Path(__file__).resolve().parents[1]

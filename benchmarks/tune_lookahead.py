@@ -75,7 +75,7 @@ def _register_variants() -> None:
     registry = policy_registry()
     for name, kwargs in VARIANTS.items():
         if not registry.knows(name):
-            registry.register(name, "agents.search.gittins:arena_gittins", kwargs, f"tuning variant {name}")
+            registry.register(name, "agents.arena.gittins:arena_gittins", kwargs, f"tuning variant {name}")
 
 
 @functools.lru_cache(maxsize=2)

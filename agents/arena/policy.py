@@ -111,7 +111,7 @@ class ArenaPolicy:
         """A fork whose priority, if it infers the episode's work scale, takes ``exp(log_scale)`` as known.
 
         What a search rolls forward in a world sampled at that scale (see
-        :meth:`agents.search.gittins.GittinsPriority.at_scale`); otherwise the same as :meth:`fork`.
+        :meth:`agents.arena.gittins.GittinsPriority.at_scale`); otherwise the same as :meth:`fork`.
         """
         twin = self.fork()
         pin = getattr(self.priority, "at_scale", None)

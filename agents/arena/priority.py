@@ -6,7 +6,7 @@ keys computed from each snapshot (lowest first), and says how urgent each job's 
 search multiply a samples/s gain by). :class:`ShortestRemaining` orders by the true remaining run time at the
 requested shape (clairvoyant: shortest remaining processing time; urgency 1 / remaining
 samples); the belief's Gittins index (non-clairvoyant) is
-:class:`agents.search.gittins.GittinsPriority`.
+:class:`agents.arena.gittins.GittinsPriority`.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ world, shared by every proposal), the base policy is rolled forward to ``now + h
 proposal is scored by the objective itself, the integral of jobs in the system over the window.
 The base decision is kept unless a proposal's mean score beats it by ``margin`` (relative).
 
-``lookahead`` is non-clairvoyant: its worlds come from :func:`agents.search.worlds.sampled_world`
+``lookahead`` is non-clairvoyant: its worlds come from :class:`agents.search.worlds.SampledWorlds`
 (the belief given attained work, the arrival model given the arrivals seen). ``lookahead-oracle``
-is the clairvoyant ablation: one world, the backend's own fork (true lengths, true future).
+is the clairvoyant ablation: its world source is :class:`agents.search.worlds.TrueWorld`, one
+world, the backend's own fork (true lengths, true future).
 Every policy the search runs sees its own information set, at the decision point and in every
 rollout: a non-clairvoyant base decides in a sampled or the true world exactly as it would in
 the episode (a view of a job that has just finished reads its attained work, never its length),
@@ -24,7 +25,6 @@ with it, results depend on the machine's speed); without it, a seed fixes every 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -34,14 +34,13 @@ from typing import Any
 
 import numpy as np
 
+from agents.belief import KINDS
 from agents.common import configure
-from agents.search.adaptive import EpisodeLog, EpisodeScale
-from agents.search.belief import KINDS, WorkBelief, load_belief
-from agents.search.worlds import rollout, sampled_world
+from agents.search.worlds import SampledWorlds, TrueWorld, WorldSource, rollout
 from arena_gym.core.information import information_set, is_clairvoyant
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.sim import SimConfig
 from arena_gym.types import Decision, OverheadModel, Snapshot
 
 
@@ -54,7 +53,7 @@ class LookaheadConfig:
     sampled worlds per decision; ``horizon_s`` (H) how far each rollout runs; ``margin`` the
     relative improvement of the mean score a proposal needs; ``belief`` a packaged belief kind
     (``real``, ``synthetic``) or a belief file; ``adapt`` infers the episode's work scale from
-    the jobs seen (:mod:`agents.search.adaptive`); ``rollout`` is who decides after a proposal in
+    the jobs seen (:mod:`agents.belief.adaptive`); ``rollout`` is who decides after a proposal in
     its rollouts: ``base`` (a one-step deviation from the base policy) or ``proposer`` (the
     policy that proposed it goes on: a choice between policies from now on); ``oracle`` plans on
     the true world instead (clairvoyant); ``pin_scale`` rolls a policy that infers the episode's
@@ -126,17 +125,18 @@ class Lookahead:
     ) -> None:
         self.config = configure(type(self).__name__, LookaheadConfig, config, overrides)
         self.name = name
-        self.clairvoyant = self.config.oracle
         self.base = make_policy(self.config.base)
         self.candidates = [make_policy(c) for c in self.config.candidates]
+        seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
+        cfg = self.config
+        self.source: WorldSource = (
+            TrueWorld(name) if cfg.oracle else SampledWorlds(cfg.belief, cfg.worlds, cfg.adapt, seed)
+        )
+        self.clairvoyant = self.source.clairvoyant
         seeing = [p.name for p in (self.base, *self.candidates) if is_clairvoyant(p)]
         if seeing and not self.clairvoyant:
             raise ValueError(f"{name}: a non-clairvoyant search cannot use clairvoyant policies ({', '.join(seeing)})")
         self.ap_search = self.base.ap_search
-        self._belief: WorkBelief | None = None
-        self._seed = int((rng if rng is not None else np.random.default_rng(0)).integers(2**63))
-        self._rng = np.random.default_rng(self._seed)
-        self._log = EpisodeLog()
         self._shown = self._information_sets()
         self.searches: list[Search] = []  # this episode's searches (decision points where the proposals differed)
 
@@ -150,27 +150,18 @@ class Lookahead:
         """Of those, how many times the base decision was replaced."""
         return sum(1 for s in self.searches if s.chosen != 0)
 
-    @property
-    def belief(self) -> WorkBelief:
-        """The belief the worlds are sampled from (loaded on first use)."""
-        if self._belief is None:
-            kind = self.config.belief
-            self._belief = load_belief(kind)
-        return self._belief
-
     def reset(self) -> None:
-        """A new episode: every policy reset, the arrivals forgotten, the random stream restarted."""
+        """A new episode: every policy reset, the world source too (its evidence and random stream)."""
         self.base.reset()
         for policy in self.candidates:
             policy.reset()
-        self._rng = np.random.default_rng(self._seed)
-        self._log.reset()
+        self.source.reset()
         self._shown = self._information_sets()
         self.searches = []
 
     def decide(self, snapshot: Snapshot) -> Decision:
         """The base decision, unless a candidate's decision scores better by the margin in the worlds."""
-        self._log.observe(snapshot)
+        self.source.observe(snapshot)
         base = self.base.decide(self._shown[0](snapshot))
         proposals, proposers = [base], [self.base]
         for policy, shown in zip(self.candidates, self._shown[1:]):
@@ -200,13 +191,10 @@ class Lookahead:
         sim = SimConfig(overhead=cfg.overhead, horizon_s=until, overhead_class=self.ap_search)
         deadline = time.perf_counter() + cfg.budget_s if cfg.budget_s is not None else math.inf
         scores: list[list[float]] = [[] for _ in proposals]
-        worlds = 1 if cfg.oracle else cfg.worlds
-        log_scales = self._log_scales(worlds) if cfg.adapt and not cfg.oracle else np.zeros(worlds)
-        for log_scale in map(float, log_scales):
-            world = self._world(snapshot, until, sim, log_scale)
+        for world in self.source.worlds(snapshot, until, sim):
             for i, (decision, roller) in enumerate(zip(proposals, rollers)):
-                policy = self._roller(roller, log_scale)
-                scores[i].append(rollout(world.fork(), decision, policy, information_set(policy), now, until))
+                policy = self._roller(roller, world.log_scale)
+                scores[i].append(rollout(world.backend.fork(), decision, policy, information_set(policy), now, until))
             if time.perf_counter() > deadline:
                 break
         return scores
@@ -217,30 +205,12 @@ class Lookahead:
         policies = (self.base, *self.candidates)
         return [information_set(p) if self.clairvoyant else _as_is for p in policies]
 
-    def _roller(self, policy: Policy, log_scale: float) -> Policy:
-        """The policy's fork that rolls a world forward (at the world's work scale, with ``pin_scale``)."""
+    def _roller(self, policy: Policy, log_scale: float | None) -> Policy:
+        """The policy's fork that rolls a world forward (at the world's drawn work scale, if any, with ``pin_scale``)."""
         pin = getattr(policy, "at_scale", None)
-        if self.config.pin_scale and self.config.adapt and not self.config.oracle and pin is not None:
+        if self.config.pin_scale and log_scale is not None and pin is not None:
             return pin(log_scale)
         return fork_policy(policy)
-
-    def _log_scales(self, n: int) -> np.ndarray:
-        """``n`` draws of the episode's log work scale from its posterior given the jobs seen."""
-        scale = EpisodeScale(self.belief)
-        return self._rng.choice(
-            np.asarray(scale.grid), size=n, p=scale.posterior(self._log.seen, self._log.likelihoods)
-        )
-
-    def _world(self, snapshot: Snapshot, until: float, sim: SimConfig, log_scale: float) -> SimBackend:
-        if self.config.oracle:
-            if snapshot.fork is None:
-                raise ValueError(f"{self.name}: the oracle plans on the true world, which this backend cannot fork")
-            world: SimBackend = snapshot.fork()
-            world.config = dataclasses.replace(world.config, horizon_s=until)  # this copy's own settings
-            world.state.horizon = until
-            return world
-        arrivals = sorted(t for t in self._log.arrivals.values() if t <= snapshot.now)
-        return sampled_world(snapshot, self.belief, arrivals, until, self._rng, sim, log_scale, self._log.attributes)
 
 
 def _as_is(snapshot: Snapshot) -> Snapshot:

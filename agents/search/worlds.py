@@ -7,6 +7,11 @@ arrivals come from the belief's arrival model, given the arrival times seen so f
 from the trace. Jobs run at the snapshot's belief model (the truth is not seen) and a running
 job at the rate the snapshot shows. The *true world* is the backend's own fork.
 
+A search takes its worlds from a :class:`WorldSource`, the one thing that tells the
+non-clairvoyant lookahead from its clairvoyant ablation: :class:`SampledWorlds` (``worlds``
+sampled worlds per decision, at work scales drawn from the episode's posterior) or
+:class:`TrueWorld` (the one true world, through :meth:`arena_gym.sim.SimBackend.fork`).
+
 :func:`rollout` runs a policy in a world from a first decision to a time limit and scores it by
 the objective itself: the integral of the number of jobs in the system over the window (its
 sum over a whole episode is the total JCT).
@@ -15,13 +20,13 @@ sum over a whole episode is the total JCT).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from agents.search.arrivals import JobAttributes
-from agents.search.belief import WorkBelief
+from agents.belief import EpisodeLog, EpisodeScale, JobAttributes, WorkBelief, load_belief
 from arena_gym.protocols import InvalidDecision, Policy
 from arena_gym.records import EventKind
 from arena_gym.sim import SimBackend, SimConfig
@@ -43,7 +48,7 @@ def sampled_world(
     ``arrivals`` are the submit times the policy has seen in this episode (the arrival
     model's evidence); ``config`` should end the episode at ``until`` (its ``horizon_s``);
     ``log_scale`` scales every job's work by ``exp(log_scale)`` (the episode's scale,
-    :mod:`agents.search.adaptive`); ``attributes`` gives a view's job attributes (with its
+    :mod:`agents.belief.adaptive`); ``attributes`` gives a view's job attributes (with its
     reference iteration time, where the belief's table lacks it).
     """
     now = snapshot.now
@@ -115,3 +120,97 @@ def jobs_in_system(world: SimBackend, start: float, end: float) -> float:
         if leave > enter:
             total += leave - enter
     return total
+
+
+@dataclass(frozen=True)
+class World:
+    """A world to roll out in, and the log work scale it was drawn at (None: none drawn, nothing to pin a policy to)."""
+
+    backend: SimBackend
+    log_scale: float | None
+
+
+class WorldSource(Protocol):
+    """Where a search's worlds come from; ``clairvoyant`` when they hold the truth."""
+
+    clairvoyant: bool
+
+    def reset(self) -> None:
+        """A new episode."""
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """See a decision point's snapshot (the evidence of later worlds)."""
+
+    def worlds(self, snapshot: Snapshot, until: float, config: SimConfig) -> Iterator[World]:
+        """The worlds of one decision, each ending at ``until``; a search may stop drawing early."""
+
+
+class SampledWorlds:
+    """``count`` sampled worlds per decision from a belief given what the policy has seen (non-clairvoyant).
+
+    ``belief`` is a packaged kind or a belief file (loaded on first use); with ``adapt`` each
+    world is drawn at a log work scale from the episode's posterior (:mod:`agents.belief.adaptive`),
+    else at the belief's own scale. ``seed`` restarts the random stream every episode.
+    """
+
+    clairvoyant = False
+
+    def __init__(self, belief: str, count: int, adapt: bool, seed: int) -> None:
+        self.belief_spec, self.count, self.adapt, self.seed = belief, count, adapt, seed
+        self._belief: WorkBelief | None = None
+        self._rng = np.random.default_rng(seed)
+        self._log = EpisodeLog()
+
+    @property
+    def belief(self) -> WorkBelief:
+        """The belief the worlds are sampled from (loaded on first use)."""
+        if self._belief is None:
+            self._belief = load_belief(self.belief_spec)
+        return self._belief
+
+    def reset(self) -> None:
+        """Forget the episode's arrivals and restart the random stream."""
+        self._rng = np.random.default_rng(self.seed)
+        self._log.reset()
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Log the jobs and arrivals the snapshot shows."""
+        self._log.observe(snapshot)
+
+    def worlds(self, snapshot: Snapshot, until: float, config: SimConfig) -> Iterator[World]:
+        """The log scales first (one draw of the posterior for all), then one sampled world per scale."""
+        scales = self._log_scales() if self.adapt else np.zeros(self.count)
+        arrivals = sorted(t for t in self._log.arrivals.values() if t <= snapshot.now)
+        for log_scale in map(float, scales):
+            backend = sampled_world(
+                snapshot, self.belief, arrivals, until, self._rng, config, log_scale, self._log.attributes
+            )
+            yield World(backend, log_scale if self.adapt else None)
+
+    def _log_scales(self) -> np.ndarray:
+        """``count`` draws of the episode's log work scale from its posterior given the jobs seen."""
+        scale = EpisodeScale(self.belief)
+        return self._rng.choice(
+            np.asarray(scale.grid), size=self.count, p=scale.posterior(self._log.seen, self._log.likelihoods)
+        )
+
+
+class TrueWorld:
+    """The one true world: the backend's fork at the decision point (clairvoyant: true lengths and future)."""
+
+    clairvoyant = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Nothing to learn: the world is the truth."""
+
+    def worlds(self, snapshot: Snapshot, until: float, config: SimConfig) -> Iterator[World]:
+        """The backend's fork, ending at ``until`` (its own settings otherwise)."""
+        if snapshot.fork is None:
+            raise ValueError(f"{self.name}: the oracle plans on the true world, which this backend cannot fork")
+        yield World(snapshot.fork(until), None)

@@ -467,7 +467,7 @@ class ClusterState:
         arrivals: Iterable[JobId] = (),
         departures: Iterable[JobId] = (),
         round_index: int = 0,
-        fork: Callable[[], Any] | None = None,
+        fork: Callable[..., Any] | None = None,
     ) -> Snapshot:
         """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change).
 

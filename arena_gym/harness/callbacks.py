@@ -13,7 +13,8 @@ import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from tqdm.auto import tqdm
 
-from arena_gym.harness.scoring import Evaluator, mean_avg_jct
+from arena_gym.harness.scoring import mean_avg_jct
+from arena_gym.harness.selection import Selection
 from arena_gym.outputs import write_csv, write_json
 from arena_gym.protocols import Policy
 
@@ -157,32 +158,19 @@ class WandbScalarCallback(BaseCallback):
             self.run.log(data, step=self.num_timesteps)
 
 
-def selection_score(table: pd.DataFrame, policy: str, reference: str = "arena") -> float:
-    """How a policy did on validation workloads, lower is better; inf if some job of its workloads did not finish.
-
-    With the reference in the table: the mean over workloads of the policy's avg JCT divided by
-    the reference's (so every workload counts alike, whatever its scale); else the mean avg JCT.
-    """
-    if math.isinf(mean_avg_jct(table, policy)):
-        return math.inf
-    if reference not in set(table["policy"]):
-        return mean_avg_jct(table, policy)
-    wide = table.pivot(index="workload", columns="policy", values="avg_jct_s")
-    return float(np.mean(wide[policy] / wide[reference]))
-
-
 class ArenaEvalCallback(BaseCallback):
     """Every ``every`` steps, scores the current model as a Policy against the baselines on validation workloads.
 
     The baselines (by default FCFS and the Arena heuristic) are scored once, since they do not
     change. Each evaluation (also one at the start) appends to ``history`` (and its CSV), logs
     the table and per-policy means to wandb, calls ``on_new_best()`` when the agent's
-    :func:`selection_score` is the best so far, and then ``on_score(steps, score)``.
+    selection score (:mod:`arena_gym.harness.selection`, a column of the table) is the best so
+    far, and then ``on_score(steps, score)``.
     """
 
     def __init__(
         self,
-        evaluator: Evaluator,
+        selection: Selection,
         agent: Callable[[Any], Policy],
         baselines: Mapping[str, Policy],
         every: int,
@@ -191,14 +179,14 @@ class ArenaEvalCallback(BaseCallback):
         on_new_best: Callable[[], object] | None = None,
     ) -> None:
         super().__init__()
-        self.evaluator = evaluator
+        self.selection = selection
         self.agent = agent
         self.every = every
         self.history_csv = history_csv
         self.run = run
         self.on_new_best = on_new_best
         self.on_score: Callable[[int, float], None] | None = None
-        self.baseline_table = evaluator.score(baselines) if baselines else pd.DataFrame()
+        self.baseline_table = selection.evaluator.score(baselines) if baselines else pd.DataFrame()
         self.history: list[pd.DataFrame] = []
         self.best = math.inf
         self._next = 0
@@ -214,7 +202,7 @@ class ArenaEvalCallback(BaseCallback):
         old = old[old["timesteps"] <= upto]
         for _steps, table in old.groupby("timesteps", sort=True):
             self.history.append(table.reset_index(drop=True))
-            self.best = min(self.best, selection_score(table, "agent"))
+            self.best = min(self.best, float(table["selection_score"].iloc[0]))
 
     def _on_training_start(self) -> None:
         if not self._resumed:
@@ -227,12 +215,12 @@ class ArenaEvalCallback(BaseCallback):
 
     def _evaluate(self) -> None:
         self._next = (self.num_timesteps // self.every + 1) * self.every
-        agent_table = self.evaluator.run(self.agent(self.model), "agent")
+        agent_table, score = self.selection.score(self.agent(self.model))
         table = pd.concat([agent_table, self.baseline_table], ignore_index=True)
         table.insert(0, "timesteps", self.num_timesteps)
+        table.insert(1, "selection_score", score)
         self.history.append(table)
         write_csv(self.history_csv, pd.concat(self.history, ignore_index=True))
-        score = selection_score(table, "agent")
         means = {p: mean_avg_jct(table, p) for p in table["policy"].unique()}
         log.info(
             "validation @%d steps: score %.3f; %s",

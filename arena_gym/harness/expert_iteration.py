@@ -6,8 +6,8 @@ mixture (:mod:`agents.rl.dagger`: the teacher's action with probability ``beta *
 else the agent's greedy action), labels every visited state with the teacher's action,
 adds them to the data of all earlier rounds, and fits the policy by masked cross-entropy and
 the value head to the returns (:func:`agents.rl.bc.behaviour_clone`). After every round the
-model is scored on the validation windows against Arena (the mean per-window ratio of average
-JCT, as ``arena-gym train`` ranks models); the best one is ``best_model.zip``.
+model is scored on the validation windows against Arena (the selection score of every trainer,
+:mod:`arena_gym.harness.selection`); the best one is ``best_model.zip``.
 
 Labelling is the expensive part (the teacher searches at every decision point) and runs as
 one task per episode: in this process, in ``workers`` local processes, or as Ray tasks on the
@@ -37,9 +37,9 @@ from agents.rl.artifact import ModelInfo, load_model, read_model_info, save_mode
 from agents.rl.bc import BCConfig, ExpertData, behaviour_clone
 from agents.rl.config import EVAL_SPLIT, TrainConfig
 from agents.rl.dagger import LabelledEpisode, label_episode
-from arena_gym.harness.callbacks import selection_score
 from arena_gym.harness.out_dirs import check_out_dir
-from arena_gym.harness.scoring import Evaluator, baseline_policies, model_policy
+from arena_gym.harness.scoring import Evaluator, model_policy
+from arena_gym.harness.selection import Selection
 from arena_gym.harness.sweep import run_tasks
 from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_policy
@@ -68,7 +68,7 @@ ROUND_FIELDS = (
 class ExpertIterationConfig:
     """Settings of an expert-iteration run (the fields are the script's options).
 
-    ``warm_start`` the SB3 model to start from (required); ``teacher`` the registered policy that labels;
+    ``warm_start`` the SB3 model to start from; ``teacher`` the registered policy that labels;
     ``rounds`` DAgger rounds of ``episodes`` train windows each; ``beta`` the probability of
     playing the teacher's action in round 2 (round ``r`` plays it with ``beta ** (r - 1)``,
     round 1 always); ``epochs``, ``learning_rate``, ``batch_size``, ``holdout`` the fit;
@@ -77,7 +77,7 @@ class ExpertIterationConfig:
     (or ``auto``) to label on instead (empty: local).
     """
 
-    warm_start: str = ""
+    warm_start: str = "benchmarks/results/train_run/best_model.zip"
     teacher: str = "lookahead"
     rounds: int = 3
     episodes: int = 4
@@ -94,6 +94,8 @@ class ExpertIterationConfig:
 
     def __post_init__(self) -> None:
         problems = []
+        if not self.warm_start:
+            problems.append("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
         for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -160,8 +162,6 @@ class ExpertIteration:
     def __init__(self, config: ExpertIterationConfig, out_dir: str | Path) -> None:
         self.config = config
         self.out = check_out_dir(out_dir)
-        if not config.warm_start:
-            raise ValueError("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
         self.info: ModelInfo = read_model_info(config.warm_start)
         if algo_spec(self.info.algo).family != "actor_critic":
             raise ValueError(
@@ -188,8 +188,8 @@ class ExpertIteration:
         )
         model, _ = load_model(cfg.warm_start)
         info = dataclasses.replace(self.info, code_version=code_version())
-        baselines = self.evaluator.score(baseline_policies(("arena",), cfg.seed))
-        best = self._record(0, model, info, baselines, dict.fromkeys(ROUND_FIELDS, math.nan) | {"samples": 0})
+        self.selection = Selection(self.evaluator, cfg.seed)
+        best = self._record(0, model, info, dict.fromkeys(ROUND_FIELDS, math.nan) | {"samples": 0})
         parts: list[ExpertData] = []
         for round_ in range(1, cfg.rounds + 1):
             began = time.perf_counter()
@@ -224,7 +224,7 @@ class ExpertIteration:
                 "holdout_agreement": fit.holdout_agreement,
                 "fit_wall_s": time.perf_counter() - began - labelled,
             }
-            candidate = self._record(round_, model, info, baselines, row)
+            candidate = self._record(round_, model, info, row)
             if candidate["validation_score"] < best["validation_score"]:
                 best = candidate
         return best
@@ -246,14 +246,11 @@ class ExpertIteration:
         done = run_tasks(label_task, tasks, cfg.workers, progress, unit="episode", ray=cfg.ray or None)
         return [episode for episode, _ in done], float(sum(cpu for _, cpu in done))
 
-    def _record(
-        self, round_: int, model: Any, info: ModelInfo, baselines: pd.DataFrame, row: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _record(self, round_: int, model: Any, info: ModelInfo, row: dict[str, Any]) -> dict[str, Any]:
         """Validate, save the round's model (and the best), append the history row and rewrite the files."""
         from arena_gym.harness.eval_plots import plot_expert_iteration
 
-        table = pd.concat([self.evaluator.run(model_policy(model, info.env_config), "agent"), baselines])
-        score = selection_score(table, "agent")
+        _, score = self.selection.score(model_policy(model, info.env_config))
         save_model(model, self.out / "rounds" / f"round_{round_}.zip", info)
         row = {"round": round_, **row, "validation_score": score}
         if all(score < r["validation_score"] for r in self.history):

@@ -41,11 +41,11 @@ from arena_gym.harness.callbacks import (
     ProgressBarCallback,
     StampedCheckpointCallback,
     WandbScalarCallback,
-    selection_score,
 )
 from arena_gym.harness.eval_plots import plot_learning_curve
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
+from arena_gym.harness.selection import Selection
 from arena_gym.harness.tracking import finish_run, start_run
 from arena_gym.outputs import code_version, write_csv, write_json
 
@@ -175,7 +175,7 @@ def _callbacks(
     config: TrainConfig,
     out: Path,
     run: Any,
-    evaluator: Evaluator,
+    selection: Selection,
     baselines: Mapping[str, Any],
     info: ModelInfo,
     model: Any,
@@ -197,7 +197,7 @@ def _callbacks(
     evaluation = None
     if config.eval_every:
         evaluation = ArenaEvalCallback(
-            evaluator,
+            selection,
             lambda m: model_policy(m, info.env_config),
             baselines,
             config.eval_every,
@@ -305,7 +305,8 @@ def _run(
             run.log({f"bc/{k}": float(v) for k, v in vars(bc).items()}, step=0)
         evaluator = _validation(config)
         baselines = baseline_policies(config.eval_baselines, config.seed)
-        callbacks, curve, evaluation = _callbacks(config, out, run, evaluator, baselines, info, model, start_steps)
+        selection = Selection(evaluator, config.seed)
+        callbacks, curve, evaluation = _callbacks(config, out, run, selection, baselines, info, model, start_steps)
         if evaluation is not None:
             evaluation.on_score = on_validation
         if resume_from is not None and evaluation is not None:
@@ -316,7 +317,7 @@ def _run(
             reset_num_timesteps=resume_from is None,
         )
         model_path = save_model(model, out / "model.zip", info)
-        table, best_path = _final_table(evaluator, evaluation, baselines, model, out / "best_model.zip", info)
+        table, best_path = _final_table(selection, evaluation, baselines, model, out / "best_model.zip", info)
         eval_path = write_csv(out / "eval.csv", table)
         write_csv(out / "eval_summary.csv", summarise(table))
         episodes = curve.frame()
@@ -352,7 +353,7 @@ def _run(
 
 
 def _final_table(
-    evaluator: Evaluator,
+    selection: Selection,
     evaluation: ArenaEvalCallback | None,
     baselines: Mapping[str, Any],
     model: Any,
@@ -362,11 +363,11 @@ def _final_table(
     """The final model, the best one (best validation score, the final model included) and the baselines.
 
     Returns the table (one row per policy and workload) and the best model's path (None when no
-    evaluated model finished every job).
+    evaluated model has a finite selection score).
     """
-    agent = evaluator.run(model_policy(model, info.env_config), "agent")
+    evaluator = selection.evaluator
+    agent, score = selection.score(model_policy(model, info.env_config))
     baseline_table = evaluation.baseline_table if evaluation is not None else evaluator.score(baselines)
-    score = selection_score(pd.concat([agent, baseline_table], ignore_index=True), "agent")
     if math.isfinite(score) and score <= (evaluation.best if evaluation is not None else math.inf):
         save_model(model, best_path, info)
         best = agent.assign(policy="agent-best")

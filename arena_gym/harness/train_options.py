@@ -103,11 +103,16 @@ class ConfigFileAction(argparse.Action):
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
     ) -> None:
-        """Load the file into the namespace; a bad file is a parser error (one line, exit code 2)."""
+        """Load the file into the namespace; a bad file is a parser error (one line, exit code 2).
+
+        With a ``--method`` other than ``sb3`` given before it, the file is the method's: only its path is kept."""
+        if getattr(namespace, "method", "sb3") != "sb3":
+            setattr(namespace, self.dest, values)
+            return
         try:
             loaded = config_file(str(values))
         except ValueError as exc:
-            parser.error(str(exc))
+            parser.error(f"{exc} (a file of another --method: give --method first)")
         for name, value in loaded.items():
             if getattr(namespace, name) != parser.get_default(name):
                 continue  # given on the command line before --config

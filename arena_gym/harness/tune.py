@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tqdm.auto import tqdm
 
 from arena_gym.harness.out_dirs import check_out_dir
+from arena_gym.harness.trainers import FORMER_NAMES, METHODS
 from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import is_module_attr, resolve
 
@@ -39,11 +40,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Built-in targets: name -> ``module:attr`` of a :class:`TuneTarget`.
-TUNE_TARGETS: dict[str, str] = {
-    "residual": "arena_gym.harness.tune_targets:RESIDUAL",
-    "ppo": "arena_gym.harness.tune_targets:PPO",
-}
+#: Built-in targets: name -> ``module:attr`` of a :class:`TuneTarget`: every ``arena-gym train --method``, under its
+#: name and its former one.
+TUNE_TARGETS: dict[str, str] = METHODS | {old: METHODS[new] for old, new in FORMER_NAMES.items()}
 #: Called by a trial with (step, validation score so far); raises to prune the trial.
 Report = Callable[[int, float], None]
 

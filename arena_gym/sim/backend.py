@@ -15,6 +15,7 @@ the next round they schedule, and the jobs' starts and completions.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import logging
 import math
@@ -64,15 +65,19 @@ class SimBackend:
         self._ended = False
         self._stuck: tuple[JobSpec, ...] = ()  # jobs left queued with nothing left to wait for (warned at record)
 
-    def fork(self) -> SimBackend:
+    def fork(self, horizon_s: float | None = None) -> SimBackend:
         """An independent copy at this point: under the same decisions it continues exactly as this one does.
 
         Cheap: the cluster state and the event heap are copied, the performance models and
-        the configuration shared. Snapshots taken before stay bound to this backend.
+        the configuration shared. Snapshots taken before stay bound to this backend. With
+        ``horizon_s`` the copy's episode ends then instead (a rollout's window), this one's not.
         """
         new = SimBackend.__new__(SimBackend)
         new.cluster, new.truth, new.belief, new.config = self.cluster, self.truth, self.belief, self.config
         new.state = self.state.fork()
+        if horizon_s is not None:
+            new.config = dataclasses.replace(self.config, horizon_s=horizon_s)
+            new.state.horizon = horizon_s
         new.triggers, new._events = self.triggers.fork(), self._events
         new._overheads = self._overheads  # a memo of a pure function of the GPU count
         new._now, new._start, new._seq = self._now, self._start, self._seq

@@ -23,8 +23,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("arena_gym.harness.cli.compare:configure", "compare policies on the same traces and cluster"),
     "trace": ("arena_gym.harness.cli.trace:configure", "inspect or convert traces"),
     "estimate": ("arena_gym.harness.cli.estimate:configure", "query, validate or calibrate the performance estimator"),
-    "train": ("arena_gym.harness.cli.train:configure", "train a learned scheduling agent (stable-baselines3)"),
+    "train": (
+        "arena_gym.harness.cli.train:configure",
+        "train a learned agent: --method sb3 (default), es, residual-ppo or expert-iteration",
+    ),
     "tune": ("arena_gym.harness.cli.tune:configure", "a hyperparameter study (Optuna) of a learned agent's trainer"),
+    "fit-belief": (
+        "arena_gym.harness.cli.fit_belief:configure",
+        "refit the packaged beliefs over jobs' unknown work (search and Gittins policies)",
+    ),
     "evaluate": (
         "arena_gym.harness.cli.evaluate:configure",
         "score policies on a workload suite with paired statistics vs Arena",

@@ -1,30 +1,60 @@
-"""``arena-gym train``: options generated from TrainConfig, the wandb environment; the work is in :mod:`arena_gym.harness.train`."""
+"""``arena-gym train``: every learned agent's trainer, chosen by ``--method`` (:data:`arena_gym.harness.trainers.METHODS`).
+
+``sb3`` (the default) takes one option per TrainConfig field and the wandb environment; the
+work is in :mod:`arena_gym.harness.train`. The other methods take their config's fields as
+``--set KEY=VALUE`` and ``--config FILE`` (a run's ``config.json`` or ``arena-gym tune``'s
+``best_config.json``; ``--set`` wins), and ``--out``. Every method keeps the model with the best
+validation selection score (:mod:`arena_gym.harness.selection`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import math
 import os
 from pathlib import Path
+from typing import Any
 
-from agents.rl.config import TRAIN_SPLIT
+from agents.rl.config import TRAIN_SPLIT, TrainConfig
+from arena_gym.harness.cli.common import key_values
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.train_options import add_train_arguments, config_from_args, wandb_mode
+from arena_gym.harness.trainers import METHODS
+from arena_gym.registry import resolve
+
+log = logging.getLogger(__name__)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the ``train`` arguments (one per TrainConfig field, plus ``--resume``) and the handler."""
+    """Add the ``train`` arguments (``--method``, one per TrainConfig field, ``--set``, ``--resume``) and the handler."""
+    parser.add_argument(
+        "--method",
+        choices=tuple(METHODS),
+        default="sb3",
+        help="the trainer (default: sb3); give it before --config for the other methods",
+    )
     add_train_arguments(parser)
+    parser.add_argument(
+        "--set",
+        dest="fields",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config field of a method other than sb3 (repeatable)",
+    )
     parser.add_argument(
         "--resume",
         type=Path,
         default=None,
         metavar="DIR",
-        help="continue the run in DIR from its latest checkpoint (its own config; --steps may raise the budget)",
+        help="continue the sb3 run in DIR from its latest checkpoint (its own config; --steps may raise the budget)",
     )
-    parser.set_defaults(handler=handle)
+    sb3 = {f.name: parser.get_default(f.name) for f in dataclasses.fields(TrainConfig) if f.name != "out_dir"}
+    parser.set_defaults(handler=handle, sb3_defaults=sb3)
 
 
 def set_wandb_env(mode: str) -> None:
@@ -34,10 +64,69 @@ def set_wandb_env(mode: str) -> None:
     os.environ.setdefault("WANDB_SILENT", "true")
 
 
-def handle(args: argparse.Namespace) -> int:
-    """Validate everything first (a bad value fails before any work), then train or resume and print the summary.
+def quiet_generators(args: argparse.Namespace) -> None:
+    """One workload per episode: keep the generators' notes out of the log (unless verbose)."""
+    if not getattr(args, "verbose", False):
+        logging.getLogger("traces").setLevel(logging.WARNING)
+        logging.getLogger("envs.workload").setLevel(logging.WARNING)
 
-    The run directory is locked while the run writes it (:class:`arena_gym.harness.runlock.RunLock`)."""
+
+def handle(args: argparse.Namespace) -> int:
+    """Train by ``--method``; the run directory is locked while the run writes it (:class:`arena_gym.harness.runlock.RunLock`)."""
+    return handle_sb3(args) if args.method == "sb3" else handle_method(args)
+
+
+def method_config(args: argparse.Namespace, config_type: type) -> Any:
+    """The method's config: ``--config``'s fields, then ``--set``'s (ValueError naming a bad one)."""
+    from arena_gym.harness.tune import coerce
+
+    changed = sorted(k for k, v in args.sb3_defaults.items() if getattr(args, k) != v)
+    if changed or args.resume is not None or args.wandb:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in changed) or "--resume/--wandb"
+        raise ValueError(f"{flags}: options of --method sb3; give --method {args.method}'s fields as --set KEY=VALUE")
+    values: dict[str, Any] = {}
+    if args.config is not None:
+        values.update(config_file_values(args.config, config_type))
+    values.update(key_values(args.fields, "--set", lambda key, value: coerce(config_type, key, value)))
+    return config_type(**values)
+
+
+def config_file_values(path: str, config_type: type) -> dict[str, Any]:
+    """The ``config`` object of a JSON file, checked against ``config_type``'s fields (ValueError naming the problem)."""
+    from arena_gym.harness.tune import coerce
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--config {path}: cannot read it as JSON ({err})") from None
+    values = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(values, dict):
+        raise ValueError(f"--config {path}: no 'config' object")
+    try:
+        return {key: coerce(config_type, key, value) for key, value in values.items()}
+    except ValueError as err:
+        raise ValueError(f"--config {path}: {err}") from None
+
+
+def handle_method(args: argparse.Namespace) -> int:
+    """A method other than sb3: its config checked first, then the run; the best selection score printed."""
+    method = resolve(METHODS[args.method])
+    config = method_config(args, method.config_type)
+    out = check_out_dir(args.out_dir)
+    quiet_generators(args)
+    with RunLock(out, "train"):
+        best = method.objective(config, out, lambda step, score: log.info("best so far @%d: %.4f", step, score))
+    print(
+        f"trained by {args.method}: best validation selection score {best:.4f} (geometric-mean padded-JCT ratio to arena)"
+    )
+    print(f"results: {out}")
+    return 0
+
+
+def handle_sb3(args: argparse.Namespace) -> int:
+    """Validate everything first (a bad value fails before any work), then train or resume and print the summary."""
+    if args.fields:
+        raise ValueError("--set: sb3 takes its fields as options (see arena-gym train --help)")
     try:
         config = config_from_args(args)
         from agents.rl.env_factory import env_config
@@ -48,14 +137,10 @@ def handle(args: argparse.Namespace) -> int:
     except TypeError as exc:
         raise ValueError(str(exc)) from None
     set_wandb_env(wandb_mode(args))
-    if not getattr(args, "verbose", False):  # one workload per episode: keep the generators' notes out of the log
-        logging.getLogger("traces").setLevel(logging.WARNING)
-        logging.getLogger("envs.workload").setLevel(logging.WARNING)
+    quiet_generators(args)
     from arena_gym.harness.train import resume, train
 
     if args.resume is not None:
-        from agents.rl.config import TrainConfig
-
         with RunLock(args.resume, "train", flag="--resume", create=False):
             result = resume(args.resume, steps=args.steps if args.steps != TrainConfig.steps else None)
     else:

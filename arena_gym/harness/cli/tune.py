@@ -12,7 +12,9 @@ from arena_gym.harness.runlock import RunLock
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``tune`` arguments and the handler."""
     parser.add_argument(
-        "--target", default="residual", help="what to tune: residual, or module:attr (default: residual)"
+        "--target",
+        default="es",
+        help="what to tune: a train --method (sb3, es, residual-ppo, expert-iteration), or module:attr (default: es)",
     )
     parser.add_argument(
         "--trials", type=bounded_int(1, 100_000), default=20, help="finished trials the study holds at the end"

@@ -52,7 +52,7 @@ POLICIES = (
     "srtf",
     "tiresias",
 )
-#: The Gittins orders at the episode's inferred work scale (agents.search.adaptive: a posterior per decision).
+#: The Gittins orders at the episode's inferred work scale (agents.belief.adaptive: a posterior per decision).
 ADAPTIVE = ("arena-gittins-32", "arena-gittins-32-f")
 #: The Arena variants (one policy class, the artifact's ablations).
 ARENA_VARIANTS = tuple(p for p in POLICIES if p.startswith("arena"))

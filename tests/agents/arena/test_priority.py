@@ -7,9 +7,9 @@ import math
 import pytest
 
 from agents.arena import ArenaPolicy
+from agents.arena.gittins import GittinsPriority
 from agents.arena.priority import ShortestRemaining
-from agents.search import default_belief
-from agents.search.gittins import GittinsPriority
+from agents.belief import default_belief
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimBackend
 from arena_gym.types import JobStatus
@@ -65,7 +65,7 @@ def test_gittins_keys_follow_the_belief_index() -> None:
 def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
     policy = make_policy("arena-gittins")  # the plain order reads no episode
     assert not policy.priority.adapt
-    from agents.search.gittins import arena_gittins
+    from agents.arena.gittins import arena_gittins
 
     adaptive = arena_gittins(adapt=True)
     record, out, _ = simulate(ONE, PERF, adaptive, JOBS)
@@ -83,8 +83,8 @@ def test_an_adaptive_gittins_order_remembers_the_episode_and_forks_it() -> None:
 
 
 def test_a_pinned_scale_reads_the_index_there_without_a_posterior(monkeypatch) -> None:
-    from agents.search.adaptive import EpisodeScale
-    from agents.search.gittins import arena_gittins
+    from agents.arena.gittins import arena_gittins
+    from agents.belief.adaptive import EpisodeScale
 
     belief = default_belief("real")
     backend = SimBackend(ONE, PERF)

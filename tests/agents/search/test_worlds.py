@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents.search import default_belief
-from agents.search.worlds import jobs_in_system, rollout, sampled_world
+from agents.belief import default_belief
+from agents.search.worlds import SampledWorlds, TrueWorld, jobs_in_system, rollout, sampled_world
 from arena_gym.cluster import load_cluster
 from arena_gym.core.information import Masker, information_set
 from arena_gym.harness import load_jobs
@@ -106,3 +106,23 @@ def test_the_integral_of_jobs_in_the_system() -> None:
     assert score == pytest.approx(finish["a"] + (finish["b"] - 50.0))
     assert jobs_in_system(backend, 0.0, 60.0) == pytest.approx(60.0 + 10.0)  # a all along, b from 50 s
     assert rollout(backend.fork(), Decision(preemptions=("nobody",)), policy, lambda s: s, 0.0, 1.0) == float("inf")
+
+
+def test_sampled_worlds_carry_their_drawn_scale_and_the_true_world_none(testbed) -> None:
+    cluster, perf, jobs = testbed
+    snapshot, backend = _hidden_snapshot_after(cluster, perf, jobs, 15)
+    until = snapshot.now + 3600.0
+    config = SimConfig(horizon_s=until)
+    adapting = SampledWorlds("synthetic", 3, adapt=True, seed=0)
+    adapting.observe(snapshot)
+    drawn = list(adapting.worlds(snapshot, until, config))
+    assert len(drawn) == 3 and all(w.log_scale is not None and w.backend.config.horizon_s == until for w in drawn)
+    fixed = SampledWorlds("synthetic", 2, adapt=False, seed=0)
+    fixed.observe(snapshot)
+    assert [w.log_scale for w in fixed.worlds(snapshot, until, config)] == [None, None]
+    truth = backend.state.snapshot(snapshot.now, fork=backend.fork)
+    (world,) = TrueWorld("oracle").worlds(truth, until, config)
+    assert world.log_scale is None and world.backend.config.horizon_s == until and world.backend.state.horizon == until
+    assert backend.config.horizon_s != until  # the fork's horizon, not the backend's
+    with pytest.raises(ValueError, match="cannot fork"):
+        next(TrueWorld("oracle").worlds(snapshot, until, config))

@@ -7,7 +7,6 @@ import pytest
 
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import load_jobs
-from arena_gym.harness.residual_train import TRAIN_TRACES
 from arena_gym.harness.suites import (
     FROZEN_SUITES,
     FROZEN_TRACES,
@@ -18,6 +17,7 @@ from arena_gym.harness.suites import (
     get_suite,
     spaced_windows,
 )
+from arena_gym.harness.trainers.windows import TRAIN_TRACES
 from arena_gym.registry import make_perf
 from envs import ENV_CONFIGS, REAL_TRACES
 from envs.workload import trace_label

@@ -10,7 +10,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from arena_gym.harness.residual_train import ResidualTrainConfig
+from arena_gym.harness.trainers.es import ResidualTrainConfig
 from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study
 from tests.arena_gym.harness.quadratic_target import SPEC, QuadConfig
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from agents.arena import ArenaPolicy
-from agents.search.belief import WorkBelief, load_belief
-from agents.search.gittins import GittinsPriority
+from agents.arena.gittins import GittinsPriority
+from agents.belief import WorkBelief, load_belief
 from arena_gym.types import JobId, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
 
@@ -226,10 +226,14 @@ class ResidualPriority(GittinsPriority):
 
 def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
     """``arena-gittins-32-f`` with the residual ``weights`` on its order and urgency."""
-    belief = load_belief(weights.belief)
-    return ArenaPolicy(name, priority=ResidualPriority(belief, weights), **{**BASE, **overrides})
+    return arena_with(ResidualPriority(load_belief(weights.belief), weights), name, **overrides)
+
+
+def arena_with(priority: ResidualPriority, name: str, **overrides: Any) -> ArenaPolicy:
+    """``arena-gittins-32-f``'s allocation machinery ordered and weighted by ``priority``."""
+    return ArenaPolicy(name, priority=priority, **{**BASE, **overrides})
 
 
 def load_residual_policy(path: str) -> ArenaPolicy:
-    """``residual:PATH``: the policy of a weights file written by ``scripts/train_residual.py``."""
+    """``residual:PATH``: the policy of a weights file written by ``arena-gym train --method es`` (or ``residual-ppo``)."""
     return residual_policy(ResidualWeights.load(path), f"residual:{path}")

@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.search.residual import ResidualWeights
-from agents.search.residual_env import ResidualArenaEnv
+from agents.residual.env import ResidualArenaEnv
+from agents.residual.priority import ResidualWeights
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
-from arena_gym.harness.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer, WindowEnv
-from arena_gym.harness.residual_train import BaseScores
+from arena_gym.harness.selection import SELECTION_REFERENCE
+from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer, WindowEnv
+from arena_gym.harness.trainers.windows import ReferenceScores
 from arena_gym.registry import make_perf
 
 TRACE = "synthetic:mix=testbed,n_jobs=24,rate_per_h=60,iter_log_mean=6.5,iter_log_sigma=1.2,iter_min=50,iter_max=20000"
@@ -45,7 +46,9 @@ def test_the_warm_start_is_validated_as_the_residual_policy_it_is(shared_data, t
     best = trainer.run(progress=False)
     history = pd.read_csv(tmp_path / "run" / "history.csv")
     assert history["timesteps"].tolist() == [0, 128, 256]
-    direct = BaseScores(0, 1).log_ratios(trainer.validation, {"w": f"residual:{tmp_path / 'start.json'}"})["w"]
+    direct = ReferenceScores(0, 1).log_ratios(
+        trainer.validation, {"w": f"residual:{tmp_path / 'start.json'}"}, SELECTION_REFERENCE
+    )["w"]
     assert history["validation_geomean_ratio"][0] == pytest.approx(float(np.exp(direct.mean())), rel=1e-12)
     # the actor never left the warm start: every update trained the critic alone
     assert history["validation_geomean_ratio"].nunique() == 1 and (history["log_std"] == -2.0).all()
@@ -82,7 +85,7 @@ def test_the_kl_penalty_is_measured_and_its_coefficient_adapted(shared_data, tmp
     trainer = ResidualPPOTrainer(config, tmp_path / "run")
     trainer.run(progress=False)
     # the relative returns' scales are the base's average JCTs on the train windows
-    assert trainer.scores.base_mean_jct_h(trainer.train) == trainer._scales
+    assert trainer.scores.mean_jct_h(trainer.train) == trainer._scales
     first = trainer.train.workloads[0]
     direct = trainer.train.__class__(trainer.train.config, [first]).score_specs({"b": "arena-gittins-32-f"}, 0, 1)
     assert trainer._scales[0] == pytest.approx(float(direct["avg_jct_s"].iloc[0]) / 3600, rel=1e-9)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from agents.search import (
+from agents.belief import (
     ArrivalModel,
     JobAttributes,
     ReferenceTable,
@@ -23,8 +23,9 @@ from agents.search import (
     fresh_ids,
     gittins_on_grid,
 )
-from agents.search.belief import DATA_DIR, logsumexp_rows
-from agents.search.fitting import fit_real, fit_synthetic, kernel_group
+from agents.belief.files import DATA_DIR, belief_to_dict, read_belief, save_belief
+from agents.belief.kernels import logsumexp_rows
+from arena_gym.harness.belief_fit import fit_real, fit_synthetic, kernel_group
 from arena_gym.types import GpuType, JobId, JobSpec, JobStatus, JobView, ModelRef
 from traces.synthetic import PHILLY_ITER_LOG_MEAN, PHILLY_ITER_LOG_SIGMA, synthetic
 
@@ -241,9 +242,9 @@ def test_generated_ids_never_equal_a_real_jobs_id(shared_data):
 # ---------------------------------------------------------------------- files
 def test_save_load_round_trip(tmp_path):
     for belief in (REAL, SYNTHETIC):
-        path = belief.save(tmp_path / f"{belief.kind}.json")
-        again = WorkBelief.load(path)
-        assert again == belief and again.to_dict() == belief.to_dict()
+        path = save_belief(belief, tmp_path / f"{belief.kind}.json")
+        again = read_belief(path)
+        assert again == belief and belief_to_dict(again) == belief_to_dict(belief)
         assert again.gittins_index(JOB, 123.0) == belief.gittins_index(JOB, 123.0)
 
 
@@ -275,9 +276,9 @@ CORRUPTIONS = {
 def test_malformed_files_raise_one_line_errors(tmp_path, name):
     change, message = CORRUPTIONS[name]
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(_corrupt(SYNTHETIC.to_dict(), change)), encoding="utf-8")
+    path.write_text(json.dumps(_corrupt(belief_to_dict(SYNTHETIC), change)), encoding="utf-8")
     with pytest.raises(ValueError, match=f"^belief file {re.escape(str(path))}: .*{message}") as info:
-        WorkBelief.load(path)
+        read_belief(path)
     assert "\n" not in str(info.value)
 
 
@@ -289,7 +290,7 @@ def test_unreadable_files_raise_one_line_errors(tmp_path, text, message):
     if text is not None:
         path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=f"^belief file {re.escape(str(path))}: {message}"):
-        WorkBelief.load(path)
+        read_belief(path)
 
 
 def test_packaged_files_load_and_record_their_provenance():
@@ -314,7 +315,7 @@ def test_packaged_files_load_and_record_their_provenance():
 
 
 def _without_version(belief: WorkBelief) -> dict:
-    data = belief.to_dict()
+    data = belief_to_dict(belief)
     data["provenance"].pop("code_version")
     return data
 

@@ -5,7 +5,7 @@ every listed job two log-multipliers, on its Gittins index (the queue order) and
 urgency (its weight in the downgrade search), and ``arena-gittins-32-f``'s allocation
 machinery turns them into the decision; time then advances to the next such point. An all-zero
 action is exactly ``arena-gittins-32-f``. The same features and multipliers as the
-``residual:PATH`` policies (:mod:`agents.search.residual`), so a policy learned here is a
+``residual:PATH`` policies (:mod:`agents.residual.priority`), so a policy learned here is a
 learned residual.
 """
 
@@ -18,7 +18,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from agents.search.residual import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
+from agents.belief import load_belief
+from agents.residual.priority import (
+    RESIDUAL_FEATURES,
+    ResidualPriority,
+    ResidualWeights,
+    arena_with,
+    job_features,
+)
 from arena_gym.core.information import information_set
 from arena_gym.metrics import compute_metrics
 from arena_gym.records import EpisodeRecord
@@ -35,8 +42,8 @@ HOUR_S = 3600.0
 class _ActionPriority(ResidualPriority):
     """The residual priority with each job's multipliers set by the env from the agent's action."""
 
-    def __init__(self, base: ResidualPriority) -> None:
-        super().__init__(base.belief, base.weights, base.adapt)
+    def __init__(self, weights: ResidualWeights) -> None:
+        super().__init__(load_belief(weights.belief), weights)
         self.scales: dict[JobId, tuple[float, float]] = {}
 
     def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
@@ -96,10 +103,8 @@ class ResidualArenaEnv(gym.Env):
         belief = (
             resolve_perf(self.config.belief, self.cluster, self.config.seed, truth) if self.config.belief else truth
         )
-        self.policy = residual_policy(ResidualWeights(clip=clip), "residual-env")
-        assert isinstance(self.policy.priority, ResidualPriority)
-        self.priority = _ActionPriority(self.policy.priority)
-        self.policy.priority = self.priority
+        self.priority = _ActionPriority(ResidualWeights(clip=clip))
+        self.policy = arena_with(self.priority, "residual-env")
         self.backend = SimBackend(self.cluster, truth, belief, self.config.sim_config(self.policy.ap_search))
         self.workloads = WorkloadSampler(self.config, self.cluster, truth)
         self.clip = clip

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agents.belief.arrivals import JobAttributes
+from agents.belief.model import WorkBelief, sum_likelihood_rows
 from agents.common import Estimates, requested
-from agents.search.arrivals import JobAttributes
-from agents.search.belief import WorkBelief, sum_likelihood_rows
 from arena_gym.types import JobId, JobView, Snapshot
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from agents.arena import ArenaPolicy
-from agents.search.adaptive import EpisodeLog, EpisodeScale
-from agents.search.belief import JobLike, WorkBelief, load_belief
+from agents.belief import JobLike, WorkBelief, load_belief
+from agents.belief.adaptive import EpisodeLog, EpisodeScale
 from arena_gym.types import JobId, JobView, Snapshot
 
 
@@ -27,7 +27,7 @@ class GittinsPriority:
 
     Each job's index is read at its reference iteration time from the snapshot's belief model
     (its requested shape). With ``adapt`` the belief is rescaled to the episode: the index is read at the attained work
-    divided by the posterior mean of the episode's work scale (:mod:`agents.search.adaptive`),
+    divided by the posterior mean of the episode's work scale (:mod:`agents.belief.adaptive`),
     inferred from the jobs seen so far (finished ones' totals, running ones' attained work).
     """
 

@@ -1,12 +1,13 @@
 """Train the residual on Arena's Gittins order and urgency by evolution strategies on the real traces' train windows.
 
-The residual network (:mod:`agents.search.residual`) has a few dozen weights, and its score is
+The residual network (:mod:`agents.residual.priority`) has a few dozen weights, and its score is
 an episode's average JCT, not a per-step reward: antithetic evolution strategies with ranked
 fitness fit that directly. Each iteration draws ``windows`` train windows; every perturbed
 network (``theta +- sigma * eps``, ``pairs`` pairs), the current one and the base policy
 (``arena-gittins-32-f``, a zero residual) run on the same windows; a network's fitness is the
 mean log ratio of its padded average JCT to the base's. The current network is then scored on
-the validation windows, and the one with the best validation ratio is kept: the test windows
+the validation windows by the selection score (:mod:`arena_gym.harness.selection`: the
+geometric-mean padded-JCT ratio to Arena), and the one with the best is kept: the test windows
 are never seen.
 """
 
@@ -18,7 +19,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,26 +28,16 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from agents.search.residual import ResidualWeights
+from agents.residual.priority import ResidualWeights
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
-from arena_gym.harness.suites import custom_suite, get_suite
-from arena_gym.metrics import padded_mean_jcts
+from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.trainers.windows import BASE_SPEC, TRAIN_TRACES, ReferenceScores, real_windows
 from arena_gym.outputs import code_version, write_json
 
 log = logging.getLogger(__name__)
-
-#: The five real traces' train windows, as the search's tuning read them.
-TRAIN_TRACES: tuple[str, ...] = (
-    "data:arena/traces/testbed.csv?iteration_divisor=1",
-    "data:arena/traces/philly.csv",
-    "data:arena/traces/pai.csv",
-    "data:itp/cluster10.csv?seed=0",
-    "data:itp/cluster08.csv?seed=0",
-)
-BASE_SPEC = "arena-gittins-32-f"
 
 
 @dataclass(frozen=True)
@@ -111,62 +102,6 @@ def es_step(
 IterationHook = Callable[[int, float], None]
 
 
-def log_ratios(jcts: list[dict[str, list[float]]], reference: str) -> dict[str, np.ndarray]:
-    """Per label: log(padded JCT / the reference's) on every workload (``jcts``: one label -> JCTs map each),
-    padded across all the labels as one scoring call pads them."""
-    padded = [padded_mean_jcts(per_label) for per_label in jcts]
-    return {label: np.log([p[label] / p[reference] for p in padded]) for label in jcts[0] if label != reference}
-
-
-class BaseScores:
-    """Policies scored beside the base policy on the same workloads; the base runs once per workload (it is deterministic)."""
-
-    def __init__(self, seed: int, workers: int) -> None:
-        self.seed, self.workers = seed, workers
-        self._base: dict[str, list[float]] = {}  # the base's finished JCTs, per workload label
-
-    def log_ratios(self, evaluator: Evaluator, specs: dict[str, str]) -> dict[str, np.ndarray]:
-        """Per label of ``specs``: log(padded JCT / the base's) on each of ``evaluator``'s workloads."""
-        return log_ratios(self._jcts(evaluator, specs), "base")
-
-    def base_mean_jct_h(self, evaluator: Evaluator) -> list[float]:
-        """The base's average JCT (hours, finished jobs) on each of ``evaluator``'s workloads."""
-        self._run_base(evaluator)
-        return [float(np.mean(self._base[w.label])) / 3600.0 for w in evaluator.workloads]
-
-    def _run_base(self, evaluator: Evaluator) -> None:
-        missing = [w for w in evaluator.workloads if w.label not in self._base]
-        if not missing:
-            return
-        rows: list[dict[str, Any]] = []
-        Evaluator(evaluator.config, missing).score_specs({"base": BASE_SPEC}, self.seed, self.workers, jct_rows=rows)
-        self._base.update({w.label: [] for w in missing})
-        for row in rows:
-            self._base[row["workload"]].append(row["jct_s"])
-
-    def _jcts(self, evaluator: Evaluator, specs: dict[str, str]) -> list[dict[str, list[float]]]:
-        self._run_base(evaluator)
-        rows: list[dict[str, Any]] = []
-        evaluator.score_specs(specs, self.seed, self.workers, jct_rows=rows)
-        out: list[dict[str, list[float]]] = [
-            {label: [] for label in specs} | {"base": list(self._base[w.label])} for w in evaluator.workloads
-        ]
-        at = {w.label: i for i, w in enumerate(evaluator.workloads)}
-        for row in rows:
-            out[at[row["workload"]]][row["policy"]].append(row["jct_s"])
-        return out
-
-
-def real_windows(
-    traces: Sequence[str], loads: Sequence[float], data_dir: str, validation_limit: int = 0
-) -> tuple[Evaluator, Evaluator]:
-    """The train windows of ``traces`` at the offered ``loads``, and ``validation_limit`` validation windows (0 = all)."""
-    part = custom_suite(traces, split="train", load_levels=loads).parts[0]
-    part = dataclasses.replace(part, config=part.config.replace(data_dir=data_dir))
-    validation = dataclasses.replace(get_suite("real-validation", data_dir).parts[0], limit=validation_limit)
-    return Evaluator(part.config, part.workloads()), Evaluator(validation.config, validation.workloads())
-
-
 class ResidualTrainer:
     """Runs :class:`ResidualTrainConfig` into an output directory (weights, history, config)."""
 
@@ -176,7 +111,7 @@ class ResidualTrainer:
         self.train, self.validation = real_windows(
             config.traces, config.loads, config.data_dir, config.validation_limit
         )
-        self.scores = BaseScores(config.seed, config.workers)
+        self.scores = ReferenceScores(config.seed, config.workers)
 
     @staticmethod
     def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:
@@ -197,6 +132,7 @@ class ResidualTrainer:
         trained: dict[str, Any] = {
             "method": "antithetic evolution strategies, ranked fitness (mean log padded-JCT ratio to the base)",
             "base": BASE_SPEC,
+            "selection_reference": SELECTION_REFERENCE,
             "code_version": code_version(),
             "config": dataclasses.asdict(self.config),
             "iteration": it,
@@ -240,8 +176,8 @@ class ResidualTrainer:
             )
             current = start.with_vector(theta)
             check = {"theta": self._spec(current, folder, f"it{it}-updated")}
-            valid = self.scores.log_ratios(self.validation, check)["theta"]
-            score = float(np.exp(np.mean(valid)))
+            valid = self.scores.log_ratios(self.validation, check, SELECTION_REFERENCE)["theta"]
+            score = geomean_ratio(valid)
             if best is None or score < best[0]:
                 best = (score, it, current)
             row = {

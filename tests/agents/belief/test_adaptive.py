@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.search import default_belief
-from agents.search.adaptive import EpisodeScale, Likelihoods, Observation
-from agents.search.arrivals import JobAttributes
+from agents.belief import default_belief
+from agents.belief.adaptive import EpisodeScale, Likelihoods, Observation
+from agents.belief.arrivals import JobAttributes
 from arena_gym.types import GpuType, ModelRef
 
 JOB = JobAttributes(ModelRef("gpt", "1.3B"), 128, None, None, reference_s=1.0)

@@ -27,17 +27,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from agents.search.arrivals import ArrivalModel, JobAttributes
-from agents.search.belief import (
-    POOLED,
-    UNITS,
-    Candidate,
-    Provenance,
-    ReferenceTable,
-    WorkBelief,
-    WorkGroup,
-    unit_scale,
-)
+from agents.belief.arrivals import ArrivalModel, JobAttributes
+from agents.belief.kernels import POOLED, WorkGroup
+from agents.belief.model import UNITS, Candidate, Provenance, WorkBelief
+from agents.belief.references import ReferenceTable, unit_scale
 from arena_gym import REAL_DATA_DIR
 from arena_gym.outputs import code_version
 from arena_gym.perf import trace_hooks

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.search.residual import ResidualWeights
-from arena_gym.harness.residual_train import ResidualTrainConfig, ResidualTrainer, centred_ranks, es_step
+from agents.residual.priority import ResidualWeights
+from arena_gym.harness.trainers.es import ResidualTrainConfig, ResidualTrainer, centred_ranks, es_step
 
 
 def test_centred_ranks_run_from_minus_to_plus_a_half() -> None:

@@ -1,8 +1,8 @@
-"""An SB3 actor-critic for the residual action space (:class:`agents.search.residual_env.ResidualArenaEnv`).
+"""An SB3 actor-critic for the residual action space (:class:`agents.residual.env.ResidualArenaEnv`).
 
 The actor is the residual network itself: one linear map, shared by every job row, from the
-job's :data:`agents.search.residual.RESIDUAL_FEATURES` to its two log-multipliers (the Gaussian's
-mean; rows without a job give 0). So a :class:`agents.search.residual.ResidualWeights` file is a
+job's :data:`agents.residual.priority.RESIDUAL_FEATURES` to its two log-multipliers (the Gaussian's
+mean; rows without a job give 0). So a :class:`agents.residual.priority.ResidualWeights` file is a
 warm start (:func:`set_weights`), and the trained mean actor is one again (:func:`weights_of`):
 a ``residual:PATH`` policy for ``evaluate``, ``simulate`` or ``deploy``. The critic is an MLP over
 the mean and maximum of the listed jobs' features and their count.
@@ -21,7 +21,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from agents.search.residual import RESIDUAL_FEATURES, ResidualWeights
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualWeights
 
 
 class ResidualExtractor(BaseFeaturesExtractor):

@@ -7,9 +7,9 @@ import pytest
 import torch as th
 from stable_baselines3 import PPO
 
-from agents.rl.residual_net import ResidualPolicy, TeacherAnchor, set_weights, weights_of
-from agents.search.residual import RESIDUAL_FEATURES, ResidualWeights, residual_policy
-from agents.search.residual_env import ResidualArenaEnv
+from agents.residual.env import ResidualArenaEnv
+from agents.residual.network import ResidualPolicy, TeacherAnchor, set_weights, weights_of
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualWeights, residual_policy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from agents.search.residual import RESIDUAL_FEATURES
-from agents.search.residual_env import ResidualArenaEnv
+from agents.residual.env import ResidualArenaEnv
+from agents.residual.priority import RESIDUAL_FEATURES
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode

@@ -1,26 +1,25 @@
-"""Fit the beliefs over unknown work and write them to the package data folder (agents/search/data/).
-
-Usage::
-
-    python scripts/fit_belief.py                      # belief-real.json and belief-synthetic.json
-    python scripts/fit_belief.py --kind synthetic     # one of them (real needs ../shared/data)
-    python scripts/fit_belief.py --data-dir DIR --out DIR
+"""``arena-gym fit-belief``: refit the packaged beliefs over unknown work (:mod:`arena_gym.harness.belief_fit`).
 
 Prints, for the real belief, the held-out log-likelihood of every (unit, levels) candidate on
-the validation split (the fit keeps the best one), and what each file holds. A missing data
-folder is a one-line error (exit code 2).
+the validation split (the fit keeps the best one), and what each file holds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from agents.search.belief import DATA_DIR, KINDS, WorkBelief
-from agents.search.fitting import fit_belief
+from agents.belief import DATA_DIR, KINDS, WorkBelief, save_belief
 from arena_gym import REAL_DATA_DIR
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``fit-belief`` arguments and the handler."""
+    parser.add_argument("--kind", choices=(*KINDS, "all"), default="all", help="which belief to fit (default: all)")
+    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help=f"the real data folder (default {REAL_DATA_DIR})")
+    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default: the package data folder)")
+    parser.set_defaults(handler=handle)
 
 
 def describe(belief: WorkBelief, path: Path) -> str:
@@ -43,22 +42,14 @@ def describe(belief: WorkBelief, path: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kind", choices=(*KINDS, "all"), default="all", help="which belief to fit (default: all)")
-    parser.add_argument("--data-dir", default=REAL_DATA_DIR, help=f"the real data folder (default {REAL_DATA_DIR})")
-    parser.add_argument("--out", type=Path, default=DATA_DIR, help="output folder (default: the package data folder)")
-    args = parser.parse_args(argv)
+def handle(args: argparse.Namespace) -> int:
+    """Fit each kind asked for and write it; a missing data folder (the real belief needs it) fails first."""
+    from arena_gym.harness.belief_fit import fit_belief
+
     kinds = KINDS if args.kind == "all" else (args.kind,)
     if "real" in kinds and not os.path.isdir(args.data_dir):
-        print(f"error: --data-dir {args.data_dir}: no such folder (the real belief needs the traces)", file=sys.stderr)
-        return 2
+        raise ValueError(f"--data-dir {args.data_dir}: no such folder (the real belief needs the traces)")
     for kind in kinds:
         belief = fit_belief(kind, args.data_dir)
-        path = belief.save(args.out / f"belief-{kind}.json")
-        print(describe(belief, path))
+        print(describe(belief, save_belief(belief, args.out / f"belief-{kind}.json")))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,18 @@
 """PPO on the residual action space, fine-tuning a warm start without losing it.
 
-The env is :class:`agents.search.residual_env.ResidualArenaEnv` on the real traces' train
-windows (the evolution strategies' windows, :func:`arena_gym.harness.residual_train.real_windows`),
-the network :class:`agents.rl.residual_net.ResidualPolicy`, whose mean actor *is* a residual
+The env is :class:`agents.residual.env.ResidualArenaEnv` on the real traces' train
+windows (the evolution strategies' windows, :func:`arena_gym.harness.trainers.windows.real_windows`),
+the network :class:`agents.residual.network.ResidualPolicy`, whose mean actor *is* a residual
 weights file: the run starts from one (``warm_start``; none = zero weights, the base policy
 ``arena-gittins-32-f``) and every validation scores the mean actor as a ``residual:`` policy
-against the base on the validation windows. Two things keep the warm start: a critic warm-up
+on the validation windows by the selection score (:mod:`arena_gym.harness.selection`: the
+geometric-mean padded-JCT ratio to Arena). Two things keep the warm start: a critic warm-up
 (``critic_warmup`` rollouts train the value head with the actor and its noise frozen, so the
 first policy updates follow a critic that has seen the policy's returns), a low learning
 rate, and a penalty on the KL from the warm start's policy with an adaptive coefficient
-(``kl_target``; :class:`agents.rl.residual_net.TeacherAnchor`). Returns relative to the base
+(``kl_target``; :class:`agents.residual.network.TeacherAnchor`). Returns relative to the base
 policy's on the same window (``returns``) take the arrival sequence's variance out of them. The
-network with the best validation ratio is kept.
+network with the best selection score is kept.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-from agents.rl.residual_net import ResidualPolicy, TeacherAnchor
-from agents.search.residual import ResidualWeights
+from agents.residual.network import ResidualPolicy, TeacherAnchor
+from agents.residual.priority import ResidualWeights
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.out_dirs import check_out_dir
-from arena_gym.harness.residual_train import TRAIN_TRACES, BaseScores, real_windows
+from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.trainers.windows import TRAIN_TRACES, ReferenceScores, real_windows
 from arena_gym.outputs import code_version, write_json
 from envs import Workload
 
@@ -198,7 +200,7 @@ class KLControl(BaseCallback):
 
 
 class Validation(BaseCallback):
-    """At the start and every ``every`` steps: the mean actor's geometric-mean ratio to the base on validation."""
+    """At the start and every ``every`` steps: the mean actor's selection score on validation."""
 
     def __init__(self, trainer: ResidualPPOTrainer, every: int) -> None:
         super().__init__()
@@ -225,7 +227,7 @@ class ResidualPPOTrainer:
         self.train, self.validation = real_windows(
             config.traces, config.loads, config.data_dir, config.validation_limit
         )
-        self.scores = BaseScores(config.seed, config.workers)
+        self.scores = ReferenceScores(config.seed, config.workers)
         self.history: list[dict[str, Any]] = []
         self.best: tuple[float, int, ResidualWeights] | None = None  # (validation ratio, steps, weights)
         self._began = 0.0
@@ -234,7 +236,7 @@ class ResidualPPOTrainer:
         self._scales: list[float] | None = None
 
     def _env(self) -> gym.Env:
-        from agents.search.residual_env import ResidualArenaEnv
+        from agents.residual.env import ResidualArenaEnv
 
         env = ResidualArenaEnv(self.train.config, max_jobs=self.config.max_jobs, clip=self.start.clip)
         return WindowEnv(env, list(self.train.workloads), self._scales)
@@ -245,14 +247,14 @@ class ResidualPPOTrainer:
         from stable_baselines3.common.callbacks import CallbackList
         from stable_baselines3.common.vec_env import DummyVecEnv
 
-        from agents.rl.residual_net import set_weights
+        from agents.residual.network import set_weights
         from arena_gym.harness.callbacks import ProgressBarCallback
 
         cfg = self.config
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(self.out / "config.json", {"code_version": code_version(), "seed": cfg.seed, "config": cfg})
         if cfg.returns == "relative":
-            self._scales = self.scores.base_mean_jct_h(self.train)
+            self._scales = self.scores.mean_jct_h(self.train)
         venv = DummyVecEnv([self._env] * cfg.n_envs)
         venv.seed(cfg.seed)
         model = PPO(
@@ -309,14 +311,14 @@ class ResidualPPOTrainer:
         return final
 
     def validate(self, model: Any, steps: int) -> float:
-        """Score the mean actor against the base on the validation windows; record it (and keep the best)."""
-        from agents.rl.residual_net import weights_of
+        """Score the mean actor on the validation windows (its selection score); record it (and keep the best)."""
+        from agents.residual.network import weights_of
 
         assert self._folder is not None
         weights = weights_of(model.policy, self.start)
         spec = f"residual:{weights.save(self._folder / f'step{steps}.json')}"
-        valid = self.scores.log_ratios(self.validation, {"theta": spec})["theta"]
-        score = float(np.exp(np.mean(valid)))
+        valid = self.scores.log_ratios(self.validation, {"theta": spec}, SELECTION_REFERENCE)["theta"]
+        score = geomean_ratio(valid)
         if self.best is None or score < self.best[0]:
             self.best = (score, steps, weights)
         self.history.append(
@@ -333,5 +335,5 @@ class ResidualPPOTrainer:
             }
         )
         pd.DataFrame(self.history).to_csv(self.out / "history.csv", index=False)
-        log.info("validation @%d steps: %.4f of the base", steps, score)
+        log.info("validation @%d steps: %.4f of %s", steps, score, SELECTION_REFERENCE)
         return score

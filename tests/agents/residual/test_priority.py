@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from agents.search.residual import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
