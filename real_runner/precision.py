@@ -74,4 +74,3 @@ def resolve_precision(requested: str, spec_dtype: str, device: torch.device) -> 
     if requested == "bf16" and not _bf16_supported(device):
         raise ValueError(f"precision bf16 is not supported on {torch.cuda.get_device_name(device)}; use fp16")
     return PRECISIONS[requested]
-

@@ -19,7 +19,17 @@ from real_runner.plans import model_spec, resolve_plan
 from real_runner.precision import PRECISIONS
 from real_runner.spec import WorkerSpec
 from real_runner.worker import prepare
-from tests.real_runner.distributed_cases import BATCH, LR, MODEL, ORACLE, ORACLE_STEPS, SEED, _write, make_plan, process_group
+from tests.real_runner.distributed_cases import (
+    BATCH,
+    LR,
+    MODEL,
+    ORACLE,
+    ORACLE_STEPS,
+    SEED,
+    _write,
+    make_plan,
+    process_group,
+)
 from tests.real_runner.distributed_cases import F as ONE_F_ONE_B
 
 #: (precision, remat) modes the oracle plans run in, keyed by a label.

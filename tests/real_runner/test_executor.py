@@ -80,7 +80,7 @@ def test_saved_activations_follow_the_estimators_memory_model(name):
 
 def _state_bytes(trainer: Trainer) -> int:
     """Bytes of parameters, gradients and optimizer state the trainer holds."""
-    tensors = [p for p in trainer.model.parameters()]
+    tensors = list(trainer.model.parameters())
     tensors += [p.grad for p in trainer.model.parameters() if p.grad is not None]
     tensors += [v for state in trainer.optimizer.state.values() for v in state.values() if torch.is_tensor(v)]
     return sum(t.numel() * t.element_size() for t in tensors)
@@ -90,7 +90,9 @@ def _state_bytes(trainer: Trainer) -> int:
 def test_weight_gradient_and_optimizer_bytes_follow_the_estimator(precision, dtype):
     spec = model_spec("gpt__tiny")
     executed = resolve_plan(spec, make_plan((0, 6, 1, 1)), 8, 1)
-    trainer = Trainer(spec, executed, rank=0, global_batch=8, lr=1e-3, seed=0, device=CPU, precision=PRECISIONS[precision])
+    trainer = Trainer(
+        spec, executed, rank=0, global_batch=8, lr=1e-3, seed=0, device=CPU, precision=PRECISIONS[precision]
+    )
     x, y = global_batch(0, 0, 8, spec.seq_len, spec.vocab)
     loss_fn(trainer.model(x), y).backward()
     trainer.optimizer.step()  # creates the AdamW state; the gradients are still held

@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 from real_runner.progress import read_progress  # noqa: E402
-from tests.real_runner.distributed_cases import ORACLE_STEPS  # noqa: E402
-from tests.real_runner.distributed_cases import spawn  # noqa: E402
+from tests.real_runner.distributed_cases import ORACLE_STEPS, spawn  # noqa: E402
 from tests.real_runner.precision_cases import MODE_PLANS, MODES, PRECISION_CHAIN, precision_case, reference  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
