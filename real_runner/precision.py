@@ -62,15 +62,15 @@ def _bf16_supported(device: torch.device) -> bool:
 
 def resolve_precision(requested: str, spec_dtype: str, device: torch.device) -> Precision:
     """The precision a job runs in: ``requested``, or for ``auto`` fp32 on CPU and the spec's dtype on
-    CUDA (fp16 runs as bf16 where the GPU supports bf16). One-line ValueError for an unknown name or
-    bf16 on a GPU without it."""
+    CUDA (a half-precision spec runs as bf16 where the GPU supports it, else fp16). One-line
+    ValueError for an unknown name or bf16 on a GPU without it."""
     check_precision(requested, "job")
     if requested == "auto":
         if device.type != "cuda":
             return PRECISIONS["fp32"]
-        if spec_dtype == "fp16" and _bf16_supported(device):
-            return PRECISIONS["bf16"]
-        return PRECISIONS[spec_dtype]
+        if spec_dtype == "fp32":
+            return PRECISIONS["fp32"]
+        return PRECISIONS["bf16" if _bf16_supported(device) else "fp16"]
     if requested == "bf16" and not _bf16_supported(device):
         raise ValueError(f"precision bf16 is not supported on {torch.cuda.get_device_name(device)}; use fp16")
     return PRECISIONS[requested]
