@@ -12,21 +12,30 @@ layer range), then applies, in this order:
   ``Schedule1F1B`` (``n_microbatches`` = the plan's micro-batches).
 
 A single-stage plan with several micro-batches accumulates gradients over them. The optimizer is
-AdamW (torch defaults, the job's learning rate), created after sharding. A one-rank plan runs the
-plain model and needs no process group.
+AdamW (torch defaults, the job's learning rate; the fused kernel on CUDA, the foreach one
+elsewhere), created after sharding. A one-rank plan runs the plain model and needs no process group.
+
+Precision (:mod:`real_runner.precision`): with data parallelism FSDP2's ``MixedPrecisionPolicy``
+gathers parameters in the compute dtype; without it the model's forward runs under autocast. fp16
+scales the loss with a gradient scaler whose overflow check is agreed by every rank. ``remat`` makes
+every block recompute its activations in the backward pass.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.amp import GradScaler
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.experimental import implicit_replication
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 from arena_gym.types import PipeSchedule
@@ -34,6 +43,7 @@ from estimator.zoo import TransformerSpec
 from real_runner.data import global_batch, replica_slice
 from real_runner.model import GPT, loss_fn
 from real_runner.plans import ExecutedPlan
+from real_runner.precision import PRECISIONS, Precision
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,31 @@ TP_LAYOUT = {
 
 #: Pipeline schedule class of each plan schedule.
 SCHEDULES = {PipeSchedule.GPIPE: ScheduleGPipe, PipeSchedule.ONE_F_ONE_B: Schedule1F1B}
+
+
+#: AdamW's implementation per device type (any other type: ``foreach``).
+ADAMW_KERNELS = {"cuda": "fused"}
+
+
+def make_optimizer(params: list[torch.nn.Parameter], lr: float, device: torch.device) -> torch.optim.AdamW:
+    """AdamW over ``params`` with the fastest implementation the device has (fused on CUDA, foreach elsewhere).
+
+    DTensor and plain parameters (tensor parallelism shards blocks, not the embedding or head) go in
+    separate parameter groups: a multi-tensor kernel takes one kind per call.
+    """
+    kernel = ADAMW_KERNELS.get(device.type, "foreach")
+    kinds = [[p for p in params if isinstance(p, DTensor)], [p for p in params if not isinstance(p, DTensor)]]
+    return torch.optim.AdamW([{"params": group} for group in kinds if group], lr=lr, **{kernel: True})
+
+
+def make_scaler(precision: Precision, device: torch.device, world_size: int) -> GradScaler | None:
+    """The gradient scaler of a loss-scaled precision (None otherwise); with several ranks its overflow
+    check is all-reduced over the default group, so every rank skips or takes the same steps."""
+    if not precision.scaled:
+        return None
+    scaler = ShardedGradScaler(device.type) if world_size > 1 else GradScaler(device.type)
+    scaler.scale(torch.ones((), device=device))  # sets the scale on every rank, also where no loss is computed
+    return scaler
 
 
 def default_device() -> torch.device:
@@ -89,7 +124,8 @@ class Trainer:
     """This rank's stage of the model, its optimizer and (for pipelines) its schedule.
 
     ``rank`` is the rank in the default process group, whose size must equal the plan's world
-    size when that is above one.
+    size when that is above one. ``precision`` is the compute precision (parameters and optimizer
+    stay fp32), ``remat`` whether blocks recompute their activations in the backward pass.
     """
 
     def __init__(
@@ -102,13 +138,18 @@ class Trainer:
         lr: float,
         seed: int,
         device: torch.device,
+        precision: Precision = PRECISIONS["fp32"],
+        remat: bool = False,
     ) -> None:
         self.spec, self.executed, self.device = spec, executed, device
         self.batch, self.seed = global_batch, seed
+        self.precision, self.remat = precision, remat
         self.coords = Coordinates.of(rank, executed)
         pp, dp, tp = executed.pp, executed.dp, executed.tp
         stage = executed.plan.stages[self.coords.pp_rank]
-        self.model = GPT(spec, stage.layer_start, stage.layer_end, seed=seed).to(device)
+        autocast = precision.compute_dtype if dp == 1 else None  # with dp > 1 FSDP2 casts instead
+        self.model = GPT(spec, stage.layer_start, stage.layer_end, seed=seed, remat=remat, autocast=autocast)
+        self.model.to(device)
         self.first = self.coords.pp_rank == 0
         self.last = self.coords.pp_rank == pp - 1
         self.schedule = None
@@ -121,14 +162,19 @@ class Trainer:
                     parallelize_module(block, mesh["tp"], TP_LAYOUT)
             if dp > 1:
                 for block in self.model.blocks.values():
-                    fully_shard(block, mesh=mesh["dp"], reshard_after_forward=pp == 1)
-                fully_shard(self.model, mesh=mesh["dp"], reshard_after_forward=pp == 1)
+                    fully_shard(
+                        block, mesh=mesh["dp"], reshard_after_forward=pp == 1, mp_policy=precision.fsdp_policy(False)
+                    )
+                fully_shard(
+                    self.model, mesh=mesh["dp"], reshard_after_forward=pp == 1, mp_policy=precision.fsdp_policy(True)
+                )
             if pp > 1:
                 pipe = PipelineStage(self.model, self.coords.pp_rank, pp, device, group=mesh["pp"].get_group())
                 self.schedule = SCHEDULES[executed.plan.schedule](
-                    pipe, n_microbatches=executed.plan.micro_batches, loss_fn=loss_fn
+                    pipe, n_microbatches=executed.plan.micro_batches, loss_fn=self._loss
                 )
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
+        self.optimizer = make_optimizer(list(self.model.parameters()), lr, device)
+        self.scaler = make_scaler(precision, device, executed.world_size)
         log.debug(
             "rank %d: stage %d of %s, %d local parameters",
             rank,
@@ -136,6 +182,24 @@ class Trainer:
             executed.describe(),
             self.local_parameters(),
         )
+
+    def _loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The loss that backward starts from: scaled when the precision scales gradients."""
+        loss = loss_fn(logits, targets)
+        return loss if self.scaler is None else self.scaler.scale(loss)
+
+    def _unscaled(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss if self.scaler is None else loss / self.scaler.get_scale()
+
+    def _optimizer_step(self) -> None:
+        if self.scaler is None:
+            self.optimizer.step()
+        else:
+            # the scaler's overflow flag is a one-element plain tensor beside DTensor gradients
+            with implicit_replication(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*implicitly creating a replicated DTensor.*")
+                self.scaler.step(self.optimizer)
+            self.scaler.update()
 
     def local_parameters(self) -> int:
         """Parameter elements held by this rank (shards count their local part)."""
@@ -152,18 +216,18 @@ class Trainer:
             for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro))):
                 if isinstance(self.model, FSDPModule):
                     self.model.set_requires_gradient_sync(i == micro - 1)
-                part = loss_fn(self.model(xm), ym) / micro
+                part = self._loss(self.model(xm), ym) / micro
                 part.backward()
-                loss += part.detach()
+                loss += self._unscaled(part.detach())
         elif self.first:
             self.schedule.step(x)
         elif self.last:
             losses: list[torch.Tensor] = []
             self.schedule.step(target=y, losses=losses)
-            loss = torch.stack([v.detach() for v in losses]).mean()
+            loss = self._unscaled(torch.stack([v.detach() for v in losses]).mean())
         else:
             self.schedule.step()
-        self.optimizer.step()
+        self._optimizer_step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.executed.world_size == 1:
             return float(loss)

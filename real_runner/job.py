@@ -21,8 +21,10 @@ from real_runner import checkpoint
 from real_runner.checkpoint_files import CheckpointInfo
 from real_runner.executor import Trainer
 from real_runner.plans import ExecutedPlan, model_spec
+from real_runner.precision import resolve_precision
 from real_runner.progress import ProgressRecord, ProgressWriter
 from real_runner.spec import WorkerSpec
+from real_runner.training_modes import remat_enabled
 
 log = logging.getLogger(__name__)
 
@@ -133,14 +135,17 @@ def run_job(
 def _loop(run: _Run, resume: CheckpointInfo | None, should_stop: Callable[[], bool]) -> JobResult:
     spec, ctx = run.spec, run.ctx
     t0 = time.time()
+    model = model_spec(spec.model)
     run.trainer = Trainer(
-        model_spec(spec.model),
+        model,
         run.executed,
         rank=ctx.rank,
         global_batch=spec.global_batch,
         lr=spec.lr,
         seed=spec.seed,
         device=ctx.device,
+        precision=resolve_precision(spec.precision, model.dtype, ctx.device),
+        remat=remat_enabled(spec.remat, model.remat),
     )
     t_built = time.time()
     step = 0
@@ -170,6 +175,8 @@ def _loop(run: _Run, resume: CheckpointInfo | None, should_stop: Callable[[], bo
             "global_batch": spec.global_batch,
             "target_step": spec.target_step,
             "device": str(ctx.device),
+            "precision": run.trainer.precision.name,
+            "remat": run.trainer.remat,
             "resumed_from": resume.step if resume else None,
             "timings": timings,
             "local_parameters": run.trainer.local_parameters(),

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from estimator.plan_space import tp_fits
 from estimator.zoo import TransformerSpec
@@ -71,11 +72,18 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block: ``x + attn(ln1(x))``, then ``x + mlp(ln2(x))``."""
+    """Pre-norm transformer block: ``x + attn(ln1(x))``, then ``x + mlp(ln2(x))``.
+
+    With ``remat`` set, a forward pass that records gradients keeps only the block's input and
+    recomputes its activations in the backward pass (``torch.utils.checkpoint``, non-reentrant). The
+    recomputation runs inside the block's ``forward``, so hooks on the block itself (FSDP2's
+    all-gather) run once per pass and parameter names stay those of the plain block.
+    """
 
     def __init__(self, spec: TransformerSpec, tp: int = 1) -> None:
         super().__init__()
         _check_tp(spec, tp)
+        self.remat = False
         self.ln1 = nn.LayerNorm(spec.hidden)
         self.attn = Attention(spec.hidden, spec.heads, tp)
         self.ln2 = nn.LayerNorm(spec.hidden)
@@ -83,6 +91,11 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``[batch, seq, hidden]`` -> same shape."""
+        if self.remat and torch.is_grad_enabled():
+            return checkpoint(self._body, x, use_reentrant=False)
+        return self._body(x)
+
+    def _body(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
@@ -162,10 +175,21 @@ class GPT(nn.Module):
     """Layers ``[start, end)`` of the layer table as one module (the whole model by default).
 
     ``embed`` exists only when the range starts at 0, ``head`` only when it ends at the last layer;
-    ``blocks`` holds the range's blocks keyed by their global block index.
+    ``blocks`` holds the range's blocks keyed by their global block index. ``remat`` makes every
+    block recompute its activations in the backward pass; ``autocast`` (a half-precision dtype, or
+    None) runs the forward pass under ``torch.autocast`` while parameters stay fp32.
     """
 
-    def __init__(self, spec: TransformerSpec, start: int = 0, end: int | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        spec: TransformerSpec,
+        start: int = 0,
+        end: int | None = None,
+        seed: int = 0,
+        *,
+        remat: bool = False,
+        autocast: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         total = n_layers(spec)
         end = total if end is None else end
@@ -180,6 +204,9 @@ class GPT(nn.Module):
             {str(i - 1): build_layer(spec, i, seed=seed) for i in range(max(start, 1), min(end, total - 1))}
         )
         self.head = build_layer(spec, total - 1, seed=seed) if end == total else None
+        for block in self.blocks.values():
+            block.remat = remat
+        self.autocast = autocast
         if spec.tied_embeddings:
             if self.embed is None or self.head is None:
                 raise ValueError(f"model {spec.name}: tied embeddings need the embedding and the head in one stage")
@@ -187,15 +214,16 @@ class GPT(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Tokens (first stage) or hidden states in; hidden states or logits (last stage) out."""
-        if self.embed is not None:
-            x = self.embed(x)
-        for block in self.blocks.values():
-            x = block(x)
-        if self.head is not None:
-            x = self.head(x)
+        with torch.autocast(x.device.type, dtype=self.autocast, enabled=self.autocast is not None):
+            if self.embed is not None:
+                x = self.embed(x)
+            for block in self.blocks.values():
+                x = block(x)
+            if self.head is not None:
+                x = self.head(x)
         return x
 
 
 def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    """Mean next-token cross-entropy, computed in fp32 whatever the logits' dtype."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())

@@ -5,7 +5,8 @@ A spec file, e.g.::
     {"job_id": "j1", "model": "gpt__tiny", "global_batch": 16, "target_step": 200, "seed": 0,
      "plan": {"stages": [{"layers": [0, 6], "dp": 2, "tp": 1}], "micro_batches": 1, "schedule": "gpipe"},
      "checkpoint_dir": "runs/j1/ckpt", "progress_path": "runs/j1/progress.jsonl",
-     "checkpoint_every_steps": 50, "checkpoint_every_s": 0, "lr": 0.001, "device": "auto"}
+     "checkpoint_every_steps": 50, "checkpoint_every_s": 0, "lr": 0.001, "device": "auto",
+     "precision": "auto", "remat": "auto"}
 
 Relative paths are taken relative to the worker's working directory.
 """
@@ -23,6 +24,7 @@ from arena_gym.types import Plan
 from estimator.zoo import get_model
 from real_runner.checkpoint_files import JobIdentity
 from real_runner.plans import plan_from_dict, plan_to_dict
+from real_runner.training_modes import check_precision, check_remat
 
 #: Accepted values of :attr:`WorkerSpec.device`.
 DEVICES = ("auto", "cpu", "cuda")
@@ -36,7 +38,9 @@ class WorkerSpec:
     every ``checkpoint_every_steps`` steps and/or every ``checkpoint_every_s`` seconds (0 = never),
     and always on SIGTERM and at the target; ``require_checkpoint`` makes a missing checkpoint an
     error (a resume) instead of a fresh start; ``group_timeout_s`` bounds every collective;
-    ``progress_every_steps`` thins the step records.
+    ``progress_every_steps`` thins the step records. ``precision`` (``auto``, ``fp32``, ``bf16``,
+    ``fp16``) and ``remat`` (``auto``, ``on``, ``off``) override the model spec's dtype and
+    recomputation (:mod:`real_runner.training_modes`).
     """
 
     job_id: str
@@ -54,6 +58,8 @@ class WorkerSpec:
     require_checkpoint: bool = False
     group_timeout_s: float = 60.0
     progress_every_steps: int = 1
+    precision: str = "auto"
+    remat: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.job_id:
@@ -74,6 +80,8 @@ class WorkerSpec:
             raise ValueError(f"group_timeout_s must be > 0, got {self.group_timeout_s}")
         if self.progress_every_steps < 1:
             raise ValueError(f"progress_every_steps must be >= 1, got {self.progress_every_steps}")
+        check_precision(self.precision, "job spec")
+        check_remat(self.remat, "job spec")
         if not self.checkpoint_dir or not self.progress_path:
             raise ValueError("checkpoint_dir and progress_path must not be empty")
 
@@ -142,6 +150,8 @@ _FIELD_TYPES: dict[str, type] = {
     "require_checkpoint": bool,
     "group_timeout_s": float,
     "progress_every_steps": int,
+    "precision": str,
+    "remat": str,
 }
 
 

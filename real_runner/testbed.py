@@ -9,7 +9,7 @@ CPU core ids on CPU testbeds, where each device is a single-threaded gloo proces
 its core. The built-in presets ``cpu-1``, ``cpu-2`` and ``cpu-4`` emulate 1, 1 and 2 nodes of one
 to two CPU devices on this machine. A file (JSON or TOML) describes real machines::
 
-    {"name": "lab", "device_type": "a100", "launcher": "ray", "checkpoint_root": "/shared/ckpt",
+    {"name": "lab", "device_type": "a100", "launcher": "ray", "checkpoint_root": "/shared/ckpt", "precision": "auto",
      "nodes": [{"host": "10.0.0.1", "devices": [0, 1, 2, 3]},
                {"host": "10.0.0.2", "devices": [0, 1, 2, 3]}]}
 """
@@ -25,11 +25,12 @@ from typing import Any
 
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 from estimator.hardware import canonical_gpu_name
+from real_runner.training_modes import check_precision
 
 #: Launchers a testbed may name (the registry's fake one needs a performance model and a clock: tests build it).
 LAUNCHERS = ("local", "ray")
 
-_TOP_KEYS = {"name", "device_type", "launcher", "checkpoint_root", "nodes"}
+_TOP_KEYS = {"name", "device_type", "launcher", "checkpoint_root", "nodes", "precision"}
 _NODE_KEYS = {"host", "devices"}
 _MAX_FILE_BYTES = 1 << 20
 
@@ -55,6 +56,7 @@ class Testbed:
     nodes: tuple[TestbedNode, ...]
     launcher: str = "local"
     checkpoint_root: str = ""  # empty: a folder inside the deployment's output directory
+    precision: str = "auto"  # the jobs' compute precision (real_runner.training_modes), unless the run sets one
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -69,6 +71,7 @@ class Testbed:
         for node in self.nodes:
             if len(set(node.devices)) != len(node.devices) or any(d < 0 for d in node.devices):
                 raise ValueError(f"testbed {self.name!r}: node {node.host!r} lists a device twice or a negative id")
+        check_precision(self.precision, f"testbed {self.name!r}")
         if self.launcher not in LAUNCHERS:
             raise ValueError(
                 f"testbed {self.name!r}: unknown launcher {self.launcher!r}; valid: {', '.join(LAUNCHERS)}"
@@ -154,7 +157,7 @@ def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
             raise ValueError(f"{name}: nodes[{i}].devices must be a non-empty list of device ids 0..4095")
         nodes.append(TestbedNode(host, tuple(devices)))
     fields = {}
-    for key in ("launcher", "checkpoint_root"):
+    for key in ("launcher", "checkpoint_root", "precision"):
         if key in data:
             if not isinstance(data[key], str):
                 raise ValueError(f"{name}: {key!r} must be a string")

@@ -36,6 +36,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from arena_gym.core import ClusterState
@@ -102,6 +103,8 @@ class LiveBackend:
         self.perf = perf
         self.belief = belief if belief is not None else perf
         self.config = config if config is not None else LiveConfig()
+        if self.config.precision == "auto":  # the run's setting first, then the testbed's
+            self.config = replace(self.config, precision=testbed.precision)
         self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.launcher = launcher

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from arena_gym.core.triggers import DecisionSchedule
+from real_runner.training_modes import check_precision, check_remat
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,9 @@ class LiveConfig:
     (``event_decisions``) and every ``round_s`` seconds if set; ``horizon_s`` ends the run (the three
     are checked as a :class:`~arena_gym.core.triggers.DecisionSchedule`).
     ``seed`` and ``lr`` are the jobs' training settings; ``device`` the workers' device
-    (``auto``, ``cpu``, ``cuda``). ``status_every_s``: how often the status callback is called.
+    (``auto``, ``cpu``, ``cuda``), ``precision`` and ``remat`` their compute precision and
+    recomputation (:mod:`real_runner.training_modes`; ``auto``: the testbed's precision, else the
+    model spec's on CUDA and fp32 on CPU). ``status_every_s``: how often the status callback is called.
     """
 
     poll_s: float = 0.1
@@ -44,6 +47,8 @@ class LiveConfig:
     seed: int = 0
     lr: float = 1e-3
     device: str = "auto"
+    precision: str = "auto"
+    remat: str = "auto"
     status_every_s: float = 5.0
 
     def __post_init__(self) -> None:
@@ -65,6 +70,8 @@ class LiveConfig:
             raise ValueError(f"LiveConfig.max_retries must be >= 0, got {self.max_retries}")
         if self.checkpoint_every_s < 0 or self.checkpoint_every_steps < 0:
             raise ValueError("LiveConfig checkpoint intervals must be >= 0 (0 = off)")
+        check_precision(self.precision, "LiveConfig")
+        check_remat(self.remat, "LiveConfig")
         DecisionSchedule.check(self.round_s, self.event_decisions, self.horizon_s, "LiveConfig")
 
     @property

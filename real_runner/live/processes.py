@@ -182,6 +182,8 @@ class Processes:
             device=device,
             require_checkpoint=job.ckpt_step is not None,
             group_timeout_s=cfg.group_timeout_s,
+            precision=cfg.precision,
+            remat=cfg.remat,
         )
 
     # ------------------------------------------------------------------ watching

@@ -28,7 +28,15 @@ def spec(**kw):
 
 
 def test_json_round_trip(tmp_path):
-    s = spec(seed=3, checkpoint_every_steps=5, checkpoint_every_s=2.5, lr=3e-4, require_checkpoint=True)
+    s = spec(
+        seed=3,
+        checkpoint_every_steps=5,
+        checkpoint_every_s=2.5,
+        lr=3e-4,
+        require_checkpoint=True,
+        precision="bf16",
+        remat="on",
+    )
     path = tmp_path / "s.json"
     path.write_text(s.to_json())
     assert WorkerSpec.load(path) == s
@@ -54,6 +62,9 @@ def test_identity_names_the_model_and_training_settings():
         ({"device": "tpu"}, "device 'tpu' is unknown; valid: auto, cpu, cuda"),
         ({"require_checkpoint": 1}, "require_checkpoint must be true or false"),
         ({"plan": [1]}, "plan must be an object"),
+        ({"precision": "fp8"}, "precision 'fp8' is unknown; valid: auto, fp32, bf16, fp16"),
+        ({"remat": True}, "remat must be a string"),
+        ({"remat": "always"}, "remat 'always' is unknown; valid: auto, on, off"),
     ],
 )
 def test_invalid_specs_fail_with_one_line(change, message):

@@ -49,6 +49,13 @@ def test_toml_testbed_file(tmp_path) -> None:
     path.write_text('device_type = "cpu"\n[[nodes]]\ndevices = [0]\n')
     bed = load_testbed(str(path))
     assert bed.name == "bed" and bed.nodes == (TestbedNode("localhost", (0,)),)
+    assert bed.precision == "auto"
+
+
+def test_testbed_file_sets_the_jobs_precision(tmp_path) -> None:
+    path = tmp_path / "bf16.json"
+    path.write_text(json.dumps({"device_type": "cpu", "precision": "bf16", "nodes": [{"devices": [0]}]}))
+    assert load_testbed(str(path)).precision == "bf16"
 
 
 @pytest.mark.parametrize(
@@ -63,6 +70,7 @@ def test_toml_testbed_file(tmp_path) -> None:
         ({"device_type": "cpu", "nodes": [{"devices": [0]}], "launcher": "slurm"}, "unknown launcher 'slurm'"),
         ({"device_type": "cpu", "nodes": [{"devices": [0]}], "gpus": 3}, "unknown key(s) gpus"),
         ({"device_type": "cpu", "nodes": [{"devices": [0], "port": 1}]}, "nodes[0]: unknown key(s) port"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0]}], "precision": "int8"}, "precision 'int8' is unknown"),
     ],
 )
 def test_bad_testbed_files_fail_with_one_line(tmp_path, data, message) -> None:

@@ -1,0 +1,121 @@
+"""Multi-rank cases of mixed precision and recomputation, run inside one spawn of persistent processes.
+
+Every plan kind of the loss oracle trains in bf16 with recomputation and in fp16 with a gradient
+scaler; then a chain of generations switches precision through checkpoints (fp32 -> bf16 under DP2
+-> fp16 under PP2 -> bf16 under TP2 -> fp32). Rank 0 writes the losses as JSON into the work
+directory (``precision_oracle.json`` and ``precision_chain{j}.jsonl``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from real_runner.executor import Trainer
+from real_runner.job import RunContext, run_job
+from real_runner.plans import model_spec, resolve_plan
+from real_runner.precision import PRECISIONS
+from real_runner.spec import WorkerSpec
+from real_runner.worker import prepare
+from tests.real_runner.distributed_cases import (
+    BATCH,
+    LR,
+    MODEL,
+    ORACLE,
+    ORACLE_STEPS,
+    SEED,
+    _write,
+    make_plan,
+    process_group,
+)
+from tests.real_runner.distributed_cases import F as ONE_F_ONE_B
+
+#: (precision, remat) modes the oracle plans run in, keyed by a label.
+MODES = {"bf16 remat": ("bf16", True), "fp16 remat": ("fp16", True), "bf16": ("bf16", False)}
+#: The plans of each mode: bf16 with recomputation runs every oracle plan, the others one per plan kind.
+MODE_PLANS = {
+    "bf16 remat": tuple(ORACLE),
+    "fp16 remat": ("dp2 (fsdp2)", "tp2", "pp2 1f1b"),
+    "bf16": ("dp2 (fsdp2)", "tp2", "pp2 gpipe"),
+}
+#: The precision chain: (precision, plan, steps) per generation, each resuming the previous checkpoint.
+PRECISION_CHAIN = (
+    ("fp32", make_plan((0, 6, 1, 1)), 2),
+    ("bf16", make_plan((0, 6, 2, 1)), 2),
+    ("fp16", make_plan((0, 2, 1, 1), (2, 6, 1, 1), micro=4, schedule=ONE_F_ONE_B), 2),
+    ("bf16", make_plan((0, 6, 1, 2)), 2),
+    ("fp32", make_plan((0, 6, 1, 1)), 2),
+)
+
+
+def reference(precision: str, remat: bool, steps: int) -> list[float]:
+    """The single-process loss trajectory in ``precision``."""
+    spec = model_spec(MODEL)
+    executed = resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1)
+    trainer = Trainer(
+        spec,
+        executed,
+        rank=0,
+        global_batch=BATCH,
+        lr=LR,
+        seed=SEED,
+        device=torch.device("cpu"),
+        precision=PRECISIONS[precision],
+        remat=remat,
+    )
+    return [trainer.train_step(s) for s in range(steps)]
+
+
+def precision_case(proc: int, nprocs: int, workdir: str) -> None:
+    """The oracle plans in every mode, then the precision chain through checkpoints with ``run_job``."""
+    torch.set_num_threads(1)
+    work, spec, cpu = Path(workdir), model_spec(MODEL), torch.device("cpu")
+    out: dict[str, dict[str, list[float]]] = {}
+    for label, (precision, remat) in MODES.items():
+        out[label] = {}
+        for name in MODE_PLANS[label]:
+            plan = ORACLE[name]
+            world = plan.num_gpus
+            if proc >= world or world > nprocs:
+                continue
+            with process_group(work, f"{label}-{name}".replace(" ", "_"), proc, world, "gloo"):
+                executed = resolve_plan(spec, plan, BATCH, world)
+                trainer = Trainer(
+                    spec,
+                    executed,
+                    rank=proc,
+                    global_batch=BATCH,
+                    lr=LR,
+                    seed=SEED,
+                    device=cpu,
+                    precision=PRECISIONS[precision],
+                    remat=remat,
+                )
+                out[label][name] = [trainer.train_step(s) for s in range(ORACLE_STEPS)]
+    if proc == 0:
+        _write(work, "precision_oracle", out)
+    done = 0
+    for j, (precision, plan, steps) in enumerate(PRECISION_CHAIN):
+        world = plan.num_gpus
+        done += steps
+        if proc >= world:
+            continue
+        job = WorkerSpec(
+            "precision-chain",
+            MODEL,
+            BATCH,
+            plan,
+            done,
+            str(work / "ckpt"),
+            str(work / f"precision_chain{j}.jsonl"),
+            seed=SEED,
+            lr=LR,
+            require_checkpoint=j > 0,
+            precision=precision,
+            remat="on" if j % 2 else "off",
+        )
+        with process_group(work, f"pchain{j}", proc, world, "gloo"):
+            executed, resume = prepare(job, world)
+            run_job(job, executed, resume, RunContext(proc, world, cpu, time.time()), lambda: False)
