@@ -38,5 +38,7 @@ def test_a_generated_block_is_current(page: Path, source: str) -> None:
             opening, kind, _, raw, body, _ = match.groups()
             where = f"{page.name}:{text.count(chr(10), 0, match.start()) + 1}"
             options = docs._options(kind, raw, where)
-            fresh = docs.render_table(REPO / source, options, where) if kind == "table" else docs.render_text(REPO / source)
+            fresh = (
+                docs.render_table(REPO / source, options, where) if kind == "table" else docs.render_text(REPO / source)
+            )
             assert body == fresh, f"{where}: the block of {source} is stale (python scripts/update_docs_tables.py)"
