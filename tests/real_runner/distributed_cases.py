@@ -77,6 +77,12 @@ CHAIN_STEPS = sum(s.steps for s in CHAIN)
 CONTROL_STEPS = 3
 
 
+def max_diff(a: list[float], b: list[float]) -> float:
+    """The largest absolute difference between two loss curves of the same length."""
+    assert len(a) == len(b)
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+
 def chain_spec(work: Path, plan: Plan, target: int, index: int) -> WorkerSpec:
     """The job spec of chain segment ``index`` (the first starts fresh, the others must resume)."""
     return WorkerSpec(

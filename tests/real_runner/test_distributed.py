@@ -20,6 +20,7 @@ from tests.real_runner.distributed_cases import (  # noqa: E402
     ORACLE,
     ORACLE_STEPS,
     chain_case,
+    max_diff,
     reference_losses,
     spawn,
 )
@@ -36,18 +37,13 @@ def run(tmp_path_factory):
     return work, reference
 
 
-def _max_diff(a, b):
-    assert len(a) == len(b)
-    return max(abs(x - y) for x, y in zip(a, b))
-
-
 def test_every_plan_reproduces_the_single_process_losses(run):
     work, reference = run
     oracle = json.loads((work / "oracle.json").read_text())
     assert set(oracle) == set(ORACLE)
     assert reference[ORACLE_STEPS - 1] < reference[0] - 0.3  # the run learns, so the comparison means something
     for name, losses in oracle.items():
-        assert _max_diff(losses, reference[:ORACLE_STEPS]) <= TOL, name
+        assert max_diff(losses, reference[:ORACLE_STEPS]) <= TOL, name
 
 
 def test_a_chain_of_plans_continues_the_uninterrupted_trajectory(run):
@@ -63,7 +59,7 @@ def test_a_chain_of_plans_continues_the_uninterrupted_trajectory(run):
         assert (last.event, last.step, last.ckpt_step) == ("done", done, done), seg.name
         losses.update({r.step: r.loss for r in records if r.event == "step"})
     assert sorted(losses) == list(range(1, CHAIN_STEPS + 1))
-    assert _max_diff([losses[s] for s in sorted(losses)], reference[:CHAIN_STEPS]) <= TOL
+    assert max_diff([losses[s] for s in sorted(losses)], reference[:CHAIN_STEPS]) <= TOL
     ckpts = sorted(p.name for p in (work / "ckpt").iterdir())
     assert ckpts == ["latest", f"step_{CHAIN_STEPS - CHAIN[-1].steps:08d}", f"step_{CHAIN_STEPS:08d}"]
     assert read_pointer(work / "ckpt") == f"step_{CHAIN_STEPS:08d}"
@@ -73,5 +69,5 @@ def test_without_the_optimizer_state_the_trajectory_diverges(run):
     work, reference = run
     control = json.loads((work / "control.json").read_text())
     expected = reference[CHAIN_STEPS : CHAIN_STEPS + CONTROL_STEPS]
-    assert _max_diff(control["restored"], expected) <= TOL
-    assert _max_diff(control["fresh optimizer"], expected) > 100 * TOL
+    assert max_diff(control["restored"], expected) <= TOL
+    assert max_diff(control["fresh optimizer"], expected) > 100 * TOL

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 from real_runner.progress import read_progress  # noqa: E402
-from tests.real_runner.distributed_cases import ORACLE_STEPS, spawn  # noqa: E402
+from tests.real_runner.distributed_cases import ORACLE_STEPS, max_diff, spawn  # noqa: E402
 from tests.real_runner.precision_cases import MODE_PLANS, MODES, PRECISION_CHAIN, precision_case, reference  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(600)]
@@ -36,11 +36,6 @@ def run(tmp_path_factory):
     return work, fp32
 
 
-def _max_diff(a, b):
-    assert len(a) == len(b)
-    return max(abs(x - y) for x, y in zip(a, b))
-
-
 def test_every_plan_kind_keeps_the_fp32_losses_within_the_precision_tolerance(run):
     work, fp32 = run
     oracle = json.loads((work / "precision_oracle.json").read_text())
@@ -48,7 +43,7 @@ def test_every_plan_kind_keeps_the_fp32_losses_within_the_precision_tolerance(ru
     for label, (precision, _) in MODES.items():
         assert set(oracle[label]) == set(MODE_PLANS[label]), label
         for name, losses in oracle[label].items():
-            diff = _max_diff(losses, fp32[:ORACLE_STEPS])
+            diff = max_diff(losses, fp32[:ORACLE_STEPS])
             assert 0 < diff <= TOLERANCE[precision], (label, name, diff)  # > 0: the mode really ran in half precision
 
 
@@ -56,15 +51,15 @@ def test_recomputation_leaves_the_losses_unchanged(run):
     work, _ = run
     oracle = json.loads((work / "precision_oracle.json").read_text())
     for name, losses in oracle["bf16"].items():
-        assert _max_diff(oracle["bf16 remat"][name], losses) <= REMAT_TOL, name
+        assert max_diff(oracle["bf16 remat"][name], losses) <= REMAT_TOL, name
 
 
 def test_single_process_half_precision_with_and_without_remat():
     fp32 = reference("fp32", False, 4)
     for precision in ("bf16", "fp16"):
         plain, remat = reference(precision, False, 4), reference(precision, True, 4)
-        assert _max_diff(plain, remat) <= REMAT_TOL, precision
-        assert 0 < _max_diff(plain, fp32) <= TOLERANCE[precision], precision
+        assert max_diff(plain, remat) <= REMAT_TOL, precision
+        assert 0 < max_diff(plain, fp32) <= TOLERANCE[precision], precision
 
 
 def test_checkpoints_resume_across_precisions_and_plans(run):
@@ -81,4 +76,4 @@ def test_checkpoints_resume_across_precisions_and_plans(run):
         assert (last.event, last.step, last.ckpt_step) == ("done", done, done), j
         losses.update({r.step: r.loss for r in records if r.event == "step"})
     assert sorted(losses) == list(range(1, done + 1))
-    assert _max_diff([losses[s] for s in sorted(losses)], fp32) <= BF16_TOL
+    assert max_diff([losses[s] for s in sorted(losses)], fp32) <= BF16_TOL
