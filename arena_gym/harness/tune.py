@@ -21,6 +21,8 @@ import dataclasses
 import json
 import logging
 import multiprocessing
+import os
+import signal
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -71,10 +73,94 @@ def get_target(name: str) -> TuneTarget:
         return resolve(TUNE_TARGETS[name])
     if is_module_attr(name):
         try:
-            return resolve(name)
+            target = resolve(name)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"tune target {name!r} cannot be imported: {exc}") from None
+        missing = [m for m in ("config_type", "sample", "check", "objective", "config_json") if not hasattr(target, m)]
+        if missing or not dataclasses.is_dataclass(getattr(target, "config_type", None)):
+            lacks = ", ".join(missing) or "a dataclass config_type"
+            raise ValueError(f"tune target {name!r} is not a tune target (it lacks {lacks})")
+        return target  # type: ignore[no-any-return]
     raise ValueError(f"unknown tune target {name!r}; valid: {', '.join(TUNE_TARGETS)} or module:attr")
+
+
+class _FirstChoice:
+    """A stand-in trial that answers every ``suggest_*`` with its lowest choice (to check fixed values before any trial)."""
+
+    def suggest_float(self, name: str, low: float, high: float, **_: Any) -> float:
+        return low
+
+    def suggest_int(self, name: str, low: int, high: int, **_: Any) -> int:
+        return low
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return choices[0]
+
+
+class Fixing:
+    """A trial whose ``suggest_*`` of a fixed parameter returns the fixed value (not sampled, not recorded).
+
+    Values may be command-line strings: they are read as the parameter's type (a categorical one
+    as the choice printed the same, if any; a budget may lie outside the range searched). Other
+    calls go to the wrapped trial.
+    """
+
+    def __init__(self, trial: Any, fixed: Mapping[str, Any]) -> None:
+        self.trial, self.fixed = trial, fixed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.trial, name)
+
+    def suggest_float(self, name: str, low: float, high: float, **kwargs: Any) -> float:
+        """The fixed value of ``name``, else the trial's."""
+        if name in self.fixed:
+            return float(self._number(name, float))
+        return float(self.trial.suggest_float(name, low, high, **kwargs))
+
+    def suggest_int(self, name: str, low: int, high: int, **kwargs: Any) -> int:
+        """The fixed value of ``name``, else the trial's."""
+        if name in self.fixed:
+            return int(self._number(name, int))
+        return int(self.trial.suggest_int(name, low, high, **kwargs))
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        """The fixed choice of ``name``, else the trial's."""
+        if name not in self.fixed:
+            return self.trial.suggest_categorical(name, choices)
+        value = self.fixed[name]
+        for choice in choices:
+            if choice == value or str(choice) == str(value):
+                return choice
+        kind = type(choices[0])
+        return self._number(name, kind) if kind in (int, float) else value
+
+    def _number(self, name: str, kind: type) -> Any:
+        value = self.fixed[name]
+        try:
+            return kind(json.loads(value) if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            raise ValueError(f"tune: {name}={value!r} is not a {kind.__name__}") from None
+
+
+def check_storage(url: str) -> None:
+    """ValueError (one line) when ``url`` is not a database URL this machine can open, before any work."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"tune --storage {url!r} is not a database URL (e.g. sqlite:///study.db)") from None
+    try:
+        parsed.get_dialect().import_dbapi()
+    except ImportError as exc:
+        raise ValueError(f"tune --storage {url!r}: its database driver is not installed ({exc})") from None
+    except Exception as exc:  # sqlalchemy's NoSuchModuleError: an unknown dialect
+        raise ValueError(f"tune --storage {url!r}: {exc}") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        folder = Path(parsed.database).resolve().parent
+        if not folder.is_dir():
+            raise ValueError(f"tune --storage {url!r}: folder {folder} does not exist")
 
 
 def coerce(config_type: type, key: str, value: Any) -> Any:
@@ -106,6 +192,8 @@ class TuneSettings:
 
     ``base`` fixes config fields of every trial and of the best config; ``trial_set`` fixes
     fields of the trials only (their budget: the best config keeps the target's defaults there).
+    A field the study tunes, fixed by either, is not sampled: the trials run with the fixed value
+    and the best config records it.
     ``storage`` is an SQLAlchemy URL (``None``: ``sqlite`` in ``out``); ``study`` its name.
     ``startup_trials`` random trials come before the TPE sampler and the pruner act; a trial is
     not pruned before step ``warmup_steps + 1``. A running trial beats every ``heartbeat_s``; one
@@ -134,6 +222,11 @@ class TuneSettings:
             raise ValueError("tune: startup_trials and warmup_steps must be >= 0")
         if not 0 < self.heartbeat_s < self.grace_s:
             raise ValueError(f"tune: need 0 < heartbeat_s < grace_s, got {self.heartbeat_s} and {self.grace_s}")
+
+    @property
+    def fixed(self) -> dict[str, Any]:
+        """Every value ``base`` and ``trial_set`` fix (a tuned parameter among them is not sampled)."""
+        return {**self.base, **self.trial_set}
 
     @property
     def study_name(self) -> str:
@@ -217,7 +310,7 @@ def _objective(settings: TuneSettings, target: TuneTarget) -> Callable[[optuna.T
     import optuna
 
     def objective(trial: optuna.Trial) -> float:
-        config = settings.config(target, target.sample(trial))
+        config = settings.config(target, target.sample(Fixing(trial, settings.fixed)))
 
         def report(step: int, value: float) -> None:
             trial.report(value, step)
@@ -230,18 +323,70 @@ def _objective(settings: TuneSettings, target: TuneTarget) -> Callable[[optuna.T
     return objective
 
 
+#: Exit code of a worker process stopped by Ctrl-C (its trial is marked failed), as the command line's.
+EXIT_INTERRUPTED = 130
+
+
+class _QuietInterrupt(logging.Filter):
+    """Drops optuna's traceback of a trial stopped by Ctrl-C (optuna marks it failed; one line says so instead)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            log.warning("%s", record.getMessage().partition(" with parameters")[0].replace("failed", "interrupted"))
+            return False
+        return True
+
+
 def run_worker(settings: TuneSettings, worker: int = 0) -> None:
-    """Run trials of the study until it holds ``settings.trials`` finished or running ones."""
+    """Run trials of the study until it holds ``settings.trials`` finished ones.
+
+    While the rest are running elsewhere it waits for them: they finish, or their worker died and
+    they go stale (no heartbeat for ``grace_s``), are marked failed and run again here.
+    """
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("optuna.study._optimize").addFilter(_QuietInterrupt())
     logging.getLogger("traces").setLevel(logging.WARNING)
     logging.getLogger("envs.workload").setLevel(logging.WARNING)
     study = open_study(settings, worker)
     target = get_target(settings.target)
     objective = _objective(settings, target)
-    while counted(study, running=True) < settings.trials:
-        study.optimize(objective, n_trials=1, gc_after_trial=True)
+    while counted(study) < settings.trials:
+        with warnings.catch_warnings():  # marked experimental, like the heartbeat it reads
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        if counted(study, running=True) < settings.trials:
+            study.optimize(objective, n_trials=1, gc_after_trial=True)
+        else:
+            time.sleep(min(settings.heartbeat_s, 5))
+
+
+def _worker_process(settings: TuneSettings, worker: int) -> None:
+    """A spawned worker: Ctrl-C ends it quietly with :data:`EXIT_INTERRUPTED` (optuna has failed its trial)."""
+    try:
+        run_worker(settings, worker)
+    except KeyboardInterrupt:
+        raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def _stop(workers: list[Any], first_s: float = 2.0, patience_s: float = 10.0) -> None:
+    """End the workers still running so that each marks its trial failed: Ctrl-C (SIGINT), SIGTERM after ``patience_s``.
+
+    Workers a terminal's Ctrl-C already reached are given ``first_s`` to finish on their own.
+    """
+    deadline = time.monotonic() + first_s
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
+    for w in workers:
+        if w.is_alive() and w.pid is not None:
+            os.kill(w.pid, signal.SIGINT)
+    deadline = time.monotonic() + patience_s
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
+        if w.is_alive():
+            w.terminate()
+            w.join()
 
 
 class Tuner:
@@ -251,6 +396,9 @@ class Tuner:
         self.settings = settings
         self.target = get_target(settings.target)
         self.out = check_out_dir(settings.out)
+        if settings.storage is not None:
+            check_storage(settings.storage)
+        self.target.sample(Fixing(_FirstChoice(), settings.fixed))  # a fixed tuned value must be one it may take
         config = settings.config(self.target, {})  # every fixed field is checked before any trial
         self.target.check(config)
 
@@ -273,7 +421,9 @@ class Tuner:
 
     def _spawn(self, study: optuna.Study, bar: tqdm) -> None:
         context = multiprocessing.get_context("spawn")
-        workers = [context.Process(target=run_worker, args=(self.settings, i)) for i in range(self.settings.workers)]
+        workers = [
+            context.Process(target=_worker_process, args=(self.settings, i)) for i in range(self.settings.workers)
+        ]
         for w in workers:
             w.start()
         try:
@@ -282,10 +432,7 @@ class Tuner:
                 if (done := counted(study)) > bar.n:
                     bar.update(done - bar.n)
         finally:
-            for w in workers:
-                if w.is_alive():
-                    w.terminate()
-                w.join()
+            _stop(workers)
         failed = [f"{i} (exit code {w.exitcode})" for i, w in enumerate(workers) if w.exitcode]
         if failed:
             raise RuntimeError(
@@ -311,7 +458,8 @@ class Tuner:
         trials.to_csv(self.out / "trials.csv", index=False)
         plot_study(trials, self.out / "history.png")
         best = study.best_trial
-        sampled = self.target.sample(optuna.trial.FixedTrial(best.params))  # the values the trial trained with
+        # the values the trial trained with, a fixed tuned parameter included (it is fixed in the best config too)
+        sampled = self.target.sample(Fixing(optuna.trial.FixedTrial(best.params), self.settings.fixed))
         config = self.settings.config(self.target, sampled, budget=False)
         summary = {
             "code_version": code_version(),
