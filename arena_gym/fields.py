@@ -75,6 +75,15 @@ def check(value: Any, hint: Any, where: str = "value") -> Any:
         raise FieldError(f"{where} must be {describe(hint)}, got {short(value)}") from None
 
 
+def fits(value: Any, hint: Any) -> bool:
+    """Whether :func:`check` accepts ``value`` for ``hint`` (an int for ``int`` is never a bool)."""
+    try:
+        _check(value, hint)
+    except _Mismatch:
+        return False
+    return True
+
+
 class _Mismatch(Exception):
     """Internal: the value does not fit (the outer :func:`check` words the message)."""
 
@@ -228,9 +237,7 @@ def check_fields(obj: Any, skip: Collection[str] = ()) -> None:
             object.__setattr__(obj, field_name, checked)
 
 
-def build(
-    cls: type[T], data: Any, context: str, readers: Mapping[str, Callable[[Any], Any]] | None = None
-) -> T:
+def build(cls: type[T], data: Any, context: str, readers: Mapping[str, Callable[[Any], Any]] | None = None) -> T:
     """A ``cls`` from the JSON object ``data``; :class:`FieldError` (one line, prefixed ``context``) on a
     non-object, unknown or missing keys or a value of the wrong type.
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.core.oplog import Op
+from arena_gym.fields import fits
 from real_runner.live.json_forms import op_from_row, op_to_row
 
 _SCHEMA = """
@@ -55,7 +56,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return fits(value, float) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class Journal:
         """(step, time) of a job's reported checkpoints, oldest first."""
         rows = self._rows("SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,))
         for step, t in rows:
-            if not (isinstance(step, int) and step >= 0 and _number(t)):
+            if not (fits(step, int) and step >= 0 and _number(t)):
                 raise JournalError(f"journal {self.path}: checkpoint row of job {job_id} is damaged ({step!r}, {t!r})")
         return [(int(s), float(t)) for s, t in rows]
 

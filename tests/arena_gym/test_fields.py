@@ -141,7 +141,9 @@ def test_check_fields_normalises_and_names_the_class_and_field() -> None:
 def test_build_reads_an_object_and_lists_unknown_and_missing_keys() -> None:
     config = build(_Config, {"name": "a", "sizes": [4], "rate": 3}, "cfg")
     assert config == _Config("a", (4,), 3.0)
-    with pytest.raises(FieldError, match="^cfg: unknown field\\(s\\) bad, worse; valid: name, sizes, rate, note, extra$"):
+    with pytest.raises(
+        FieldError, match="^cfg: unknown field\\(s\\) bad, worse; valid: name, sizes, rate, note, extra$"
+    ):
         build(_Config, {"name": "a", "worse": 1, "bad": 2}, "cfg")
     with pytest.raises(FieldError, match="^cfg: missing field\\(s\\) name$"):
         build(_Config, {"rate": 1.0}, "cfg")
