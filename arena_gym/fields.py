@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import numbers
 import types
 import typing
@@ -155,9 +156,10 @@ def _check_generic(value: Any, origin: Any, args: tuple[Any, ...]) -> Any:
     raise _Mismatch
 
 
-def from_text(text: str, hint: Any) -> Any:
+def from_text(text: str, hint: Any, sep: str = "+") -> Any:
     """``text`` converted to ``hint``: ``int``, ``float``, ``str``, ``bool`` (true/false/1/0/yes/no/on/off),
-    ``X | None`` (``none``, ``null`` or empty = None), ``Literal[...]`` and tuples (items joined with ``+``).
+    ``X | None`` (``none``, ``null`` or empty = None), ``Literal[...]``, tuples (items joined with ``sep``)
+    and ``Any`` (a JSON value, a float spelling such as ``nan``, or else the text itself).
 
     ValueError (one line) saying what was expected.
     """
@@ -168,15 +170,15 @@ def from_text(text: str, hint: Any) -> Any:
         errors = []
         for other in (a for a in args if a is not type(None)):
             try:
-                return from_text(text, other)
+                return from_text(text, other, sep)
             except ValueError as exc:
                 errors.append(str(exc))
         raise ValueError("; ".join(errors))
     if origin is tuple:
-        items = tuple(p.strip() for p in text.split("+") if p.strip())
+        items = tuple(p.strip() for p in text.split(sep) if p.strip())
         if not items:
-            raise ValueError("expected items joined with '+'")
-        return tuple(from_text(p, args[0]) for p in items) if args else items
+            raise ValueError(f"expected items joined with {sep!r}")
+        return tuple(from_text(p, args[0], sep) for p in items) if args else items
     if origin is typing.Literal:
         if text not in args:
             raise ValueError(f"expected one of {', '.join(map(str, args))}")
@@ -185,6 +187,17 @@ def from_text(text: str, hint: Any) -> Any:
     if reader is None:
         raise ValueError(f"cannot be set from text (type {hint})")
     return reader(text)
+
+
+def _any_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _bool_text(text: str) -> bool:
@@ -211,7 +224,13 @@ def _float_text(text: str) -> float:
         raise ValueError("expected a number") from None
 
 
-_TEXT_READERS: Mapping[Any, Callable[[str], Any]] = {bool: _bool_text, int: _int_text, float: _float_text, str: str}
+_TEXT_READERS: Mapping[Any, Callable[[str], Any]] = {
+    bool: _bool_text,
+    int: _int_text,
+    float: _float_text,
+    str: str,
+    Any: _any_text,
+}
 
 
 @functools.cache
