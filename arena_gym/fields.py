@@ -17,7 +17,7 @@ import json
 import numbers
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -233,9 +233,13 @@ _TEXT_READERS: Mapping[Any, Callable[[str], Any]] = {
 }
 
 
-@functools.cache
 def hints_of(cls: type) -> Mapping[str, Any]:
     """The resolved type hints of a dataclass's fields (string annotations evaluated; cached per class)."""
+    return _hints(typing.cast(Hashable, cls))
+
+
+@functools.cache
+def _hints(cls: Any) -> Mapping[str, Any]:
     hints = typing.get_type_hints(cls)
     return types.MappingProxyType({f.name: hints[f.name] for f in dataclasses.fields(cls)})
 

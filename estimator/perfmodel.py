@@ -31,11 +31,10 @@ MAX_GLOBAL_BATCH = 2**24
 
 def check_batch(global_batch: object) -> int:
     """``global_batch`` as an int in ``1..MAX_GLOBAL_BATCH``; TypeError/ValueError naming it otherwise."""
-    if type(global_batch) is not int:
-        global_batch = check(global_batch, int, "global_batch")
-    if not 1 <= global_batch <= MAX_GLOBAL_BATCH:
-        raise ValueError(f"global_batch must be in 1..{MAX_GLOBAL_BATCH}, got {global_batch}")
-    return global_batch
+    batch: int = global_batch if type(global_batch) is int else check(global_batch, int, "global_batch")
+    if not 1 <= batch <= MAX_GLOBAL_BATCH:
+        raise ValueError(f"global_batch must be in 1..{MAX_GLOBAL_BATCH}, got {batch}")
+    return batch
 
 
 def check_arg(value: object, kind: type, name: str) -> None:

@@ -185,7 +185,7 @@ class Journal:
             data = self._json(d, where)
             if (
                 not isinstance(j, str)
-                or not isinstance(g, int)
+                or not fits(g, int)
                 or g < 1
                 or p not in PHASES
                 or not isinstance(data, dict)
@@ -215,7 +215,7 @@ class Journal:
         """Progress-channel offsets by job."""
         rows = self._rows("SELECT job_id, offset FROM offsets")
         for j, o in rows:
-            if not (isinstance(j, str) and isinstance(o, int) and o >= 0):
+            if not (isinstance(j, str) and fits(o, int) and o >= 0):
                 raise JournalError(f"journal {self.path}: progress offset of job {j!r} is damaged ({o!r})")
         return dict(rows)
 

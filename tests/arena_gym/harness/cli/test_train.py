@@ -162,7 +162,7 @@ def test_a_config_file_sets_the_fields_and_options_beside_it_win(tmp_path: Path)
     [
         ("{", "cannot read it as JSON"),
         ('{"other": 1}', "no 'train' or 'config' object"),
-        ('{"config": {"speed": 3}}', "TrainConfig: unknown field(s) speed"),
+        ('{"config": {"speed": 3}}', "unknown TrainConfig field(s) speed"),
     ],
 )
 def test_a_bad_config_file_is_one_line(tmp_path: Path, text: str, message: str, capsys) -> None:
