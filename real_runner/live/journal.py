@@ -183,13 +183,7 @@ class Journal:
         for j, g, p, d in self._rows("SELECT job_id, gen, phase, data FROM generations ORDER BY job_id, gen"):
             where = f"generation {g!r} of job {j!r}"
             data = self._json(d, where)
-            if (
-                not isinstance(j, str)
-                or not fits(g, int)
-                or g < 1
-                or p not in PHASES
-                or not isinstance(data, dict)
-            ):
+            if not isinstance(j, str) or not fits(g, int) or g < 1 or p not in PHASES or not isinstance(data, dict):
                 raise JournalError(f"journal {self.path}: {where} is damaged (phase {p!r})")
             out.append(GenerationRow(j, g, p, data))
         return out
