@@ -9,7 +9,7 @@ from typing import Any, Literal, NewType
 import numpy as np
 import pytest
 
-from arena_gym.fields import FieldError, build, check, check_fields, describe, from_text
+from arena_gym.fields import FieldError, build, check, check_fields, describe, fits, from_text, hints_of
 
 JobName = NewType("JobName", str)
 
@@ -156,3 +156,12 @@ def test_build_reads_an_object_and_lists_unknown_and_missing_keys() -> None:
 def test_build_uses_a_reader_for_a_field_in_place_of_the_check() -> None:
     config = build(_Config, {"name": "a", "sizes": "1,2"}, "cfg", {"sizes": lambda v: tuple(map(int, v.split(",")))})
     assert config.sizes == (1, 2)
+
+
+def test_hints_of_resolves_string_annotations_per_class() -> None:
+    assert hints_of(_Config)["sizes"] == tuple[int, ...]
+    assert hints_of(_Config) is hints_of(_Config)
+
+
+def test_fits_is_check_without_the_error() -> None:
+    assert fits(3, int) and not fits(True, int) and fits([1.5], list[float]) and not fits("1", float)
