@@ -103,12 +103,17 @@ def trace_hooks(perf: PerfModel, cluster: ClusterSpec) -> tuple[Callable[..., bo
 
 
 def unschedulable_reason(job: JobSpec, perf: PerfModel, cluster: ClusterSpec) -> str | None:
-    """Why ``job`` can never run on ``cluster`` (its requested GPU type is absent, or it is infeasible,
-    out of memory, on every shape the cluster has), or None when some shape can run it."""
+    """Why ``job`` can never run on ``cluster`` (its requested GPU type is absent, it requests more GPUs
+    than the cluster has of the types it may use, or it is infeasible, out of memory, on every shape the
+    cluster has), or None when some shape can run it."""
     wanted = job.requested_gpu_type
     if wanted is not None and wanted not in {g.gpu_type for g in cluster.groups}:
         return f"requests GPU type {wanted}, which cluster {cluster.name} lacks"
     groups = [g for g in cluster.groups if wanted is None or g.gpu_type == wanted]
+    most = max(g.nodes * g.gpus_per_node for g in groups)
+    if job.requested_gpus is not None and job.requested_gpus > most:
+        kinds = "+".join(g.gpu_type for g in groups)
+        return f"requests {job.requested_gpus} GPUs, more than cluster {cluster.name} has of {kinds} ({most})"
     for group in groups:
         count = 1
         while count <= group.nodes * group.gpus_per_node:
@@ -119,7 +124,7 @@ def unschedulable_reason(job: JobSpec, perf: PerfModel, cluster: ClusterSpec) ->
     kinds = "+".join(g.gpu_type for g in groups)
     return (
         f"{job.model.name} at batch {job.global_batch} is infeasible (out of memory) on every shape of "
-        f"cluster {cluster.name} ({kinds}, up to {max(g.nodes * g.gpus_per_node for g in groups)} GPUs)"
+        f"cluster {cluster.name} ({kinds}, up to {most} GPUs)"
     )
 
 

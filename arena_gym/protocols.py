@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 from arena_gym.records import EpisodeRecord
 from arena_gym.types import Decision, JobSpec, OverheadClass, PerfModel, Snapshot
 
-__all__ = ["ClusterBackend", "InvalidDecision", "PerfModel", "Policy"]
+__all__ = ["ClusterBackend", "InvalidDecision", "PerfModel", "PluginPolicy", "Policy", "with_defaults"]
 
 
 @runtime_checkable
@@ -74,3 +74,39 @@ class ClusterBackend(Protocol):
 
 class InvalidDecision(ValueError):
     """A decision that would break a cluster invariant; nothing of it was applied."""
+
+
+class PluginPolicy:
+    """A plug-in that defines only ``decide`` (and any of the rest), with :class:`Policy`'s defaults for the others.
+
+    Defaults: ``name`` the spec it was built from, ``ap_search`` ``"full"`` (an unpruned AP
+    search, as the baselines pay), ``clairvoyant`` False, ``reset`` nothing.
+    """
+
+    def __init__(self, inner: object, name: str) -> None:
+        self.inner = inner
+        self.name = str(getattr(inner, "name", name))
+        self.ap_search: OverheadClass | str = getattr(inner, "ap_search", "full")
+        self.clairvoyant = bool(getattr(inner, "clairvoyant", False))
+
+    def reset(self) -> None:
+        """The plug-in's own ``reset``, if it has one."""
+        reset = getattr(self.inner, "reset", None)
+        if reset is not None:
+            reset()
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        """The plug-in's decision."""
+        return self.inner.decide(snapshot)  # type: ignore[attr-defined, no-any-return]
+
+
+def with_defaults(policy: object, name: str) -> Policy:
+    """``policy`` itself when it has every :class:`Policy` member, else a :class:`PluginPolicy` around it.
+
+    ValueError (one line) when it has no callable ``decide``.
+    """
+    if not callable(getattr(policy, "decide", None)):
+        raise ValueError(f"policy {name!r} ({type(policy).__name__}) has no decide(snapshot) method")
+    if all(hasattr(policy, member) for member in ("name", "ap_search", "reset")):  # clairvoyant defaults to False
+        return policy  # type: ignore[return-value]
+    return PluginPolicy(policy, name)

@@ -338,9 +338,12 @@ def make_perf(
 def make_policy(spec: str, seed: int = 0) -> Policy:
     """Build a policy from its spec (a registered name, ``sb3:PATH``, an entry point or ``module:attr``).
 
+    A plug-in needs only ``decide``: the other :class:`~arena_gym.protocols.Policy` members get defaults.
+
     Factories that take ``rng`` get their own generator, seeded from ``seed``.
     """
     import numpy as np
 
-    policy: Policy = POLICIES.make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1])))
-    return policy
+    from arena_gym.protocols import with_defaults
+
+    return with_defaults(POLICIES.make(spec, rng=np.random.default_rng(np.random.SeedSequence([seed, 1]))), spec)

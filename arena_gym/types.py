@@ -122,6 +122,11 @@ class DeadlineSource(enum.Enum):
     DERIVED = "derived"
 
 
+#: The latest submit time a job may have (s): below 2**40 a float second keeps 0.25 ms precision, so
+#: overheads and iteration times are not rounded away.
+MAX_TIME_S = float(2**40)
+
+
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """A training job as submitted: model, global batch, iterations, submit time, request.
@@ -144,8 +149,11 @@ class JobSpec:
             raise ValueError(f"job {self.job_id}: global batch must be >= 1, got {self.global_batch}")
         if self.iterations < 1:
             raise ValueError(f"job {self.job_id}: iterations must be >= 1, got {self.iterations}")
-        if not math.isfinite(self.submit_time) or self.submit_time < 0:
-            raise ValueError(f"job {self.job_id}: submit time must be finite and >= 0, got {self.submit_time}")
+        if not 0 <= self.submit_time <= MAX_TIME_S:
+            raise ValueError(
+                f"job {self.job_id}: submit time must be in 0..{MAX_TIME_S:.0f} s (2**40: float seconds keep "
+                f"sub-millisecond precision there), got {self.submit_time}"
+            )
         if self.requested_gpus is not None and not is_power_of_two(self.requested_gpus):
             raise ValueError(f"job {self.job_id}: requested GPU count {self.requested_gpus} is not a power of two")
 

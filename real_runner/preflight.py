@@ -6,12 +6,13 @@ problem: a testbed that names CUDA devices where CUDA is absent, device indices 
 not have, no nccl for multi-rank CUDA plans, devices with less memory than the testbed's device
 type (plans are sized for the catalogue's memory), an unwritable checkpoint folder, a model whose
 training state cannot fit even spread over every device, and a job that is infeasible (out of
-memory) on every shape of the testbed. Checks that need the machine
+memory) on every shape of the testbed; before them, torch missing where the jobs run on this machine. Checks that need the machine
 apply to testbeds on this machine (the local launcher); a CPU testbed never imports torch.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import tempfile
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena_gym.extras import install_hint
 from arena_gym.perf import unschedulable_reason
 from arena_gym.types import JobSpec, PerfModel
 from real_runner.testbed import Testbed
@@ -32,12 +34,13 @@ TRAIN_BYTES_PER_PARAM = 16
 
 @dataclass(frozen=True)
 class MachineFacts:
-    """What this machine offers the runner: its memory, CUDA, the CUDA devices' total memory (bytes), nccl."""
+    """What this machine offers the runner: its memory, CUDA, the CUDA devices' total memory (bytes), nccl, torch."""
 
     host_memory: int
     cuda: bool = False
     device_memory: tuple[int, ...] = ()
     nccl: bool = False
+    torch: bool = True
 
 
 def host_memory() -> int:
@@ -47,6 +50,8 @@ def host_memory() -> int:
 
 def probe_machine(gpu: bool) -> MachineFacts:
     """The facts of this machine; CUDA is asked from torch only for a ``gpu`` testbed."""
+    if importlib.util.find_spec("torch") is None:
+        return MachineFacts(host_memory(), torch=False)
     if not gpu:
         return MachineFacts(host_memory())
     import torch  # noqa: PLC0415 - only GPU testbeds need it
@@ -74,6 +79,12 @@ class Preflight:
     def local(self) -> bool:
         """Whether the testbed runs on this machine (its facts apply)."""
         return self.testbed.launcher == "local"
+
+
+def _torch_present(p: Preflight) -> str | None:
+    if not p.local or p.facts is None or p.facts.torch:
+        return None
+    return f"the jobs of testbed {p.testbed.name} run on this machine and need {install_hint('torch')}"
 
 
 def _cuda_present(p: Preflight) -> str | None:
@@ -168,6 +179,7 @@ def _models_fit(p: Preflight) -> str | None:
 
 #: Every check, in order; each returns the problem in one line, or None.
 CHECKS: tuple[Callable[[Preflight], str | None], ...] = (
+    _torch_present,
     _cuda_present,
     _device_indices,
     _nccl,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from arena_gym.families import families, family_aliases
-from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
+from arena_gym.types import MAX_TIME_S, DeadlineSource, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.trace import Trace
 
 #: A decimal number literal in ASCII digits (no ``inf``/``nan``, hex, digit separators or other scripts' digits).
@@ -214,10 +214,14 @@ class CsvTable:
         return np.where(ok, values, np.nan)
 
     def times(self, col: str, *, optional: bool = False) -> np.ndarray:
-        """Non-negative times in seconds (NaN for empty optional cells)."""
+        """Times in seconds in ``0..MAX_TIME_S`` (NaN for empty optional cells)."""
         raw = self.text(col)
         values = self.numbers(col, optional=optional, min_value=None, what="time")
         self.first_bad(values < 0, lambda i: f"negative time in column {col!r}: {raw[i]}")
+        self.first_bad(
+            values > MAX_TIME_S,
+            lambda i: f"column {col!r}: {raw[i]} is beyond {MAX_TIME_S:.0f} s (2**40), where seconds lose precision",
+        )
         return values
 
     def counts(

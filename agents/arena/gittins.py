@@ -10,6 +10,7 @@ admission and pending-restart trial walk the queue by it instead of by submissio
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,8 @@ from agents.belief import JobLike, WorkBelief, load_belief
 from agents.belief.adaptive import EpisodeLog, EpisodeScale
 from arena_gym.types import JobId, JobView, Snapshot
 
+log = logging.getLogger(__name__)
+
 
 class GittinsPriority:
     """Queue keys ``(-Gittins index, submit time, job id)`` from a belief (non-clairvoyant: attained work only).
@@ -29,6 +32,8 @@ class GittinsPriority:
     (its requested shape). With ``adapt`` the belief is rescaled to the episode: the index is read at the attained work
     divided by the posterior mean of the episode's work scale (:mod:`agents.belief.adaptive`),
     inferred from the jobs seen so far (finished ones' totals, running ones' attained work).
+    A job the belief has no reference time for (infeasible at its request, and not in the belief's
+    table) gets index 0 and urgency 0: it is ordered last, and named once in the log.
     """
 
     clairvoyant = False
@@ -42,17 +47,20 @@ class GittinsPriority:
         self._memo: dict[JobId, float] = {}
         self._shrink = 1.0
         self._pinned: float | None = None  # a log work scale taken as known (see at_scale)
+        self._unknown: set[JobId] = set()  # jobs without a reference time (ordered last)
 
     def reset(self) -> None:
         """Forget the episode."""
         self._log.reset()
         self._for, self._memo = None, {}
+        self._unknown = set()
 
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
         twin._log = self._log.fork()
         twin._for, twin._memo = None, {}
+        twin._unknown = set(self._unknown)
         return twin
 
     def at_scale(self, log_scale: float) -> GittinsPriority:
@@ -80,6 +88,8 @@ class GittinsPriority:
         indexes, now, belief = self._indexes(snapshot), snapshot.now, self.belief
 
         def weight(view: JobView) -> float:
+            if view.job_id in self._unknown:
+                return 0.0
             reference = belief.reference_time(self._attributes(view))
             return self._index(indexes, view, now) * reference / view.spec.global_batch
 
@@ -97,14 +107,35 @@ class GittinsPriority:
             self._shrink = math.exp(-float(np.dot(self._scale.posterior(log.seen, log.likelihoods), self._scale.grid)))
         else:
             self._shrink = 1.0
-        views = [*snapshot.pending, *snapshot.running]
+        views = [v for v in (*snapshot.pending, *snapshot.running) if self.known(v)]
         attained = [v.iterations_done(snapshot.now) * self._shrink for v in views]
         index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()
-        self._for, self._memo = snapshot, {v.job_id: float(g) for v, g in zip(views, index)}
+        memo = dict.fromkeys(self._unknown, 0.0)
+        memo.update((v.job_id, float(g)) for v, g in zip(views, index))
+        self._for, self._memo = snapshot, memo
         return self._memo
+
+    def known(self, view: JobView) -> bool:
+        """Whether the belief has a reference time for the job (a job without one is named once, then ordered last)."""
+        if view.job_id in self._unknown:
+            return False
+        attributes = self._attributes(view)
+        if self.belief.references.knows(attributes):
+            return True
+        self._unknown.add(view.job_id)
+        log.warning(
+            "job %s: no reference iteration time for %s batch %d at its request (infeasible there, "
+            "and not in the belief's table); it is ordered last",
+            view.job_id,
+            view.spec.model,
+            view.spec.global_batch,
+        )
+        return False
 
     def _index(self, indexes: dict[JobId, float], view: JobView, now: float) -> float:
         found = indexes.get(view.job_id)
+        if found is None and not self.known(view):
+            found = indexes[view.job_id] = 0.0
         if found is None:  # a view the snapshot did not list (the round's own bookkeeping)
             found = indexes[view.job_id] = float(
                 self.belief.gittins_index(self._attributes(view), view.iterations_done(now) * self._shrink)

@@ -48,14 +48,19 @@ class EpisodeScale:
             raise ValueError("EpisodeScale.grid needs at least two points")
 
     def posterior(self, seen: Mapping[JobId, Observation], memo: Likelihoods | None = None) -> np.ndarray:
-        """Normalised posterior weights over ``grid`` given the observations.
+        """Normalised posterior weights over ``grid`` given the observations (of jobs the belief has a reference for).
 
         With ``memo`` a job's likelihood row is computed only when its observation changed since
         the last call (the weights are the same to the last bit).
         """
         grid = np.asarray(self.grid)
         log_post = -0.5 * (grid / self.prior_sd) ** 2
-        live = {j: o for j, o in seen.items() if o.finished or o.work > 0}
+        knows = self.belief.references.knows
+        live = {
+            j: o
+            for j, o in seen.items()
+            if (o.finished or o.work > 0) and (o.attributes.reference_s is not None or knows(o.attributes))
+        }
         if live and memo is not None:
             log_post = log_post + memo.total(self, live)
         elif live:
@@ -163,9 +168,12 @@ class EpisodeLog:
         return self.seen[view.job_id].attributes
 
     def _attributes(self, view: JobView, snapshot: Snapshot) -> JobAttributes:
-        gpu_type, n = requested(view.spec, snapshot)
-        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
+        """The job's attributes, with its reference time when its request is feasible on the cluster."""
         a = JobAttributes.of(view)
+        gpu_type, n = requested(view.spec, snapshot)
+        if gpu_type not in snapshot.cluster.gpu_types:
+            return a
+        reference = self._estimates.best(view.spec, gpu_type, n, snapshot.cluster.group(gpu_type).gpus_per_node)
         if not math.isfinite(reference):
             return a
         return JobAttributes(a.model, a.global_batch, a.gpu_type, a.num_gpus, reference)

@@ -30,6 +30,14 @@ class ReferenceTable:
             raise ValueError("two references have the same configuration")
         object.__setattr__(self, "_times", times)
 
+    def knows(self, job: JobLike) -> bool:
+        """Whether :meth:`time` has a reference iteration time for ``job``."""
+        try:
+            self.time(job)
+        except ValueError:
+            return False
+        return True
+
     def time(self, job: JobLike) -> float:
         """The job's reference iteration time (s): its own ``reference_s``, else the table's.
 

@@ -214,7 +214,7 @@ class ResidualPriority(GittinsPriority):
         """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
         if self._residuals_for is not snapshot:
             indexes = self._indexes(snapshot)
-            views = [*snapshot.pending, *snapshot.running]
+            views = [v for v in (*snapshot.pending, *snapshot.running) if self.known(v)]
             refs = [self.belief.reference_time(self._attributes(v)) for v in views]
             x = job_features(views, [indexes[v.job_id] for v in views], snapshot, refs)
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))

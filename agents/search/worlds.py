@@ -49,10 +49,12 @@ def sampled_world(
     model's evidence); ``config`` should end the episode at ``until`` (its ``horizon_s``);
     ``log_scale`` scales every job's work by ``exp(log_scale)`` (the episode's scale,
     :mod:`agents.belief.adaptive`); ``attributes`` gives a view's job attributes (with its
-    reference iteration time, where the belief's table lacks it).
+    reference iteration time, where the belief's table lacks it). A job without any reference time
+    (infeasible at its request and not in the table) is left out of the world.
     """
     now = snapshot.now
-    views = (*snapshot.running, *snapshot.pending)
+    known = belief.references.knows
+    views = [v for v in (*snapshot.running, *snapshot.pending) if known(attributes(v))]
     attained = np.array([v.iterations_done(now) for v in views], dtype=np.float64)
     jobs = [attributes(v) for v in views]
     totals = belief.sample_total(jobs, attained, rng, log_scale=log_scale)[:, 0] if views else ()

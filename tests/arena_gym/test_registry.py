@@ -131,6 +131,50 @@ def test_module_attr_specs_build_policies_perf_models_and_traces():
     assert [j.submit_time for j in jobs] == [100.0, 110.0, 120.0]
 
 
+class OnlyDecides:
+    """A plug-in with nothing but ``decide``: it starts every waiting job on one GPU of the first type."""
+
+    def decide(self, snapshot):
+        """Start what fits, one GPU each."""
+        from agents.common import FreeGpus
+        from arena_gym.placement import allocation
+        from arena_gym.types import Decision
+
+        gpus, starts = FreeGpus(snapshot), []
+        for view in snapshot.pending:
+            placement = gpus.find(snapshot.cluster.gpu_types[0], 1)
+            if placement is not None:
+                gpus.take(placement)
+                starts.append((view.job_id, allocation(snapshot.perf, view.spec, placement)))
+        return Decision(allocations=tuple(starts))
+
+
+def test_a_plug_in_that_defines_only_decide_gets_the_protocol_defaults_and_runs():
+    from arena_gym.harness.experiment import play
+    from arena_gym.sim import SimBackend
+
+    policy = make_policy(f"{HERE}:OnlyDecides")
+    assert (policy.name, policy.ap_search, policy.clairvoyant) == (f"{HERE}:OnlyDecides", "full", False)
+    policy.reset()
+    model = uniform_model()
+    jobs = (job("a", 0.0, 5, "a40", 1), job("b", 1.0, 5, "a40", 1))
+    episode = play(policy, jobs, SimBackend(PRESETS["tiny"], model, model))
+    assert episode.metrics["jobs_finished"] == 2
+
+
+class Undecided:
+    """Named, but no ``decide``."""
+
+    name = "undecided"
+
+
+def test_a_plug_in_without_decide_is_a_one_line_error():
+    with pytest.raises(
+        ValueError, match=rf"^policy '{HERE}:Undecided' \(Undecided\) has no decide\(snapshot\) method$"
+    ):
+        make_policy(f"{HERE}:Undecided")
+
+
 @pytest.mark.parametrize(
     "spec, message",
     [

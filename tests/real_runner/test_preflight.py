@@ -31,6 +31,14 @@ def test_a_cpu_testbed_passes_without_asking_torch() -> None:
     assert not probe_machine(gpu=False).cuda
 
 
+def test_a_machine_without_torch_is_refused_naming_the_install_command() -> None:
+    no_torch = MachineFacts(64 * GIB, torch=False)
+    assert refusal(load_testbed("cpu-2"), facts=no_torch) == (
+        "preflight: the jobs of testbed cpu-2 run on this machine and need torch, which is not installed: "
+        "pip install 'arena-gym[runner]' (in a clone: pip install -e '.[runner]')"
+    )
+
+
 def test_a_cuda_testbed_is_refused_on_a_machine_without_cuda() -> None:
     if probe_machine(gpu=True).cuda:
         pytest.skip("this machine has CUDA")

@@ -119,6 +119,10 @@ BAD_CANONICAL = {
         CANON + "x,soon,gpt__1.3B,128,10,a40,4,\n",
         r"^{f}:2: column 'submit_time_s': 'soon' is not a finite time$",
     ),
+    "time beyond 2**40 s": (
+        CANON + "x,1e18,gpt__1.3B,128,10,a40,4,\n",
+        r"^{f}:2: column 'submit_time_s': 1e18 is beyond 1099511627776 s \(2\*\*40\), where seconds lose precision$",
+    ),
     "negative deadline": (
         CANON + "x,1,gpt__1.3B,128,10,a40,4,-5\n",
         r"^{f}:2: negative time in column 'deadline_s': -5$",

@@ -103,15 +103,16 @@ def test_itp_duration_that_overflows_iterations(tmp_path):
 
 
 def test_rebasing_that_rounds_two_times_together_keeps_the_id_order(tmp_path):
-    # 2**54 + 8 and 2**54 + 12 are one float apart; minus the offset 2 both round (to even)
-    # to 2**54 + 8: the tie must then be ordered by job id, "a" before "b"
-    x, y = 2**54 + 8, 2**54 + 12
-    assert float(x) - 2 == float(y) - 2
+    # 2**39 + 2u and 2**39 + 3u (u = 2**-13, the float spacing there) are one float apart; minus the
+    # offset u/2 both round (to even) to 2**39 + 2u: the tie must then be ordered by job id, "a" before "b"
+    u = 2.0**-13
+    x, y, offset = 2**39 + 2 * u, 2**39 + 3 * u, u / 2
+    assert x - offset == y - offset
     path = tmp_path / "t.csv"
-    path.write_text(CANON + f"z,2,gpt__1.3B,8,1,,,\nb,{x},gpt__1.3B,8,1,,,\na,{y},gpt__1.3B,8,1,,,\n")
+    path.write_text(CANON + f"z,{offset!r},gpt__1.3B,8,1,,,\nb,{x!r},gpt__1.3B,8,1,,,\na,{y!r},gpt__1.3B,8,1,,,\n")
     trace = load_trace(path)
-    assert [j.job_id for j in trace.jobs] == ["z", "a", "b"] and trace.time_offset_s == 2.0
-    assert trace.jobs[1].submit_time == trace.jobs[2].submit_time == float(x) - 2
+    assert [j.job_id for j in trace.jobs] == ["z", "a", "b"] and trace.time_offset_s == offset
+    assert trace.jobs[1].submit_time == trace.jobs[2].submit_time == x - offset
 
 
 def test_load_scaling_that_creates_a_tie_keeps_the_id_order():

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
+from arena_gym.extras import install_hint
 from arena_gym.registry import resolve
 
 #: Subcommand name -> ``module:configure`` (``configure(parser)`` adds arguments and a handler).
@@ -153,6 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except (ValueError, OSError, KeyError) as exc:
         print(f"arena-gym {args.command}: error: {_error_text(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ModuleNotFoundError as exc:
+        hint = install_hint(exc.name or "")
+        if hint is None:
+            raise
+        print(f"arena-gym {args.command}: error: this command needs {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"arena-gym {args.command}: interrupted", file=sys.stderr)
