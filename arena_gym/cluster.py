@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arena_gym.fields import fits
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 
 
@@ -46,7 +47,7 @@ def _show(value: Any) -> str:
 
 
 def _integer(value: Any, where: str, lo: int, hi: int, power_of_two: bool = False) -> int:
-    ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    ok = fits(value, int) and lo <= value <= hi
     if not ok or (power_of_two and not is_power_of_two(value)):
         kind = "a power of two" if power_of_two else "an integer"
         raise ValueError(f"{where}: expected {kind} in {lo}..{hi}, got {_show(value)}")
@@ -54,7 +55,7 @@ def _integer(value: Any, where: str, lo: int, hi: int, power_of_two: bool = Fals
 
 
 def _bandwidth(value: Any, where: str) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = fits(value, float) and math.isfinite(value)
     if not ok or not 0 < value <= MAX_LINK_GBPS:
         raise ValueError(
             f"{where}: expected a number of GB/s in (0, {MAX_LINK_GBPS:g}] (omit it for the "

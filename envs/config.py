@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.core.triggers import DecisionSchedule
+from arena_gym.fields import check_fields
 from arena_gym.protocols import PerfModel
 from arena_gym.sim import OverheadModel, SimConfig
 from arena_gym.types import ClusterSpec
@@ -26,61 +26,6 @@ PENDING_ORDERS: tuple[str, ...] = ("fifo", "las")
 REWARD_NORMS: tuple[str, ...] = ("none", "jobs", "ideal")
 #: Upper bound of ``max_pending`` and of ``max_running``: the spaces and masks hold a row per slot.
 MAX_SLOTS = 1024
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_spec(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_specs(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, (tuple, list)) and bool(value) and all(isinstance(v, str) for v in value)
-    )
-
-
-#: Field -> (check, what it must be); checked before any value is looked at.
-_TYPES: dict[str, tuple[Any, str]] = {
-    "cluster": (lambda v: isinstance(v, (str, ClusterSpec)), "a preset name, a cluster file path or a ClusterSpec"),
-    "cluster_variants": (
-        lambda v: isinstance(v, (tuple, list)) and all(isinstance(c, (str, ClusterSpec)) for c in v),
-        "a tuple of cluster names, files or ClusterSpecs",
-    ),
-    "trace": (_is_specs, "a trace spec string or a non-empty tuple of them"),
-    "data_dir": (_is_spec, "a directory path string"),
-    "split": (_is_spec, "a string"),
-    "split_fractions": (
-        lambda v: isinstance(v, (tuple, list)) and len(v) == 3 and all(_is_real(x) for x in v),
-        "a tuple of three numbers (train, validation, test)",
-    ),
-    "window_jobs": (_is_int, "an integer"),
-    "load_levels": (lambda v: isinstance(v, (tuple, list)) and all(_is_real(x) for x in v), "a tuple of numbers"),
-    "load_basis": (_is_spec, "a string"),
-    "perf": (lambda v: isinstance(v, (str, PerfModel)), "a perf spec string or a PerfModel"),
-    "belief": (lambda v: v is None or isinstance(v, (str, PerfModel)), "None, a perf spec string or a PerfModel"),
-    "horizon_s": (_is_real, "a number"),
-    "max_pending": (_is_int, "an integer"),
-    "max_running": (_is_int, "an integer"),
-    "pending_order": (_is_spec, "a string"),
-    "fold_stages": (lambda v: isinstance(v, bool), "a bool"),
-    "oracle_remaining": (lambda v: isinstance(v, bool), "a bool"),
-    "advisor": (lambda v: v is None or (isinstance(v, str) and bool(v.strip())), "None or a policy name"),
-    "reward": (_is_spec, "a string"),
-    "reward_scale": (_is_real, "a number"),
-    "reward_norm": (_is_spec, "a string"),
-    "invalid_action_penalty": (_is_real, "a number"),
-    "max_substeps": (_is_int, "an integer"),
-    "round_s": (lambda v: v is None or _is_real(v), "None or a number"),
-    "ap_search": (_is_spec, "a string"),
-    "seed": (_is_int, "an integer"),
-}
 
 
 @dataclass(frozen=True)
@@ -150,14 +95,7 @@ class EnvConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, (check, what) in _TYPES.items():
-            value = getattr(self, name)
-            if not check(value):
-                raise TypeError(f"EnvConfig.{name} must be {what}, got {value!r} ({type(value).__name__})")
-        for name in ("cluster_variants", "load_levels", "split_fractions"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        if isinstance(self.trace, list):
-            object.__setattr__(self, "trace", tuple(self.trace))
+        check_fields(self)
         problems = self._problems()
         if problems:
             raise ValueError("EnvConfig: " + "; ".join(problems))
@@ -194,8 +132,10 @@ class EnvConfig:
             problems.append(f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}")
         if self.seed < 0:
             problems.append(f"seed must be >= 0, got {self.seed}")
-        if any(not s.strip() for s in self.traces):
-            problems.append("trace specs must not be empty")
+        if not self.traces or any(not s.strip() for s in self.traces):
+            problems.append("trace must be one non-empty trace spec or a non-empty tuple of them")
+        if self.advisor is not None and not self.advisor.strip():
+            problems.append("advisor must be None or a policy name, got an empty string")
         return problems
 
     @property

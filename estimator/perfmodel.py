@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena_gym.fields import check
 from arena_gym.types import GPU_COUNTS, ClusterSpec, Grid, ModelRef, NodeGroup, Plan, ResourceShape
 from estimator.costmodel import PlanEstimate, estimate_plan, rates_for
 from estimator.hardware import GpuSpec, canonical_gpu_name, get_gpu, node_links
@@ -31,13 +31,10 @@ MAX_GLOBAL_BATCH = 2**24
 
 def check_batch(global_batch: object) -> int:
     """``global_batch`` as an int in ``1..MAX_GLOBAL_BATCH``; TypeError/ValueError naming it otherwise."""
-    if type(global_batch) is not int:
-        if isinstance(global_batch, bool) or not isinstance(global_batch, numbers.Integral):
-            raise TypeError(f"global_batch must be an integer, got {global_batch!r:.60}")
-        global_batch = int(global_batch)
-    if not 1 <= global_batch <= MAX_GLOBAL_BATCH:
-        raise ValueError(f"global_batch must be in 1..{MAX_GLOBAL_BATCH}, got {global_batch}")
-    return global_batch
+    batch: int = global_batch if type(global_batch) is int else check(global_batch, int, "global_batch")
+    if not 1 <= batch <= MAX_GLOBAL_BATCH:
+        raise ValueError(f"global_batch must be in 1..{MAX_GLOBAL_BATCH}, got {batch}")
+    return batch
 
 
 def check_arg(value: object, kind: type, name: str) -> None:

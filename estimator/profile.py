@@ -74,6 +74,8 @@ from typing import Any
 
 import numpy as np
 
+from arena_gym.fields import fits
+
 PROFILE_FORMAT = "arena-gym-profile"
 #: 2: the autograd backward call cost ("calls"); 3: wrapped layers timed on real groups ("grouped");
 #: 4: the op-order cost of micro-batches in flight ("order"), the pipeline overhead against a loop in the same order
@@ -94,13 +96,13 @@ class ProfileError(ValueError):
 
 
 def _num(value: Any, where: str, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
+    if not (fits(value, float) and math.isfinite(value) and value >= minimum):
         raise ProfileError(f"{where} must be a finite number >= {minimum:g}, got {value!r:.40}")
     return float(value)
 
 
 def _int(value: Any, where: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not (fits(value, int) and value >= minimum):
         raise ProfileError(f"{where} must be an integer >= {minimum}, got {value!r:.40}")
     return value
 
@@ -609,39 +611,76 @@ def _parse(data: Any) -> Profile:
     if not isinstance(models_d, Mapping) or not models_d:
         raise ProfileError("models must be a non-empty object")
     models = {str(k): ModelInfo.from_dict(str(k), v) for k, v in models_d.items()}
+    compute, overhead = _curves(top["compute"], "compute", models), _curves(top["overhead"], "overhead", models)
+    for name in models:
+        for kind in LAYER_KINDS:
+            if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
+                raise ProfileError(f"compute has no {kind} curve at tp=1 for {name}")
+    calls = _obj(top["calls"], "calls", ("backward_s",))
+    return Profile(
+        device,
+        models,
+        compute,
+        overhead,
+        _optimizer(top["optimizer"]),
+        _data(top["data"]),
+        _comm(top["comm"]),
+        _num(calls["backward_s"], "calls.backward_s"),
+        {str(k): _num(v, f"cost.{k}") for k, v in _mapping(top.get("cost", {}), "cost").items()},
+        dict(_mapping(top.get("settings", {}), "settings")),
+        _text(top.get("created", ""), "created"),
+        _text(top.get("code_version", ""), "code_version"),
+        int(top["version"]),
+        _grouped(top.get("grouped", []), models),
+        _order(top.get("order", []), models),
+    )
 
-    def curves(key: str) -> tuple[Curve, ...]:
-        out = []
-        for i, item in enumerate(_list(top[key], key)):
-            w = f"{key}[{i}]"
-            extra = ("tp",) if key == "compute" else ("wrapper",)
-            d = _obj(item, w, ("model", "layer", "samples", "fw_s", "bw_s", *extra))
-            model = _str(d["model"], f"{w}.model")
-            if model not in models:
-                raise ProfileError(f"{w}.model {model!r} is not in models")
-            y_min = 0.0 if key == "compute" else -math.inf  # a measured overhead may come out below zero
-            samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s", y_min=y_min)
-            _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s", y_min=y_min)
-            if key == "compute":
-                layer = _str(d["layer"], f"{w}.layer", LAYER_KINDS)
-                out.append(Curve(model, layer, "compute", _int(d["tp"], f"{w}.tp"), samples, fw, bw))
-            else:
-                wrapper = _str(d["wrapper"], f"{w}.wrapper", WRAPPERS)
-                layer = _str(d["layer"], f"{w}.layer", ("model",) if wrapper == "pipeline" else LAYER_KINDS)
-                out.append(Curve(model, layer, wrapper, 1, samples, fw, bw))
-        keys = [(c.model, c.layer, c.variant, c.tp) for c in out]
-        if len(set(keys)) != len(keys):
-            raise ProfileError(f"{key} lists a curve twice")
-        return tuple(out)
 
-    compute, overhead = curves("compute"), curves("overhead")
+def _mapping(value: Any, where: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ProfileError(f"{where} must be an object")
+    return value
+
+
+def _model(d: Mapping[str, Any], where: str, models: Mapping[str, ModelInfo]) -> str:
+    model = _str(d["model"], f"{where}.model")
+    if model not in models:
+        raise ProfileError(f"{where}.model {model!r} is not in models")
+    return model
+
+
+def _unique(items: Sequence[Any], key: Any, message: str) -> tuple[Any, ...]:
+    if len({key(item) for item in items}) != len(items):
+        raise ProfileError(message)
+    return tuple(items)
+
+
+def _curves(value: Any, key: str, models: Mapping[str, ModelInfo]) -> tuple[Curve, ...]:
+    out = []
+    for i, item in enumerate(_list(value, key)):
+        w = f"{key}[{i}]"
+        extra = ("tp",) if key == "compute" else ("wrapper",)
+        d = _obj(item, w, ("model", "layer", "samples", "fw_s", "bw_s", *extra))
+        model = _model(d, w, models)
+        y_min = 0.0 if key == "compute" else -math.inf  # a measured overhead may come out below zero
+        samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s", y_min=y_min)
+        _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s", y_min=y_min)
+        if key == "compute":
+            layer = _str(d["layer"], f"{w}.layer", LAYER_KINDS)
+            out.append(Curve(model, layer, "compute", _int(d["tp"], f"{w}.tp"), samples, fw, bw))
+        else:
+            wrapper = _str(d["wrapper"], f"{w}.wrapper", WRAPPERS)
+            layer = _str(d["layer"], f"{w}.layer", ("model",) if wrapper == "pipeline" else LAYER_KINDS)
+            out.append(Curve(model, layer, wrapper, 1, samples, fw, bw))
+    return _unique(out, lambda c: (c.model, c.layer, c.variant, c.tp), f"{key} lists a curve twice")
+
+
+def _grouped(value: Any, models: Mapping[str, ModelInfo]) -> tuple[Curve, ...]:
     grouped = []
-    for i, item in enumerate(_list(top.get("grouped", []), "grouped")):
+    for i, item in enumerate(_list(value, "grouped")):
         w = f"grouped[{i}]"
         d = _obj(item, w, ("model", "layer", "wrapper", "group", "samples", "fw_s", "bw_s"))
-        model = _str(d["model"], f"{w}.model")
-        if model not in models:
-            raise ProfileError(f"{w}.model {model!r} is not in models")
+        model = _model(d, w, models)
         wrapper = _str(d["wrapper"], f"{w}.wrapper", GROUPED_WRAPPERS)
         layer = _str(d["layer"], f"{w}.layer", ("block",) if wrapper == "tp" else LAYER_KINDS)
         samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s")
@@ -649,28 +688,24 @@ def _parse(data: Any) -> Profile:
         grouped.append(
             Curve(model, layer, wrapper + GROUPED_SUFFIX, _int(d["group"], f"{w}.group", 2), samples, fw, bw)
         )
-    if len({(c.model, c.layer, c.variant, c.tp) for c in grouped}) != len(grouped):
-        raise ProfileError("grouped lists a curve twice")
+    return _unique(grouped, lambda c: (c.model, c.layer, c.variant, c.tp), "grouped lists a curve twice")
+
+
+def _order(value: Any, models: Mapping[str, ModelInfo]) -> tuple[OrderCurve, ...]:
     order = []
-    for i, item in enumerate(_list(top.get("order", []), "order")):
+    for i, item in enumerate(_list(value, "order")):
         w = f"order[{i}]"
         d = _obj(item, w, ("model", "in_flight", "samples", "fraction"))
-        model = _str(d["model"], f"{w}.model")
-        if model not in models:
-            raise ProfileError(f"{w}.model {model!r} is not in models")
+        model = _model(d, w, models)
         samples, fraction = _series(d["samples"], d["fraction"], w, "samples", "fraction", y_min=-math.inf)
         order.append(OrderCurve(model, _int(d["in_flight"], f"{w}.in_flight", 2), samples, fraction))
-    if len({(c.model, c.in_flight) for c in order}) != len(order):
-        raise ProfileError("order lists a curve twice")
-    for name in models:
-        for kind in LAYER_KINDS:
-            if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
-                raise ProfileError(f"compute has no {kind} curve at tp=1 for {name}")
-    od = _obj(top["optimizer"], "optimizer", ("per_tensor_s", "per_element_s"), ("wrapper_per_tensor_s",))
-    wpt = od.get("wrapper_per_tensor_s", {})
-    if not isinstance(wpt, Mapping):
-        raise ProfileError("optimizer.wrapper_per_tensor_s must be an object")
-    optimizer = OptimizerFit(
+    return _unique(order, lambda c: (c.model, c.in_flight), "order lists a curve twice")
+
+
+def _optimizer(value: Any) -> OptimizerFit:
+    od = _obj(value, "optimizer", ("per_tensor_s", "per_element_s"), ("wrapper_per_tensor_s",))
+    wpt = _mapping(od.get("wrapper_per_tensor_s", {}), "optimizer.wrapper_per_tensor_s")
+    return OptimizerFit(
         _num(od["per_tensor_s"], "optimizer.per_tensor_s"),
         _num(od["per_element_s"], "optimizer.per_element_s"),
         {
@@ -680,12 +715,19 @@ def _parse(data: Any) -> Profile:
             for k, v in wpt.items()
         },
     )
+
+
+def _data(value: Any) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
     data = {}
-    for i, item in enumerate(_list(top["data"], "data")):
+    for i, item in enumerate(_list(value, "data")):
         d = _obj(item, f"data[{i}]", ("model", "batch", "seconds"))
         data[_str(d["model"], f"data[{i}].model")] = _series(d["batch"], d["seconds"], f"data[{i}]", "batch", "seconds")
+    return data
+
+
+def _comm(value: Any) -> tuple[CommTable, ...]:
     comm = []
-    for i, item in enumerate(_list(top["comm"], "comm")):
+    for i, item in enumerate(_list(value, "comm")):
         w = f"comm[{i}]"
         d = _obj(item, w, ("op", "ranks", "nodes", "bytes", "seconds"))
         sizes, secs = _series(d["bytes"], d["seconds"], w, "bytes", "seconds")
@@ -698,32 +740,7 @@ def _parse(data: Any) -> Profile:
                 secs,
             )
         )
-    if len({(t.op, t.ranks, t.nodes) for t in comm}) != len(comm):
-        raise ProfileError("comm lists a table twice")
-    calls = _obj(top["calls"], "calls", ("backward_s",))
-    cost = top.get("cost", {})
-    if not isinstance(cost, Mapping):
-        raise ProfileError("cost must be an object")
-    settings = top.get("settings", {})
-    if not isinstance(settings, Mapping):
-        raise ProfileError("settings must be an object")
-    return Profile(
-        device,
-        models,
-        compute,
-        overhead,
-        optimizer,
-        data,
-        tuple(comm),
-        _num(calls["backward_s"], "calls.backward_s"),
-        {str(k): _num(v, f"cost.{k}") for k, v in cost.items()},
-        dict(settings),
-        _text(top.get("created", ""), "created"),
-        _text(top.get("code_version", ""), "code_version"),
-        int(top["version"]),
-        tuple(grouped),
-        tuple(order),
-    )
+    return _unique(comm, lambda t: (t.op, t.ranks, t.nodes), "comm lists a table twice")
 
 
 def load_profile(path: str | Path) -> Profile:

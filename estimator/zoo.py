@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from arena_gym.families import families
+from arena_gym.fields import fits, hints_of
 from arena_gym.types import ModelRef
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
@@ -458,6 +459,8 @@ def get_model(ref: ModelRef | str, extra: Mapping[str, ModelArch] | None = None)
 
 #: Most layers a user model may have (its cost table has a row per layer).
 MAX_LAYERS = 100_000
+#: What a model spec's scalar fields must be (JSON types exactly).
+_SPEC_VALUES = {int: "an integer in 0..2**31-1", bool: "true or false", str: "a string"}
 
 
 def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
@@ -475,16 +478,11 @@ def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
         raise ValueError(
             f"model spec {data['name']!r}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
         )
+    hints = hints_of(cls)
     for key, value in data.items():  # JSON types exactly: 64.0 is not an integer, true not a number
-        kind = str(cls.__dataclass_fields__[key].type)
-        ok = {
-            "int": isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31,
-            "bool": isinstance(value, bool),
-            "str": isinstance(value, str),
-        }.get(kind, True)
-        if not ok:
-            expected = {"int": "an integer in 0..2**31-1", "bool": "true or false", "str": "a string"}[kind]
-            raise ValueError(f"model spec {data['name']!r}: {key} must be {expected}, got {value!r}")
+        hint = hints[key]
+        if hint in _SPEC_VALUES and not (fits(value, hint) and (hint is not int or 0 <= value < 2**31)):
+            raise ValueError(f"model spec {data['name']!r}: {key} must be {_SPEC_VALUES[hint]}, got {value!r}")
     if isinstance(data.get("layers"), int) and data["layers"] > MAX_LAYERS:  # one table row per layer
         raise ValueError(f"model spec {data['name']!r}: layers must be at most {MAX_LAYERS}, got {data['layers']}")
     try:

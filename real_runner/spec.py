@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from arena_gym.fields import build, check_fields
 from arena_gym.types import Plan
 from estimator.zoo import get_model
 from real_runner.checkpoint_files import JobIdentity
@@ -62,6 +63,7 @@ class WorkerSpec:
     remat: str = "auto"
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if not self.job_id:
             raise ValueError("job_id must not be empty")
         if self.global_batch < 1:
@@ -99,22 +101,7 @@ class WorkerSpec:
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> WorkerSpec:
         """Parse a spec; ValueError with one line naming the problem."""
-        names = {f.name: f for f in fields(WorkerSpec)}
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise ValueError(f"job spec: unknown field(s) {', '.join(unknown)}; valid: {', '.join(names)}")
-        missing = [n for n, f in names.items() if f.default is MISSING and n not in data]
-        if missing:
-            raise ValueError(f"job spec: missing field(s) {', '.join(missing)}")
-        kwargs: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "plan":
-                if not isinstance(value, Mapping):
-                    raise ValueError("job spec: plan must be an object")
-                kwargs[name] = plan_from_dict(value)
-                continue
-            kwargs[name] = _coerce(name, value, _FIELD_TYPES[name])
-        return WorkerSpec(**kwargs)
+        return build(WorkerSpec, data, "job spec", {"plan": _plan})
 
     def to_json(self) -> str:
         """The spec as JSON text."""
@@ -134,40 +121,7 @@ class WorkerSpec:
         return WorkerSpec.from_dict(data)
 
 
-#: JSON type of every field but ``plan``.
-_FIELD_TYPES: dict[str, type] = {
-    "job_id": str,
-    "model": str,
-    "global_batch": int,
-    "target_step": int,
-    "checkpoint_dir": str,
-    "progress_path": str,
-    "seed": int,
-    "checkpoint_every_steps": int,
-    "checkpoint_every_s": float,
-    "lr": float,
-    "device": str,
-    "require_checkpoint": bool,
-    "group_timeout_s": float,
-    "progress_every_steps": int,
-    "precision": str,
-    "remat": str,
-}
-
-
-def _coerce(name: str, value: Any, kind: type) -> Any:
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"job spec: {name} must be true or false, got {value!r}")
-        return value
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"job spec: {name} must be an integer, got {value!r}")
-        return value
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"job spec: {name} must be a number, got {value!r}")
-        return float(value)
-    if not isinstance(value, str):
-        raise ValueError(f"job spec: {name} must be a string, got {value!r}")
-    return value
+def _plan(value: Any) -> Plan:
+    if not isinstance(value, Mapping):
+        raise ValueError("job spec: plan must be an object")
+    return plan_from_dict(value)

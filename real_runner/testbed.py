@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena_gym.fields import fits
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 from estimator.hardware import canonical_gpu_name
 from real_runner.training_modes import check_precision
@@ -149,10 +150,8 @@ def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
         host, devices = node.get("host", "localhost"), node.get("devices")
         if not isinstance(host, str) or not host:
             raise ValueError(f"{name}: nodes[{i}].host must be a non-empty string")
-        if (
-            not isinstance(devices, list)
-            or not devices
-            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 4096 for d in devices)
+        if not (
+            isinstance(devices, list) and devices and fits(devices, list[int]) and all(0 <= d < 4096 for d in devices)
         ):
             raise ValueError(f"{name}: nodes[{i}].devices must be a non-empty list of device ids 0..4095")
         nodes.append(TestbedNode(host, tuple(devices)))

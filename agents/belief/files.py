@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.belief.arrivals import ArrivalModel, JobAttributes
-from agents.belief.jsonio import JsonObject, dumps, is_int, is_number, short
+from agents.belief.jsonio import JsonObject, dumps
 from agents.belief.kernels import POOLED, WorkGroup
 from agents.belief.model import KINDS, Candidate, Provenance, WorkBelief
 from agents.belief.references import ReferenceTable
+from arena_gym.fields import FieldError, check, short
 from arena_gym.outputs import atomic_write
 from arena_gym.types import GpuType, ModelRef
 
@@ -189,18 +190,12 @@ def _group_of(o: JsonObject) -> WorkGroup:
 
 def _config_entry(entry: Any, where: str, reference: bool) -> tuple[JobAttributes, float]:
     """``[model, batch, type, count, value]`` as attributes (with ``reference_s = value`` for a reference) and value."""
-    ok = isinstance(entry, list) and len(entry) == 5
-    if ok:
-        model, batch, gpu_type, count, value = entry
-        ok = (
-            isinstance(model, str)
-            and is_int(batch)
-            and (gpu_type is None or isinstance(gpu_type, str))
-            and (count is None or is_int(count))
-            and is_number(value)
-        )
-    if not ok:
-        raise ValueError(f"{where}: expected [model, global batch, GPU type, GPU count, number], got {short(entry)}")
+    try:
+        model, batch, gpu_type, count, value = check(entry, tuple[str, int, str | None, int | None, float], where)
+    except FieldError:
+        raise ValueError(
+            f"{where}: expected [model, global batch, GPU type, GPU count, number], got {short(entry)}"
+        ) from None
     try:
         ref = float(value) if reference else None
         return JobAttributes(ModelRef.parse(model), batch, GpuType(gpu_type) if gpu_type else None, count, ref), float(

@@ -6,21 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-
-def is_int(v: Any) -> bool:
-    """An int that is not a bool."""
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def is_number(v: Any) -> bool:
-    """An int or float that is not a bool."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def short(value: Any) -> str:
-    """A value's repr, cut to 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+from arena_gym.fields import check, short
 
 
 class JsonObject:
@@ -32,15 +18,11 @@ class JsonObject:
         self.data: Mapping[str, Any] = data
         self.where = where
 
-    def get(self, name: str, kind: type) -> Any:
-        """The field ``name``, which must be of ``kind`` (int, float, str, list, dict)."""
+    def get(self, name: str, hint: Any) -> Any:
+        """The field ``name``, checked against the type ``hint`` (:func:`arena_gym.fields.check`)."""
         if name not in self.data:
             raise ValueError(f"{self.where}: missing {name!r}")
-        value = self.data[name]
-        ok = {int: is_int, float: is_number}.get(kind, lambda v: isinstance(v, kind))(value)
-        if not ok:
-            raise ValueError(f"{self.where}.{name}: expected {kind.__name__}, got {short(value)}")
-        return float(value) if kind is float else value
+        return check(self.data[name], hint, f"{self.where}.{name}")
 
     def obj(self, name: str) -> JsonObject:
         """The field ``name`` as an object."""
@@ -52,17 +34,11 @@ class JsonObject:
 
     def strings(self, name: str) -> list[str]:
         """The field ``name`` as a list of strings."""
-        values = self.get(name, list)
-        if not all(isinstance(v, str) for v in values):
-            raise ValueError(f"{self.where}.{name}: expected a list of strings, got {short(values)}")
-        return values
+        return self.get(name, list[str])
 
     def numbers(self, name: str) -> tuple[float, ...]:
         """The field ``name`` as a tuple of numbers."""
-        values = self.get(name, list)
-        if not all(is_number(v) for v in values):
-            raise ValueError(f"{self.where}.{name}: expected a list of numbers, got {short(values)}")
-        return tuple(float(v) for v in values)
+        return tuple(self.get(name, list[float]))
 
 
 def dumps(value: Any, depth: int = 0) -> str:

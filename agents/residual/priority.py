@@ -23,6 +23,7 @@ import numpy as np
 from agents.arena import ArenaPolicy
 from agents.arena.gittins import GittinsPriority
 from agents.belief import WorkBelief, load_belief
+from arena_gym.fields import check, check_fields
 from arena_gym.types import JobId, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
 
@@ -47,11 +48,12 @@ FORMAT = "arena-gym residual weights"
 
 
 def _numbers(raw: Any, what: str, path: str) -> tuple[float, ...]:
-    if not isinstance(raw, list) or len(raw) != len(RESIDUAL_FEATURES):
+    row = check(raw, list[float], f"residual weights {path}: {what!r}")
+    if len(row) != len(RESIDUAL_FEATURES):
         raise ValueError(f"residual weights {path}: {what!r} must be a list of {len(RESIDUAL_FEATURES)} numbers")
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in raw):
+    if not all(math.isfinite(x) for x in row):
         raise ValueError(f"residual weights {path}: {what!r} holds a value that is not a finite number")
-    return tuple(float(x) for x in raw)
+    return tuple(row)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class ResidualWeights:
     trained: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for name in ("order", "urgency"):
             row = getattr(self, name)
             if len(row) != len(RESIDUAL_FEATURES) or not all(math.isfinite(x) for x in row):
@@ -118,7 +121,8 @@ class ResidualWeights:
         if raw.get("features") != list(RESIDUAL_FEATURES):
             raise ValueError(f"residual weights {path}: its features are not {', '.join(RESIDUAL_FEATURES)}")
         clip, belief, trained = raw.get("clip", 3.0), raw.get("belief", "real"), raw.get("trained", {})
-        if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not (math.isfinite(clip) and clip > 0):
+        clip = check(clip, float, f"residual weights {path}: 'clip'")
+        if not (math.isfinite(clip) and clip > 0):
             raise ValueError(f"residual weights {path}: 'clip' must be a finite number > 0, got {clip!r}")
         if not isinstance(belief, str) or not belief:
             raise ValueError(f"residual weights {path}: 'belief' must be a belief kind or file, got {belief!r}")
@@ -127,7 +131,7 @@ class ResidualWeights:
         return cls(
             _numbers(raw.get("order"), "order", str(path)),
             _numbers(raw.get("urgency"), "urgency", str(path)),
-            float(clip),
+            clip,
             belief,
             trained,
         )

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.rl.algos import ALGO_FAMILIES, POLICIES
+from arena_gym.fields import build, check_fields
 
 WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
 VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
@@ -96,29 +95,10 @@ class TrainConfig:
     progress: bool = field(default=True, metadata=_opt("no progress bar", "--no-progress"))
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, list):
-                object.__setattr__(self, f.name, tuple(value))
-        self._check_types()
+        check_fields(self)
         problems = self._problems()
         if problems:
             raise ValueError("TrainConfig: " + "; ".join(problems))
-
-    def _check_types(self) -> None:
-        hints = typing.get_type_hints(TrainConfig)
-        for f in dataclasses.fields(self):
-            value, hint = getattr(self, f.name), hints[f.name]
-            origin = typing.get_origin(hint)
-            if origin is tuple:
-                item = typing.get_args(hint)[0]
-                ok = isinstance(value, tuple) and all(_is(v, item) for v in value)
-            elif origin is not None:  # Mapping
-                ok = isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
-            else:
-                ok = _is(value, hint)
-            if not ok:
-                raise TypeError(f"TrainConfig.{f.name} must be {_describe(hint)}, got {value!r}")
 
     def _problems(self) -> list[str]:
         problems = []
@@ -194,27 +174,4 @@ class TrainConfig:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrainConfig:
         """Rebuild a config written by :meth:`to_json` (unknown keys are an error)."""
-        valid = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - valid)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {', '.join(unknown)}")
-        return cls(**dict(data))
-
-
-def _is(value: Any, hint: Any) -> bool:
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def _describe(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        return f"a tuple of {typing.get_args(hint)[0].__name__}"
-    if origin is not None:
-        return "a mapping of names to values"
-    return {bool: "a bool", int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
+        return build(cls, data, "TrainConfig")

@@ -37,6 +37,7 @@ from agents.rl.artifact import ModelInfo, load_model, read_model_info, save_mode
 from agents.rl.bc import BCConfig, ExpertData, behaviour_clone
 from agents.rl.config import EVAL_SPLIT, TrainConfig
 from agents.rl.dagger import LabelledEpisode, label_episode
+from arena_gym.fields import check_fields
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, model_policy
 from arena_gym.harness.selection import Selection
@@ -68,7 +69,7 @@ ROUND_FIELDS = (
 class ExpertIterationConfig:
     """Settings of an expert-iteration run (the fields are the script's options).
 
-    ``warm_start`` the SB3 model to start from; ``teacher`` the registered policy that labels;
+    ``warm_start`` the SB3 model to start from (required to run; e.g. ``arena-gym train``'s ``best_model.zip``); ``teacher`` the registered policy that labels;
     ``rounds`` DAgger rounds of ``episodes`` train windows each; ``beta`` the probability of
     playing the teacher's action in round 2 (round ``r`` plays it with ``beta ** (r - 1)``,
     round 1 always); ``epochs``, ``learning_rate``, ``batch_size``, ``holdout`` the fit;
@@ -77,7 +78,7 @@ class ExpertIterationConfig:
     (or ``auto``) to label on instead (empty: local).
     """
 
-    warm_start: str = "benchmarks/results/train_run/best_model.zip"
+    warm_start: str | None = None
     teacher: str = "lookahead"
     rounds: int = 3
     episodes: int = 4
@@ -93,8 +94,9 @@ class ExpertIterationConfig:
     ray: str = ""
 
     def __post_init__(self) -> None:
+        check_fields(self)
         problems = []
-        if not self.warm_start:
+        if self.warm_start is not None and not self.warm_start:
             problems.append("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
         for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
             if getattr(self, name) < 1:
@@ -161,8 +163,14 @@ class ExpertIteration:
 
     def __init__(self, config: ExpertIterationConfig, out_dir: str | Path) -> None:
         self.config = config
+        if config.warm_start is None:
+            raise ValueError(
+                "expert iteration needs warm_start: an SB3 model zip to start from (arena-gym train's "
+                "best_model.zip; --set warm_start=PATH)"
+            )
+        self.warm_start: str = config.warm_start
         self.out = check_out_dir(out_dir)
-        self.info: ModelInfo = read_model_info(config.warm_start)
+        self.info: ModelInfo = read_model_info(self.warm_start)
         if algo_spec(self.info.algo).family != "actor_critic":
             raise ValueError(
                 f"warm start {config.warm_start}: expert iteration needs an actor-critic model, not {self.info.algo}"
@@ -186,7 +194,7 @@ class ExpertIteration:
                 "code_version": code_version(),
             },
         )
-        model, _ = load_model(cfg.warm_start)
+        model, _ = load_model(self.warm_start)
         info = dataclasses.replace(self.info, code_version=code_version())
         self.selection = Selection(self.evaluator, cfg.seed)
         best = self._record(0, model, info, dict.fromkeys(ROUND_FIELDS, math.nan) | {"samples": 0})

@@ -16,35 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from agents.rl.config import TrainConfig
+from arena_gym.fields import describe, from_text, hints_of
 from arena_gym.harness.cli.common import key_values
 
 
-def _parse_value(text: str) -> Any:
-    """A JSON value, a float spelling (``nan``, ``inf``), or the text itself."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
+def _text_type(hint: Any) -> Any:
+    """An argparse ``type`` reading the option's text as ``hint`` (tuples: items joined with ``,``)."""
 
-
-def _list(item: type) -> Any:
-    def parse(text: str) -> tuple:
+    def parse(text: str) -> Any:
         try:
-            return tuple(item(s.strip()) for s in text.split(",") if s.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a comma-separated list of {item.__name__}: {text!r}") from None
+            return from_text(text, hint, sep=",")
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
-    parse.__name__ = f"list of {item.__name__}"
+    parse.__name__ = describe(hint)
     return parse
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one option per TrainConfig field (defaults and help from the field), plus ``--wandb``."""
-    hints = typing.get_type_hints(TrainConfig)
+    hints = hints_of(TrainConfig)
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
@@ -55,13 +46,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, action="store_false" if default else "store_true", **kwargs)
             continue
         if origin is tuple:
-            item = typing.get_args(hint)[0]
-            kwargs.update(type=_list(item), default=default, metavar="A,B,...")
+            kwargs.update(type=_text_type(hint), default=default, metavar="A,B,...")
             kwargs["help"] += f" (default: {','.join(map(str, default))})"
         elif origin is not None:
             kwargs.update(action="append", default=[], metavar="KEY=VALUE")
         else:
-            kwargs.update(type=hint, default=default)
+            kwargs.update(type=_text_type(hint), default=default)
             kwargs["help"] += f" (default: {default})"
         parser.add_argument(flag, **kwargs)
     parser.add_argument(
@@ -132,13 +122,11 @@ def wandb_mode(args: argparse.Namespace) -> str:
 def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
     """The TrainConfig of parsed arguments (``fixed`` fields win); TypeError/ValueError naming a bad value."""
     values: dict[str, Any] = {}
-    hints = typing.get_type_hints(TrainConfig)
+    hints = hints_of(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name)
         if typing.get_origin(hints[f.name]) not in (None, tuple):
-            value = key_values(value, f.metadata.get("flag") or f.name, lambda _key, text: _parse_value(text))
-        elif isinstance(value, list):  # a tuple field's value from a config file
-            value = tuple(value)
+            value = key_values(value, f.metadata.get("flag") or f.name, lambda _key, text: from_text(text, Any))
         values[f.name] = value
     values["wandb_mode"] = wandb_mode(args)
     values.update(fixed)

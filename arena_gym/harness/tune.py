@@ -17,7 +17,6 @@ the target's own trainer takes with ``--config``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import multiprocessing
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdm.auto import tqdm
 
+from arena_gym.fields import check, from_text, hints_of
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.trainers import FORMER_NAMES, METHODS
 from arena_gym.outputs import code_version, write_json
@@ -164,26 +164,23 @@ def check_storage(url: str) -> None:
 
 
 def coerce(config_type: type, key: str, value: Any) -> Any:
-    """``value`` (a JSON value or a command-line string) as the type of ``config_type``'s field ``key``."""
-    defaults = config_type()
-    if key not in {f.name for f in dataclasses.fields(config_type)}:
+    """``value`` (a JSON value or a command-line string) in the form of ``config_type``'s field ``key``.
+
+    A string is read by :func:`arena_gym.fields.from_text` (tuples: items joined with ``,``), else as JSON.
+    """
+    hints = hints_of(config_type)
+    if key not in hints:
         raise ValueError(f"{config_type.__name__} has no field {key!r}")
-    default = getattr(defaults, key)
-    if isinstance(value, str) and not isinstance(default, str):
+    hint, where = hints[key], f"{config_type.__name__}.{key}"
+    if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
-            value = value.split(",") if isinstance(default, tuple) else value
-    if isinstance(default, tuple):
-        items = value if isinstance(value, list | tuple) else [value]
-        kind = type(default[0]) if default else str
-        return tuple(kind(v) for v in items)
-    if isinstance(default, bool) or not isinstance(default, int | float | str):
-        return value
-    try:
-        return type(default)(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{config_type.__name__}.{key}: {value!r} is not a {type(default).__name__}") from None
+            return from_text(value, hint, sep=",")
+        except ValueError as exc:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"{where}: bad value {value!r}: {exc}") from None
+    return check(value, hint, where)
 
 
 @dataclass(frozen=True)

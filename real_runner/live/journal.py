@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.core.oplog import Op
+from arena_gym.fields import fits
 from real_runner.live.json_forms import op_from_row, op_to_row
 
 _SCHEMA = """
@@ -55,7 +56,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return fits(value, float) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -182,13 +183,7 @@ class Journal:
         for j, g, p, d in self._rows("SELECT job_id, gen, phase, data FROM generations ORDER BY job_id, gen"):
             where = f"generation {g!r} of job {j!r}"
             data = self._json(d, where)
-            if (
-                not isinstance(j, str)
-                or not isinstance(g, int)
-                or g < 1
-                or p not in PHASES
-                or not isinstance(data, dict)
-            ):
+            if not isinstance(j, str) or not fits(g, int) or g < 1 or p not in PHASES or not isinstance(data, dict):
                 raise JournalError(f"journal {self.path}: {where} is damaged (phase {p!r})")
             out.append(GenerationRow(j, g, p, data))
         return out
@@ -202,7 +197,7 @@ class Journal:
         """(step, time) of a job's reported checkpoints, oldest first."""
         rows = self._rows("SELECT step, t FROM checkpoints WHERE job_id = ? ORDER BY step", (job_id,))
         for step, t in rows:
-            if not (isinstance(step, int) and step >= 0 and _number(t)):
+            if not (fits(step, int) and step >= 0 and _number(t)):
                 raise JournalError(f"journal {self.path}: checkpoint row of job {job_id} is damaged ({step!r}, {t!r})")
         return [(int(s), float(t)) for s, t in rows]
 
@@ -214,7 +209,7 @@ class Journal:
         """Progress-channel offsets by job."""
         rows = self._rows("SELECT job_id, offset FROM offsets")
         for j, o in rows:
-            if not (isinstance(j, str) and isinstance(o, int) and o >= 0):
+            if not (isinstance(j, str) and fits(o, int) and o >= 0):
                 raise JournalError(f"journal {self.path}: progress offset of job {j!r} is damaged ({o!r})")
         return dict(rows)
 

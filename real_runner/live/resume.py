@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena_gym.core.oplog import Fail, Op, Run, Submit, replay
+from arena_gym.fields import fits
 from arena_gym.types import JobId, JobStatus
 from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import Generation, LiveJob
@@ -52,7 +53,7 @@ def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
         reason = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
         raise JournalError(f"journal {journal.path}: its operations do not replay ({reason})") from None
     t0 = journal.meta("t0")
-    if not (isinstance(t0, (int, float)) and not isinstance(t0, bool) and math.isfinite(t0)):
+    if not (fits(t0, float) and math.isfinite(t0)):
         raise JournalError(f"journal {journal.path}: its start time t0 is damaged ({t0!r})")
     core.start(float(t0), ops[-1].t if ops else 0.0)
     offsets = journal.offsets()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena_gym.fields import build, check_fields
 from estimator.plan_space import tp_fits
 from estimator.profile import COMM_OPS, NEIGHBOURS
 from estimator.zoo import get_model
@@ -81,13 +82,10 @@ class ProfilerSettings:
     grouped: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self)
         for name in ("samples", "overhead_samples", "pipeline_samples", "order_samples", "order_in_flight", "batches"):
             values = getattr(self, name)
-            if (
-                not values
-                or any(not isinstance(v, int) or v < 1 for v in values)
-                or list(values) != sorted(set(values))
-            ):
+            if not values or any(v < 1 for v in values) or list(values) != sorted(set(values)):
                 raise ValueError(f"profiler setting {name} must be increasing positive integers, got {values!r}")
         if self.order_in_flight[0] < 2:
             raise ValueError(f"profiler setting order_in_flight must start at 2 or more, got {self.order_in_flight!r}")
@@ -95,7 +93,7 @@ class ProfilerSettings:
             raise ValueError(
                 f"profiler setting overhead_samples {self.overhead_samples!r} must be among samples {self.samples!r}"
             )
-        if any(not isinstance(t, int) or t < 1 or t & (t - 1) for t in self.tp):
+        if any(t < 1 or t & (t - 1) for t in self.tp):
             raise ValueError(f"profiler setting tp must be powers of two, got {self.tp!r}")
         for name in (
             "rounds",
@@ -159,12 +157,8 @@ class ProfilerSettings:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> ProfilerSettings:
-        """Inverse of :meth:`to_dict`; ValueError naming an unknown key."""
-        names = {f.name for f in fields(ProfilerSettings)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown profiler setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-        return ProfilerSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        """Inverse of :meth:`to_dict`; ValueError naming an unknown key or a value of the wrong type."""
+        return build(ProfilerSettings, data, "profiler settings")
 
 
 def tp_degrees(settings: ProfilerSettings, heads: int, devices_per_node: int) -> list[int]:
@@ -195,6 +189,7 @@ class ProfileJob:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if not self.models:
             raise ValueError("name at least one model to profile")
         for m in self.models:
@@ -231,18 +226,7 @@ class ProfileJob:
     def load(path: str | Path) -> ProfileJob:
         """Read a job file; ValueError naming the problem."""
         try:
-            d = json.loads(Path(path).read_text(encoding="utf-8"))
-            return ProfileJob(
-                tuple(d["models"]),
-                ProfilerSettings.from_dict(d["settings"]),
-                d["testbed"],
-                int(d["nodes"]),
-                int(d["devices_per_node"]),
-                tuple(int(x) for x in d["device_ids"]),
-                d["out_dir"],
-                d.get("device", "auto"),
-                float(d.get("group_timeout_s", 300.0)),
-                d.get("extra", {}),
-            )
-        except (OSError, KeyError, TypeError, ValueError) as exc:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            return build(ProfileJob, data, "job", {"settings": ProfilerSettings.from_dict})
+        except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: not a profiler job file ({type(exc).__name__}: {exc})") from None

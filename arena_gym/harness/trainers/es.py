@@ -29,19 +29,18 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.residual.priority import ResidualWeights
-from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
-from arena_gym.harness.trainers.windows import BASE_SPEC, TRAIN_TRACES, ReferenceScores, real_windows
+from arena_gym.harness.trainers.windows import BASE_SPEC, ReferenceScores, ResidualData, real_windows
 from arena_gym.outputs import code_version, write_json
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ResidualTrainConfig:
+class ResidualTrainConfig(ResidualData):
     """One evolution-strategies run: data, budget and step sizes.
 
     Each of ``iterations`` iterations scores ``2 * pairs + 2`` networks on ``windows`` train
@@ -51,33 +50,22 @@ class ResidualTrainConfig:
     bound of each log-multiplier; ``workers`` local processes run the episodes.
     """
 
-    traces: tuple[str, ...] = TRAIN_TRACES
-    loads: tuple[float, ...] = (0.6, 0.9, 1.2)
-    data_dir: str = REAL_DATA_DIR
     iterations: int = 12
     pairs: int = 5
     windows: int = 20
     sigma: float = 0.3
     learning_rate: float = 0.2
     clip: float = 3.0
-    seed: int = 0
-    workers: int = 2
-    validation_limit: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "pairs", "windows", "workers"):
+        super().__post_init__()
+        for name in ("iterations", "pairs", "windows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ResidualTrainConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.validation_limit < 0:
-            raise ValueError(f"ResidualTrainConfig.validation_limit must be >= 0, got {self.validation_limit}")
         for name in ("sigma", "learning_rate", "clip"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"ResidualTrainConfig.{name} must be finite and > 0, got {value}")
-        if not self.traces:
-            raise ValueError("ResidualTrainConfig.traces is empty")
-        if not self.loads or not all(math.isfinite(x) and x > 0 for x in self.loads):
-            raise ValueError(f"ResidualTrainConfig.loads must be numbers > 0, got {self.loads}")
 
 
 def centred_ranks(values: np.ndarray) -> np.ndarray:

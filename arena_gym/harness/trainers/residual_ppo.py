@@ -35,10 +35,9 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from agents.residual.network import ResidualPolicy, TeacherAnchor
 from agents.residual.priority import ResidualWeights
-from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
-from arena_gym.harness.trainers.windows import TRAIN_TRACES, ReferenceScores, real_windows
+from arena_gym.harness.trainers.windows import ReferenceScores, ResidualData, real_windows
 from arena_gym.outputs import code_version, write_json
 from envs import Workload
 
@@ -50,7 +49,7 @@ RETURNS = ("absolute", "relative")
 
 
 @dataclass(frozen=True)
-class ResidualPPOConfig:
+class ResidualPPOConfig(ResidualData):
     """One fine-tuning run: warm start, data, PPO's settings and the two guards.
 
     ``steps`` environment steps (decision points) over ``n_envs`` envs, PPO updates every
@@ -64,9 +63,6 @@ class ResidualPPOConfig:
     """
 
     warm_start: str = ""
-    traces: tuple[str, ...] = TRAIN_TRACES
-    loads: tuple[float, ...] = (0.6, 0.9, 1.2)
-    data_dir: str = REAL_DATA_DIR
     steps: int = 40_000
     n_envs: int = 2
     n_steps: int = 1024
@@ -81,16 +77,14 @@ class ResidualPPOConfig:
     returns: str = "absolute"
     net_arch: tuple[int, ...] = (64, 64)
     eval_every: int = 4096
-    validation_limit: int = 0
     max_jobs: int = 64
-    seed: int = 0
-    workers: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("steps", "n_envs", "n_steps", "n_epochs", "eval_every", "workers", "max_jobs"):
+        super().__post_init__()
+        for name in ("steps", "n_envs", "n_steps", "n_epochs", "eval_every", "max_jobs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ResidualPPOConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.batch_size < 2 or self.critic_warmup < 0 or self.validation_limit < 0:
+        if self.batch_size < 2 or self.critic_warmup < 0:
             raise ValueError("ResidualPPOConfig: batch_size must be >= 2, critic_warmup and validation_limit >= 0")
         if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
             raise ValueError(f"ResidualPPOConfig.learning_rate must be finite and > 0, got {self.learning_rate}")

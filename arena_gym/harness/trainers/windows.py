@@ -9,11 +9,15 @@ and select on the validation windows by the selection score of every trainer
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from arena_gym import REAL_DATA_DIR
+from arena_gym.fields import check_fields
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import log_ratios
 from arena_gym.harness.suites import custom_suite, get_suite
@@ -26,6 +30,34 @@ TRAIN_TRACES: tuple[str, ...] = (
     "data:itp/cluster10.csv?seed=0",
     "data:itp/cluster08.csv?seed=0",
 )
+
+
+@dataclass(frozen=True)
+class ResidualData:
+    """What both residual trainers' configs share: the real ``traces`` (files under ``data_dir``) at the offered
+    ``loads``, validation on ``validation_limit`` windows (evenly spaced; 0 = all), ``workers`` local processes
+    and the ``seed``. Every field is checked against its annotation."""
+
+    traces: tuple[str, ...] = TRAIN_TRACES
+    loads: tuple[float, ...] = (0.6, 0.9, 1.2)
+    data_dir: str = REAL_DATA_DIR
+    seed: int = 0
+    workers: int = 2
+    validation_limit: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        name = type(self).__name__
+        if not self.traces:
+            raise ValueError(f"{name}.traces is empty")
+        if not self.loads or not all(math.isfinite(x) and x > 0 for x in self.loads):
+            raise ValueError(f"{name}.loads must be numbers > 0, got {self.loads}")
+        if self.workers < 1:
+            raise ValueError(f"{name}.workers must be >= 1, got {self.workers}")
+        if self.validation_limit < 0:
+            raise ValueError(f"{name}.validation_limit must be >= 0, got {self.validation_limit}")
+
+
 #: The policy a zero residual is: the trainers' fitness is measured against it.
 BASE_SPEC = "arena-gittins-32-f"
 #: The label a reference policy's JCTs take beside the scored policies'.

@@ -261,14 +261,17 @@ CORRUPTIONS = {
     "unknown key": (lambda d: d.update(extra=1), "unknown key\\(s\\) extra"),
     "unit": (lambda d: d.update(unit="hours"), "unit must be one of"),
     "bandwidth": (lambda d: d["groups"][0].update(bandwidth=-1.0), "bandwidth must be a positive"),
-    "centres": (lambda d: d["groups"][0].update(centres="x"), "groups\\[0\\].centres: expected list"),
+    "centres": (
+        lambda d: d["groups"][0].update(centres="x"),
+        "groups\\[0\\].centres must be a list of numbers, got 'x'",
+    ),
     "weights": (lambda d: d["groups"][0]["weights"].append(1.0), "as many finite centres as positive weights"),
     "no pooled": (lambda d: d["groups"].pop(), "groups must end with the one pooled group"),
     "reference": (lambda d: d["references"][0].pop(), "references\\[0\\]: expected \\[model"),
     "reference time": (lambda d: d["references"][0].__setitem__(4, 0.0), "references\\[0\\]: .*reference_s"),
     "model": (lambda d: d["arrivals"]["mix"][0].__setitem__(0, "gpt"), "arrivals.mix\\[0\\]: model name 'gpt'"),
-    "rate": (lambda d: d["arrivals"].update(rate_s="fast"), "arrivals.rate_s: expected float"),
-    "jobs": (lambda d: d["provenance"].update(jobs=1.5), "provenance.jobs: expected int"),
+    "rate": (lambda d: d["arrivals"].update(rate_s="fast"), "arrivals.rate_s must be a number, got 'fast'"),
+    "jobs": (lambda d: d["provenance"].update(jobs=1.5), "provenance.jobs must be an integer, got 1.5"),
 }
 
 

@@ -106,7 +106,7 @@ def test_weights_round_trip_through_a_file_and_the_registry(tmp_path) -> None:
         (lambda body: {**body, "features": body["features"][:-1]}, "its features are not"),
         (lambda body: {**body, "order": body["order"][:-1]}, "'order' must be a list of"),
         (lambda body: {**body, "urgency": [math.nan] * N}, "not a finite number"),
-        (lambda body: {**body, "order": ["1"] * N}, "not a finite number"),
+        (lambda body: {**body, "order": ["1"] * N}, "'order' must be a list of numbers, got ['1'"),
         (lambda body: {**body, "clip": 0}, "'clip' must be a finite number > 0"),
         (lambda body: {**body, "belief": ""}, "'belief' must be"),
         (lambda body: {**body, "trained": []}, "'trained' must be an object"),

@@ -102,4 +102,6 @@ def test_bad_teacher_or_model_fails_before_any_work(warm_start: Path, tmp_path: 
     broken.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="broken.zip"):
         ExpertIteration(_config(warm_start, warm_start=str(broken)), tmp_path / "b")
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    with pytest.raises(ValueError, match="expert iteration needs warm_start: an SB3 model zip"):
+        ExpertIteration(ExpertIterationConfig(), tmp_path / "c")
+    assert not any((tmp_path / name).exists() for name in ("a", "b", "c"))

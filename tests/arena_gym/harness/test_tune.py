@@ -130,7 +130,7 @@ def test_values_are_coerced_to_the_fields_types() -> None:
     assert coerce(ResidualTrainConfig, "loads", "0.6,0.9") == (0.6, 0.9)
     assert coerce(ResidualTrainConfig, "loads", [1.2]) == (1.2,)
     assert coerce(ResidualTrainConfig, "data_dir", "data") == "data"
-    with pytest.raises(ValueError, match="iterations: 'many' is not a int"):
+    with pytest.raises(ValueError, match="ResidualTrainConfig.iterations: bad value 'many': expected an integer"):
         coerce(ResidualTrainConfig, "iterations", "many")
 
 

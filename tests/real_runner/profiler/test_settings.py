@@ -41,8 +41,10 @@ def test_settings_round_trip_and_sizes():
 def test_bad_settings_name_the_setting(change, message):
     with pytest.raises(ValueError, match=message):
         replace(ProfilerSettings(), **change)
-    with pytest.raises(ValueError, match="unknown profiler setting"):
+    with pytest.raises(ValueError, match="profiler settings: unknown field\\(s\\) sample; valid: samples"):
         ProfilerSettings.from_dict({"sample": [1]})
+    with pytest.raises(ValueError, match="profiler settings: rounds must be an integer, got 2.5"):
+        ProfilerSettings.from_dict({"rounds": 2.5})
 
 
 def test_tensor_parallel_degrees_follow_the_heads_and_the_node():
@@ -59,7 +61,7 @@ def test_job_files_round_trip(tmp_path):
     with pytest.raises(ValueError, match="dense transformers"):
         ProfileJob(("moe__10B",), ProfilerSettings(), "t", 1, 1, (0,), str(tmp_path))
     (tmp_path / "bad.json").write_text("{}")
-    with pytest.raises(ValueError, match="not a profiler job file"):
+    with pytest.raises(ValueError, match="not a profiler job file .*missing field\\(s\\) models, settings"):
         ProfileJob.load(tmp_path / "bad.json")
 
 

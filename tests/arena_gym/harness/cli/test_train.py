@@ -86,7 +86,7 @@ def test_train_smoke(tmp_path: Path, env_overrides: dict, algo: str, capsys: pyt
         (["--env-arg", "no_such_field=1"], "unknown EnvConfig field"),
         (["--env-arg", "oops"], "KEY=VALUE"),
         (["--env-arg", "reward_scale=nan"], "reward_scale must be finite"),
-        (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be a bool"),
+        (["--env-arg", "fold_stages=no"], "EnvConfig.fold_stages must be true or false"),
         (["--env-arg", 'max_pending="8"'], "EnvConfig.max_pending must be an integer"),
         (["--env-arg", "split=test"], "may not set split"),
         (["--algo-arg", "x"], "KEY=VALUE"),

@@ -1,0 +1,167 @@
+"""arena_gym.fields: values checked and read against annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NewType
+
+import numpy as np
+import pytest
+
+from arena_gym.fields import FieldError, build, check, check_fields, describe, fits, from_text, hints_of
+
+JobName = NewType("JobName", str)
+
+
+@pytest.mark.parametrize(
+    ("value", "hint", "expected"),
+    [
+        (3, int, 3),
+        (np.int64(3), int, 3),
+        (3, float, 3.0),
+        (2.5, float, 2.5),
+        ("a", str, "a"),
+        (False, bool, False),
+        (None, int | None, None),
+        (4, int | None, 4),
+        ([1, 2], tuple[int, ...], (1, 2)),
+        ((1, 2.5, 3), tuple[float, float, float], (1.0, 2.5, 3.0)),
+        ("x", str | tuple[str, ...], "x"),
+        (["x", "y"], str | tuple[str, ...], ("x", "y")),
+        ("fifo", Literal["fifo", "las"], "fifo"),
+        ({"a": 1}, Mapping[str, Any], {"a": 1}),
+        ({"a": 1}, Mapping[str, float], {"a": 1.0}),
+        ("j1", JobName, "j1"),
+        ([1, "a"], list[Any], [1, "a"]),
+    ],
+)
+def test_check_returns_the_value_in_the_hints_form(value: Any, hint: Any, expected: Any) -> None:
+    got = check(value, hint)
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "hint", "message"),
+    [
+        (True, int, "x must be an integer, got True"),
+        (1.5, int, "x must be an integer, got 1.5"),
+        ("1", float, "x must be a number, got '1'"),
+        (False, float, "x must be a number, got False"),
+        (1, bool, "x must be true or false, got 1"),
+        (None, str, "x must be a string, got None"),
+        ("a", int | None, "x must be None or an integer, got 'a'"),
+        ([1, "a"], tuple[int, ...], "x must be a tuple of integers, got \\[1, 'a'\\]"),
+        ([1.0, 2.0], tuple[float, float, float], "x must be a tuple of 3 numbers"),
+        ("lifo", Literal["fifo", "las"], "x must be one of fifo, las, got 'lifo'"),
+        ([], Mapping[str, Any], "x must be a mapping, got \\[\\]"),
+        ({1: 2}, Mapping[str, Any], "x must be a mapping"),
+        (3, str | tuple[str, ...], "x must be a string or a tuple of strings, got 3"),
+    ],
+)
+def test_check_refuses_with_one_line_saying_what_it_must_be(value: Any, hint: Any, message: str) -> None:
+    with pytest.raises(FieldError, match=message) as info:
+        check(value, hint, "x")
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
+def test_check_of_a_class_is_isinstance() -> None:
+    class Spec:
+        pass
+
+    spec = Spec()
+    assert check(spec, str | Spec) is spec
+    assert describe(str | Spec) == "a string or a Spec"
+    with pytest.raises(FieldError, match="must be a Spec, got 3"):
+        check(3, Spec)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint", "expected"),
+    [
+        ("8", int, 8),
+        ("1e3", int, 1000),
+        ("0.5", float, 0.5),
+        ("yes", bool, True),
+        ("Off", bool, False),
+        ("none", int | None, None),
+        ("", float | None, None),
+        ("3", int | None, 3),
+        ("a40+a10", tuple[str, ...], ("a40", "a10")),
+        ("1+2", tuple[int, ...], (1, 2)),
+        ("las", Literal["fifo", "las"], "las"),
+        ("text", str, "text"),
+    ],
+)
+def test_from_text_converts_by_the_hint(text: str, hint: Any, expected: Any) -> None:
+    got = from_text(text, hint)
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint", "message"),
+    [
+        ("1.5", int, "expected an integer"),
+        ("x", float, "expected a number"),
+        ("maybe", bool, "expected true or false"),
+        ("+", tuple[str, ...], "expected items joined with '\\+'"),
+        ("lifo", Literal["fifo", "las"], "expected one of fifo, las"),
+        ("x", dict[str, int], "cannot be set from text"),
+    ],
+)
+def test_from_text_refuses_with_what_was_expected(text: str, hint: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        from_text(text, hint)
+
+
+@dataclass(frozen=True)
+class _Config:
+    name: str
+    sizes: tuple[int, ...] = (1,)
+    rate: float = 1.0
+    note: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+def test_check_fields_normalises_and_names_the_class_and_field() -> None:
+    config = _Config("a", [2, 3], 2)  # type: ignore[arg-type]
+    assert config.sizes == (2, 3) and config.rate == 2.0 and isinstance(config.rate, float)
+    with pytest.raises(FieldError, match="^_Config.sizes must be a tuple of integers, got \\[1.5\\]$"):
+        _Config("a", [1.5])  # type: ignore[list-item]
+    with pytest.raises(FieldError, match="^_Config.note must be None or a string, got 3$"):
+        _Config("a", note=3)  # type: ignore[arg-type]
+
+
+def test_build_reads_an_object_and_lists_unknown_and_missing_keys() -> None:
+    config = build(_Config, {"name": "a", "sizes": [4], "rate": 3}, "cfg")
+    assert config == _Config("a", (4,), 3.0)
+    with pytest.raises(
+        FieldError, match="^cfg: unknown field\\(s\\) bad, worse; valid: name, sizes, rate, note, extra$"
+    ):
+        build(_Config, {"name": "a", "worse": 1, "bad": 2}, "cfg")
+    with pytest.raises(FieldError, match="^cfg: missing field\\(s\\) name$"):
+        build(_Config, {"rate": 1.0}, "cfg")
+    with pytest.raises(FieldError, match="^cfg: rate must be a number, got 'x'$"):
+        build(_Config, {"name": "a", "rate": "x"}, "cfg")
+    with pytest.raises(FieldError, match="^cfg must be an object, got \\[\\]$"):
+        build(_Config, [], "cfg")
+
+
+def test_build_uses_a_reader_for_a_field_in_place_of_the_check() -> None:
+    config = build(_Config, {"name": "a", "sizes": "1,2"}, "cfg", {"sizes": lambda v: tuple(map(int, v.split(",")))})
+    assert config.sizes == (1, 2)
+
+
+def test_hints_of_resolves_string_annotations_per_class() -> None:
+    assert hints_of(_Config)["sizes"] == tuple[int, ...]
+    assert hints_of(_Config) is hints_of(_Config)
+
+
+def test_fits_is_check_without_the_error() -> None:
+    assert fits(3, int) and not fits(True, int) and fits([1.5], list[float]) and not fits("1", float)
