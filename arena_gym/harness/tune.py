@@ -17,6 +17,7 @@ the target's own trainer takes with ``--config``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import multiprocessing

@@ -34,9 +34,9 @@ def test_tune_runs_a_study_and_prints_the_best_trial(capsys, tmp_path) -> None:
     [
         (["--set", "nothing"], "--set: 'nothing' is not KEY=VALUE"),
         (["--trial-set", "zz=1"], "QuadConfig has no field 'zz'"),
-        (["--set", "steps=lots"], "QuadConfig.steps: 'lots' is not a int"),
+        (["--set", "steps=lots"], "QuadConfig.steps: bad value 'lots': expected an integer"),
         (["--trials", "0"], "--trials"),
-        (["--trial-set", "y=lots"], "QuadConfig.y: 'lots' is not a float"),
+        (["--trial-set", "y=lots"], "QuadConfig.y: bad value 'lots': expected a number"),
         (["--storage", "notaurl"], "tune --storage 'notaurl' is not a database URL"),
         (["--storage", "sqlite:////nonexistent/dir/x.db"], "folder /nonexistent/dir does not exist"),
         (["--storage", "nosuchdialect://h/db"], "tune --storage 'nosuchdialect://h/db': "),
