@@ -268,7 +268,7 @@ def headline(name: str, m: dict[str, float]) -> str:
     return (
         f"{name}: {int(m['jobs_finished'])}/{int(m['jobs_submitted'])} jobs finished, avg JCT {m['avg_jct_s']:.1f} s, "
         f"p95 {m['p95_jct_s']:.1f} s, avg queue {m['avg_queue_s']:.1f} s, makespan {m['makespan_s']:.1f} s, "
-        f"avg throughput {m['avg_throughput_span']:.1f} samples/s, {int(m['reconfigurations'])} reconfigurations, "
+        f"avg throughput {m['avg_throughput']:.1f} samples/s, {int(m['reconfigurations'])} reconfigurations, "
         f"{int(m['preemptions'])} preemptions, {int(m.get('failures', 0))} failures"
     )
 
