@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena_gym.cluster import PRESETS
+from arena_gym.loop import run_episode
 from arena_gym.metrics import (
     MAX_BINS,
     bin_width,
@@ -23,7 +24,6 @@ from arena_gym.metrics import (
     timeline,
 )
 from arena_gym.records import EpisodeRecord, Event, EventKind
-from arena_gym.loop import run_episode
 from arena_gym.types import GpuType, JobId, ResourceShape
 from tests.helpers import job
 
