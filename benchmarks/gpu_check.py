@@ -2,7 +2,8 @@
 
 On a machine with torch and CUDA (this project's extras not needed: no SB3, wandb or Ray), from a clone:
 
-1. ``pytest -m gpu tests/real_runner`` (counts of passed / skipped / failed; needs pytest);
+1. ``pytest -m "gpu and not distributed" tests/real_runner`` (counts of passed / skipped / failed; needs
+   pytest); the gpu tests that start nccl ranks are step 6;
 2. a throughput probe per model (gpt__350M batch 16, gpt__1.3B batch 8; one GPU, one micro-batch):
    seconds per step and model TFLOP/s (6 x parameters x tokens per step) of the runner's
    ``real_runner.executor.Trainer`` (its default precision and recomputation on CUDA) and of a plain
@@ -12,7 +13,7 @@ On a machine with torch and CUDA (this project's extras not needed: no SB3, wand
 4. ``arena-gym estimate calibrate --profile`` of that profile;
 5. ``arena-gym deploy --policy arena`` of three gpt__350M jobs on that testbed with the calibrated
    estimator (``--perf calibrated:FILE``), its sim-vs-live table;
-6. with two or more GPUs, the nccl tests (``pytest -m distributed tests/real_runner/test_gpu.py``).
+6. with two or more GPUs, the nccl tests (``pytest -m "gpu and distributed" tests/real_runner``).
 
 Every step runs under a time limit and records an error instead of stopping the check; the JSON of
 figures (``--out``, default ``benchmarks/results/gpu/gpu_check.json``) is written at the end. About
@@ -67,6 +68,8 @@ NAME_TYPES = (
     ("P100", "p100"),
     ("3090", "rtx3090"),
 )
+#: The pytest command of the test steps.
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
 #: Exit code of a run on a machine without CUDA.
 NO_CUDA_EXIT = 2
 
@@ -298,9 +301,7 @@ def main() -> int:
     step(
         results,
         "gpu_tests",
-        lambda: _with_counts(
-            run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/real_runner"], 240, env)
-        ),
+        lambda: _with_counts(run([*PYTEST, "-m", "gpu and not distributed", "tests/real_runner"], 240, env)),
     )
     probes: dict[str, Any] = {}
     for model, batch in PROBES:
@@ -382,17 +383,7 @@ def main() -> int:
             "nccl_tests",
             lambda: _with_counts(
                 run(
-                    [
-                        py,
-                        "-m",
-                        "pytest",
-                        "-q",
-                        "-p",
-                        "no:cacheprovider",
-                        "-m",
-                        "distributed",
-                        "tests/real_runner/test_gpu.py",
-                    ],
+                    [*PYTEST, "-m", "gpu and distributed", "tests/real_runner"],
                     300,
                     env,
                 )
