@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import least_squares
 
-from arena_gym.types import GpuType, ModelRef, PipeSchedule, Plan, ResourceShape
+from arena_gym.types import ClusterSpec, GpuType, ModelRef, NodeGroup, PipeSchedule, Plan, ResourceShape
 from estimator.hardware import canonical_gpu_name
 from estimator.params import EstimatorParams
 from estimator.perfmodel import EstimatorPerfModel
@@ -87,8 +87,11 @@ def one_gpu_points(
     cfg = config or PlannerConfig()
     gpu_type = GpuType(canonical_gpu_name(profile.device.device_type))
     shape = ResourceShape(gpu_type, 1, 1)
-    profiled = ProfiledPerfModel(profile, config=cfg)
-    estimator = EstimatorPerfModel(params=base, config=cfg)
+    testbed = ClusterSpec(
+        profile.device.testbed, (NodeGroup(gpu_type, profile.device.nodes, profile.device.devices_per_node),)
+    )
+    profiled = ProfiledPerfModel(profile, testbed, config=cfg)  # plans only the shapes the profile measured
+    estimator = EstimatorPerfModel(testbed, params=base, config=cfg)
     planners = (profiled, estimator)
     batches = tuple(int(b) for b in profile.settings.get("samples", DEFAULT_BATCHES))
     points = []

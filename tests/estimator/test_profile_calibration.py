@@ -61,6 +61,15 @@ def test_two_models_of_unlike_scale_fit_less_closely():
     assert after.max() < abs(both.errors_before()).max() and np.median(after) <= 0.10
 
 
+def test_a_one_device_profile_plans_only_its_one_shape():
+    # `estimate profile --testbed <one cpu device> --models gpt__mini --quick`: no tensor-parallel curves
+    one = load_profile(PROFILE.with_name("profile-cpu-1-mini-quick.json"))
+    base = default_params()
+    result = calibrate_type(one_gpu_points(one, base), base)
+    assert {p.batch for p in result.points} == {1, 2, 4, 8}
+    assert abs(result.errors_after()).max() <= 0.15
+
+
 def test_unknown_models_and_mixed_types_are_refused():
     base = default_params()
     with pytest.raises(ValueError, match="not in the profile: gpt__1.3B"):
