@@ -9,7 +9,8 @@ On a machine with torch and CUDA (this project's extras not needed: no SB3, wand
    ``real_runner.executor.Trainer`` (its default precision and recomputation on CUDA) and of a plain
    loop over the same ``real_runner.model.GPT`` under ``torch.autocast(bfloat16)`` with fused AdamW and
    no recomputation, against the estimator's time of that plan (uncalibrated, and calibrated by step 4);
-3. ``arena-gym estimate profile`` of a one-GPU testbed of this device type (``--profile-models``);
+3. ``arena-gym estimate profile --quick --samples 1,2,4,8,16`` of a one-GPU testbed of this device type, for
+   the probed models (``--profile-models``);
 4. ``arena-gym estimate calibrate --profile`` of that profile;
 5. ``arena-gym deploy --policy arena`` of three gpt__350M jobs on that testbed with the calibrated
    estimator (``--perf calibrated:FILE``), its sim-vs-live table;
@@ -25,7 +26,7 @@ Without CUDA it prints one line saying why and exits with code 2 (nothing measur
 ``arena-gym`` entry points are not installed (a clone without ``pip install``), it installs the
 repository itself with ``pip install --no-deps --no-build-isolation -e .`` first.
 
-Usage: ``python benchmarks/gpu_check.py [--out FILE] [--steps N] [--profile-models gpt__350M]``.
+Usage: ``python benchmarks/gpu_check.py [--out FILE] [--steps N] [--profile-models gpt__350M,gpt__1.3B]``.
 """
 
 from __future__ import annotations
@@ -276,7 +277,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the JSON of figures")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per probe (after 3 warm-up steps)")
-    parser.add_argument("--profile-models", default="gpt__350M", help="models `estimate profile` measures")
+    parser.add_argument(
+        "--profile-models", default=",".join(m for m, _ in PROBES), help="models `estimate profile` measures"
+    )
     args = parser.parse_args()
     reason = cuda_missing()
     if reason is not None:
@@ -332,6 +335,8 @@ def main() -> int:
                     "--out",
                     str(profile),
                     "--quick",
+                    "--samples",
+                    "1,2,4,8,16",
                 ],
                 240,
                 env,
