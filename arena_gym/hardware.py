@@ -245,6 +245,22 @@ _GPUS: dict[str, GpuSpec] = {
             "ib-ndr-x8",
             "NVIDIA H100 Tensor Core GPU datasheet (SXM5; 2023)",
         ),
+        # H200 SXM: 141 GB HBM3e at 4.8 TB/s, the H100 SXM's tensor cores (dense FP16/BF16 989.4, TF32 494.7,
+        # FP32 66.9 TFLOPS), NVLink 900 GB/s bidirectional (NVLink 4), 8 per HGX H200 board with 8x 400 Gb/s NDR
+        # (DGX H200 datasheet). The driver's reported memory is not a datasheet figure: left nominal (0).
+        GpuSpec(
+            "h200",
+            141,
+            4800,
+            989.4,
+            989.4,
+            494.7,
+            66.9,
+            "nvlink4",
+            8,
+            "ib-ndr-x8",
+            "NVIDIA H200 Tensor Core GPU datasheet (SXM; 2024)",
+        ),
         GpuSpec(
             "h800",
             80,
@@ -306,6 +322,8 @@ _ALIASES: dict[str, str] = {
     "v100-16g": "v100-16gb",
     "h100-80gb": "h100",
     "h100-sxm": "h100",
+    "h200-141gb": "h200",
+    "h200-sxm": "h200",
     "3090": "rtx3090",
     "rtx-3090": "rtx3090",
     "l40-s": "l40s",

@@ -16,8 +16,6 @@ import numpy as np
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.types import JobId
 
-#: The artifact averages throughput over rounds above this many samples/s.
-ACTIVE_THROUGHPUT_FLOOR = 100.0
 #: At most this many bins when a series is binned: past it bins widen (spans over ~9 years at 300 s).
 MAX_BINS = 1_000_000
 #: Running sums of the timeline are recomputed exactly every this many events (bounds rounding drift).
@@ -295,6 +293,10 @@ def padded_mean_jcts(jcts: Mapping[str, Sequence[float]], reference: str = "max"
 def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | None = None) -> dict[str, float]:
     """The flat metrics of an episode (keys carry units: ``_s``, samples/s for throughput).
 
+    ``avg_throughput`` is the time average of the cluster's samples/s over the time at least one job
+    makes progress (the same rule in simulated and live runs, whatever their scale); ``avg_throughput_span``
+    averages over the whole span, idle time included.
+
     ``done`` is the record's :func:`replay` when the caller has it already.
     """
     rep = replayed(record, done)
@@ -305,7 +307,7 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | 
     span = max(tl.end - record.start_time, 0.0)
     total_gpus = record.cluster.total_gpus
     _, binned = tl.binned(tl.throughput, bin_s)
-    active = binned[binned > ACTIVE_THROUGHPUT_FLOOR]
+    busy_s = tl.integral((tl.running_jobs > 0).astype(float))
     finishes = [o.finish for o in outcomes if o.finish is not None]
     all_done = len(finishes) == len(record.jobs)
     with_deadline = [o for o in outcomes if o.deadline is not None]
@@ -319,7 +321,7 @@ def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | 
         "p99_jct_s": percentile(ordered, 99),
         "avg_queue_s": float(queues.mean()) if len(queues) else math.nan,
         "makespan_s": (max(finishes) - record.start_time) if all_done and finishes else span,
-        "avg_throughput": float(active.mean()) if len(active) else 0.0,
+        "avg_throughput": tl.integral(tl.throughput) / busy_s if busy_s > 0 else 0.0,
         "peak_throughput": float(binned.max()) if len(binned) else 0.0,
         "avg_throughput_span": tl.integral(tl.throughput) / span if span > 0 else 0.0,
         "gpu_alloc_ratio": tl.integral(tl.alloc_gpus) / (span * total_gpus) if span > 0 else 0.0,

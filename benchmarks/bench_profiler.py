@@ -24,6 +24,10 @@ directly (device-seconds). A last check times the runner's single-device step in
 this process against the last profile (the computation path alone, which a busy machine does not
 distort). Results go to a JSON file with the config, code version and machine.
 
+Only the plans the testbed holds are measured (at most its devices, tensor parallelism inside a node);
+a testbed that holds none of them (one device: every plan has 2 ranks) is refused in one line before
+any work.
+
 Usage: ``python benchmarks/bench_profiler.py [--quick] [--profile FILE] [--measured FILE] [--out FILE]``.
 ``--measured`` reuses a previous result's measurements and re-composes them (from its per-pass profiles
 unless ``--profile`` is given). Acceptance: MAPE <= 10 %, every plan <= 20 %, ranking kept.
@@ -84,6 +88,20 @@ def plans(n_layers: int, quick: bool) -> dict[str, Plan]:
     return table
 
 
+def held_plans(table: dict[str, Plan], total_devices: int, devices_per_node: int) -> dict[str, Plan]:
+    """The plans of ``table`` a testbed holds: at most its devices, tensor parallelism inside one node."""
+    return {
+        name: plan
+        for name, plan in table.items()
+        if plan.num_gpus <= total_devices and all(st.tp <= devices_per_node for st in plan.stages)
+    }
+
+
+def testbed_plans(testbed, model: str, quick: bool) -> dict[str, Plan]:
+    """The benchmarked plans of ``model`` that ``testbed`` holds."""
+    return held_plans(plans(len(get_model(model).layers), quick), testbed.total_devices, testbed.devices_per_node)
+
+
 def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: int, work: Path) -> dict:
     """One fresh job of ``steps`` steps; per-step periods and iteration times after warm-up, device-seconds."""
     tag = f"{model}-{name.replace(' ', '_')}-{time.monotonic_ns()}"
@@ -120,11 +138,11 @@ def measure(model: str, name: str, plan: Plan, batch: int, steps: int, warmup: i
     }
 
 
-def measure_pass(models: list[str], args, work: Path, index: int) -> dict[tuple[str, str], dict]:
-    """Every plan of every model once: pass ``index``."""
+def measure_pass(models: list[str], args, testbed, work: Path, index: int) -> dict[tuple[str, str], dict]:
+    """Every plan of every model that the testbed holds once: pass ``index``."""
     out = {}
     for m in models:
-        for name, plan in plans(len(get_model(m).layers), args.quick).items():
+        for name, plan in testbed_plans(testbed, m, args.quick).items():
             r = measure(m, name, plan, args.batch, args.steps, args.warmup, work)
             out[(m, name)] = r
             print(
@@ -333,6 +351,17 @@ def main() -> None:
         args.steps = min(args.steps, 10)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     testbed = load_testbed(args.testbed)
+    if not args.measured:
+        held = {m: testbed_plans(testbed, m, args.quick) for m in models}
+        if not any(held.values()):
+            raise SystemExit(
+                f"bench_profiler: testbed {testbed.name} has {testbed.total_devices} device(s), "
+                f"{testbed.devices_per_node} per node: it holds none of the benchmarked plans (2 ranks each)"
+            )
+        for m in models:
+            skipped = sorted(set(plans(len(get_model(m).layers), args.quick)) - set(held[m]))
+            if skipped:
+                print(f"{m}: {testbed.name} cannot hold {', '.join(skipped)}: not measured")
     load_before = os.getloadavg()
     out = Path(args.out)
     probes: list[dict] = []
@@ -367,7 +396,7 @@ def main() -> None:
                     profile_once(
                         testbed, models, args, work / f"variant{index}", variant_path, args.variant_layer_repeats
                     )
-                for key, r in measure_pass(models, args, work, index).items():
+                for key, r in measure_pass(models, args, testbed, work, index).items():
                     r["profile"] = str(profile_path)
                     if variant_path is not None:
                         r["variant_profile"] = str(variant_path)

@@ -140,7 +140,7 @@ def rates_for(arch: ModelArch, gpu: GpuSpec, links: NodeLinks, params: Estimator
         intra_lat=params.latency_scale * links.intra_latency_us * 1e-6,
         inter_bw=params.nu_inter * kind.comm * typ.comm * links.inter_gbs * 1e9,
         inter_lat=params.latency_scale * links.inter_latency_us * 1e-6,
-        kernel_s=params.kernel_us * 1e-6,
+        kernel_s=params.kernel_us * typ.kernel * 1e-6,
         mem_cap=usable_memory_gib(gpu, params.memory_fraction) * GIB,
         weight_s=arch.dtype_bytes / mem_bw + 2 * kind.tile_rows / flops,
     )

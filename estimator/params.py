@@ -13,7 +13,7 @@ efficiency parameters are:
 * global: ``nu_intra`` / ``nu_inter`` (fraction of the intra-node link / inter-node network
   bandwidth reached by collectives), ``latency_scale`` (multiplies the links' datasheet
   latencies) and ``kernel_us`` (fixed cost per kernel launch);
-* per GPU type, multipliers ``compute``, ``memory`` and ``comm`` on the global values (1.0 for a
+* per GPU type, multipliers ``compute``, ``memory``, ``comm`` and ``kernel`` on the global values (1.0 for a
   type without measurements: it is predicted from its specs alone).
 
 ``arena-gym estimate calibrate`` fits them; the fitted values for the shipped types live in
@@ -55,6 +55,7 @@ class TypeParams:
     compute_fp32: float = 1.0  # fp32 matrix math (CUDA cores)
     memory: float = 1.0
     comm: float = 1.0
+    kernel: float = 1.0  # multiplies the global kernel_us (fixed cost per kernel launch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,7 @@ class EstimatorParams:
             },
             "gpu_types": {
                 k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
+                | ({"kernel": v.kernel} if v.kernel != 1.0 else {})
                 for k, v in sorted(self.gpu_types.items())
             },
             "dp_memory": {
@@ -147,7 +149,11 @@ class EstimatorParams:
             g = data["global"]
             types = {
                 str(k): TypeParams(
-                    float(v["compute"]), float(v.get("compute_fp32", 1.0)), float(v["memory"]), float(v["comm"])
+                    float(v["compute"]),
+                    float(v.get("compute_fp32", 1.0)),
+                    float(v["memory"]),
+                    float(v["comm"]),
+                    float(v.get("kernel", 1.0)),
                 )
                 for k, v in data.get("gpu_types", {}).items()
             }
@@ -170,7 +176,7 @@ class EstimatorParams:
             raise ValueError(f"estimator parameters {source or ''}: bad or missing field {exc}") from None
         values = [params.nu_intra, params.nu_inter, params.latency_scale, params.memory_fraction]
         values += [x for k in kinds.values() for x in (k.eta_compute, k.eta_memory, k.tile_rows, k.comm)]
-        values += [x for t in types.values() for x in (t.compute, t.compute_fp32, t.memory, t.comm)]
+        values += [x for t in types.values() for x in (t.compute, t.compute_fp32, t.memory, t.comm, t.kernel)]
         if not all(v > 0 for v in values) or params.kernel_us < 0:
             raise ValueError(f"estimator parameters {source or ''}: every efficiency must be positive")
         if not all(v.sharded_bytes >= 0 and v.act_factor > 0 for v in dp_memory.values()):

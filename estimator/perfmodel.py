@@ -244,3 +244,14 @@ def default_perf_model(
     ``models``: user-defined architectures by name, besides the zoo (``estimator.zoo.load_models``).
     """
     return EstimatorPerfModel(cluster, cache_dir=cache_dir, models=models)
+
+
+def calibrated_perf_model(
+    path: str,
+    cluster: ClusterSpec | None = None,
+    cache_dir: str | Path | None = None,
+    models: Mapping[str, ModelArch] | None = None,
+) -> EstimatorPerfModel:
+    """The estimator with the parameters of a JSON file (the ``calibrated:PARAMS.json`` spec), e.g. written by
+    ``arena-gym estimate calibrate --profile PROFILE.json --out PARAMS.json``."""
+    return EstimatorPerfModel(cluster, params=EstimatorParams.load(path), cache_dir=cache_dir, models=models)

@@ -49,6 +49,7 @@ from real_runner.plans import model_spec
 from real_runner.preflight import preflight
 from real_runner.progress import read_progress
 from real_runner.testbed import Testbed, load_testbed, testbed_from_dict
+from real_runner.training_modes import check_precision
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +88,12 @@ class DeployConfig:
     plots: bool = True
     profile_cache: str = "results/profiles"
     status_every_s: float = 10.0
+    precision: str = "auto"  # the jobs' compute precision (real_runner.training_modes); auto: the testbed's
 
     def __post_init__(self) -> None:
         if not (0 < self.time_scale < math.inf):
             raise ValueError(f"time scale must be finite and > 0, got {self.time_scale}")
+        check_precision(self.precision, "deploy")
 
     def live_config(self) -> LiveConfig:
         """The backend settings."""
@@ -102,6 +105,7 @@ class DeployConfig:
             max_retries=self.max_retries,
             seed=self.seed,
             status_every_s=self.status_every_s,
+            precision=self.precision,
         )
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena_gym.cluster import PRESETS
+from arena_gym.loop import run_episode
 from arena_gym.metrics import (
     MAX_BINS,
     bin_width,
@@ -23,7 +24,7 @@ from arena_gym.metrics import (
     timeline,
 )
 from arena_gym.records import EpisodeRecord, Event, EventKind
-from arena_gym.types import JobId
+from arena_gym.types import GpuType, JobId, ResourceShape
 from tests.helpers import job
 
 E = EventKind
@@ -59,12 +60,48 @@ def test_queueing_with_preemption_and_deadlines():
     assert m["avg_jct_s"] == 250 and m["deadline_met_ratio"] == 0.5
     # throughput: 100 on [10,100), 0 on [100,110), 50 on [110,200), 0 on [200,210), 100 on [210,400)
     assert m["avg_throughput_span"] == pytest.approx((90 * 100 + 90 * 50 + 190 * 100) / 400)
-    # 100 s bins average 90, 45, 90, 100: peak 100; none is strictly above the 100 samples/s floor
+    # 100 s bins average 90, 45, 90, 100: peak 100
     assert m["peak_throughput"] == pytest.approx(100.0)
-    assert m["avg_throughput"] == pytest.approx(0.0)
+    # while a job runs (370 of the 400 s; nothing runs on [100,110) and [200,210))
+    assert m["avg_throughput"] == pytest.approx((90 * 100 + 90 * 50 + 190 * 100) / 370)
     assert m["sched_ms_per_decision"] == pytest.approx(100.0)
     tl = timeline(record(events, jobs, 400.0))
     assert tl.pending_jobs.max() == 1 and tl.alloc_gpus.max() == 2
+
+
+def test_avg_throughput_of_a_live_shaped_record_is_its_rate_while_running():
+    # a live CPU run: a 12 s start, about 3 samples/s measured by PROGRESS events, an idle gap, a second job
+    jobs = [job("A", 0, 10, "a40", 1), job("B", 0, 10, "a40", 1)]
+    events = [
+        ev(0, E.SUBMIT, "A"),
+        ev(0, E.SUBMIT, "B"),
+        ev(0, E.ALLOCATE, "A", 1),
+        ev(12, E.RUN, "A", 1, 3.0),
+        ev(30, E.PROGRESS, "A", 1, 4.0),
+        ev(60, E.FINISH, "A", 1),
+        ev(60, E.ALLOCATE, "B", 1),
+        ev(70, E.RUN, "B", 1, 2.0),
+        ev(100, E.FINISH, "B", 1),
+    ]
+    m = compute_metrics(record(events, jobs, 100.0))
+    running = 18 * 3.0 + 30 * 4.0 + 30 * 2.0
+    assert m["avg_throughput"] == pytest.approx(running / (18 + 30 + 30))
+    assert m["avg_throughput_span"] == pytest.approx(running / 100)
+    assert 0 < m["avg_throughput_span"] < m["avg_throughput"]
+
+
+def test_avg_throughput_of_a_small_sim_run_is_the_rate_of_its_one_job():
+    from arena_gym.registry import make_policy
+    from arena_gym.sim import SimBackend
+    from tests.helpers import uniform_model
+
+    perf = uniform_model()
+    backend = SimBackend(PRESETS["tiny"], perf)
+    rec = run_episode(backend, make_policy("fcfs"), [job("A", 0.0, 50, "a40", 1)])
+    m = compute_metrics(rec)
+    rate = 128 / perf.iter_time(job("A", 0.0, 50, "a40", 1).model, 128, ResourceShape(GpuType("a40"), 1, 1))
+    assert m["jobs_finished"] == 1 and m["avg_throughput"] == pytest.approx(rate)
+    assert m["avg_throughput_span"] < m["avg_throughput"]  # the start overhead is in the span, not in the average
 
 
 def test_unfinished_jobs_queue_until_the_end():

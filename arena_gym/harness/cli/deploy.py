@@ -32,6 +32,7 @@ from arena_gym.harness.runlock import RunLock
 from arena_gym.loop import run_episode
 from real_runner.live.backend import LiveError, LiveStatus
 from real_runner.testbed import LAUNCHERS
+from real_runner.training_modes import PRECISION_CHOICES
 
 #: Settings a resumed deployment takes from its journal (so they may not be given with --resume).
 _SETTINGS = (
@@ -47,6 +48,7 @@ _SETTINGS = (
     "checkpoint_every_s",
     "stale_timeout_s",
     "max_retries",
+    "precision",
     "profile_cache",
 )
 _FLAGS = {
@@ -137,6 +139,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=finite_positive_float,
         default=None,
         help=f"seconds between status lines (default {d.status_every_s:g})",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISION_CHOICES,
+        default=None,
+        help="the jobs' compute precision: auto (the testbed's precision key, else fp32 on CPU and the model's "
+        "dtype on CUDA, bf16 where the GPU has it), fp32, bf16 or fp16 (with a gradient scaler)",
     )
     parser.add_argument(
         "--profile-cache", dest="profile_cache", default=None, help="where --perf profile keeps profiles"
@@ -268,7 +277,7 @@ def headline(name: str, m: dict[str, float]) -> str:
     return (
         f"{name}: {int(m['jobs_finished'])}/{int(m['jobs_submitted'])} jobs finished, avg JCT {m['avg_jct_s']:.1f} s, "
         f"p95 {m['p95_jct_s']:.1f} s, avg queue {m['avg_queue_s']:.1f} s, makespan {m['makespan_s']:.1f} s, "
-        f"avg throughput {m['avg_throughput_span']:.1f} samples/s, {int(m['reconfigurations'])} reconfigurations, "
+        f"avg throughput {m['avg_throughput']:.1f} samples/s, {int(m['reconfigurations'])} reconfigurations, "
         f"{int(m['preemptions'])} preemptions, {int(m.get('failures', 0))} failures"
     )
 

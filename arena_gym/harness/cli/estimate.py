@@ -110,8 +110,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     v.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
     v.set_defaults(handler=_validate)
 
-    c = sub.add_parser("calibrate", help="fit the efficiency parameters to a measured table")
-    c.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
+    c = sub.add_parser(
+        "calibrate",
+        help="fit the efficiency parameters to a measured table, or one GPU type's to a profile of the runner on it",
+    )
+    source = c.add_mutually_exclusive_group(required=True)
+    source.add_argument("--measured", help="CSV in the measured_iter_time.csv format")
+    source.add_argument(
+        "--profile",
+        help="PROFILE.json of `estimate profile`: calibrate its device type's multipliers to its one-GPU step "
+        "times (the other parameters and types keep the committed values); the file --out writes is read by "
+        "--perf calibrated:FILE and `estimate query --params FILE`",
+    )
+    c.add_argument("--models", default=None, help="with --profile: the profiled models to fit (default: all)")
     c.add_argument(
         "--dp-memory", default=None, help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format"
     )
@@ -239,6 +250,10 @@ def _print_validation(result) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    if args.profile:
+        return _calibrate_profile(args)
+    if args.models:
+        raise ValueError("--models selects profiled models: it needs --profile")
     from dataclasses import replace
 
     from estimator.calibration import Problem, fit, load_points, validate
@@ -266,5 +281,45 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"parameters written to {args.out}")
     else:
         json.dump({**params.to_dict(), **extra}, sys.stdout, indent=2)
+        print()
+    return 0
+
+
+def _calibrate_profile(args: argparse.Namespace) -> int:
+    from estimator.params import default_params
+    from estimator.profile import load_profile
+    from estimator.profile_calibration import calibrate_type, one_gpu_points
+
+    profile = load_profile(args.profile)
+    base = default_params()
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    result = calibrate_type(one_gpu_points(profile, base, models=models), base, max_nfev=args.max_evals)
+    before, after = result.errors_before(), result.errors_after()
+    print(f"{result.gpu_type}: {len(result.points)} one-GPU plans of {args.profile}")
+    print(f"{'model':<12} {'batch':>5} {'micro':>5} {'profiled s':>11} {'before s':>10} {'after s':>10} {'error':>7}")
+    for p, b, a, e in zip(result.points, result.before_s, result.after_s, after):
+        print(
+            f"{p.model.name:<12} {p.batch:>5} {p.plan.micro_batches:>5} {p.profiled_s:>11.4f} {b:>10.4f} {a:>10.4f} "
+            f"{100 * e:>+6.1f}%"
+        )
+    typ = result.params.gpu_type(result.gpu_type)
+    print(
+        f"multipliers of {result.gpu_type}: compute {typ.compute:.3g}, compute_fp32 {typ.compute_fp32:.3g}, "
+        f"memory {typ.memory:.3g}, kernel {typ.kernel:.3g}; max |error| {100 * abs(before).max():.1f}% before, "
+        f"{100 * abs(after).max():.1f}% after"
+    )
+    extra = {
+        "calibrated_type": result.gpu_type,
+        "calibrated_on": Path(args.profile).name,
+        "max_abs_error_percent": {
+            "before": round(100 * float(abs(before).max()), 2),
+            "after": round(100 * float(abs(after).max()), 2),
+        },
+    }
+    if args.out:
+        atomic_write(args.out, lambda tmp: result.params.save(tmp, extra))
+        print(f"parameters written to {args.out} (use: --perf calibrated:{args.out})")
+    else:
+        json.dump({**result.params.to_dict(), **extra}, sys.stdout, indent=2)
         print()
     return 0

@@ -25,6 +25,7 @@ def run(capsys, *args: str) -> tuple[int, str]:
         (["--time-scale", "-1"], "--time-scale: must be finite and > 0"),
         (["--launcher", "slurm"], "invalid choice: 'slurm'"),
         (["--perf", "noisy:"], "needs an argument"),
+        (["--precision", "fp64"], "invalid choice: 'fp64'"),
     ],
 )
 def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message) -> None:
@@ -32,6 +33,20 @@ def test_bad_settings_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, a
     code, err = run(capsys, *args, "--out", str(out))
     assert code == 2 and message in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def test_the_precision_flag_reaches_the_jobs_live_config() -> None:
+    import argparse
+
+    from arena_gym.harness.cli.deploy import _config, configure
+    from arena_gym.harness.deploy import DeployConfig
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    assert _config(parser.parse_args(["--precision", "bf16"])).live_config().precision == "bf16"
+    assert _config(parser.parse_args([])).live_config().precision == "auto"  # the testbed's, then the device's
+    with pytest.raises(ValueError, match="^deploy: precision 'fp64' is unknown"):
+        DeployConfig(precision="fp64")
 
 
 def test_jobs_the_runner_cannot_train_or_machines_it_cannot_reach_are_refused(tmp_path, capsys) -> None:

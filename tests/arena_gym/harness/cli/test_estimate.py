@@ -97,6 +97,23 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
     assert "DP memory of transformer" in capsys.readouterr().out
 
 
+def test_calibrate_from_a_profile_writes_a_calibration_file(tmp_path, capsys):
+    from arena_gym.registry import make_perf
+    from arena_gym.types import ClusterSpec, GpuType, ModelRef, NodeGroup, ResourceShape
+    from estimator.params import EstimatorParams, default_params
+    from tests.estimator.test_profile_calibration import PROFILE
+
+    out = tmp_path / "cpu.json"
+    assert run(["calibrate", "--profile", str(PROFILE), "--models", "gpt__mini", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "multipliers of cpu" in text and f"--perf calibrated:{out}" in text
+    params = EstimatorParams.load(out)
+    assert params.gpu_type("cpu") != default_params().gpu_type("cpu")
+    perf = make_perf(f"calibrated:{out}", ClusterSpec("c", (NodeGroup(GpuType("cpu"), 1, 1),)))
+    assert perf.params.gpu_type("cpu") == params.gpu_type("cpu")
+    assert perf.iter_time(ModelRef.parse("gpt__mini"), 4, ResourceShape(GpuType("cpu"), 1, 1)) > 0
+
+
 @pytest.mark.parametrize(
     "argv,needle",
     [
@@ -105,6 +122,8 @@ def test_calibrate_fits_the_dp_memory_table(tmp_path, capsys):
         (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
         (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
         (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
+        (["calibrate", "--profile", "/nonexistent.json"], "nonexistent.json"),
+        (["calibrate", "--measured", "/nonexistent.csv", "--models", "gpt__mini"], "--models selects profiled"),
         (["validate", "--measured", "/nonexistent.csv", "--dp-memory", "/nowhere.csv"], "nonexistent.csv"),
         ([], "choose an action"),
     ],
