@@ -7,12 +7,15 @@ Bad input of any kind ends with one line ``arena-gym CMD: error: ...`` on stderr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NoReturn
 
 from arena_gym.extras import install_hint
@@ -42,9 +45,31 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "run a policy on a live testbed with real training jobs; sim vs live",
     ),
 }
-#: Exit codes: bad input, and interrupted by Ctrl-C (128 + SIGINT).
+#: Exit codes: bad input, interrupted by Ctrl-C (128 + SIGINT), stopped by SIGTERM (128 + SIGTERM).
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is so that it cleans up as after Ctrl-C (partial outputs, locks)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the command runs (in the main thread), SIGTERM raises :class:`Terminated`; the old handler after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def one_line(text: object) -> str:
@@ -151,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return int(args.handler(args) or 0)
+        with _sigterm_as_interrupt():
+            return int(args.handler(args) or 0)
     except (ValueError, OSError, KeyError) as exc:
         print(f"arena-gym {args.command}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -161,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"arena-gym {args.command}: error: this command needs {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"arena-gym {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print(f"arena-gym {args.command}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED

@@ -1,0 +1,76 @@
+"""Ctrl-C (SIGINT) and SIGTERM at random points of a command: one line, exit 130 or 143, nothing left behind
+that a later run trips on, nothing earlier lost; the same command then runs to the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.arena_gym.harness.quadratic_target import SPEC
+
+REPO = Path(__file__).resolve().parents[4]
+#: A simulate long enough (a few seconds) to be stopped at any point of it.
+LONG_TRACE = "synthetic:mix=testbed,n_jobs=3000,rate_per_h=42"
+#: Signal -> the exit code the command line reports.
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Random points (seconds after the start) at which a signal is sent; the seed makes them the same every run.
+POINTS = [round(random.Random(47).uniform(0.3, 3.5), 2) for _ in range(4)]
+
+
+def _stopped(argv: list[str], cwd: Path, signum: int, after_s: float) -> tuple[int, str]:
+    """Run ``arena-gym ARGV``, send ``signum`` to its process group after ``after_s``; (exit code, stderr)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "arena_gym", *argv], cwd=cwd, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(after_s)
+    if run.poll() is None:
+        os.killpg(run.pid, signum)
+    _, err = run.communicate(timeout=90)
+    return run.returncode, err
+
+
+def _check_stopped(code: int, err: str, signum: int) -> None:
+    assert "Traceback" not in err, err
+    if code != 0:  # it may have finished before the signal
+        assert code == CODES[signum], err
+        [line] = [x for x in err.splitlines() if x.startswith("arena-gym ")]
+        assert line.endswith(("interrupted", "terminated")), err
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_simulate_stopped_at_random_points_leaves_nothing_and_keeps_the_earlier_run(tmp_path, signum) -> None:
+    argv = ["simulate", "--trace", LONG_TRACE, "--cluster", "testbed-64", "--no-plots", "--out", "run"]
+    assert _stopped(argv, tmp_path, signum, 60.0)[0] == 0  # a finished run to keep
+    before = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    for after_s in POINTS:
+        code, err = _stopped(argv, tmp_path, signum, after_s)
+        _check_stopped(code, err, signum)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no .run.*.partial, no .run.lock
+        assert json.loads((tmp_path / "run" / "metrics.json").read_text()) == before
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_tune_stopped_at_random_points_reaches_its_trials_when_rerun(tmp_path, signum) -> None:
+    argv = ["tune", "--target", SPEC, "--trials", "5", "--workers", "2", "--startup-trials", "2", "--no-progress"]
+    argv += ["--trial-set", "steps=4", "--trial-set", "pause_s=0.4", "--out", "study"]
+    for after_s in POINTS[:2]:
+        code, err = _stopped(argv, tmp_path, signum, after_s + 2.0)  # past the workers' start
+        _check_stopped(code, err, signum)
+        assert not list(tmp_path.glob(".study*"))
+    code, err = _stopped(argv, tmp_path, signum, 300.0)
+    assert code == 0, err
+    states = pd.read_csv(tmp_path / "study" / "trials.csv")["state"]
+    assert states.isin(["COMPLETE", "PRUNED"]).sum() >= 5 and "RUNNING" not in set(states)
