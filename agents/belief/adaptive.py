@@ -61,13 +61,8 @@ class EpisodeScale:
             for j, o in seen.items()
             if (o.finished or o.work > 0) and (o.attributes.reference_s is not None or knows(o.attributes))
         }
-        if live and memo is not None:
-            log_post = log_post + memo.total(self, live)
-        elif live:
-            jobs = list(live.values())
-            log_post = log_post + self.belief.scale_log_likelihood(
-                [o.attributes for o in jobs], [o.work for o in jobs], [o.finished for o in jobs], grid
-            )
+        if live:
+            log_post = log_post + (memo if memo is not None else Likelihoods()).total(self, live)
         weights = np.exp(log_post - log_post.max())
         return weights / weights.sum()
 

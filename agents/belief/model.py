@@ -156,23 +156,6 @@ class WorkBelief:
         return attrs, single, groups, scales, v
 
     # ------------------------------------------------------------------ the distribution
-    def scale_log_likelihood(
-        self,
-        jobs: Sequence[JobLike],
-        work: Sequence[float] | np.ndarray,
-        finished: Sequence[bool] | np.ndarray,
-        log_scales: np.ndarray,
-    ) -> np.ndarray:
-        """The log-likelihood of each log scale: every job's work ``exp(log_scale)`` times the belief's.
-
-        A finished job contributes the density of its total ``work`` (iterations), an unfinished
-        one the probability of exceeding the ``work`` it has attained (censored). Shape of
-        ``log_scales``.
-        """
-        grid = np.asarray(log_scales, dtype=float)
-        groups, rows = self.scale_likelihood_rows(jobs, work, finished, grid.ravel())
-        return sum_likelihood_rows(groups, finished, rows, grid.size).reshape(grid.shape)
-
     def scale_likelihood_rows(
         self,
         jobs: Sequence[JobLike],
@@ -182,8 +165,11 @@ class WorkBelief:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each job's group and its log-likelihood at every log scale of the 1-D ``grid`` (one row per job).
 
-        A row depends on nothing but the job's group, work and whether it finished, so rows
-        computed apart sum (:func:`sum_likelihood_rows`) to :meth:`scale_log_likelihood`.
+        The likelihood of a log scale is that of every job's work ``exp(log_scale)`` times the
+        belief's: a finished job contributes the density of its total ``work`` (iterations), an
+        unfinished one the probability of exceeding the ``work`` it has attained (censored). A
+        row depends on nothing but the job's group, work and whether it finished, so rows
+        computed apart sum (:func:`sum_likelihood_rows`) to the same total.
         """
         _, _, groups, scales, v = self._prepare(list(jobs), work, "work")
         done = np.asarray(finished, dtype=bool)
@@ -281,9 +267,8 @@ class WorkBelief:
 def sum_likelihood_rows(
     groups: np.ndarray, finished: Sequence[bool] | np.ndarray, rows: np.ndarray, width: int
 ) -> np.ndarray:
-    """The sum of per-job likelihood rows, added group by group, finished jobs first, in the jobs' order.
-
-    The order is :meth:`WorkBelief.scale_log_likelihood`'s, so the sum is the same to the last bit.
+    """The sum of per-job likelihood rows (:meth:`WorkBelief.scale_likelihood_rows`), added group by group,
+    finished jobs first, in the jobs' order: whichever rows were computed together, the same sum to the last bit.
     """
     total = np.zeros(width)
     for _, _, mask in likelihood_blocks(groups, np.asarray(finished, dtype=bool)):

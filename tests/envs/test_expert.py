@@ -14,13 +14,11 @@ from arena_gym.loop import run_episode
 from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics
 from arena_gym.registry import policy_registry, resolve
 from arena_gym.sim import SimBackend
-from envs.expert import HeuristicAgent, expert_actions
+from envs.expert import HeuristicAgent, PlayResult, expert_actions
 
 #: Modules of registered policies that are no heuristics: learned agents, and the search policies (which roll
 #: heuristics forward: tests/agents/search).
 NOT_HEURISTIC = ("agents.rl", "agents.search.lookahead")
-#: Heuristic policies to drive the env with: every registered policy but those above.
-HEURISTICS = tuple(n for n, e in policy_registry().entries.items() if not e.target.startswith(NOT_HEURISTIC))
 #: Policies whose every decision the codec expresses exactly (same cells, same best-fit nodes).
 EXACT = ("fcfs", "fcfs-r", "srtf")
 TRACE = "synthetic:n_jobs=40,arrival=poisson,rate_per_h=30,gpu_types=a40+a10,max_gpus=4,iter_log_mean=7.5"
@@ -35,6 +33,19 @@ def available(name: str) -> bool:
     """Whether a registered policy's module has landed in this checkout."""
     module = policy_registry().entries[name].target.partition(":")[0]
     return importlib.util.find_spec(module) is not None
+
+
+def heuristics() -> list[str]:
+    """The heuristic policies to drive the env with: every registered, available policy but those of NOT_HEURISTIC."""
+    entries = policy_registry().entries
+    return [n for n, e in entries.items() if not e.target.startswith(NOT_HEURISTIC) and available(n)]
+
+
+def play_expert(perf, policy_name: str) -> tuple[PlayResult, int]:
+    """A policy's episode played through the env on TRACE (as the expert of a warm start), and the job count."""
+    policy = make_policy(policy_name)
+    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, ap_search=policy.ap_search)
+    return HeuristicAgent(policy, env).play(seed=1), len(env.unwrapped.jobs)
 
 
 def simulate(env: gym.Env, policy_name: str) -> dict[str, float]:
@@ -72,13 +83,11 @@ def test_env_driven_by_exact_heuristic_equals_simulate(perf, policy_name, env_id
         assert reference["preemptions"] > 0  # the replay covered preemptions
 
 
-@pytest.mark.parametrize("policy_name", [p for p in HEURISTICS if available(p)])
+@pytest.mark.parametrize("policy_name", heuristics())
 def test_every_available_heuristic_drives_the_env_without_invalid_actions(perf, policy_name):
-    policy = make_policy(policy_name)
-    env = gym.make("ArenaGym/Testbed64-v1", perf=perf, trace=TRACE, ap_search=policy.ap_search)
-    result = HeuristicAgent(policy, env).play(seed=1)
+    result, jobs = play_expert(perf, policy_name)
     assert result.invalid_actions == 0
-    assert result.metrics["jobs_finished"] == len(env.unwrapped.jobs)
+    assert result.metrics["jobs_finished"] == jobs
 
 
 def test_expert_actions_replay_the_decision_exactly(perf):

@@ -9,15 +9,16 @@ directory (``precision_oracle.json`` and ``precision_chain{j}.jsonl``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from estimator.zoo import TransformerSpec
 from real_runner.executor import Trainer
 from real_runner.job import RunContext, run_job
-from real_runner.plans import model_spec, resolve_plan
+from real_runner.plans import ExecutedPlan, model_spec, resolve_plan
 from real_runner.precision import PRECISIONS
-from real_runner.spec import WorkerSpec
 from real_runner.worker import prepare
 from tests.real_runner.distributed_cases import (
     BATCH,
@@ -27,6 +28,7 @@ from tests.real_runner.distributed_cases import (
     ORACLE_STEPS,
     SEED,
     _write,
+    chain_spec,
     make_plan,
     process_group,
 )
@@ -53,11 +55,16 @@ PRECISION_CHAIN = (
 def reference(precision: str, remat: bool, steps: int) -> list[float]:
     """The single-process loss trajectory in ``precision``."""
     spec = model_spec(MODEL)
-    executed = resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1)
-    trainer = Trainer(
+    trainer = mode_trainer(spec, resolve_plan(spec, make_plan((0, 6, 1, 1)), BATCH, 1), 0, precision, remat)
+    return [trainer.train_step(s) for s in range(steps)]
+
+
+def mode_trainer(spec: TransformerSpec, executed: ExecutedPlan, rank: int, precision: str, remat: bool) -> Trainer:
+    """A CPU trainer of the chain's model, batch, learning rate and seed in ``precision``."""
+    return Trainer(
         spec,
         executed,
-        rank=0,
+        rank=rank,
         global_batch=BATCH,
         lr=LR,
         seed=SEED,
@@ -65,7 +72,6 @@ def reference(precision: str, remat: bool, steps: int) -> list[float]:
         precision=PRECISIONS[precision],
         remat=remat,
     )
-    return [trainer.train_step(s) for s in range(steps)]
 
 
 def precision_case(proc: int, nprocs: int, workdir: str) -> None:
@@ -81,18 +87,7 @@ def precision_case(proc: int, nprocs: int, workdir: str) -> None:
             if proc >= world or world > nprocs:
                 continue
             with process_group(work, f"{label}-{name}".replace(" ", "_"), proc, world, "gloo"):
-                executed = resolve_plan(spec, plan, BATCH, world)
-                trainer = Trainer(
-                    spec,
-                    executed,
-                    rank=proc,
-                    global_batch=BATCH,
-                    lr=LR,
-                    seed=SEED,
-                    device=cpu,
-                    precision=PRECISIONS[precision],
-                    remat=remat,
-                )
+                trainer = mode_trainer(spec, resolve_plan(spec, plan, BATCH, world), proc, precision, remat)
                 out[label][name] = [trainer.train_step(s) for s in range(ORACLE_STEPS)]
     if proc == 0:
         _write(work, "precision_oracle", out)
@@ -102,17 +97,9 @@ def precision_case(proc: int, nprocs: int, workdir: str) -> None:
         done += steps
         if proc >= world:
             continue
-        job = WorkerSpec(
-            "precision-chain",
-            MODEL,
-            BATCH,
-            plan,
-            done,
-            str(work / "ckpt"),
-            str(work / f"precision_chain{j}.jsonl"),
-            seed=SEED,
-            lr=LR,
-            require_checkpoint=j > 0,
+        job = replace(
+            chain_spec(work, plan, done, j),
+            progress_path=str(work / f"precision_chain{j}.jsonl"),
             precision=precision,
             remat="on" if j % 2 else "off",
         )

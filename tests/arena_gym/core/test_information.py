@@ -20,10 +20,16 @@ from tests.arena_gym.core.test_doors import CLUSTER, PERF, itp_jobs
 from tests.conftest import REPO
 from tests.helpers import job, uniform_model
 
+
+def registered_non_clairvoyant() -> list[str]:
+    """Every registered policy that does not declare clairvoyance, sorted."""
+    return sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name)))
+
+
 #: Every registered policy that does not declare clairvoyance, the deadline probes (registered nowhere), and every
 #: documented learned agent: the residual (tuned and first run) and the slot agent.
 NON_CLAIRVOYANT = [
-    *sorted(name for name in policy_registry().names() if not is_clairvoyant(make_policy(name))),
+    *registered_non_clairvoyant(),
     "tests.probes:DeadlineArena",
     "tests.probes:WeightedDeadlineArena",
     f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train' / 'residual.json'}",
