@@ -32,7 +32,7 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the ids)
 from arena_gym.cluster import load_cluster
-from arena_gym.harness.experiment import make_perf
+from arena_gym.registry import make_perf
 from arena_gym.protocols import PerfModel
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
