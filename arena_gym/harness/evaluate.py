@@ -214,6 +214,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
         connect_ray(config.ray)
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
     suite = suite or config.build_suite(policies)
+    sim = config.sim(suite)  # checked before the ledger records the run
     check_models_fit(policies, suite, config.data_dir)
     specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
@@ -234,7 +235,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
         )
         append_row(ledger, row)
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
-    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds, sim=config.sim(suite))
+    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds, sim=sim)
     jct_rows: list[dict[str, Any]] = []
     table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])

@@ -240,3 +240,13 @@ def test_recorded_config_refuses_what_is_not_an_evaluation(tmp_path: Path) -> No
     (tmp_path / "config.json").write_text('{"evaluate": {"suite": "synthetic"}}')
     with pytest.raises(ValueError, match="config.json"):
         recorded_config(tmp_path)
+
+
+def test_the_simulator_options_are_checked_on_construction() -> None:
+    with pytest.raises(ValueError, match="overhead_scale must be finite and >= 0"):
+        EvalConfig(policies=("fcfs",), overhead_scale=-1.0)
+    with pytest.raises(ValueError, match="round_s must be finite and > 0"):
+        EvalConfig(policies=("fcfs",), round_s=0.0)
+    assert EvalConfig(policies=("fcfs",)).sim(get_suite("synthetic")) is None  # the suite's own settings
+    rounds = EvalConfig(policies=("fcfs",), round_s=300.0, event_decisions=False).sim(get_suite("synthetic"))
+    assert rounds is not None and (rounds.round_s, rounds.event_decisions) == (300.0, False)

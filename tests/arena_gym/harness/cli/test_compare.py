@@ -61,3 +61,10 @@ def test_compare_and_evaluate_take_a_cluster_variant_and_the_same_simulator_sett
     assert set(table["cluster"]) == {"testbed-64[a40=8]"}
     assert table.loc["arena", "avg_jct_s"] == board.loc["arena", "avg_jct_s"]
     assert table.loc["arena", "avg_jct_s"] != plain.loc["arena", "avg_jct_s"]  # the settings reached the simulator
+
+
+def test_evaluate_refuses_deciding_on_rounds_only_without_a_round(tmp_path, capsys) -> None:
+    args = ["evaluate", "--policies", "fcfs", "--reference", "fcfs", "--suite", "custom", "--cluster", "tiny"]
+    args += ["--trace", "synthetic:n_jobs=6", "--no-event-decisions", "--out", str(tmp_path / "e")]
+    assert main(args) == 2
+    assert "round" in capsys.readouterr().err and not (tmp_path / "e").exists()
