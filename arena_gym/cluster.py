@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -173,3 +174,39 @@ def load_cluster(spec: str, allow_shadowing: bool = False) -> ClusterSpec:
             'give the file another name (its "name" key or file name), or pass --allow-shadowing'
         )
     return cluster
+
+
+_VARIANT = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<body>[^\[\]]*)\]$")
+
+
+def resolve_cluster(cluster: str | ClusterSpec, allow_shadowing: bool = False) -> ClusterSpec:
+    """A ClusterSpec as given, or a cluster spec: a preset or file (:func:`load_cluster`), optionally with
+    node-count overrides ``[type=nodes,...]`` (``testbed-64[a40=8,a10=24]``).
+
+    The overrides keep the base cluster's GPU types, GPUs per node and links and change how many
+    nodes some types have; the variant is named after the spec. The one cluster resolver of every
+    command and env.
+    """
+    if isinstance(cluster, ClusterSpec):
+        return cluster
+    match = _VARIANT.match(cluster.strip())
+    if match is None:
+        return load_cluster(cluster, allow_shadowing)
+    base = load_cluster(match["base"].strip(), allow_shadowing)
+    nodes: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in match["body"].split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in base.gpu_types:
+            raise ValueError(
+                f"cluster {cluster!r}: {item!r} is not TYPE=NODES with TYPE one of {', '.join(base.gpu_types)}"
+            )
+        try:
+            count = int(value)
+        except ValueError:
+            raise ValueError(f"cluster {cluster!r}: node count {value.strip()!r} of {key} is not an integer") from None
+        if not 1 <= count <= 100_000:
+            raise ValueError(f"cluster {cluster!r}: node count of {key} must be in 1..100000, got {count}")
+        nodes[key] = count
+    groups = tuple(dataclasses.replace(g, nodes=nodes.get(g.gpu_type, g.nodes)) for g in base.groups)
+    return ClusterSpec(cluster.strip(), groups)

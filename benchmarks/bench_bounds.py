@@ -75,8 +75,8 @@ def main() -> None:
     )
     rows = []
     for w in workloads:
-        cluster, truth, _ = evaluator.models(w.cluster)
-        bounds = workload_bounds(w.jobs, cluster, truth, sim_config, lp)
+        scenario = evaluator.scenario(w.cluster)
+        bounds = workload_bounds(w.jobs, scenario.cluster, scenario.truth, sim_config, lp)
         result = arena.loc[w.label]
         assert int(result["jobs_finished"]) == len(w.jobs), f"{w.label}: Arena left jobs unfinished"
         avg = float(result["avg_jct_s"])

@@ -32,8 +32,8 @@ import numpy as np
 
 import envs  # noqa: F401  (registers the ids)
 from arena_gym.cluster import load_cluster
-from arena_gym.harness.experiment import make_perf
 from arena_gym.protocols import PerfModel
+from arena_gym.registry import make_perf
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -66,7 +66,7 @@ def summarise(name: str, cluster: str, horizon: float, mode: str, wall_s: float,
     ]
     for b in BASELINES:
         r = row[b]
-        reduction = (r.padded_avg_jct_s - a.padded_avg_jct_s) / r.padded_avg_jct_s
+        reduction = (r.padded_jct_s - a.padded_jct_s) / r.padded_jct_s
         paper = ARTIFACT_PHILLY.get(b) if name == "philly" else None
         lines.append(
             f"{b:15s} {100 * reduction:13.1f}% {'' if paper is None else f'{100 * paper:.1f}%':>9s} "

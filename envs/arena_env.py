@@ -13,21 +13,22 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from arena_gym.cluster import resolve_cluster
 from arena_gym.core.information import Masker
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision, PerfModel
 from arena_gym.records import EpisodeRecord, EventKind
-from arena_gym.registry import make_perf
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec, JobSpec, Snapshot
 from envs.advisor import Advisor
 from envs.builder import DecisionBuilder
 from envs.capacity import CapacityIndex
-from envs.clusters import check_same_grid, resolve_cluster
+from envs.clusters import check_same_grid
 from envs.codec import ActionCodec
 from envs.config import EnvConfig
 from envs.encoder import ObservationEncoder
 from envs.rewards import RateReward, reward_registry
+from envs.scenario import env_scenario
 from envs.table import GridTable
 from envs.workload import Workload, WorkloadSampler
 
@@ -35,11 +36,6 @@ log = logging.getLogger(__name__)
 
 #: The viewer name of the agent's hidden specs (what its errors name).
 AGENT = "agent"
-
-
-def resolve_perf(perf: str | PerfModel, cluster: ClusterSpec, seed: int, truth: PerfModel | None = None) -> PerfModel:
-    """A PerfModel as given, or built from a perf spec (``estimator``, ``measured:CSV``, ``noisy:SIGMA``)."""
-    return make_perf(perf, cluster, seed, truth) if isinstance(perf, str) else perf
 
 
 #: Keys ``reset(options=...)`` accepts.
@@ -63,8 +59,8 @@ class ClusterParts:
 
 def build_parts(cluster: ClusterSpec, config: EnvConfig) -> ClusterParts:
     """The simulator, codec, tables and encoder of ``config`` on one cluster."""
-    truth = resolve_perf(config.perf, cluster, config.seed)
-    belief = resolve_perf(config.belief, cluster, config.seed, truth) if config.belief is not None else truth
+    scenario = env_scenario(config, cluster)
+    truth, belief = scenario.truth, scenario.belief
     codec = ActionCodec(cluster, config)
     if codec.n_cells == 0:
         raise ValueError(f"cluster {cluster.name!r} has no grid cells")
@@ -79,7 +75,7 @@ def build_parts(cluster: ClusterSpec, config: EnvConfig) -> ClusterParts:
         table,
         truth_table,
         ObservationEncoder(cluster, codec, config),
-        SimBackend(cluster, truth, belief, config.sim_config()),
+        scenario.backend(),
     )
 
 

@@ -29,11 +29,9 @@ from agents.residual.priority import (
 from arena_gym.core.information import information_set
 from arena_gym.metrics import compute_metrics
 from arena_gym.records import EpisodeRecord
-from arena_gym.sim import SimBackend
 from arena_gym.types import JobId, JobView, Snapshot
 from envs import EnvConfig
-from envs.arena_env import resolve_perf
-from envs.clusters import resolve_cluster
+from envs.scenario import env_scenario
 from envs.workload import WorkloadSampler
 
 HOUR_S = 3600.0
@@ -98,15 +96,12 @@ class ResidualArenaEnv(gym.Env):
         if not 1 <= max_jobs <= 4096:
             raise ValueError(f"ResidualArenaEnv: max_jobs must be in 1..4096, got {max_jobs}")
         self.max_jobs = max_jobs
-        self.cluster = resolve_cluster(self.config.cluster)
-        truth = resolve_perf(self.config.perf, self.cluster, self.config.seed)
-        belief = (
-            resolve_perf(self.config.belief, self.cluster, self.config.seed, truth) if self.config.belief else truth
-        )
+        scenario = env_scenario(self.config)
+        self.cluster = scenario.cluster
         self.priority = _ActionPriority(ResidualWeights(clip=clip))
         self.policy = arena_with(self.priority, "residual-env")
-        self.backend = SimBackend(self.cluster, truth, belief, self.config.sim_config(self.policy.ap_search))
-        self.workloads = WorkloadSampler(self.config, self.cluster, truth)
+        self.backend = scenario.backend(self.policy.ap_search)
+        self.workloads = WorkloadSampler(self.config, self.cluster, scenario.truth)
         self.clip = clip
         n = len(RESIDUAL_FEATURES)
         self.action_space = spaces.Box(-clip, clip, (max_jobs, 2), np.float32)

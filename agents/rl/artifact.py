@@ -21,8 +21,8 @@ import gymnasium as gym
 
 from agents.rl.algos import POLICIES, algo_name, algo_spec, policy_class
 from agents.rl.safe_load import recorded_policy_class, safe_custom_objects
+from arena_gym.cluster import resolve_cluster
 from envs import ActionCodec, EnvConfig, ObservationEncoder
-from envs.clusters import resolve_cluster
 
 #: Name of the metadata member inside the model zip.
 METADATA_MEMBER = "arena_gym.json"

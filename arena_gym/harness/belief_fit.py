@@ -36,8 +36,7 @@ from arena_gym.outputs import code_version
 from arena_gym.perf import trace_hooks
 from arena_gym.types import GPU_COUNTS, ClusterSpec, GpuType, JobSpec, ModelRef, PerfModel
 from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
-from envs.arena_env import resolve_perf
-from envs.clusters import resolve_cluster
+from envs.scenario import env_scenario
 from traces.options import coerce_options, parse_options
 from traces.recipe import family_batches, family_sizes
 from traces.synthetic import SyntheticConfig
@@ -65,8 +64,8 @@ def _round(value: float, digits: int = 9) -> float:
 
 def _setup(env_id: str, **changes: typing.Any) -> tuple[EnvConfig, ClusterSpec, PerfModel]:
     config = ENV_CONFIGS[env_id].replace(**changes)
-    cluster = resolve_cluster(config.cluster)
-    return config, cluster, resolve_perf(config.perf, cluster, config.seed)
+    scenario = env_scenario(config)
+    return config, scenario.cluster, scenario.truth
 
 
 def reference_table(cluster: ClusterSpec, perf: PerfModel, jobs: Sequence[JobSpec] = ()) -> ReferenceTable:

@@ -7,21 +7,20 @@ import hashlib
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from arena_gym.cluster import load_cluster
-from arena_gym.harness.experiment import RunConfig, RunResult, run, user_models
+from arena_gym.harness.experiment import RunConfig, RunResult, run
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.out_dirs import staged_dir
-from arena_gym.harness.results import leaderboard, to_markdown, write_run
+from arena_gym.harness.results import PADDED_COLUMN, leaderboard, to_markdown, write_run
 from arena_gym.harness.suites import Suite, TracePart
 from arena_gym.harness.sweep import connect_ray, run_tasks
 from arena_gym.outputs import code_version, write_csv, write_json
-from arena_gym.registry import make_perf
-from arena_gym.types import ClusterSpec, JobSpec, PerfModel
+from arena_gym.scenario import Scenario
+from arena_gym.types import JobSpec
 from envs import Workload
 
 log = logging.getLogger(__name__)
@@ -70,11 +69,15 @@ class CompareConfig:
     @property
     def metric(self) -> str:
         """The leaderboard's ranking metric, the one the paired comparison is of."""
-        return "padded_avg_jct_s" if self.pad_reference else "avg_jct_s"
+        return PADDED_COLUMN if self.pad_reference else "avg_jct_s"
 
-    def suite(self, cluster: ClusterSpec, truth: PerfModel) -> Suite[TracePart]:
-        """The grid as a suite: every trace at every seed on ``cluster`` (``truth`` fills what a trace leaves out)."""
-        part = TracePart("compare", self.traces, self.seeds, cluster, truth, self.base.allow_shadowing)
+    def scenarios(self, cache_dir: Path | None = None) -> dict[int, Scenario]:
+        """Each seed's scenario (cluster, models, simulator settings), built once and shared by its runs."""
+        return {seed: dataclasses.replace(self.base, seed=seed).scenario(cache_dir) for seed in self.seeds}
+
+    def suite(self, scenarios: Mapping[int, Scenario]) -> Suite[TracePart]:
+        """The grid as a suite: every trace at every seed, on that seed's scenario (:meth:`scenarios`)."""
+        part = TracePart("compare", self.traces, self.seeds, scenarios, self.base.allow_shadowing)
         return Suite("compare", f"{', '.join(self.traces)} x seeds {', '.join(map(str, self.seeds))}", (part,))
 
     def runs(self, workload: Workload) -> list[RunConfig]:
@@ -110,13 +113,13 @@ def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
     }
 
 
-#: One run for a worker: its config, its jobs and the estimator's cache directory.
-Task = tuple[RunConfig, tuple[JobSpec, ...], Path | None]
+#: One run for a worker: its config, its jobs and its workload's scenario.
+Task = tuple[RunConfig, tuple[JobSpec, ...], Scenario]
 
 
 def _run_one(task: Task) -> RunResult:
-    config, jobs, cache_dir = task
-    return run(config, jobs=jobs, cache_dir=cache_dir)
+    config, jobs, scenario = task
+    return run(config, jobs=jobs, scenario=scenario)
 
 
 def compare(
@@ -131,15 +134,13 @@ def compare(
     if config.ray is not None:
         connect_ray(config.ray)
     with staged_dir(out_dir) as staging:
-        base = config.base
-        cluster = load_cluster(base.cluster, base.allow_shadowing)
-        models = user_models(base.model_spec, base.allow_shadowing)
-        truth = make_perf(base.perf, cluster, cache_dir=cache_dir, models=models)
-        workloads = config.suite(cluster, truth).workloads()
+        scenarios = config.scenarios(cache_dir)
+        workloads = config.suite(scenarios).workloads()
         unplaceable = {
-            w.label: check_requested_types(w.jobs, cluster, strict=config.strict, source=w.trace) for w in workloads
+            w.label: check_requested_types(w.jobs, scenarios[w.window].cluster, strict=config.strict, source=w.trace)
+            for w in workloads
         }
-        tasks = [(c, w.jobs, cache_dir) for w in workloads for c in config.runs(w)]
+        tasks = [(c, w.jobs, scenarios[w.window]) for w in workloads for c in config.runs(w)]
         labels = [w.label for w in workloads for _ in config.policies]
         results = [
             dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[label])})

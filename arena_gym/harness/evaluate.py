@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from typing import Any
 import pandas as pd
 
 from arena_gym import REAL_DATA_DIR
+from arena_gym.cluster import resolve_cluster
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
@@ -70,9 +72,10 @@ from arena_gym.harness.suites import (
 from arena_gym.harness.sweep import connect_ray
 from arena_gym.outputs import atomic_write, code_version, write_csv, write_json
 from arena_gym.protocols import Policy
+from arena_gym.scenario import scaled_overhead
+from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec
 from envs import EnvConfig, ObservationPolicy
-from envs.clusters import resolve_cluster
 from envs.codec import ActionCodec
 from envs.config import LOAD_BASES
 
@@ -90,7 +93,9 @@ class EvalConfig:
     ``suite`` is a registered name (:data:`arena_gym.harness.suites.SUITE_NAMES`) or ``custom`` with
     ``traces`` (trace specs; their ``split`` windows of ``window_jobs`` jobs on ``cluster`` at
     ``loads``, offered loads or factors of the recorded rate per ``load_basis``). ``limit`` > 0
-    keeps that many workloads, evenly spaced. ``ledger`` is the ledger a run on a frozen suite is
+    keeps that many workloads, evenly spaced. ``overhead_scale`` multiplies every reconfiguration
+    overhead, ``round_s`` (None: the suite's) adds decision rounds and ``event_decisions`` False
+    decides on rounds only, as ``compare``'s options do. ``ledger`` is the ledger a run on a frozen suite is
     recorded in (None: the repository's, :func:`arena_gym.harness.ledger.default_ledger`).
     """
 
@@ -115,9 +120,16 @@ class EvalConfig:
     bounds: bool = True
     ray: str | None = None
     ledger: str | None = None
+    overhead_scale: float = 1.0
+    round_s: float | None = None
+    event_decisions: bool = True
 
     def __post_init__(self) -> None:
         problems = []
+        if not 0 <= self.overhead_scale < math.inf:
+            problems.append(f"overhead_scale must be finite and >= 0, got {self.overhead_scale}")
+        if self.round_s is not None and not 0 < self.round_s < math.inf:
+            problems.append(f"round_s must be finite and > 0, got {self.round_s}")
         if self.workers < 1:
             problems.append(f"workers must be >= 1, got {self.workers}")
         if self.ray is not None and self.workers > 1:
@@ -144,6 +156,17 @@ class EvalConfig:
             problems.append(f"unknown wandb_mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}")
         if problems:
             raise ValueError("EvalConfig: " + "; ".join(problems))
+
+    def sim(self, suite: Suite[SuitePart]) -> SimConfig | None:
+        """The simulator settings of the evaluation: the suite's, with this config's overhead scale, round and
+        event decisions (None: the suite's unchanged)."""
+        if (self.overhead_scale, self.round_s, self.event_decisions) == (1.0, None, True):
+            return None
+        base = suite.parts[0].config.sim_config()
+        round_s = self.round_s if self.round_s is not None else base.round_s
+        return dataclasses.replace(
+            base, overhead=scaled_overhead(self.overhead_scale), round_s=round_s, event_decisions=self.event_decisions
+        )
 
     def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite[SuitePart]:
         """The suite this config names (the data folder is checked for suites that need it).
@@ -191,6 +214,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
         connect_ray(config.ray)
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
     suite = suite or config.build_suite(policies)
+    sim = config.sim(suite)  # checked before the ledger records the run
     check_models_fit(policies, suite, config.data_dir)
     specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
@@ -211,7 +235,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
         )
         append_row(ledger, row)
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
-    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds)
+    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds, sim=sim)
     jct_rows: list[dict[str, Any]] = []
     table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])

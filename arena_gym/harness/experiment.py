@@ -1,4 +1,4 @@
-"""One simulation run from a frozen config: resolve cluster, models, trace and policy, run, score."""
+"""One simulation run from a frozen config: its scenario (cluster, models, simulator settings), trace and policy; run, score."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena_gym.cluster import load_cluster
 from arena_gym.loop import run_episode
 from arena_gym.metrics import Replay, compute_metrics, replay
 from arena_gym.perf import trace_hooks
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
-from arena_gym.registry import make_perf, make_policy, own, trace_registry
+from arena_gym.registry import make_policy, own, trace_registry
+from arena_gym.scenario import Scenario, build_scenario
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import ClusterSpec, JobSpec, OverheadClass, OverheadModel, PerfModel
 
@@ -47,6 +47,19 @@ class RunConfig:
         """The simulator settings of this run, charging ``overhead_class`` (the policy's ``ap_search``)."""
         return SimConfig(
             self.overhead, self.round_s, self.event_decisions, self.horizon_s, OverheadClass.parse(overhead_class)
+        )
+
+    def scenario(self, cache_dir: str | Path | None = None) -> Scenario:
+        """This run's cluster, truth, belief and simulator settings (``cache_dir``: the estimator's disk cache)."""
+        return build_scenario(
+            self.cluster,
+            self.perf,
+            self.belief,
+            self.seed,
+            self.sim_config(),
+            cache_dir=cache_dir,
+            models=user_models(self.model_spec, self.allow_shadowing),
+            allow_shadowing=self.allow_shadowing,
         )
 
 
@@ -144,21 +157,17 @@ def run(
     progress: bool = False,
     jobs: tuple[JobSpec, ...] | None = None,
     cache_dir: str | Path | None = None,
-    truth: PerfModel | None = None,
+    scenario: Scenario | None = None,
 ) -> RunResult:
     """Run one episode as ``config`` says and compute its metrics.
 
-    ``truth`` is the model ``config.perf`` names, when the caller has built it already (it
-    keeps its tables); ``cache_dir`` is the estimator's disk cache (None: none).
+    ``scenario`` is ``config``'s (:meth:`RunConfig.scenario`) when the caller has built it
+    already (its models keep their tables); ``cache_dir`` is the estimator's disk cache (None: none).
     """
-    cluster = load_cluster(config.cluster, config.allow_shadowing)
-    models = user_models(config.model_spec, config.allow_shadowing)
-    if truth is None:
-        truth = make_perf(config.perf, cluster, config.seed, cache_dir=cache_dir, models=models)
-    belief = make_perf(config.belief, cluster, config.seed, truth, cache_dir, models) if config.belief else truth
+    if scenario is None:
+        scenario = config.scenario(cache_dir)
     if jobs is None:
-        jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
+        jobs = load_jobs(config.trace, scenario.cluster, scenario.truth, config.seed, config.allow_shadowing)
     policy = make_policy(config.policy, config.seed)
-    backend = SimBackend(cluster, truth, belief, config.sim_config(policy.ap_search))
-    episode = play(policy, jobs, backend, progress)
+    episode = play(policy, jobs, scenario.backend(policy.ap_search), progress)
     return RunResult(config, episode.record, episode.metrics, episode.replay)

@@ -7,7 +7,7 @@ that draws no plots imports neither pandas nor matplotlib; the frames and leader
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,24 +51,33 @@ JOB_COLUMNS = (
     "deadline_s",
     "deadline_met",
 )
-#: Leaderboard columns, in order (metric keys of ``compute_metrics``).
-LEADERBOARD_COLUMNS = (
+#: The per-run metric columns of ``compare``'s leaderboard and ``evaluate``'s per-workload table, in order
+#: (metric keys of ``compute_metrics``, and ``jobs_unplaceable_type``: jobs requesting a GPU type the cluster lacks).
+METRIC_COLUMNS = (
     "avg_jct_s",
     "median_jct_s",
     "p95_jct_s",
     "avg_queue_s",
     "makespan_s",
-    "avg_throughput",
-    "peak_throughput",
     "jobs_finished",
-    "jobs_submitted",
     "jobs_total",
-    "jobs_unplaceable_type",
     "gpu_util",
     "reconfigurations",
+    "preemptions",
+    "avg_throughput",
+    "peak_throughput",
+    "jobs_submitted",
+    "jobs_unplaceable_type",
     "deadline_met_ratio",
     "sched_ms_per_decision",
 )
+#: The padded average JCT of a run among the runs of its workload (:func:`arena_gym.metrics.padded_mean_jcts`).
+PADDED_COLUMN = "padded_jct_s"
+
+
+def metric_row(metrics: Mapping[str, float]) -> dict[str, float]:
+    """A run's :data:`METRIC_COLUMNS`, NaN where ``metrics`` lacks one."""
+    return {k: metrics.get(k, math.nan) for k in METRIC_COLUMNS}
 
 
 def jobs_rows(record: EpisodeRecord, outcomes: Sequence[JobOutcome] | None = None) -> list[dict[str, Any]]:
@@ -179,12 +188,12 @@ def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) 
             "trace": r.config.trace,
             "seed": r.config.seed,
         }
-        row.update({k: r.metrics.get(k, math.nan) for k in LEADERBOARD_COLUMNS})
+        row.update(metric_row(r.metrics))
         if pad_reference:
-            row["padded_avg_jct_s"] = padded[(r.config.trace, r.config.seed)][r.record.policy]
+            row[PADDED_COLUMN] = padded[(r.config.trace, r.config.seed)][r.record.policy]
         rows.append(row)
     frame = pd.DataFrame(rows)
-    key = "padded_avg_jct_s" if pad_reference else "avg_jct_s"
+    key = PADDED_COLUMN if pad_reference else "avg_jct_s"
     return frame.sort_values(["trace", "seed", key], kind="stable").reset_index(drop=True)
 
 

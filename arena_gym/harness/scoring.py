@@ -16,7 +16,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -27,32 +27,21 @@ from agents.rl.algos import greedy_action
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.bounds import workload_bounds
 from arena_gym.harness.experiment import play
+from arena_gym.harness.gpu_types import missing_types
+from arena_gym.harness.results import PADDED_COLUMN, metric_row
 from arena_gym.harness.suites import split_workloads
 from arena_gym.harness.sweep import run_tasks
 from arena_gym.metrics import finished_jcts, padded_mean_jcts
-from arena_gym.protocols import PerfModel, Policy
+from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
-from arena_gym.sim import SimBackend
-from arena_gym.types import ClusterSpec, OverheadClass
+from arena_gym.scenario import Scenario
+from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.types import OverheadClass
 from envs import EnvConfig, ObservationPolicy, Workload
-from envs.arena_env import resolve_perf
-from envs.clusters import resolve_cluster
+from envs.scenario import env_scenario
 
 log = logging.getLogger(__name__)
 
-#: Per-run metric columns of an evaluation table.
-EVAL_COLUMNS = (
-    "avg_jct_s",
-    "median_jct_s",
-    "p95_jct_s",
-    "avg_queue_s",
-    "makespan_s",
-    "jobs_finished",
-    "jobs_total",
-    "gpu_util",
-    "reconfigurations",
-    "preemptions",
-)
 #: Columns describing the workload of a row.
 WORKLOAD_COLUMNS = ("workload", "trace", "split", "load", "load_basis", "cluster")
 
@@ -90,16 +79,14 @@ def policy_facts(policy: Policy) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=16)
-def cluster_models(config: EnvConfig, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
-    """(cluster, ground truth, belief) of ``config`` on a cluster name, built once per process.
+def cluster_scenario(config: EnvConfig, cluster: str, sim: SimConfig | None = None) -> Scenario:
+    """The scenario of ``config`` on a cluster spec (``sim``: simulator settings other than the config's), built
+    once per process.
 
     The models are pure functions of their points (their lazily filled tables only save work),
     so every evaluation and every task a worker process runs may share them.
     """
-    spec = resolve_cluster(cluster)
-    truth = resolve_perf(config.perf, spec, config.seed)
-    belief = resolve_perf(config.belief, spec, config.seed, truth) if config.belief is not None else truth
-    return spec, truth, belief
+    return env_scenario(config, cluster) if sim is None else replace(env_scenario(config, cluster), sim=sim)
 
 
 #: One policy's row on a workload (without the padded JCT and the bounds) and its finished jobs' JCTs.
@@ -115,10 +102,11 @@ class PolicyTask:
     label: str
     spec: str
     seed: int
+    sim: SimConfig | None = None
 
     def run(self) -> Scored:
         """The policy's row and JCTs."""
-        return Evaluator(self.config, [self.workload]).score_policy(
+        return Evaluator(self.config, [self.workload], sim=self.sim).score_policy(
             self.workload, self.label, make_policy(self.spec, self.seed)
         )
 
@@ -129,10 +117,11 @@ class BoundsTask:
 
     config: EnvConfig
     workload: Workload
+    sim: SimConfig | None = None
 
     def run(self) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds."""
-        return Evaluator(self.config, [self.workload]).bounds_of(self.workload)
+        return Evaluator(self.config, [self.workload], sim=self.sim).bounds_of(self.workload)
 
 
 def _run_task(task: PolicyTask | BoundsTask) -> Scored | tuple[float, float]:
@@ -143,17 +132,22 @@ def _run_task(task: PolicyTask | BoundsTask) -> Scored | tuple[float, float]:
 class Evaluator:
     """Fixed workloads and the scoring of policies on them.
 
-    ``config`` gives the ground truth (``perf``) and the belief the policies plan with; each
-    workload names its cluster (a preset, file or ``preset[type=nodes]`` variant). Every policy
-    runs each workload on a fresh :class:`SimBackend` and pays its own restart overhead class.
+    ``config`` gives the ground truth (``perf``) and the belief the policies plan with, and ``sim``
+    the overheads and decision schedule (None: the config's); each workload names its cluster (a
+    preset, file or ``preset[type=nodes]`` variant). Every policy runs each workload on a fresh
+    simulator of the workload's scenario (:func:`cluster_scenario`) and pays its own restart
+    overhead class.
     """
 
-    def __init__(self, config: EnvConfig, workloads: Sequence[Workload], bounds: bool = False) -> None:
+    def __init__(
+        self, config: EnvConfig, workloads: Sequence[Workload], bounds: bool = False, sim: SimConfig | None = None
+    ) -> None:
         if not workloads:
             raise ValueError("evaluation needs at least one workload")
         self.config = config
         self.workloads = tuple(workloads)
         self.bounds = bounds
+        self.sim = sim
 
     @classmethod
     def for_split(
@@ -162,14 +156,13 @@ class Evaluator:
         """The fixed workloads of a split of ``config``'s traces (:func:`arena_gym.harness.suites.split_workloads`)."""
         return cls(config, split_workloads(config, split, seeds, cluster, limit))
 
-    def models(self, cluster: str) -> tuple[ClusterSpec, PerfModel, PerfModel]:
-        """(cluster, ground truth, belief) of a cluster name (:func:`cluster_models`)."""
-        return cluster_models(self.config, cluster)
+    def scenario(self, cluster: str) -> Scenario:
+        """The scenario of a workload's cluster spec (:func:`cluster_scenario`)."""
+        return cluster_scenario(self.config, cluster, self.sim)
 
     def backend(self, workload: Workload, overhead_class: str) -> SimBackend:
         """A fresh simulator for a workload, charging ``overhead_class`` per (re)start."""
-        cluster, truth, belief = self.models(workload.cluster)
-        return SimBackend(cluster, truth, belief, self.config.sim_config(overhead_class))
+        return self.scenario(workload.cluster).backend(overhead_class)
 
     def run(self, policy: Policy, label: str | None = None) -> pd.DataFrame:
         """One row per workload: the policy's metrics on it (no padding)."""
@@ -215,8 +208,8 @@ class Evaluator:
         per_workload = len(specs) + (1 if self.bounds else 0)
         tasks: list[PolicyTask | BoundsTask] = []
         for w in self.workloads:
-            tasks.extend(PolicyTask(self.config, w, label, spec, seed) for label, spec in specs.items())
-            tasks.extend([BoundsTask(self.config, w)] if self.bounds else [])
+            tasks.extend(PolicyTask(self.config, w, label, spec, seed, self.sim) for label, spec in specs.items())
+            tasks.extend([BoundsTask(self.config, w, self.sim)] if self.bounds else [])
         done = run_tasks(_run_task, tasks, workers, progress, unit="task", ray=ray)
         rows: list[dict[str, Any]] = []
         for i, workload in enumerate(self.workloads):
@@ -238,8 +231,10 @@ class Evaluator:
 
     def score_policy(self, workload: Workload, label: str, policy: Policy) -> Scored:
         """One workload under one policy: its row (no padded JCT, no bounds) and its finished jobs' JCTs."""
-        episode = play(policy, workload.jobs, self.backend(workload, policy.ap_search))
-        metrics = episode.metrics
+        scenario = self.scenario(workload.cluster)
+        episode = play(policy, workload.jobs, scenario.backend(policy.ap_search))
+        unplaceable = sum(map(len, missing_types(workload.jobs, scenario.cluster).values()))
+        metrics = {**episode.metrics, "jobs_unplaceable_type": float(unplaceable)}
         row = {
             "workload": workload.label,
             "trace": workload.trace,
@@ -250,14 +245,16 @@ class Evaluator:
             "seed": workload.window,
             "policy": label,
             **policy_facts(policy),
-            **{k: metrics.get(k, math.nan) for k in EVAL_COLUMNS},
+            **metric_row(metrics),
         }
         return row, finished_jcts(episode.replay.outcomes)
 
     def bounds_of(self, workload: Workload) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds of a workload, charged Arena's pruned overhead class."""
-        cluster, truth, _ = self.models(workload.cluster)
-        found = workload_bounds(workload.jobs, cluster, truth, self.config.sim_config(OverheadClass.PRUNED))
+        scenario = self.scenario(workload.cluster)
+        found = workload_bounds(
+            workload.jobs, scenario.cluster, scenario.truth, scenario.sim_config(OverheadClass.PRUNED)
+        )
         return found.lb1_avg_jct_s, found.lp_avg_jct_s
 
     @staticmethod
@@ -269,7 +266,7 @@ class Evaluator:
         jcts = {label: js for label, (_, js) in scored.items()}
         jobs = [{"workload": workload.label, "policy": label, "jct_s": j} for label, js in jcts.items() for j in js]
         for row, padded in zip(rows, padded_mean_jcts(jcts).values()):
-            row["padded_jct_s"] = padded
+            row[PADDED_COLUMN] = padded
             if bounds is not None:
                 row.update(lb1_avg_jct_s=bounds[0], lp_avg_jct_s=bounds[1])
         return rows, jobs

@@ -43,10 +43,9 @@ import numpy as np
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.experiment import load_jobs
-from arena_gym.types import ClusterSpec, PerfModel
+from arena_gym.scenario import Scenario
 from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
-from envs.arena_env import resolve_perf
-from envs.clusters import resolve_cluster
+from envs.scenario import env_scenario
 
 
 def split_workloads(
@@ -62,9 +61,8 @@ def split_workloads(
     ``cluster`` replaces the config's; ``per_trace`` > 0 keeps that many windows of each trace
     (:func:`spaced_windows`); ``limit`` > 0 then keeps that many, evenly spaced over the list.
     """
-    base = resolve_cluster(cluster or config.cluster)
-    truth = resolve_perf(config.perf, base, config.seed)
-    workloads = WorkloadSampler(config, base, truth).fixed(split, seeds, base)
+    scenario = env_scenario(config, cluster or config.cluster)
+    workloads = WorkloadSampler(config, scenario.cluster, scenario.truth).fixed(split, seeds, scenario.cluster)
     if per_trace > 0:
         by_trace: dict[str, list[Workload]] = {}
         for w in workloads:
@@ -136,15 +134,14 @@ class TracePart:
     """Whole traces on one cluster: every trace spec at every seed, as recorded or generated (``compare``'s grid).
 
     A workload is labelled ``TRACE@seedS``; its ``window`` is the seed, its load factor 1.
-    ``truth`` fills the fields a trace leaves out (feasibly on ``cluster``, see
-    :func:`arena_gym.harness.experiment.load_jobs`).
+    ``scenarios`` holds each seed's scenario, whose truth fills the fields a trace leaves out
+    (feasibly on its cluster, see :func:`arena_gym.harness.experiment.load_jobs`).
     """
 
     name: str
     traces: tuple[str, ...]
     seeds: tuple[int, ...]
-    cluster: ClusterSpec
-    truth: PerfModel = field(compare=False, repr=False)
+    scenarios: Mapping[int, Scenario] = field(compare=False, repr=False)
     allow_shadowing: bool = False
 
     def workloads(self) -> list[Workload]:
@@ -158,8 +155,8 @@ class TracePart:
                 1.0,
                 "factor",
                 1.0,
-                self.cluster.name,
-                load_jobs(trace, self.cluster, self.truth, seed, self.allow_shadowing),
+                self.scenarios[seed].cluster.name,
+                load_jobs(trace, self.scenarios[seed].cluster, self.scenarios[seed].truth, seed, self.allow_shadowing),
             )
             for trace in self.traces
             for seed in self.seeds

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import envs
-from arena_gym.cluster import PRESETS
+from arena_gym.cluster import PRESETS, resolve_cluster
 from arena_gym.harness.experiment import trace_hooks
 from arena_gym.types import ModelRef
-from envs.clusters import resolve_cluster
 from envs.config import EnvConfig
 from envs.workload import Retargeter, WorkloadSampler, expand_spec, fixed_windows, offered_load, split_range
 from tests.helpers import job
@@ -141,7 +140,7 @@ def test_data_prefix_names_a_file_in_the_data_dir(perf, trace_file):
 def test_real_traces_split_without_overlap(shared_data):
     config = envs.ENV_CONFIGS["ArenaGym/Testbed64Real-v1"].replace(data_dir=str(shared_data))
     cluster = PRESETS["testbed-64"]
-    from arena_gym.harness.experiment import make_perf
+    from arena_gym.registry import make_perf
 
     sampler = WorkloadSampler(config, cluster, make_perf("estimator", cluster))
     per_split = {s: sampler.fixed(s) for s in ("train", "validation", "test")}

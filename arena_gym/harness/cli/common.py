@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from typing import Any
 
 from arena_gym.harness.experiment import RunConfig
 from arena_gym.harness.out_dirs import check_out_dir, check_out_file
-from arena_gym.sim import OverheadModel
+from arena_gym.scenario import scaled_overhead
 
 #: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace
 #: (``arena/traces/testbed.csv``: 244 jobs in 5.7 h, i.e. ~42 jobs/h; the testbed model/GPU mix;
@@ -149,16 +148,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--perf", default="estimator", help="ground-truth performance model: estimator | measured:CSV")
     parser.add_argument("--belief", default=None, help="model policies plan with (default: the truth), e.g. noisy:0.2")
     parser.add_argument("--horizon", type=positive_float, default=math.inf, help="stop after this many seconds")
-    parser.add_argument(
-        "--round", type=finite_positive_float, default=None, help="also decide every ROUND seconds (Arena: 300)"
-    )
-    parser.add_argument("--no-event-decisions", action="store_true", help="decide only on rounds (needs --round)")
-    parser.add_argument(
-        "--overhead-scale",
-        type=finite_nonnegative_float,
-        default=1.0,
-        help="multiply every reconfiguration overhead (0: none)",
-    )
+    add_sim_arguments(parser, "none")
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -166,6 +156,24 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_arguments(parser)
     add_cache_arguments(parser)
+
+
+def add_sim_arguments(parser: argparse.ArgumentParser, default_round: str) -> None:
+    """--round, --no-event-decisions and --overhead-scale: the decision schedule and overheads of ``compare``,
+    ``simulate`` and ``evaluate`` (``default_round``: what no --round means, for the help)."""
+    parser.add_argument(
+        "--round",
+        type=finite_positive_float,
+        default=None,
+        help=f"also decide every ROUND seconds (Arena: 300; default: {default_round})",
+    )
+    parser.add_argument("--no-event-decisions", action="store_true", help="decide only on rounds (needs a round)")
+    parser.add_argument(
+        "--overhead-scale",
+        type=finite_nonnegative_float,
+        default=1.0,
+        help="multiply every reconfiguration overhead (0: none)",
+    )
 
 
 def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
@@ -192,15 +200,6 @@ def cache_dir(args: argparse.Namespace) -> Path | None:
     if args.no_cache:
         return None
     return (args.cache_dir or default_cache_dir()) / TABLES_SUBDIR
-
-
-def scaled_overhead(scale: float) -> OverheadModel:
-    """The default overhead model with every constant multiplied by ``scale``."""
-    base = OverheadModel()
-    values = {f.name: getattr(base, f.name) * scale for f in dataclasses.fields(base)}
-    if not all(math.isfinite(v) for v in values.values()):
-        raise ValueError(f"--overhead-scale {scale:g} makes the overheads overflow")
-    return dataclasses.replace(base, **values)
 
 
 def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:

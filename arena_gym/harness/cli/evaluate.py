@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
-from arena_gym.harness.cli.common import bounded_int, out_dir
+from arena_gym.harness.cli.common import add_sim_arguments, bounded_int, out_dir
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
 
@@ -96,6 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-bounds", action="store_true", help="skip the lower bounds per workload (LB1, LP relaxation)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_sim_arguments(parser, "the suite's")
     parser.set_defaults(handler=handle)
 
 
@@ -131,6 +132,9 @@ def handle(args: argparse.Namespace) -> int:
         workers=args.workers,
         bounds=not args.no_bounds,
         ray=args.ray,
+        overhead_scale=args.overhead_scale,
+        round_s=args.round,
+        event_decisions=not args.no_event_decisions,
     )
     with RunLock(args.out, "evaluate"):
         result = evaluate(config)

@@ -6,14 +6,12 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.cli.common import add_run_arguments, cache_dir, out_dir, plot_modules, run_config, seed_int
-from arena_gym.harness.experiment import load_jobs, run, user_models
+from arena_gym.harness.experiment import load_jobs, run
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.out_dirs import staged_dir
 from arena_gym.harness.results import write_run
 from arena_gym.harness.runlock import RunLock
-from arena_gym.registry import make_perf
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,13 +35,10 @@ def handle(args: argparse.Namespace) -> int:
     """Run and write the results directory; print the headline metrics."""
     config = run_config(args, args.policy, args.seed)
     with RunLock(args.out, "simulate"), staged_dir(args.out) as staging:
-        cluster = load_cluster(config.cluster, config.allow_shadowing)
-        tables = cache_dir(args)
-        models = user_models(config.model_spec, config.allow_shadowing)
-        truth = make_perf(config.perf, cluster, config.seed, cache_dir=tables, models=models)
-        jobs = load_jobs(config.trace, cluster, truth, config.seed, config.allow_shadowing)
-        unplaceable = check_requested_types(jobs, cluster, strict=args.strict, source=config.trace)
-        result = run(config, progress=True, jobs=jobs, cache_dir=tables, truth=truth)
+        scenario = config.scenario(cache_dir(args))
+        jobs = load_jobs(config.trace, scenario.cluster, scenario.truth, config.seed, config.allow_shadowing)
+        unplaceable = check_requested_types(jobs, scenario.cluster, strict=args.strict, source=config.trace)
+        result = run(config, progress=True, jobs=jobs, scenario=scenario)
         result = dataclasses.replace(result, metrics={**result.metrics, "jobs_unplaceable_type": float(unplaceable)})
         write_run(staging, result, plots=not args.no_plots)
     m = result.metrics

@@ -11,12 +11,12 @@ import argparse
 import json
 import logging
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.cli.common import add_cache_arguments, add_model_arguments, cache_dir, out_file, seed_int
 from arena_gym.harness.experiment import check_trace_name, user_models
 from arena_gym.harness.gpu_types import check_catalogue
 from arena_gym.perf import describe_unschedulable, trace_hooks, unschedulable_reason
-from arena_gym.registry import make_perf, own
+from arena_gym.registry import own
+from arena_gym.scenario import build_scenario
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,11 @@ def handle(args: argparse.Namespace) -> int:
     what = f"trace {args.trace!r}"
     resolve_trace, save_trace = own("traces:resolve_trace", what), own("traces:save_trace", what)
 
-    cluster = load_cluster(args.cluster, args.allow_shadowing)
     models = user_models(args.model_spec, args.allow_shadowing)
-    perf = make_perf(args.perf, cluster, cache_dir=cache_dir(args), models=models)
+    scenario = build_scenario(
+        args.cluster, args.perf, cache_dir=cache_dir(args), models=models, allow_shadowing=args.allow_shadowing
+    )
+    cluster, perf = scenario.cluster, scenario.truth
     feasible, iter_time = trace_hooks(perf, cluster)
     spec = check_trace_name(args.trace, args.allow_shadowing)
     trace = resolve_trace(spec, seed=args.seed, feasible=feasible, iter_time=iter_time)

@@ -29,6 +29,7 @@ from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.records import EpisodeRecord, Event
 from arena_gym.registry import make_perf
+from arena_gym.scenario import build_scenario
 from arena_gym.types import JobSpec, PerfModel
 
 #: The registered policies whose code lives in agents/ (all of them build on agents.common).
@@ -181,7 +182,8 @@ def _jobs(trace: str, cluster: str) -> tuple[JobSpec, ...]:
 def compare_run(policy: str, trace: str, cluster: str, round_s: float | None = None) -> EpisodeRecord:
     """One run as ``arena-gym compare`` makes it (seed 0, the estimator as truth and belief)."""
     config = RunConfig(policy=policy, trace=trace, cluster=cluster, round_s=round_s)
-    return run(config, jobs=_jobs(trace, cluster), truth=_truth(cluster)).record
+    scenario = build_scenario(cluster, truth=_truth(cluster), sim=config.sim_config())
+    return run(config, jobs=_jobs(trace, cluster), scenario=scenario).record
 
 
 @pytest.mark.parametrize("policy", POLICIES + ADAPTIVE)

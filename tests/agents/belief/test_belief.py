@@ -227,12 +227,11 @@ def test_generated_ids_never_equal_taken_ones():
 
 def test_generated_ids_never_equal_a_real_jobs_id(shared_data):
     from envs import ENV_CONFIGS, WorkloadSampler
-    from envs.arena_env import resolve_perf
-    from envs.clusters import resolve_cluster
+    from envs.scenario import env_scenario
 
     config = ENV_CONFIGS["ArenaGym/Testbed64Real-v1"].replace(data_dir=str(shared_data), window_jobs=0)
-    cluster = resolve_cluster(config.cluster)
-    sampler = WorkloadSampler(config, cluster, resolve_perf(config.perf, cluster, config.seed))
+    scenario = env_scenario(config)
+    sampler = WorkloadSampler(config, scenario.cluster, scenario.truth)
     real_ids = {j.job_id for split in ("train", "validation", "test") for w in sampler.fixed(split) for j in w.jobs}
     generated = {j.job_id for j in REAL.future_jobs(0.0, [0.0], 1e9, np.random.default_rng(0), max_jobs=5000)}
     assert len(generated) == 5000 and not generated & real_ids

@@ -57,7 +57,7 @@ def test_compare_leaderboard(tmp_path, capsys):
         "peak_throughput",
         "jobs_finished",
         "reconfigurations",
-        "padded_avg_jct_s",
+        "padded_jct_s",
     } <= set(board.columns)
     assert (out / "leaderboard.md").read_text().startswith("| policy |")
     assert "| srtf |" in capsys.readouterr().out

@@ -8,12 +8,10 @@ import json
 import pandas as pd
 import pytest
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.compare import CompareConfig, compare
 from arena_gym.harness.experiment import RunConfig, load_jobs, run
 from arena_gym.harness.stats import summary_table
 from arena_gym.metrics import WALL_CLOCK_KEYS
-from arena_gym.registry import make_perf
 
 TRACES = ("synthetic:n_jobs=24", "synthetic:n_jobs=16,arrival=bursty")
 #: A policy given as module:attr runs beside the registered ones.
@@ -33,6 +31,18 @@ def latest_first(name: str):
     return LatestFirst(name=name)
 
 
+#: Perf models built by :func:`counted_perf` (a ``module:attr`` perf spec).
+BUILT: list[int] = []
+
+
+def counted_perf(cluster, seed):
+    """The estimator, counting every build by seed."""
+    from estimator import default_perf_model
+
+    BUILT.append(seed)
+    return default_perf_model(cluster)
+
+
 def stable(metrics: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if k not in WALL_CLOCK_KEYS}
 
@@ -44,10 +54,9 @@ def test_every_run_is_written_and_equals_a_single_run(tmp_path):
     assert [(r.config.trace, r.config.seed, r.config.policy) for r in results] == [
         (t, s, p) for t in TRACES for s in (0, 1) for p in config.policies
     ]
-    cluster = load_cluster("tiny")
-    truth = make_perf("estimator", cluster)
+    scenario = base.scenario()
     for r in results[:3]:
-        single = run(r.config, jobs=load_jobs(r.config.trace, cluster, truth, r.config.seed))
+        single = run(r.config, jobs=load_jobs(r.config.trace, scenario.cluster, scenario.truth, r.config.seed))
         compared = {k: v for k, v in r.metrics.items() if k != "jobs_unplaceable_type"}
         assert stable(compared) == pytest.approx(stable(single.metrics), nan_ok=True)
     assert len(board) == 12 and set(board["policy"]) == {"fcfs", "srtf", LATEST}
@@ -66,15 +75,14 @@ def test_every_run_is_written_and_equals_a_single_run(tmp_path):
 def test_its_workloads_are_the_suite_of_its_grid_and_the_paired_view_is_evaluates(tmp_path):
     base = RunConfig(policy="fcfs", cluster="tiny")
     config = CompareConfig(("fcfs", "srtf"), TRACES, (0, 1), base, pad_reference="max", reference="fcfs")
-    cluster = load_cluster("tiny")
-    suite = config.suite(cluster, make_perf("estimator", cluster))
+    suite = config.suite(config.scenarios())
     workloads = suite.workloads()
     assert [w.label for w in workloads] == [f"{t}@seed{s}" for t in TRACES for s in (0, 1)]
     results, board = compare(config, tmp_path / "out", progress=False, plots=False)
     assert [r.record.jobs for r in results[::2]] == [w.jobs for w in workloads]
     paired = pd.read_csv(tmp_path / "out" / "paired.csv").set_index("policy")
     # srtf against fcfs, by hand from the leaderboard: one pair per (trace, seed)
-    wide = board.pivot(index=["trace", "seed"], columns="policy", values="padded_avg_jct_s")
+    wide = board.pivot(index=["trace", "seed"], columns="policy", values="padded_jct_s")
     diff = wide["srtf"] - wide["fcfs"]
     assert paired.loc["srtf", "workloads"] == 4
     assert paired.loc["srtf", "wins"] == int((diff < 0).sum()) and paired.loc["srtf", "losses"] == int((diff > 0).sum())
@@ -86,6 +94,13 @@ def test_its_workloads_are_the_suite_of_its_grid_and_the_paired_view_is_evaluate
         board.assign(workload=[w.label for w in workloads for _ in (0, 1)]), config.metric, "fcfs"
     )
     assert evaluated.set_index("policy")["mean_ratio"].to_dict() == pytest.approx(paired["mean_ratio"].to_dict())
+
+
+def test_the_perf_model_is_built_once_per_seed_and_shared_by_its_runs(tmp_path):
+    BUILT.clear()
+    base = RunConfig(policy="fcfs", cluster="tiny", perf=f"{__name__}:counted_perf")
+    results, _ = compare(CompareConfig(("fcfs", "srtf"), TRACES, (0, 1), base), tmp_path / "o", False, False)
+    assert len(results) == 8 and BUILT == [0, 1]
 
 
 def test_parallel_workers_give_the_serial_results(tmp_path):

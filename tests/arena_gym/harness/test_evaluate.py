@@ -21,7 +21,7 @@ from arena_gym.harness.scoring import (
 )
 from arena_gym.harness.stats import TRACE_COLUMNS, bootstrap_ci, paired_comparison, summary_table
 from arena_gym.harness.suites import custom_suite, env_suite, get_suite
-from arena_gym.metrics import padded_mean_jcts
+from arena_gym.metrics import WALL_CLOCK_KEYS, padded_mean_jcts
 from arena_gym.outputs import write_json
 from tests.rl_cases import ENV_ID, TRACE
 
@@ -33,9 +33,9 @@ def test_workloads_are_the_envs_and_scores_are_deterministic(env_overrides: dict
     env.reset(seed=1001)
     assert evaluator.workloads[1].jobs == env.unwrapped.jobs
     assert evaluator.workloads[0].jobs != evaluator.workloads[1].jobs
-    first = evaluator.score(baseline_policies(("fcfs", "srtf")))
+    first = evaluator.score(baseline_policies(("fcfs", "srtf"))).drop(columns=list(WALL_CLOCK_KEYS))
     second = Evaluator.for_split(config, "validation", (1000, 1001)).score(baseline_policies(("fcfs", "srtf")))
-    pd.testing.assert_frame_equal(first, second)
+    pd.testing.assert_frame_equal(first, second.drop(columns=list(WALL_CLOCK_KEYS)))
     assert list(first["policy"]) == ["fcfs", "srtf", "fcfs", "srtf"]
     assert (first["jobs_finished"] == first["jobs_total"]).all()
     assert first["padded_jct_s"].equals(first["avg_jct_s"])  # everything finished: nothing to pad
@@ -114,7 +114,9 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
     )
     first = evaluate(config, suite)
     second = evaluate(EvalConfig(**{**config.__dict__, "out_dir": str(tmp_path / "b"), "workers": 2}), suite)
-    pd.testing.assert_frame_equal(first.per_workload, second.per_workload)  # two worker processes: the same table
+    timed = list(WALL_CLOCK_KEYS)
+    # two worker processes: the same table
+    pd.testing.assert_frame_equal(first.per_workload.drop(columns=timed), second.per_workload.drop(columns=timed))
     pd.testing.assert_frame_equal(first.summary, second.summary)
     assert (tmp_path / "a" / "jobs.csv").read_text() == (tmp_path / "b" / "jobs.csv").read_text()
     for name in (
@@ -238,3 +240,13 @@ def test_recorded_config_refuses_what_is_not_an_evaluation(tmp_path: Path) -> No
     (tmp_path / "config.json").write_text('{"evaluate": {"suite": "synthetic"}}')
     with pytest.raises(ValueError, match="config.json"):
         recorded_config(tmp_path)
+
+
+def test_the_simulator_options_are_checked_on_construction() -> None:
+    with pytest.raises(ValueError, match="overhead_scale must be finite and >= 0"):
+        EvalConfig(policies=("fcfs",), overhead_scale=-1.0)
+    with pytest.raises(ValueError, match="round_s must be finite and > 0"):
+        EvalConfig(policies=("fcfs",), round_s=0.0)
+    assert EvalConfig(policies=("fcfs",)).sim(get_suite("synthetic")) is None  # the suite's own settings
+    rounds = EvalConfig(policies=("fcfs",), round_s=300.0, event_decisions=False).sim(get_suite("synthetic"))
+    assert rounds is not None and (rounds.round_s, rounds.event_decisions) == (300.0, False)

@@ -161,7 +161,7 @@ def _finish(proc: subprocess.Popen, log: Path) -> str:
 
 
 def _without_timing(csv_text: str) -> str:
-    """A leaderboard CSV without its wall-clock column (the only one that may differ between runs)."""
+    """A leaderboard or per-workload CSV without its wall-clock column (the only one that may differ between runs)."""
     rows = list(csv.reader(io.StringIO(csv_text)))
     drop = rows[0].index("sched_ms_per_decision")
     out = io.StringIO()
@@ -182,7 +182,9 @@ def test_evaluate_on_ray_writes_the_tables_of_a_local_run(cluster: Cluster, tmp_
         tmp_path / "r.log",
     )
     _finish(_command([*args, "--out", str(tmp_path / "local")], cluster.env, tmp_path / "l.log"), tmp_path / "l.log")
-    for name in ("per_workload.csv", "jobs.csv", "summary.csv", "summary.md"):
+    table = [_without_timing((tmp_path / d / "per_workload.csv").read_text()) for d in ("ray", "local")]
+    assert table[0] == table[1]
+    for name in ("jobs.csv", "summary.csv", "summary.md"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
 
 

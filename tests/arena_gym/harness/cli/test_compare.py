@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from arena_gym.harness.cli import main
+from arena_gym.harness.results import METRIC_COLUMNS, PADDED_COLUMN
+from arena_gym.metrics import WALL_CLOCK_KEYS
 from traces import resolve_trace, save_trace
 
 
@@ -15,7 +17,7 @@ def test_compare_with_a_reference_prints_and_writes_the_paired_comparison(tmp_pa
     printed = capsys.readouterr().out
     paired = pd.read_csv(out / "paired.csv").set_index("policy")
     assert list(paired.index) == ["fcfs", "srtf"] and set(paired["workloads"]) == {3}
-    board = pd.read_csv(out / "leaderboard.csv").pivot(index="seed", columns="policy", values="padded_avg_jct_s")
+    board = pd.read_csv(out / "leaderboard.csv").pivot(index="seed", columns="policy", values="padded_jct_s")
     assert paired.loc["srtf", "mean"] == board["srtf"].mean()
     assert "paired against fcfs:" in printed and (out / "paired.md").read_text() in printed
 
@@ -32,9 +34,37 @@ def test_compare_and_evaluate_score_a_whole_trace_file_alike(tmp_path, capsys) -
     board = pd.read_csv(tmp_path / "c" / "leaderboard.csv").set_index("policy")
     table = pd.read_csv(tmp_path / "e" / "per_workload.csv").set_index("policy")
     assert list(table["jobs_total"]) == [14, 14]
+    figures = [c for c in (*METRIC_COLUMNS, PADDED_COLUMN) if c not in WALL_CLOCK_KEYS]
+    assert set(figures) <= set(board.columns) & set(table.columns)  # one column set, one name per metric
     for policy in ("fcfs", "arena"):
-        assert table.loc[policy, "avg_jct_s"] == board.loc[policy, "avg_jct_s"]
-        assert table.loc[policy, "padded_jct_s"] == board.loc[policy, "padded_avg_jct_s"]
+        pd.testing.assert_series_equal(table.loc[policy, figures], board.loc[policy, figures], check_dtype=False)
     paired = pd.read_csv(tmp_path / "c" / "paired.csv").set_index("policy")
     summary = pd.read_csv(tmp_path / "e" / "summary.csv").set_index("policy")
     assert paired.loc["fcfs", "mean_ratio"] == summary.loc["fcfs", "mean_ratio"]
+
+
+def test_compare_and_evaluate_take_a_cluster_variant_and_the_same_simulator_settings(tmp_path, capsys) -> None:
+    """One cluster resolver and one set of simulator options: ``testbed-64[a40=8]``, rounds and overheads."""
+    trace = resolve_trace("synthetic:n_jobs=10,gpu_types=a40+a10,max_gpus=4", seed=5)
+    path = str(save_trace(trace, tmp_path / "t.csv"))
+    common = ["--policies", "fcfs,arena", "--cluster", "testbed-64[a40=8]", "--trace", path]
+    knobs = ["--round", "600", "--overhead-scale", "3"]
+    assert main(["compare", *common, *knobs, "--no-plots", "--out", str(tmp_path / "c")]) == 0
+    custom = ["--suite", "custom", "--split", "all", "--window-jobs", "0", "--loads", "1", "--load-basis", "factor"]
+    evaluate = ["evaluate", *common, *custom, "--no-bounds", "--no-progress"]
+    assert main([*evaluate, *knobs, "--out", str(tmp_path / "e")]) == 0
+    assert main([*evaluate, "--out", str(tmp_path / "plain")]) == 0
+    capsys.readouterr()
+    board = pd.read_csv(tmp_path / "c" / "leaderboard.csv").set_index("policy")
+    table = pd.read_csv(tmp_path / "e" / "per_workload.csv").set_index("policy")
+    plain = pd.read_csv(tmp_path / "plain" / "per_workload.csv").set_index("policy")
+    assert set(table["cluster"]) == {"testbed-64[a40=8]"}
+    assert table.loc["arena", "avg_jct_s"] == board.loc["arena", "avg_jct_s"]
+    assert table.loc["arena", "avg_jct_s"] != plain.loc["arena", "avg_jct_s"]  # the settings reached the simulator
+
+
+def test_evaluate_refuses_deciding_on_rounds_only_without_a_round(tmp_path, capsys) -> None:
+    args = ["evaluate", "--policies", "fcfs", "--reference", "fcfs", "--suite", "custom", "--cluster", "tiny"]
+    args += ["--trace", "synthetic:n_jobs=6", "--no-event-decisions", "--out", str(tmp_path / "e")]
+    assert main(args) == 2
+    assert "round" in capsys.readouterr().err and not (tmp_path / "e").exists()
