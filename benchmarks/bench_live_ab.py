@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any
 import pandas as pd
 from bench_deploy import autogroup_nice, deploy  # this folder, on the path when run as a script
 
+from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.harness.scoring import parse_policy_spec
 from arena_gym.outputs import code_version, write_csv, write_json
 
@@ -117,7 +117,7 @@ def profile_testbed(path: Path) -> str:
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if done.returncode != 0:
         raise SystemExit(f"error: profiling {TESTBED} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-    return f"profiled:{path}"
+    return f"profiled:{shown_path(path, REPO)}"
 
 
 def _seeds(text: str) -> list[int]:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     protocol = args.jobs >= PROTOCOL_JOBS and len(args.seeds) >= PROTOCOL_SEEDS
     if not protocol:
         print(f"quick look: the protocol is >= {PROTOCOL_JOBS} jobs and {PROTOCOL_SEEDS} seeds", flush=True)
-    started = time.time()
+    started, load_before = time.time(), os.getloadavg()
     runs = REPO / "results" / "bench_live_ab"
     perf = args.perf or profile_testbed(args.out.with_name(f"{args.out.stem}-profile-{TESTBED}.json"))
     deploys = []
@@ -198,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 "autogroup_nice": autogroup_nice(),
             },
             "code_version": code_version(),
-            "machine": platform.platform(),
-            "cpus": os.cpu_count(),
+            "machine": machine(load_before),
             "started": started,
             "wall_s": time.time() - started,
             "deploys": deploys,
