@@ -14,9 +14,9 @@ load average before each deploy.
 One performance model serves every deploy (the policies plan with it and the twins run on it):
 by default a profile of the testbed taken at the start (``arena-gym estimate profile``, a few
 minutes; written beside ``--out``), or ``--perf SPEC``. Writes ``--out`` (JSON: config, code
-version, machine, every deploy, the ratio rows) and the ratio rows as CSV beside it; each deploy's results directory goes under
-``results/bench_live_ab/``. A full run (3 seeds, A and two Bs) takes about 25-35 minutes on a
-2-core machine.
+version, machine, every deploy, the ratio rows) and the ratio rows as CSV beside it; each
+deploy's results directory goes under ``--runs`` (default ``results/bench_live_ab/``). A full
+run (3 seeds, A and two Bs: nine deploys) takes about 25-35 minutes on a quiet 2-core machine.
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--span", type=float, default=60.0, help="seconds over which one wave of 12 jobs arrives")
     p.add_argument("--perf", default=None, help="performance model (default: profile the testbed once, at the start)")
     p.add_argument("--out", type=Path, default=REPO / "results" / "bench_live_ab.json")
+    p.add_argument("--runs", type=Path, default=REPO / "results" / "bench_live_ab", help="the deploys' directories")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per deployment")
     args = p.parse_args(argv)
     if args.jobs < 1:
@@ -163,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     if not protocol:
         print(f"quick look: the protocol is >= {PROTOCOL_JOBS} jobs and {PROTOCOL_SEEDS} seeds", flush=True)
     started, load_before = time.time(), os.getloadavg()
-    runs = REPO / "results" / "bench_live_ab"
     perf = args.perf or profile_testbed(args.out.with_name(f"{args.out.stem}-profile-{TESTBED}.json"))
     deploys = []
     for index, seed in enumerate(args.seeds):
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         for label in deploy_order(index, [a_label, *b_labels]):
             load = os.getloadavg()
             print(f"seed {seed}, {label}: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
-            out = runs / f"seed{seed}-{label}"
+            out = args.runs / f"seed{seed}-{label}"
             row = deploy(specs[label], TESTBED, trace, perf, out, args.timeout)
             deploys.append({**row, "label": label, "seed": seed, "trace": trace, "load_1m": load[0], "load": load})
     rows = ratio_rows(deploys, a_label, b_labels)
