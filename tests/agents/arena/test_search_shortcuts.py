@@ -9,8 +9,8 @@ from agents.arena.index import ShrinkIndex, halved
 from agents.arena.oracle import ThroughputOracle
 from agents.arena.search import ArenaSearch
 from agents.common import Workspace
-from arena_gym.types import JobId, JobView, Placement, Snapshot
-from tests.agents.arena.test_index import change, running_snapshot
+from arena_gym.types import JobId, JobView, Snapshot
+from tests.agents.arena.test_index import running_snapshot
 
 
 class LongWay(ArenaSearch):
