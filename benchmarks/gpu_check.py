@@ -18,7 +18,7 @@ On a machine with torch and CUDA (this project's extras not needed: no SB3, wand
 
 Every step runs under a time limit and records an error instead of stopping the check; the JSON of
 figures (``--out``, default ``benchmarks/results/gpu/gpu_check.json``) is written at the end. About
-5-8 minutes on one GPU. Goals (issue 44, one H200): gpt__1.3B batch 8 at >= 300 model TFLOP/s with
+5-8 minutes on one GPU. Goals (one H200): gpt__1.3B batch 8 at >= 300 model TFLOP/s with
 recomputation (<= 0.22 s a step), gpt__350M batch 16 at >= 250; the calibrated estimator within 15 %
 of both; the deploy's average-JCT error within 10 %.
 

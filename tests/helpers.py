@@ -151,9 +151,9 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def load_script(name: str) -> ModuleType:
-    """``scripts/<name>.py`` of this repository as a module (the scripts folder is not a package)."""
-    path = REPO / "scripts" / f"{name}.py"
+def load_script(name: str, folder: str = "scripts") -> ModuleType:
+    """``<folder>/<name>.py`` of this repository as a module (``scripts`` and ``benchmarks`` are not packages)."""
+    path = REPO / folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -19,6 +18,7 @@ from arena_gym.harness.experiment import load_jobs
 from arena_gym.registry import make_perf
 from real_runner.launchers.local import find_processes
 from real_runner.testbed import load_testbed
+from tests.helpers import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_live_ab.py"
@@ -30,11 +30,7 @@ def bench() -> Iterator[ModuleType]:
     """The benchmark script as a module (it imports ``bench_deploy`` from its own folder)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(SCRIPT.parent))
-        spec = importlib.util.spec_from_file_location("bench_live_ab", SCRIPT)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
+        yield load_script("bench_live_ab", "benchmarks")
 
 
 def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:

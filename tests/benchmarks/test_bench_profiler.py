@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from arena_gym.types import PipeSchedule, Plan, StagePlan
+from tests.helpers import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_profiler.py"
 
 
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_profiler", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_profiler", "benchmarks")
 
 
 def test_held_plans_fit_the_devices_and_keep_tensor_parallelism_in_a_node():
