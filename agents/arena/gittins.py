@@ -48,19 +48,20 @@ class GittinsPriority:
         self._shrink = 1.0
         self._pinned: float | None = None  # a log work scale taken as known (see at_scale)
         self._unknown: set[JobId] = set()  # jobs without a reference time (ordered last)
+        self._known: set[JobId] = set()  # jobs with one (a job's attributes never change once seen)
 
     def reset(self) -> None:
         """Forget the episode."""
         self._log.reset()
         self._for, self._memo = None, {}
-        self._unknown = set()
+        self._unknown, self._known = set(), set()
 
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
         twin._log = self._log.fork()
         twin._for, twin._memo = None, {}
-        twin._unknown = set(self._unknown)
+        twin._unknown, twin._known = set(self._unknown), set(self._known)
         return twin
 
     def at_scale(self, log_scale: float) -> GittinsPriority:
@@ -117,10 +118,12 @@ class GittinsPriority:
 
     def known(self, view: JobView) -> bool:
         """Whether the belief has a reference time for the job (a job without one is named once, then ordered last)."""
+        if view.job_id in self._known:
+            return True
         if view.job_id in self._unknown:
             return False
-        attributes = self._attributes(view)
-        if self.belief.references.knows(attributes):
+        if self.belief.references.knows(self._attributes(view)):
+            self._known.add(view.job_id)
             return True
         self._unknown.add(view.job_id)
         log.warning(

@@ -344,7 +344,9 @@ def run_worker(settings: TuneSettings, worker: int = 0) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    logging.getLogger("optuna.study._optimize").addFilter(_QuietInterrupt())
+    trials_log = logging.getLogger("optuna.study._optimize")
+    if not any(isinstance(f, _QuietInterrupt) for f in trials_log.filters):  # once per process
+        trials_log.addFilter(_QuietInterrupt())
     logging.getLogger("traces").setLevel(logging.WARNING)
     logging.getLogger("envs.workload").setLevel(logging.WARNING)
     study = open_study(settings, worker)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.arena_gym.harness.quadratic_target import SPEC
+from tests.helpers import default_sigint
 
 REPO = Path(__file__).resolve().parents[4]
 #: A simulate long enough (a few seconds) to be stopped at any point of it.
@@ -31,7 +32,7 @@ def _stopped(argv: list[str], cwd: Path, signum: int, after_s: float) -> tuple[i
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
     run = subprocess.Popen(
         [sys.executable, "-m", "arena_gym", *argv], cwd=cwd, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     time.sleep(after_s)
     if run.poll() is None:

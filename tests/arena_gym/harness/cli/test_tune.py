@@ -15,6 +15,7 @@ import pytest
 
 from arena_gym.harness.cli import main
 from tests.arena_gym.harness.quadratic_target import SPEC
+from tests.helpers import default_sigint
 
 
 def test_tune_runs_a_study_and_prints_the_best_trial(capsys, tmp_path) -> None:
@@ -65,7 +66,12 @@ def _interrupted(argv: list[str], out: Path, group: bool) -> int:
     """Run ``arena-gym tune`` until its first trial has reported, then Ctrl-C it (the process group, or its PID)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     run = subprocess.Popen(
-        [sys.executable, "-m", "arena_gym", *argv], cwd=REPO, env=env, start_new_session=True, stderr=subprocess.PIPE
+        [sys.executable, "-m", "arena_gym", *argv],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 60
     while not list(out.glob("trials/*")) and time.monotonic() < deadline:
