@@ -24,7 +24,7 @@ from arena_gym.metrics import (
     timeline,
 )
 from arena_gym.records import EpisodeRecord, Event, EventKind
-from arena_gym.types import GpuType, JobId, ResourceShape
+from arena_gym.types import MAX_TIME_S, GpuType, JobId, ResourceShape
 from tests.helpers import job
 
 E = EventKind
@@ -125,25 +125,26 @@ def test_padding_goes_up_to_the_reference_policys_finished_count():
 
 
 def test_binning_stays_bounded_whatever_the_span():
-    # one job submitted at 1e15 s: 300 s bins over the span would need 3e12 of them
-    jobs = [job("A", 0, 10, "a40", 2), job("B", 1e15, 10, "a40", 2)]
+    # one job submitted at the latest allowed time, 2**40 s: 300 s bins over the span would need 3.7e9 of them
+    late = MAX_TIME_S
+    jobs = [job("A", 0, 10, "a40", 2), job("B", late, 10, "a40", 2)]
     events = [
         ev(0, E.SUBMIT, "A"),
         ev(0, E.ALLOCATE, "A", 2),
         ev(10, E.RUN, "A", 2, 64.0),
         ev(30, E.FINISH, "A", 2),
-        ev(1e15, E.SUBMIT, "B"),
-        ev(1e15, E.ALLOCATE, "B", 2),
-        ev(1e15 + 10, E.RUN, "B", 2, 64.0),
-        ev(1e15 + 30, E.FINISH, "B", 2),
+        ev(late, E.SUBMIT, "B"),
+        ev(late, E.ALLOCATE, "B", 2),
+        ev(late + 10, E.RUN, "B", 2, 64.0),
+        ev(late + 30, E.FINISH, "B", 2),
     ]
-    rec = record(events, jobs, 1e15 + 30)
+    rec = record(events, jobs, late + 30)
     tl = timeline(rec)
     starts, means = tl.binned(tl.throughput, 300.0)
-    assert len(starts) == MAX_BINS and bin_width(1e15 + 30, 300.0) == pytest.approx((1e15 + 30) / MAX_BINS)
-    assert means.sum() * bin_width(1e15 + 30, 300.0) == pytest.approx(2 * 20 * 64.0)
+    assert len(starts) == MAX_BINS and bin_width(late + 30, 300.0) == pytest.approx((late + 30) / MAX_BINS)
+    assert means.sum() * bin_width(late + 30, 300.0) == pytest.approx(2 * 20 * 64.0)
     m = compute_metrics(rec)
-    assert m["makespan_s"] == 1e15 + 30 and m["avg_throughput_span"] == pytest.approx(2 * 20 * 64.0 / (1e15 + 30))
+    assert m["makespan_s"] == late + 30 and m["avg_throughput_span"] == pytest.approx(2 * 20 * 64.0 / (late + 30))
 
 
 def test_short_spans_keep_the_requested_bin_width():

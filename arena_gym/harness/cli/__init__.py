@@ -55,17 +55,26 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the command is so that it cleans up as after Ctrl-C (partial outputs, locks)."""
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """While the command runs (in the main thread), SIGTERM raises :class:`Terminated`; the old handler after."""
+    """While the command runs (in the main thread), SIGTERM raises :class:`Terminated`; the old handler after.
+
+    A forked worker inherits the handler but not the command: there SIGTERM keeps its default (the process ends),
+    as a pool that terminates its workers expects.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    owner = os.getpid()
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         yield
     finally:

@@ -11,14 +11,14 @@ from arena_gym.harness import plots
 from arena_gym.harness.plots import plot_all
 from arena_gym.metrics import replay
 from arena_gym.records import EpisodeRecord, Event, EventKind
-from arena_gym.types import JobId
+from arena_gym.types import MAX_TIME_S, JobId
 from tests.helpers import job
 
 
 def test_plots_of_a_huge_span_are_written(tmp_path):
-    jobs = (job("A", 0, 10, "a40", 2), job("B", 1e15, 10, "a40", 2))
+    jobs = (job("A", 0, 10, "a40", 2), job("B", MAX_TIME_S, 10, "a40", 2))
     events = []
-    for j, t0 in (("A", 0.0), ("B", 1e15)):
+    for j, t0 in (("A", 0.0), ("B", MAX_TIME_S)):
         jid = JobId(j)
         events += [
             Event(t0, EventKind.SUBMIT, jid),
@@ -26,7 +26,7 @@ def test_plots_of_a_huge_span_are_written(tmp_path):
             Event(t0 + 10, EventKind.RUN, jid, "a40", 2, "", 64.0),
             Event(t0 + 30, EventKind.FINISH, jid, "a40", 2),
         ]
-    rec = EpisodeRecord("fcfs", PRESETS["tiny"], jobs, tuple(events), 0.0, 1e15 + 30, math.inf, 4, 0.1)
+    rec = EpisodeRecord("fcfs", PRESETS["tiny"], jobs, tuple(events), 0.0, MAX_TIME_S + 30, math.inf, 4, 0.1)
     paths = plot_all([rec], tmp_path)
     assert [p.name for p in paths] == ["jct_cdf.png", "throughput.png", "queue.png"]
     assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
