@@ -10,7 +10,8 @@ mean over the group's ranks of each rank's wait-plus-transfer (what a step loses
 Groups: every power-of-two size from 2 up to the testbed's devices, inside one node (consecutive
 ranks) and spread over nodes (the same number of ranks on each node), as the plans' groups are.
 ``send_recv`` is a ping-pong between two ranks (half the round trip), and the first rank computes
-half a gap more before it pings, so the second is already waiting in its receive: a pipeline's
+half a gap more and takes an untimed "ready" message the second sends just before its receive, so
+the second is already waiting however slow its own computation ran: a pipeline's
 waits for the previous stage are the composition's event simulation (:mod:`estimator.pipeline`),
 so the table holds the transfer alone, the idle peer's wake-up included (docs/profiler.md).
 """
@@ -36,6 +37,8 @@ ELEMENT_BYTES = 4  # fp32 buffers
 GAP_MATRIX = 128
 #: Untimed all-reduces on every new group before its table is measured.
 GROUP_WARMUP = 5
+#: Tag of the send/recv peer's "about to wait" message (apart from the timed messages' tag 0).
+READY_TAG = 1
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,16 @@ def _collective(
         other = torch.empty_like(buf)
         if index == 0:
             return lambda: (dist.send(buf, peer, group=group), dist.recv(other, peer, group=group))
-        return lambda: (dist.recv(other, peer, group=group), dist.send(buf, peer, group=group))
+        return lambda: _echo(buf, other, peer, group)
     raise ValueError(f"unknown collective {op!r}")
+
+
+def _echo(buf: torch.Tensor, other: torch.Tensor, peer: int, group: dist.ProcessGroup) -> None:
+    """The second rank's half of the ping-pong: tell the pinging rank it is about to wait, then echo."""
+    ready = dist.isend(torch.zeros(1, device=buf.device), peer, group=group, tag=READY_TAG)
+    dist.recv(other, peer, group=group)
+    dist.send(buf, peer, group=group)
+    ready.wait()
 
 
 def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Progress) -> list[dict[str, Any]]:
@@ -140,6 +151,7 @@ def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Pro
                 dist.all_reduce(ping, group=group)
         times: list[list[float]] = []
         pings = member and spec.op == "send_recv" and spec.ranks.index(rank) == 0
+        ready = torch.zeros(1, device=device)
         for nbytes in sizes:
             call = None
             if member:
@@ -153,6 +165,7 @@ def profile_comm(job: ProfileJob, rank: int, device: torch.device, progress: Pro
                     continue
                 if pings:  # the peer is waiting in its receive by now: the transfer alone is timed
                     gap(0.5)
+                    dist.recv(ready, spec.ranks[1], group=group, tag=READY_TAG)
                 watch.mark()
                 call()
                 watch.mark()
