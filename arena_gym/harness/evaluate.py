@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from agents.arena import ARENA_VERSION
 from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
@@ -253,6 +254,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
                 "workloads": [w.label for w in workloads],
                 "seed": config.seed,
                 "code_version": code_version(),
+                "arena_version": ARENA_VERSION,
                 "wall_s": wall,
             },
         )

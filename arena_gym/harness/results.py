@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agents.arena import ARENA_VERSION
 from arena_gym.harness.experiment import RunResult
 from arena_gym.metrics import (
     JobOutcome,
@@ -147,6 +148,7 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
             "config": result.config,
             "seed": result.config.seed,
             "code_version": code_version(),
+            "arena_version": ARENA_VERSION,
             "policy": result.record.policy,
             "clairvoyant": result.record.clairvoyant,
             "cluster": result.record.cluster,

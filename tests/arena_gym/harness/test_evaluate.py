@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from agents.arena import ARENA_VERSION
 from agents.rl.env_factory import env_config, make_env
 from arena_gym.harness.cli import main
 from arena_gym.harness.evaluate import EvalConfig, evaluate, recorded_config
@@ -131,6 +133,7 @@ def test_protocol_is_deterministic_and_writes_its_files(tmp_path) -> None:
         "config.json",
     ):
         assert (tmp_path / "a" / name).is_file(), name
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["arena_version"] == ARENA_VERSION
     table = first.per_workload
     assert (table["lp_avg_jct_s"] >= table["lb1_avg_jct_s"] - 1e-6).all()
     finished = table[table["jobs_finished"] == table["jobs_total"]]

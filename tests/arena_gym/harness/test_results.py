@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from agents.arena import ARENA_VERSION
 from agents.fcfs import FCFS
 from agents.srtf import SRTF
 from arena_gym.cluster import PRESETS
@@ -42,6 +43,7 @@ def test_write_run_files(tmp_path):
     ]
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] == 0 and config["config"]["policy"] == "fcfs" and config["code_version"]
+    assert config["arena_version"] == ARENA_VERSION
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["jobs_finished"] == 3 and metrics["avg_jct_s"] == pytest.approx(r.metrics["avg_jct_s"])
     jobs = pd.read_csv(out / "jobs.csv")
