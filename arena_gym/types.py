@@ -393,7 +393,8 @@ class OverheadModel:
     Defaults are the Arena artifact's constants: pruned AP search 10 s per GPU capped at 40 s
     (Arena), unpruned AP search 150 s per GPU capped at 600 s (the baselines), plus a
     checkpoint-resume cost (0 s in the artifact's evaluation). Class ``none`` costs only the
-    checkpoint resume.
+    checkpoint resume. A measured restart cost (``restart_s``, a profile's figures:
+    :mod:`arena_gym.restarts`) replaces the checkpoint-resume constant, multiplied by ``restart_scale``.
     """
 
     pruned_per_gpu_s: float = 10.0
@@ -401,15 +402,24 @@ class OverheadModel:
     full_per_gpu_s: float = 150.0
     full_cap_s: float = 600.0
     ckpt_resume_s: float = 0.0
+    restart_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("pruned_per_gpu_s", "pruned_cap_s", "full_per_gpu_s", "full_cap_s", "ckpt_resume_s"):
+        for name in (
+            "pruned_per_gpu_s",
+            "pruned_cap_s",
+            "full_per_gpu_s",
+            "full_cap_s",
+            "ckpt_resume_s",
+            "restart_scale",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"OverheadModel.{name} must be finite and >= 0, got {value}")
 
-    def seconds(self, overhead_class: OverheadClass | str, num_gpus: int) -> float:
-        """Overhead paid when a job (re)starts on ``num_gpus`` GPUs under ``overhead_class``."""
+    def seconds(self, overhead_class: OverheadClass | str, num_gpus: int, restart_s: float | None = None) -> float:
+        """Overhead paid when a job (re)starts on ``num_gpus`` GPUs under ``overhead_class``; ``restart_s``
+        (measured) in place of the checkpoint resume."""
         kind = OverheadClass.parse(overhead_class)
         if kind is OverheadClass.PRUNED:
             base = min(self.pruned_per_gpu_s * num_gpus, self.pruned_cap_s)
@@ -417,7 +427,7 @@ class OverheadModel:
             base = min(self.full_per_gpu_s * num_gpus, self.full_cap_s)
         else:
             base = 0.0
-        return base + self.ckpt_resume_s
+        return base + (self.ckpt_resume_s if restart_s is None else restart_s * self.restart_scale)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena_gym.fields import check
+from arena_gym.restarts import RestartCost
 from arena_gym.types import GPU_COUNTS, ClusterSpec, Grid, ModelRef, NodeGroup, Plan, ResourceShape
 from estimator.costmodel import PlanEstimate, estimate_plan, rates_for
 from estimator.hardware import GpuSpec, canonical_gpu_name, get_gpu, node_links
 from estimator.params import EstimatorParams, default_params
 from estimator.planner import PlannerConfig, dp_estimate, grid_candidates, pareto_front
+from estimator.restart_costs import RestartTable, read_restart_table
 from estimator.table import TableRequest, TypeTable, build_tables, shapes_for
 from estimator.zoo import ModelArch, get_model
 
@@ -58,7 +60,8 @@ class EstimatorPerfModel:
     Arguments: ``cluster`` (node sizes and links per GPU type; types not in it use catalogue
     presets), ``params`` (efficiencies; the committed calibration by default), ``config``
     (planner knobs), ``models`` (extra user models by name), ``cache_dir`` (optional disk
-    cache of the tables). Unknown models or GPU types raise ValueError listing valid names.
+    cache of the tables), ``restarts`` (measured (re)start costs, which the simulator then charges:
+    :meth:`restart_cost`). Unknown models or GPU types raise ValueError listing valid names.
     """
 
     name = "estimator"
@@ -70,8 +73,10 @@ class EstimatorPerfModel:
         config: PlannerConfig | None = None,
         models: Mapping[str, ModelArch] | None = None,
         cache_dir: str | Path | None = None,
+        restarts: RestartTable | None = None,
     ) -> None:
         self.cluster = cluster
+        self.restarts = restarts
         self.params = params or default_params()
         self.config = config or PlannerConfig()
         self.models = dict(models or {})
@@ -83,6 +88,11 @@ class EstimatorPerfModel:
                 self._groups[g.gpu_type] = g
         self._tables: dict[tuple[ModelRef, int, str], TypeTable] = {}
         self._single: dict[tuple[ModelRef, int, ResourceShape], TypeTable] = {}
+
+    def restart_cost(self, model: ModelRef, gpu_type: str) -> RestartCost | None:
+        """Measured (re)start costs of ``model`` on ``gpu_type`` (:class:`arena_gym.restarts.RestartCosts`);
+        None without them: the simulator charges its constants."""
+        return self.restarts.lookup(model, gpu_type) if self.restarts is not None else None
 
     # -- resolution -------------------------------------------------------------------------
 
@@ -253,5 +263,12 @@ def calibrated_perf_model(
     models: Mapping[str, ModelArch] | None = None,
 ) -> EstimatorPerfModel:
     """The estimator with the parameters of a JSON file (the ``calibrated:PARAMS.json`` spec), e.g. written by
-    ``arena-gym estimate calibrate --profile PROFILE.json --out PARAMS.json``."""
-    return EstimatorPerfModel(cluster, params=EstimatorParams.load(path), cache_dir=cache_dir, models=models)
+    ``arena-gym estimate calibrate --profile PROFILE.json --out PARAMS.json`` (with the profile's measured
+    (re)start costs, when it has them)."""
+    return EstimatorPerfModel(
+        cluster,
+        params=EstimatorParams.load(path),
+        cache_dir=cache_dir,
+        models=models,
+        restarts=read_restart_table(path),
+    )

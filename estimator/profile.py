@@ -33,6 +33,10 @@ runner's plans are made of; this module (numpy only) reads its output. A profile
   accumulation), whole model on one device, per micro-batch size (activations revisited after
   other micro-batches have displaced them can cost cache misses and, where the allocator returns
   freed memory, page faults);
+* ``restart`` (version 5): per model, the seconds its training process pays on the runner beyond its
+  steps, measured on one device with the runner's own worker (:class:`~arena_gym.restarts.RestartCost`:
+  the start of a fresh process up to its first steady step, the part of it a pre-launched generation
+  spends before its release, a checkpoint save and a checkpoint load); older profiles have none;
 * ``comm``: collective tables (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``send_recv``,
   ``all_to_all``) per group size and node count: seconds per message size in bytes, measured
   inside a loop that computes between collectives, as training does.
@@ -75,13 +79,16 @@ from typing import Any
 import numpy as np
 
 from arena_gym.fields import fits
+from arena_gym.restarts import RestartCost
+from estimator.restart_costs import RestartTable, costs_from_dict, costs_to_dict
 
 PROFILE_FORMAT = "arena-gym-profile"
 #: 2: the autograd backward call cost ("calls"); 3: wrapped layers timed on real groups ("grouped");
-#: 4: the op-order cost of micro-batches in flight ("order"), the pipeline overhead against a loop in the same order
-PROFILE_VERSION = 4
+#: 4: the op-order cost of micro-batches in flight ("order"), the pipeline overhead against a loop in the same order;
+#: 5: the measured (re)start costs per model ("restart")
+PROFILE_VERSION = 5
 #: Versions this code reads (older profiles lack the later parts and compose without them).
-READABLE_VERSIONS = (2, 3, 4)
+READABLE_VERSIONS = (2, 3, 4, 5)
 LAYER_KINDS = ("embed", "block", "head")
 WRAPPERS = ("tp", "fsdp", "pipeline")
 #: Wrappers timed on real groups (the ``grouped`` curves).
@@ -439,6 +446,7 @@ class Profile:
         Curve, ...
     ] = ()  # wrapped layers timed on real groups (variant "tp@group" / "fsdp@group", tp = group)
     order: tuple[OrderCurve, ...] = ()  # op-order cost of micro-batches in flight (version 4)
+    restart: Mapping[str, RestartCost] = field(default_factory=dict)  # per model (version 5)
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -484,6 +492,10 @@ class Profile:
         depth = [1.0] + [float(c.in_flight) for c in curves]
         frac = [0.0] + [max(0.0, float(np.interp(samples, c.samples, c.fraction))) for c in curves]
         return float(np.interp(in_flight, depth, frac))
+
+    def restart_table(self) -> RestartTable | None:
+        """The measured (re)start costs on this profile's device type, or None when it has none."""
+        return RestartTable(self.device.device_type, self.restart) if self.restart else None
 
     def _index(self) -> dict[tuple[str, str, str, int], Curve]:
         cache = self.__dict__.get("_curve_index")
@@ -577,7 +589,7 @@ class Profile:
             ],
             "cost": dict(self.cost),
             "settings": dict(self.settings),
-        }
+        } | ({"restart": costs_to_dict(self.restart)} if self.restart else {})
 
     def to_json(self) -> str:
         """The file text."""
@@ -597,7 +609,7 @@ def _parse(data: Any) -> Profile:
         data,
         "profile",
         ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls"),
-        ("created", "code_version", "cost", "settings", "grouped", "order"),
+        ("created", "code_version", "cost", "settings", "grouped", "order", "restart"),
     )
     if top["format"] != PROFILE_FORMAT:
         raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
@@ -633,7 +645,19 @@ def _parse(data: Any) -> Profile:
         int(top["version"]),
         _grouped(top.get("grouped", []), models),
         _order(top.get("order", []), models),
+        _restart(top.get("restart", {}), models),
     )
+
+
+def _restart(value: Any, models: Mapping[str, ModelInfo]) -> dict[str, RestartCost]:
+    try:
+        costs = costs_from_dict(value, "restart")
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    unknown = sorted(set(costs) - set(models))
+    if unknown:
+        raise ProfileError(f"restart names model(s) not in models: {', '.join(unknown)}")
+    return costs
 
 
 def _mapping(value: Any, where: str) -> Mapping[Any, Any]:

@@ -561,7 +561,8 @@ class ProfiledPerfModel(EstimatorPerfModel):
     """The estimator with a measured profile in place of the roofline and alpha-beta models.
 
     (model, device type) pairs that the profile covers are planned and estimated from the profile
-    over the plans the runner executes; everything else falls back to the calibrated estimator.
+    over the plans the runner executes; everything else falls back to the calibrated estimator. The
+    profile's measured (re)start costs, where it has them, are what the simulator charges.
     """
 
     name = "profiled"
@@ -573,7 +574,7 @@ class ProfiledPerfModel(EstimatorPerfModel):
         config: PlannerConfig | None = None,
         source: str = "",
     ) -> None:
-        super().__init__(cluster, config=config)
+        super().__init__(cluster, config=config, restarts=profile.restart_table())
         self.profile = profile
         self.source = source
         get_gpu(profile.device.device_type)  # the profile must describe a catalogue type

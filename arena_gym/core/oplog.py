@@ -47,10 +47,10 @@ class Commit:
     def apply(self, state: ClusterState) -> None:
         """Validate and commit the same decision on ``state``, with the same overheads.
 
-        An overhead is a function of the allocation, so equal allocations of one decision have equal overheads.
+        A job appears at most once in a decision, so its overhead is found by its id.
         """
-        overhead = dict(zip((alloc for _, alloc in self.allocations), self.overheads, strict=True))
-        state.apply(Decision(self.allocations, self.preemptions), self.t, overhead.__getitem__)
+        overhead = dict(zip((job_id for job_id, _ in self.allocations), self.overheads, strict=True))
+        state.apply(Decision(self.allocations, self.preemptions), self.t, lambda job_id, _: overhead[job_id])
 
 
 @dataclass(frozen=True, slots=True)

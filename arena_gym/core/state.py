@@ -29,6 +29,7 @@ from arena_gym.core.queue import JobQueue
 from arena_gym.core.views import ActiveViews, Epoch, QueueViews
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord, Event, EventKind
+from arena_gym.restarts import RestartKind
 from arena_gym.types import (
     Allocation,
     ClusterSpec,
@@ -40,6 +41,11 @@ from arena_gym.types import (
     PerfModel,
     Snapshot,
 )
+
+
+def _no_overhead(job_id: JobId, alloc: Allocation) -> float:
+    """No reconfiguration overhead (a live backend's default: the RUN event tells the real one)."""
+    return 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +251,17 @@ class ClusterState:
         """A loaded job's status (a job not yet submitted is PENDING)."""
         return self._jobs[job_id].status
 
+    def spec(self, job_id: JobId) -> JobSpec:
+        """A loaded job's spec (KeyError if unknown)."""
+        return self._jobs[job_id].spec
+
+    def restart_kind(self, job_id: JobId) -> RestartKind:
+        """What allocating the job now would be: its first start, a resume from the queue, or a move."""
+        job = self._jobs[job_id]
+        if job.first_start is None:
+            return RestartKind.FIRST
+        return RestartKind.RESUME if job.alloc is None else RestartKind.MOVE
+
     def version(self, job_id: JobId) -> int:
         """Changes whenever the job's expected start of progress or completion becomes void."""
         return self._jobs[job_id].version
@@ -316,18 +333,19 @@ class ClusterState:
 
     # ------------------------------------------------------------------ transitions
     def commit(
-        self, checked: CheckedDecision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
+        self, checked: CheckedDecision, t: float, overhead_s: Callable[[JobId, Allocation], float] = _no_overhead
     ) -> None:
         """Commit a validated decision at ``t``: its preemptions, then its allocations.
 
         Each allocated job is RECONFIGURING and expected to make progress after
-        ``overhead_s(allocation)`` seconds (logged with its ALLOCATE event; a live backend
-        that cannot know it passes the default 0 and the RUN event tells the real one).
+        ``overhead_s(job, allocation)`` seconds, asked before anything changes (logged with its
+        ALLOCATE event; a live backend that cannot know it passes the default 0 and the RUN event
+        tells the real one).
         """
         if checked.epoch != self._epoch.value:
             raise ValueError("the decision was validated against an older state; validate it again")
         self._check_time(t)
-        overheads = [overhead_s(alloc) for _, alloc, _ in checked.allocations]
+        overheads = [overhead_s(job_id, alloc) for job_id, alloc, _ in checked.allocations]
         if not all(o >= 0 and math.isfinite(o) for o in overheads):
             raise ValueError(f"reconfiguration overheads must be finite and >= 0, got {overheads}")
         for job_id in checked.preemptions:
@@ -340,7 +358,7 @@ class ClusterState:
             self._ops.append(Commit(t, checked.preemptions, allocations, tuple(overheads)))
 
     def apply(
-        self, decision: Decision, t: float, overhead_s: Callable[[Allocation], float] = lambda alloc: 0.0
+        self, decision: Decision, t: float, overhead_s: Callable[[JobId, Allocation], float] = _no_overhead
     ) -> CheckedDecision:
         """:meth:`validate` then :meth:`commit` (InvalidDecision: nothing changed); returns what was committed."""
         checked = self.validate(decision)
@@ -370,7 +388,7 @@ class ClusterState:
 
         The one-job form of :meth:`apply` (validated the same way; InvalidDecision otherwise).
         """
-        self.apply(Decision(allocations=((job_id, alloc),)), t, lambda _: overhead_s)
+        self.apply(Decision(allocations=((job_id, alloc),)), t, lambda _job, _alloc: overhead_s)
 
     def start_running(self, job_id: JobId, t: float, iter_time: float | None = None) -> float:
         """Overhead paid: the job makes progress from ``t`` (RUN); returns its expected completion time.

@@ -2,7 +2,9 @@
 
 Semantics (docs/simulator.md): jobs progress at the speed the ground-truth
 ``PerfModel`` gives their grid, integrated exactly between events; every allocation change
-costs a reconfiguration overhead during which the job holds its GPUs and makes no progress;
+costs a reconfiguration overhead during which the job holds its GPUs and makes no progress (with a
+``truth`` that knows measured restart costs, :class:`~arena_gym.restarts.RestartCosts`, those of the
+job's model replace the checkpoint-resume constant);
 completions are scheduled at their exact time. Policies see ``belief`` estimates, never the
 truth. A decision that breaks an invariant raises :class:`InvalidDecision` and changes nothing.
 
@@ -25,8 +27,20 @@ from arena_gym.core import ClusterState
 from arena_gym.core.triggers import Triggers
 from arena_gym.perf import describe_unschedulable, unschedulable_reason
 from arena_gym.records import EpisodeRecord, Event
+from arena_gym.restarts import RestartCost, RestartCosts
 from arena_gym.sim.config import SimConfig
-from arena_gym.types import Allocation, ClusterSpec, Decision, JobId, JobSpec, JobStatus, JobView, PerfModel, Snapshot
+from arena_gym.types import (
+    Allocation,
+    ClusterSpec,
+    Decision,
+    JobId,
+    JobSpec,
+    JobStatus,
+    JobView,
+    ModelRef,
+    PerfModel,
+    Snapshot,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +67,8 @@ class SimBackend:
         self.triggers = Triggers(self.config.schedule)
         self._events = self.triggers.events  # whether arrivals and completions are decision points
         self._overheads: dict[int, float] = {}  # reconfiguration overhead by GPU count (the config is frozen)
+        self._restarts = truth if isinstance(truth, RestartCosts) else None
+        self._restart_costs: dict[tuple[ModelRef, str], RestartCost | None] = {}  # by (model, GPU type)
         self._reset_clock(0.0)
 
     def _reset_clock(self, start: float) -> None:
@@ -80,6 +96,7 @@ class SimBackend:
             new.state.horizon = horizon_s
         new.triggers, new._events = self.triggers.fork(), self._events
         new._overheads = self._overheads  # a memo of a pure function of the GPU count
+        new._restarts, new._restart_costs = self._restarts, self._restart_costs  # likewise, of (model, GPU type)
         new._now, new._start, new._seq = self._now, self._start, self._seq
         new._heap = list(self._heap)
         new._arrivals, new._departures = list(self._arrivals), list(self._departures)
@@ -129,10 +146,15 @@ class SimBackend:
         """Validate the whole decision, then commit it; InvalidDecision (nothing changed) otherwise."""
         if decision.is_empty:
             return
-        overhead_s = self._overhead_s
+        overheads: dict[JobId, float] = {}
+
+        def overhead_s(job_id: JobId, alloc: Allocation) -> float:
+            seconds = overheads[job_id] = self._overhead_s(job_id, alloc)  # asked before the state changes
+            return seconds
+
         checked = self.state.apply(decision, self._now, overhead_s)
-        for job_id, alloc, _ in checked.allocations:
-            self._push(self._now + overhead_s(alloc), _RUN, job_id, self.state.version(job_id))
+        for job_id, _, _ in checked.allocations:
+            self._push(self._now + overheads[job_id], _RUN, job_id, self.state.version(job_id))
 
     def advance(self) -> Snapshot | None:
         """Process events up to the next decision point; None once drained or past the horizon.
@@ -192,8 +214,17 @@ class SimBackend:
         self.state.check_invariants()
 
     # ----------------------------------------------------------------- internals
-    def _overhead_s(self, alloc: Allocation) -> float:
-        """The reconfiguration overhead of (re)starting on ``alloc`` (memoised by GPU count)."""
+    def _overhead_s(self, job_id: JobId, alloc: Allocation) -> float:
+        """The reconfiguration overhead of (re)starting ``job_id`` on ``alloc``: with the measured restart
+        costs of its model, those its kind of (re)start pays; else the constants (memoised by GPU count)."""
+        if self._restarts is not None:
+            model = self.state.spec(job_id).model
+            key = (model, alloc.shape.gpu_type)
+            if key not in self._restart_costs:
+                self._restart_costs[key] = self._restarts.restart_cost(model, alloc.shape.gpu_type)
+            cost = self._restart_costs[key]
+            if cost is not None:
+                return self.config.overhead_s(alloc.num_gpus, cost.seconds(self.state.restart_kind(job_id)))
         n = alloc.num_gpus
         seconds = self._overheads.get(n)
         if seconds is None:

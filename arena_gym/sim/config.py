@@ -40,6 +40,7 @@ class SimConfig:
         """When the simulated policy is asked (rounds, event decisions, horizon)."""
         return DecisionSchedule(self.round_s, self.event_decisions, self.horizon_s)
 
-    def overhead_s(self, num_gpus: int) -> float:
-        """The reconfiguration overhead of a (re)start on ``num_gpus`` GPUs."""
-        return self.overhead.seconds(self.overhead_class, num_gpus)
+    def overhead_s(self, num_gpus: int, restart_s: float | None = None) -> float:
+        """The reconfiguration overhead of a (re)start on ``num_gpus`` GPUs (``restart_s``: its measured
+        restart cost, in place of the checkpoint-resume constant)."""
+        return self.overhead.seconds(self.overhead_class, num_gpus, restart_s)

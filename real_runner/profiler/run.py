@@ -14,6 +14,7 @@ devices held.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -44,6 +45,7 @@ from estimator.profile import (
 from estimator.zoo import get_model
 from real_runner.plans import model_spec
 from real_runner.profiler.comm import trimmed_mean
+from real_runner.profiler.restart import Launch, profile_restarts
 from real_runner.profiler.settings import ProfileJob, ProfilerSettings, Progress, tp_degrees
 from real_runner.ranks import spawn_ranks
 from real_runner.testbed import Testbed
@@ -79,6 +81,8 @@ def _pin_cores(testbed: Testbed) -> list[int] | None:
 
 #: Seconds a profiling run spends before its first measurement (interpreters, torch, the process group), a guess.
 STARTUP_S = 10.0
+#: Seconds one generation of the restart probe takes (a fresh worker process, a few steps, a checkpoint), a guess.
+RESTART_GENERATION_S = 8.0
 
 
 def host_flops(seconds: float = 0.05) -> float:
@@ -123,6 +127,8 @@ def estimate_phases(
         )
         compute += s.optimizer_rounds * 20 * arch.param_count
     phases = {"startup": STARTUP_S, "compute": compute / max(flops, 1.0)}
+    if s.restart_steps:
+        phases["restart"] = 2 * len(models) * RESTART_GENERATION_S
     if world > 1:
         moved = sum(s.sizes()) * len(s.comm_ops) * (s.comm_rounds + s.comm_warmup)
         collectives = len(s.sizes()) * len(s.comm_ops) * (s.comm_rounds + s.comm_warmup)
@@ -165,7 +171,9 @@ def profile_testbed(
 
     ``env`` is the ranks' base environment, ``work_dir`` receives the job file, the rank records
     and logs; ``on_progress(phase, done, total)`` gets rank 0's progress records, ``on_wait()`` is called at
-    every poll (about ten times a second) from the launch on, records or not. RuntimeError (naming the rank and the cause) when a rank fails or the run exceeds
+    every poll (about ten times a second) from the launch on, records or not. Once the ranks are done, each model's
+    (re)start costs are measured on the first device (:mod:`real_runner.profiler.restart`, unless the settings'
+    ``restart_steps`` is 0). RuntimeError (naming the rank and the cause) when a rank fails or the run exceeds
     ``timeout_s``.
     """
     names = check_models(models)
@@ -226,7 +234,33 @@ def profile_testbed(
         raise
     wall = time.time() - ranks.launched_at
     records = [json.loads((out / f"rank{r}.json").read_text()) for r in range(job.world_size)]
-    return merge(job, testbed, records, wall)
+    profile = merge(job, testbed, records, wall)
+    if not settings.restart_steps:
+        return profile
+    if on_progress is not None:
+        on_progress("restart", 0, len(names))
+    t0 = time.time()
+    pins = _pin_cores(testbed)
+    launch = Launch(
+        env if testbed.is_cpu else {**env, "CUDA_VISIBLE_DEVICES": str(device_ids[0])},
+        pins[0] if pins else None,
+        python,
+        cwd,
+    )
+    restart = profile_restarts(
+        names,
+        work / "restart",
+        launch,
+        steps=settings.restart_steps,
+        batch=settings.restart_batch,
+        device=job.device,
+        timeout_s=max(1.0, deadline - time.monotonic()),
+    )
+    if on_progress is not None:
+        on_progress("restart", len(names), len(names))
+    spent = time.time() - t0
+    cost = {**profile.cost, "restart_s": spent, "wall_s": wall + spent, "device_s": (wall + spent) * job.world_size}
+    return dataclasses.replace(profile, restart=restart, cost=cost)
 
 
 # ----------------------------------------------------------------------------------------------

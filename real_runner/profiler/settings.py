@@ -53,6 +53,9 @@ class ProfilerSettings:
     other items never counts. ``clock``: how CPU devices time computation:
     ``cpu`` (the thread's CPU time: the cost on a dedicated core, reproducible on a shared
     machine) or ``wall``; GPUs always use CUDA events, and collectives are always wall time.
+    ``restart_steps`` / ``restart_batch``: steps and global batch of each of the two one-device
+    generations that measure a model's (re)start costs with the runner's worker
+    (:mod:`real_runner.profiler.restart`; ``restart_steps=0`` skips them, the profile then has none).
     """
 
     samples: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -80,6 +83,8 @@ class ProfilerSettings:
     grouped_statistic: str = "median"
     clock: str = "cpu"
     grouped: bool = True
+    restart_steps: int = 3
+    restart_batch: int = 4
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -105,6 +110,11 @@ class ProfilerSettings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"profiler setting {name} must be >= 1, got {getattr(self, name)}")
+        if self.restart_steps == 1 or self.restart_steps < 0 or self.restart_batch < 1:
+            raise ValueError(
+                "profiler settings need restart_steps 0 (not measured) or >= 2 and restart_batch >= 1, got "
+                f"{self.restart_steps} and {self.restart_batch}"
+            )
         if self.warmup_rounds < 0 or self.comm_warmup < 0:
             raise ValueError("profiler warm-up counts must be >= 0")
         if self.neighbours not in NEIGHBOURS:

@@ -316,6 +316,9 @@ def _calibrate_profile(args: argparse.Namespace) -> int:
             "after": round(100 * float(abs(after).max()), 2),
         },
     }
+    restarts = profile.restart_table()
+    if restarts is not None:  # the measured (re)start costs travel with the parameters (calibrated: charges them)
+        extra["restart"] = restarts.to_dict()
     if args.out:
         atomic_write(args.out, lambda tmp: result.params.save(tmp, extra))
         print(f"parameters written to {args.out} (use: --perf calibrated:{args.out})")

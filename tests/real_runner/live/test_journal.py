@@ -35,7 +35,7 @@ def drive(state: ClusterState) -> None:
     state.load(jobs())
     a, b = JobId("a"), JobId("b")
     state.submit(a, 0.0)
-    state.apply(Decision(((a, alloc((0,), 2)),)), 0.1, lambda _: 1.5)
+    state.apply(Decision(((a, alloc((0,), 2)),)), 0.1, lambda _job, _alloc: 1.5)
     state.submit(b, 1.5)
     state.start_running(a, 2.0, 0.2)
     state.apply(Decision(((a, alloc((1,), 1)), (b, alloc((0,), 1)))), 2.5)

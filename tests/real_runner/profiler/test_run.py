@@ -52,6 +52,14 @@ def test_the_profile_describes_the_testbed(profile):
     assert d.threads_per_device == 1 and d.neighbours == "busy" and d.torch.startswith("2.")
     assert profile.settings == TINY.to_dict() and profile.code_version
     assert profile.cost["device_s"] == pytest.approx(2 * profile.cost["wall_s"])
+    assert 0 < profile.cost["restart_s"] < profile.cost["wall_s"]
+
+
+def test_the_restart_costs_were_measured_and_are_what_the_simulator_charges(profile):
+    (name,) = profile.restart
+    cost = profile.restart[name]
+    assert name == "gpt__tiny" and 0 < cost.held_s <= cost.start_s and cost.save_s > 0 and cost.load_s > 0
+    assert ProfiledPerfModel(profile).restart_cost(ModelRef.parse("gpt__tiny"), "cpu") == cost
 
 
 def test_every_layer_wrapper_and_collective_was_measured(profile):

@@ -114,6 +114,24 @@ def test_calibrate_from_a_profile_writes_a_calibration_file(tmp_path, capsys):
     assert perf.iter_time(ModelRef.parse("gpt__mini"), 4, ResourceShape(GpuType("cpu"), 1, 1)) > 0
 
 
+def test_calibrate_from_a_profile_keeps_its_restart_costs(tmp_path):
+    import dataclasses
+
+    from arena_gym.registry import make_perf
+    from arena_gym.restarts import RestartCost
+    from arena_gym.types import ClusterSpec, GpuType, ModelRef, NodeGroup
+    from estimator.profile import load_profile
+    from tests.estimator.test_profile_calibration import PROFILE
+
+    cost = RestartCost(start_s=3.0, held_s=2.0, save_s=0.4, load_s=0.3)
+    profile = tmp_path / "profile.json"
+    profile.write_text(dataclasses.replace(load_profile(PROFILE), restart={"gpt__mini": cost}).to_json())
+    out = tmp_path / "cpu.json"
+    assert run(["calibrate", "--profile", str(profile), "--models", "gpt__mini", "--out", str(out)]) == 0
+    perf = make_perf(f"calibrated:{out}", ClusterSpec("c", (NodeGroup(GpuType("cpu"), 1, 1),)))
+    assert perf.restart_cost(ModelRef.parse("gpt__mini"), "cpu") == cost
+
+
 @pytest.mark.parametrize(
     "argv,needle",
     [
