@@ -9,9 +9,9 @@ import time
 from datetime import datetime, timedelta
 
 import optuna
-from optuna.trial import TrialState
 import pandas as pd
 import pytest
+from optuna.trial import TrialState
 
 from arena_gym.harness.trainers.es import ResidualTrainConfig
 from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study, running_note
