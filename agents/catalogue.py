@@ -101,5 +101,5 @@ def register() -> None:
     registry = policy_registry()
     for name, entry in POLICIES.items():
         registry.register(name, entry.target, entry.kwargs, entry.description)
-    registry.register_prefix("sb3", "agents.rl.policy:load_sb3_policy")
-    registry.register_prefix("residual", "agents.residual.priority:load_residual_policy")
+    registry.register_prefix("sb3", "agents.rl.policy:load_sb3_policy", "PATH")
+    registry.register_prefix("residual", "agents.residual.priority:load_residual_policy", "PATH")

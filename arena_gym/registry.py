@@ -58,6 +58,14 @@ class Entry:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class Prefix:
+    """A registered ``prefix:ARGUMENT`` handler: its target (``module:attr``) and the argument's name in help."""
+
+    target: str
+    argument: str
+
+
 class Registry:
     """Names -> :class:`Entry`, plus prefix handlers, an entry-point group and ``module:attr`` specs.
 
@@ -76,12 +84,14 @@ class Registry:
         *,
         group: str | None = None,
         name_param: str | None = None,
+        arguments: Mapping[str, str] | None = None,
     ) -> None:
         self.kind = kind
         self.group = group
         self.name_param = name_param
         self._entries = dict(entries or {})
         self._prefixes = dict(prefixes or {})
+        self._arguments = {p: (arguments or {}).get(p, "ARG") for p in self._prefixes}
         self._catalogues: int | None = None
 
     def _ready(self) -> None:
@@ -101,8 +111,14 @@ class Registry:
         self._ready()
         return sorted({*self._entries, *self._entry_points()})
 
-    def register_prefix(self, prefix: str, target: str) -> None:
-        """Resolve ``prefix:ARGUMENT`` specs with ``target`` (``"module:attr"``, called with ``path=ARGUMENT``)."""
+    def prefixes(self) -> dict[str, Prefix]:
+        """Every registered prefix (sorted) -> its handler and the name of its argument (``sb3`` -> ``PATH``)."""
+        self._ready()
+        return {p: Prefix(self._prefixes[p], self._arguments[p]) for p in sorted(self._prefixes)}
+
+    def register_prefix(self, prefix: str, target: str, argument: str = "ARG") -> None:
+        """Resolve ``prefix:ARGUMENT`` specs with ``target`` (``"module:attr"``, called with ``path=ARGUMENT``);
+        ``argument`` names the argument in help (``PATH``, ``CSV``)."""
         if not prefix.isidentifier():
             raise ValueError(f"{self.kind} prefix {prefix!r} must be an identifier")
         if not is_module_attr(target):
@@ -111,6 +127,7 @@ class Registry:
         if old is not None and old != target:
             raise ValueError(f"{self.kind} prefix {prefix!r} is already registered ({old})")
         self._prefixes[prefix] = target
+        self._arguments[prefix] = argument
 
     def register(
         self,
@@ -292,7 +309,10 @@ POLICIES = Registry("policy", group="arena_gym.policies", name_param="name")
 #: Performance models (the estimator, ``measured:CSV``, ``profiled:PROFILE.json``, ``noisy:SIGMA``;
 #: ``arena_gym.perf_models`` entry points).
 PERF_MODELS = Registry(
-    "performance model", prefixes={"noisy": "arena_gym.perf:noisy_perf_model"}, group="arena_gym.perf_models"
+    "performance model",
+    prefixes={"noisy": "arena_gym.perf:noisy_perf_model"},
+    group="arena_gym.perf_models",
+    arguments={"noisy": "SIGMA"},
 )
 
 #: Traces beyond the built-in files and generators (``traces.resolve_trace``): registered names,

@@ -5,8 +5,9 @@ Usage: ``python scripts/run_tour.py [--keep DIR]``. The tour's bash block (the f
 ``source``/``export`` lines left to this script: it runs every command with this interpreter's
 ``arena-gym``, ``python -m arena_gym``, and ``OMP_NUM_THREADS=1``). The copy holds the files git
 tracks or would track (a fresh clone's, plus uncommitted work), so nothing of this checkout's
-``results/`` or caches helps. Prints each command's exit code and seconds; exits 1 on the first
-failure. ``tests/scripts/test_run_tour.py`` (slow) runs it.
+``results/`` or caches helps. Prints each command before it starts and its exit code and seconds
+when it ends; the command's own output and progress bars stream to stderr as it runs. Exits 1 on
+the first failure. ``tests/scripts/test_run_tour.py`` (slow) runs it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TextIO
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,6 +56,16 @@ def fresh_copy(dest: Path) -> Path:
     return dest
 
 
+def stream(argv: list[str], cwd: Path, env: dict[str, str], sink: TextIO) -> int:
+    """Run ``argv``, copying its stdout and stderr to ``sink`` as they come (bars included); its exit code."""
+    with subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
+        assert child.stdout is not None
+        while chunk := os.read(child.stdout.fileno(), 4096):
+            sink.write(chunk.decode(errors="replace"))
+            sink.flush()
+        return child.wait()
+
+
 def run_tour(where: Path) -> int:
     """Run every tour command in ``where``; 0 when all exit 0."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
@@ -62,13 +74,13 @@ def run_tour(where: Path) -> int:
         argv = shlex.split(command)
         if argv[0] == "arena-gym":
             argv = [sys.executable, "-m", "arena_gym", *argv[1:]]
+        print(f"starting: {command}", flush=True)
         start = time.perf_counter()
-        done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True)
+        code = stream(argv, where, env, sys.stderr)
         seconds = time.perf_counter() - start
         total += seconds
-        print(f"{done.returncode:3d} {seconds:7.1f} s  {command}", flush=True)
-        if done.returncode != 0:
-            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", file=sys.stderr)
+        print(f"{code:3d} {seconds:7.1f} s  {command}", flush=True)
+        if code != 0:
             return 1
     print(f"tour: every command exited 0, {total:.0f} s in all")
     return 0

@@ -1,4 +1,4 @@
-"""Regenerate the generated blocks of the documentation from benchmark and result files.
+"""Regenerate the generated blocks of the documentation from benchmark and result files and from the registries.
 
 A block is delimited by two HTML comments, which Markdown renders as nothing::
 
@@ -10,9 +10,14 @@ A block is delimited by two HTML comments, which Markdown renders as nothing::
     ...the file's text in a fenced block...
     <!-- /text -->
 
+    <!-- list:commands -->
+    ...a generated Markdown list...
+    <!-- /list -->
+
 ``table:CSV`` renders a CSV file as a Markdown table (optional ``columns=a,b,...`` to select and
-order columns, ``sort=COLUMN`` to sort ascending); ``text:FILE`` inserts a text file verbatim.
-Paths are relative to the repository root. Everything between the opening and closing comment
+order columns, ``sort=COLUMN`` to sort ascending); ``text:FILE`` inserts a text file verbatim;
+``list:WHAT`` renders one of :data:`LISTS` (the ``arena-gym`` commands, the names the registries
+hold, the scripts under ``scripts/``). Paths are relative to the repository root. Everything between the opening and closing comment
 is replaced; the rest of the file is left as it is.
 
 Usage::
@@ -28,8 +33,10 @@ is changed.
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -38,8 +45,8 @@ from arena_gym.harness.out_dirs import shown_path
 from arena_gym.harness.results import to_markdown
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(<!-- (table|text):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)
-OPTIONS = {"table": ("columns", "sort"), "text": ()}
+BLOCK = re.compile(r"(<!-- (table|text|list):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)
+OPTIONS = {"table": ("columns", "sort"), "text": (), "list": ()}
 
 
 class DocsError(ValueError):
@@ -78,6 +85,49 @@ def render_text(source: Path) -> str:
     return "```text\n" + source.read_text().rstrip("\n") + "\n```\n"
 
 
+def render_commands(root: Path) -> str:
+    """The ``arena-gym`` subcommands with their one-line help, from the command registry."""
+    from arena_gym.harness.cli import SUBCOMMANDS
+
+    return "".join(f"- `arena-gym {name}`: {text}\n" for name, (_, text) in SUBCOMMANDS.items())
+
+
+def render_names(root: Path) -> str:
+    """Every name the registries hold, as ``arena-gym list --markdown`` prints it."""
+    from arena_gym.harness.names import as_markdown, sections
+
+    return as_markdown(sections())
+
+
+def render_scripts(root: Path) -> str:
+    """The scripts under ``root/scripts`` with the first line of each one's docstring."""
+    lines = []
+    for path in sorted((root / "scripts").glob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        lines.append(f"- `scripts/{path.name}`: {doc.splitlines()[0] if doc else '(no docstring)'}\n")
+    return "".join(lines)
+
+
+#: ``list:WHAT`` -> its renderer (called with the repository root).
+LISTS: dict[str, Callable[[Path], str]] = {
+    "commands": render_commands,
+    "names": render_names,
+    "scripts": render_scripts,
+}
+
+
+def render_block(kind: str, path: str, options: dict[str, str], root: Path, where: str) -> str:
+    """The body of one block: a table, a text file or a generated list."""
+    if kind == "list":
+        if path not in LISTS:
+            raise DocsError(f"{where}: unknown list {path!r} (valid: {', '.join(LISTS)})")
+        return LISTS[path](root)
+    source = root / path
+    if not source.is_file():
+        raise DocsError(f"{where}: {path} does not exist (run the command that writes it first)")
+    return render_table(source, options, where) if kind == "table" else render_text(source)
+
+
 def update(text: str, name: str, root: Path = REPO) -> str:
     """``text`` with every generated block regenerated from its source under ``root``."""
 
@@ -85,12 +135,7 @@ def update(text: str, name: str, root: Path = REPO) -> str:
         opening, kind, path, raw, _, closing = match.groups()
         line = text.count("\n", 0, match.start()) + 1
         where = f"{name}:{line}"
-        options = _options(kind, raw, where)
-        source = root / path
-        if not source.is_file():
-            raise DocsError(f"{where}: {path} does not exist (run the command that writes it first)")
-        body = render_table(source, options, where) if kind == "table" else render_text(source)
-        return opening + body + closing
+        return opening + render_block(kind, path, _options(kind, raw, where), root, where) + closing
 
     return BLOCK.sub(replace, text)
 

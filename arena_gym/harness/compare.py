@@ -113,13 +113,13 @@ def unique_slugs(specs: Sequence[str]) -> dict[str, str]:
     }
 
 
-#: One run for a worker: its config, its jobs and its workload's scenario.
-Task = tuple[RunConfig, tuple[JobSpec, ...], Scenario]
+#: One run for a worker: its config, its jobs, its workload's scenario and whether it shows its finished jobs.
+Task = tuple[RunConfig, tuple[JobSpec, ...], Scenario, bool]
 
 
 def _run_one(task: Task) -> RunResult:
-    config, jobs, scenario = task
-    return run(config, jobs=jobs, scenario=scenario)
+    config, jobs, scenario, progress = task
+    return run(config, progress, jobs=jobs, scenario=scenario)
 
 
 def compare(
@@ -140,7 +140,9 @@ def compare(
             w.label: check_requested_types(w.jobs, scenarios[w.window].cluster, strict=config.strict, source=w.trace)
             for w in workloads
         }
-        tasks = [(c, w.jobs, scenarios[w.window]) for w in workloads for c in config.runs(w)]
+        # runs in this process show their finished jobs below the runs' bar (the simulator's delayed bar)
+        inner = progress and config.ray is None and config.workers == 1
+        tasks = [(c, w.jobs, scenarios[w.window], inner) for w in workloads for c in config.runs(w)]
         labels = [w.label for w in workloads for _ in config.policies]
         results = [
             dataclasses.replace(r, metrics={**r.metrics, "jobs_unplaceable_type": float(unplaceable[label])})

@@ -18,6 +18,7 @@ the target's own trainer takes with ``--config``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 import multiprocessing
@@ -25,8 +26,9 @@ import os
 import signal
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -61,8 +63,12 @@ class TuneTarget(Protocol):
     def check(self, config: Any) -> None:
         """Raise ValueError naming the problem when ``config`` cannot run (data, paths), before any trial."""
 
-    def objective(self, config: Any, out: Path, report: Report) -> float:
-        """Train ``config`` into ``out`` and return its validation score, calling ``report`` as it goes."""
+    def objective(self, config: Any, out: Path, report: Report, progress: bool = False) -> float:
+        """Train ``config`` into ``out`` and return its validation score, calling ``report`` as it goes.
+
+        ``progress`` asks for the trainer's own progress bars on stderr (a target whose ``objective``
+        lacks the parameter is called without it).
+        """
 
     def config_json(self, config: Any) -> dict[str, Any]:
         """``config`` as the JSON object the target's trainer reads back."""
@@ -304,8 +310,10 @@ def counted(study: optuna.Study, running: bool = False) -> int:
     return len(study.get_trials(deepcopy=False, states=states))
 
 
-def _objective(settings: TuneSettings, target: TuneTarget) -> Callable[[optuna.Trial], float]:
+def _objective(settings: TuneSettings, target: TuneTarget, progress: bool) -> Callable[[optuna.Trial], float]:
     import optuna
+
+    shown = {"progress": progress} if "progress" in inspect.signature(target.objective).parameters else {}
 
     def objective(trial: optuna.Trial) -> float:
         config = settings.config(target, target.sample(Fixing(trial, settings.fixed)))
@@ -316,13 +324,26 @@ def _objective(settings: TuneSettings, target: TuneTarget) -> Callable[[optuna.T
                 raise optuna.TrialPruned(f"validation {value:.4f} at step {step}")
 
         out = Path(settings.out).resolve() / "trials" / f"trial-{trial.number:04d}"
-        return target.objective(config, out, report)
+        return target.objective(config, out, report, **shown)
 
     return objective
 
 
 #: Exit code of a worker process stopped by Ctrl-C (its trial is marked failed), as the command line's.
 EXIT_INTERRUPTED = 130
+
+
+def running_note(trials: Sequence[optuna.trial.FrozenTrial], now: datetime) -> str:
+    """The running trials as the tune bar's note: each one's number, time so far and last reported step."""
+    from optuna.trial import TrialState
+
+    notes = []
+    for t in trials:
+        if t.state != TrialState.RUNNING or t.datetime_start is None:
+            continue
+        step = f" step {max(t.intermediate_values)}" if t.intermediate_values else ""
+        notes.append(f"#{t.number} {(now - t.datetime_start).total_seconds():.0f}s{step}")
+    return f"running {', '.join(notes)}" if notes else ""
 
 
 class _QuietInterrupt(logging.Filter):
@@ -335,11 +356,15 @@ class _QuietInterrupt(logging.Filter):
         return True
 
 
-def run_worker(settings: TuneSettings, worker: int = 0) -> None:
+def run_worker(
+    settings: TuneSettings, worker: int = 0, progress: bool = False, on_trial: Callable[[int], None] | None = None
+) -> None:
     """Run trials of the study until it holds ``settings.trials`` finished ones.
 
     While the rest are running elsewhere it waits for them: they finish, or their worker died and
-    they go stale (no heartbeat for ``grace_s``), are marked failed and run again here.
+    they go stale (no heartbeat for ``grace_s``), are marked failed and run again here. With
+    ``progress`` each trial shows its trainer's progress bars (iterations, episodes) on stderr;
+    ``on_trial`` is told the study's finished count after each trial this worker ran.
     """
     import optuna
 
@@ -351,13 +376,15 @@ def run_worker(settings: TuneSettings, worker: int = 0) -> None:
     logging.getLogger("envs.workload").setLevel(logging.WARNING)
     study = open_study(settings, worker)
     target = get_target(settings.target)
-    objective = _objective(settings, target)
+    objective = _objective(settings, target, progress)
     while counted(study) < settings.trials:
         with warnings.catch_warnings():  # marked experimental, like the heartbeat it reads
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
         if counted(study, running=True) < settings.trials:
             study.optimize(objective, n_trials=1, gc_after_trial=True)
+            if on_trial is not None:
+                on_trial(counted(study))
         else:
             time.sleep(min(settings.heartbeat_s, 5))
 
@@ -413,7 +440,7 @@ class Tuner:
         write_json(self.out / "config.json", {"code_version": code_version(), "seed": s.seed, "tune": s})
         with tqdm(total=s.trials, initial=counted(study), desc="tune", unit="trial", disable=not progress) as bar:
             if s.workers == 1:
-                run_worker(s)
+                run_worker(s, progress=progress, on_trial=lambda done: bar.update(done - bar.n))
             else:
                 self._spawn(study, bar)
             bar.update(counted(study) - bar.n)
@@ -431,6 +458,7 @@ class Tuner:
                 time.sleep(2.0)
                 if (done := counted(study)) > bar.n:
                     bar.update(done - bar.n)
+                bar.set_postfix_str(running_note(study.get_trials(deepcopy=False), datetime.now()))
         finally:
             _stop(workers)
         failed = [f"{i} (exit code {w.exitcode})" for i, w in enumerate(workers) if w.exitcode]

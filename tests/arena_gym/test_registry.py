@@ -245,3 +245,16 @@ def test_a_foreign_traces_package_first_on_the_path_is_named_in_one_line(tmp_pat
     (line,) = done.stderr.strip().splitlines()
     assert f"the 'traces' package imported is {other / 'traces'}, not arena-gym's" in line
     assert not out.exists()
+
+
+def test_prefixes_list_every_handler_with_its_argument_name() -> None:
+    local = Registry("thing", prefixes={"a": "mod:first"}, arguments={"a": "CSV"})
+    local.register_prefix("b", "mod:second")
+    local.register_prefix("c", "mod:third", "PATH")
+    assert {p: (x.target, x.argument) for p, x in local.prefixes().items()} == {
+        "a": ("mod:first", "CSV"),
+        "b": ("mod:second", "ARG"),
+        "c": ("mod:third", "PATH"),
+    }
+    assert policy_registry().prefixes()["sb3"].argument == "PATH"
+    assert set(perf_registry().prefixes()) >= {"measured", "profiled", "calibrated", "noisy"}

@@ -71,3 +71,19 @@ def test_a_missing_source_changes_no_file(
     assert docs.main([str(good), str(bad)]) == 2
     assert "bad.md:1: gone.txt does not exist" in capsys.readouterr().err
     assert good.read_text() == "<!-- text:summary.txt -->\n<!-- /text -->\n"
+
+
+def test_list_blocks_render_the_scripts_commands_and_names(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "b_tool.py").write_text('"""Do b.\n\nMore."""\n')
+    (tmp_path / "scripts" / "a_tool.py").write_text("x = 1\n")
+    out = docs.update("<!-- list:scripts -->\nold\n<!-- /list -->\n", "doc.md", tmp_path)
+    assert out == (
+        "<!-- list:scripts -->\n- `scripts/a_tool.py`: (no docstring)\n- `scripts/b_tool.py`: Do b.\n<!-- /list -->\n"
+    )
+    commands = docs.update("<!-- list:commands -->\n<!-- /list -->\n", "doc.md", tmp_path)
+    assert "- `arena-gym simulate`: " in commands and "- `arena-gym list`: " in commands
+    names = docs.update("<!-- list:names -->\n<!-- /list -->\n", "doc.md", tmp_path)
+    assert "- `sb3:PATH`" in names and "- `noisy:SIGMA`" in names
+    with pytest.raises(docs.DocsError, match="doc.md:1: unknown list 'nope'"):
+        docs.update("<!-- list:nope -->\n<!-- /list -->\n", "doc.md", tmp_path)

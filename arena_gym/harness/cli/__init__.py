@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NoReturn
@@ -43,6 +44,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "deploy": (
         "arena_gym.harness.cli.deploy:configure",
         "run a policy on a live testbed with real training jobs; sim vs live",
+    ),
+    "list": (
+        "arena_gym.harness.cli.listing:configure",
+        "list the policies, prefixes, performance models, clusters, train methods and tune targets",
     ),
 }
 #: Exit codes: bad input, interrupted by Ctrl-C (128 + SIGINT), stopped by SIGTERM (128 + SIGTERM).
@@ -94,6 +99,13 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, wrapping at spaces only: a name such as ``arena-gittins-32-f`` stays on one line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; only the subcommand named in ``argv`` is configured (imported).
 
@@ -102,12 +114,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ``argv=None`` configures every subcommand (for documentation and tests).
     """
     chosen = _subcommand(argv) if argv is not None else None
-    parser = OneLineParser(prog="arena-gym", description="Arena scheduling research gym")
+    parser = OneLineParser(prog="arena-gym", description="Arena scheduling research gym", formatter_class=HelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (target, help_text) in SUBCOMMANDS.items():
         if argv is not None and name != chosen:
-            sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+            sub.add_parser(name, help=help_text, description=help_text, add_help=False, formatter_class=HelpFormatter)
             continue
         try:
             configure = resolve(target)
@@ -116,7 +128,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                 handler=lambda _args, _e=exc, _n=name: _unavailable(_n, _e)
             )
             continue
-        configure(sub.add_parser(name, help=help_text, description=help_text))
+        configure(sub.add_parser(name, help=help_text, description=help_text, formatter_class=HelpFormatter))
     return parser
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_gym.harness.experiment import RunConfig
+from arena_gym.harness.names import cluster_help, perf_help
 from arena_gym.harness.out_dirs import check_out_dir, check_out_file
 from arena_gym.scenario import scaled_overhead
 
@@ -142,11 +143,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_TRACE,
         help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace",
     )
+    parser.add_argument("--cluster", default="testbed-64", help=f"{cluster_help()} (default: testbed-64)")
     parser.add_argument(
-        "--cluster", default="testbed-64", help="preset (arena-1280, testbed-64, tiny) or JSON/TOML file"
+        "--perf", default="estimator", help=perf_help("ground-truth performance model (default: estimator)")
     )
-    parser.add_argument("--perf", default="estimator", help="ground-truth performance model: estimator | measured:CSV")
-    parser.add_argument("--belief", default=None, help="model policies plan with (default: the truth), e.g. noisy:0.2")
+    parser.add_argument(
+        "--belief",
+        default=None,
+        help=perf_help("the model policies plan with (default: the truth; e.g. noisy:0.2)"),
+    )
     parser.add_argument("--horizon", type=positive_float, default=math.inf, help="stop after this many seconds")
     add_sim_arguments(parser, "none")
     parser.add_argument(

@@ -18,6 +18,7 @@ from arena_gym.harness.cli.common import (
     seed_int,
 )
 from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.names import policy_help
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.runlock import RunLock
 
@@ -64,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--policies",
         type=_csv,
         default=DEFAULT_POLICIES,
-        help="comma-separated policy specs (names, sb3:PATH, module:attr)",
+        help=f"comma-separated policies (default: {','.join(DEFAULT_POLICIES)}); each {policy_help()}",
     )
     add_run_arguments(parser)
     parser.set_defaults(trace=None)

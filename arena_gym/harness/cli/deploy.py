@@ -28,6 +28,7 @@ from arena_gym.harness.deploy import (
     prepare,
     write_results,
 )
+from arena_gym.harness.names import perf_help, policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.loop import run_episode
 from real_runner.live.backend import LiveError, LiveStatus
@@ -63,7 +64,7 @@ _FLAGS = {
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the deploy arguments."""
     d = DeployConfig()
-    parser.add_argument("--policy", default=None, help=f"registered policy name or sb3:PATH (default {d.policy})")
+    parser.add_argument("--policy", default=None, help=f"{policy_help()} (default {d.policy})")
     parser.add_argument(
         "--trace",
         default=None,
@@ -94,8 +95,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--perf",
         default=None,
-        help="performance model: estimator | measured:CSV | profiled:PROFILE.json | profile "
-        "(profile the testbed on first use, cached)",
+        help=f"{perf_help('performance model')}; or profile (profile the testbed on first use, cached)",
     )
     parser.add_argument("--seed", type=seed_int, default=None, help="random seed (0..2**32-1)")
     parser.add_argument(

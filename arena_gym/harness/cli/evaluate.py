@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.cli.common import add_sim_arguments, bounded_int, out_dir
+from arena_gym.harness.names import policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
 
@@ -34,8 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--policies",
         type=_names,
         required=True,
-        help="comma-separated policies: registered names and sb3:PATH models, LABEL=SPEC to name one "
-        "(e.g. arena,srtf,tiresias,fcfs,agent=sb3:run/best_model.zip)",
+        help="comma-separated policies, LABEL=SPEC to name one (e.g. arena,srtf,agent=sb3:run/best_model.zip); "
+        f"each {policy_help()}",
     )
     parser.add_argument(
         "--suite",

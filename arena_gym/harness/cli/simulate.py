@@ -9,6 +9,7 @@ from pathlib import Path
 from arena_gym.harness.cli.common import add_run_arguments, cache_dir, out_dir, plot_modules, run_config, seed_int
 from arena_gym.harness.experiment import load_jobs, run
 from arena_gym.harness.gpu_types import check_requested_types
+from arena_gym.harness.names import policy_help
 from arena_gym.harness.out_dirs import staged_dir
 from arena_gym.harness.results import write_run
 from arena_gym.harness.runlock import RunLock
@@ -16,9 +17,7 @@ from arena_gym.harness.runlock import RunLock
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the simulate arguments."""
-    parser.add_argument(
-        "--policy", default="fcfs", help="registered policy name, sb3:PATH, an installed entry point or module:attr"
-    )
+    parser.add_argument("--policy", default="fcfs", help=f"{policy_help()} (default: fcfs)")
     add_run_arguments(parser)
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (0..2**32-1)")
     parser.add_argument(

@@ -80,7 +80,7 @@ def method_config(args: argparse.Namespace, config_type: type) -> Any:
     """The method's config: ``--config``'s fields, then ``--set``'s (ValueError naming a bad one)."""
     from arena_gym.harness.tune import coerce
 
-    changed = sorted(k for k, v in args.sb3_defaults.items() if getattr(args, k) != v)
+    changed = sorted(k for k, v in args.sb3_defaults.items() if getattr(args, k) != v and k != "progress")
     if changed or args.resume is not None or args.wandb:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in changed) or "--resume/--wandb"
         raise ValueError(f"{flags}: options of --method sb3; give --method {args.method}'s fields as --set KEY=VALUE")
@@ -109,13 +109,16 @@ def config_file_values(path: str, config_type: type) -> dict[str, Any]:
 
 
 def handle_method(args: argparse.Namespace) -> int:
-    """A method other than sb3: its config checked first, then the run; the best selection score printed."""
+    """A method other than sb3: its config checked first, then the run (with progress bars unless --no-progress);
+    the best selection score printed."""
     method = resolve(METHODS[args.method])
     config = method_config(args, method.config_type)
     out = check_out_dir(args.out_dir)
     quiet_generators(args)
     with RunLock(out, "train"):
-        best = method.objective(config, out, lambda step, score: log.info("best so far @%d: %.4f", step, score))
+        best = method.objective(
+            config, out, lambda step, score: log.info("best so far @%d: %.4f", step, score), progress=args.progress
+        )
     print(
         f"trained by {args.method}: best validation selection score {best:.4f} (geometric-mean padded-JCT ratio to arena)"
     )

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from arena_gym.harness.cli.common import bounded_int, key_values, seed_int
+from arena_gym.harness.names import tune_help
 from arena_gym.harness.runlock import RunLock
 
 
@@ -14,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         default="es",
-        help="what to tune: a train --method (sb3, es, residual-ppo, expert-iteration), or module:attr (default: es)",
+        help=f"{tune_help()} (default: es)",
     )
     parser.add_argument(
         "--trials", type=bounded_int(1, 100_000), default=20, help="finished trials the study holds at the end"

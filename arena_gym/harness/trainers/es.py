@@ -153,7 +153,7 @@ class ResidualTrainer:
                 specs[f"plus{i}"] = self._spec(start.with_vector(theta + cfg.sigma * e), folder, f"it{it}-plus{i}")
                 specs[f"minus{i}"] = self._spec(start.with_vector(theta - cfg.sigma * e), folder, f"it{it}-minus{i}")
             batch = Evaluator(self.train.config, [self.train.workloads[int(i)] for i in sorted(picked)])
-            ratios = self.scores.log_ratios(batch, specs)
+            ratios = self.scores.log_ratios(batch, specs, progress=progress)
             fit = {label: float(r.mean()) for label, r in ratios.items()}
             theta = es_step(
                 theta,
@@ -164,7 +164,7 @@ class ResidualTrainer:
             )
             current = start.with_vector(theta)
             check = {"theta": self._spec(current, folder, f"it{it}-updated")}
-            valid = self.scores.log_ratios(self.validation, check, SELECTION_REFERENCE)["theta"]
+            valid = self.scores.log_ratios(self.validation, check, SELECTION_REFERENCE, progress)["theta"]
             score = geomean_ratio(valid)
             if best is None or score < best[0]:
                 best = (score, it, current)

@@ -56,9 +56,9 @@ class ESMethod:
         with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
             ResidualTrainer(config, Path(folder) / "run")
 
-    def objective(self, config: ResidualTrainConfig, out: Path, report: Report) -> float:
+    def objective(self, config: ResidualTrainConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best selection score."""
-        weights = ResidualTrainer(config, out).run(progress=False, on_iteration=report)
+        weights = ResidualTrainer(config, out).run(progress=progress, on_iteration=report)
         return float(weights.trained["validation_geomean_ratio"])
 
     def config_json(self, config: ResidualTrainConfig) -> dict[str, Any]:
@@ -89,9 +89,9 @@ class ResidualPPOMethod:
         with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
             ResidualPPOTrainer(config, Path(folder) / "run")
 
-    def objective(self, config: ResidualPPOConfig, out: Path, report: Report) -> float:
+    def objective(self, config: ResidualPPOConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best selection score."""
-        weights = ResidualPPOTrainer(config, out).run(progress=False)
+        weights = ResidualPPOTrainer(config, out).run(progress=progress)
         score = float(weights.trained["validation_geomean_ratio"])
         report(int(weights.trained["timesteps"]), score)
         return score
@@ -123,9 +123,9 @@ class ExpertIterationMethod:
         with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
             ExpertIteration(config, Path(folder) / "run")
 
-    def objective(self, config: ExpertIterationConfig, out: Path, report: Report) -> float:
+    def objective(self, config: ExpertIterationConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best round's selection score."""
-        best = ExpertIteration(config, out).run(progress=False)
+        best = ExpertIteration(config, out).run(progress=progress)
         report(int(best["round"]), float(best["validation_score"]))
         return float(best["validation_score"])
 
@@ -170,8 +170,8 @@ class SB3Method:
         if config.eval_every < 1:
             raise ValueError("tune: the sb3 method needs eval_every >= 1 (its trials are pruned on validation)")
 
-    def objective(self, config: TrainConfig, out: Path, report: Report) -> float:
-        """Train into ``out`` (no wandb, no progress bar); the best validation score."""
+    def objective(self, config: TrainConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out`` (no wandb); the best validation score."""
         from arena_gym.harness.train import train
 
         scores: list[float] = []
@@ -180,7 +180,7 @@ class SB3Method:
             scores.append(score)
             report(steps, min(scores))
 
-        run = dataclasses.replace(config, out_dir=str(out), wandb_mode="disabled", progress=False)
+        run = dataclasses.replace(config, out_dir=str(out), wandb_mode="disabled", progress=progress)
         train(run, on_validation=seen)
         return min(scores)
 

@@ -228,6 +228,7 @@ class ResidualPPOTrainer:
         self._folder: Path | None = None
         self._kl: KLControl | None = None
         self._scales: list[float] | None = None
+        self._progress = False
 
     def _env(self) -> gym.Env:
         from agents.residual.env import ResidualArenaEnv
@@ -236,7 +237,7 @@ class ResidualPPOTrainer:
         return WindowEnv(env, list(self.train.workloads), self._scales)
 
     def run(self, progress: bool = True) -> ResidualWeights:
-        """Fine-tune; write the files; the best network on validation."""
+        """Fine-tune; write the files; the best network on validation (``progress``: bars of the steps and validations)."""
         from stable_baselines3 import PPO
         from stable_baselines3.common.callbacks import CallbackList
         from stable_baselines3.common.vec_env import DummyVecEnv
@@ -245,10 +246,11 @@ class ResidualPPOTrainer:
         from arena_gym.harness.callbacks import ProgressBarCallback
 
         cfg = self.config
+        self._progress = progress
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(self.out / "config.json", {"code_version": code_version(), "seed": cfg.seed, "config": cfg})
         if cfg.returns == "relative":
-            self._scales = self.scores.mean_jct_h(self.train)
+            self._scales = self.scores.mean_jct_h(self.train, progress=progress)
         venv = DummyVecEnv([self._env] * cfg.n_envs)
         venv.seed(cfg.seed)
         model = PPO(
@@ -311,7 +313,7 @@ class ResidualPPOTrainer:
         assert self._folder is not None
         weights = weights_of(model.policy, self.start)
         spec = f"residual:{weights.save(self._folder / f'step{steps}.json')}"
-        valid = self.scores.log_ratios(self.validation, {"theta": spec}, SELECTION_REFERENCE)["theta"]
+        valid = self.scores.log_ratios(self.validation, {"theta": spec}, SELECTION_REFERENCE, self._progress)["theta"]
         score = geomean_ratio(valid)
         if self.best is None or score < self.best[0]:
             self.best = (score, steps, weights)

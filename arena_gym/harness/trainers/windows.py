@@ -72,30 +72,37 @@ class ReferenceScores:
         self._done: dict[tuple[str, str], list[float]] = {}  # (reference spec, workload label) -> finished JCTs
 
     def log_ratios(
-        self, evaluator: Evaluator, specs: dict[str, str], reference: str = BASE_SPEC
+        self, evaluator: Evaluator, specs: dict[str, str], reference: str = BASE_SPEC, progress: bool = False
     ) -> dict[str, np.ndarray]:
-        """Per label of ``specs``: log(padded JCT / the reference's) on each of ``evaluator``'s workloads."""
-        return log_ratios(self._jcts(evaluator, specs, reference), REFERENCE)
+        """Per label of ``specs``: log(padded JCT / the reference's) on each of ``evaluator``'s workloads.
 
-    def mean_jct_h(self, evaluator: Evaluator, reference: str = BASE_SPEC) -> list[float]:
+        ``progress`` shows the evaluator's bar of the workloads (or tasks) scored so far.
+        """
+        return log_ratios(self._jcts(evaluator, specs, reference, progress), REFERENCE)
+
+    def mean_jct_h(self, evaluator: Evaluator, reference: str = BASE_SPEC, progress: bool = False) -> list[float]:
         """The reference's average JCT (hours, finished jobs) on each of ``evaluator``'s workloads."""
-        self._run(evaluator, reference)
+        self._run(evaluator, reference, progress)
         return [float(np.mean(self._done[reference, w.label])) / 3600.0 for w in evaluator.workloads]
 
-    def _run(self, evaluator: Evaluator, reference: str) -> None:
+    def _run(self, evaluator: Evaluator, reference: str, progress: bool = False) -> None:
         missing = [w for w in evaluator.workloads if (reference, w.label) not in self._done]
         if not missing:
             return
         rows: list[dict[str, Any]] = []
-        Evaluator(evaluator.config, missing).score_specs({REFERENCE: reference}, self.seed, self.workers, jct_rows=rows)
+        Evaluator(evaluator.config, missing).score_specs(
+            {REFERENCE: reference}, self.seed, self.workers, progress, jct_rows=rows
+        )
         self._done.update({(reference, w.label): [] for w in missing})
         for row in rows:
             self._done[reference, row["workload"]].append(row["jct_s"])
 
-    def _jcts(self, evaluator: Evaluator, specs: dict[str, str], reference: str) -> list[dict[str, list[float]]]:
-        self._run(evaluator, reference)
+    def _jcts(
+        self, evaluator: Evaluator, specs: dict[str, str], reference: str, progress: bool
+    ) -> list[dict[str, list[float]]]:
+        self._run(evaluator, reference, progress)
         rows: list[dict[str, Any]] = []
-        evaluator.score_specs(specs, self.seed, self.workers, jct_rows=rows)
+        evaluator.score_specs(specs, self.seed, self.workers, progress, jct_rows=rows)
         out: list[dict[str, list[float]]] = [
             {label: [] for label in specs} | {REFERENCE: list(self._done[reference, w.label])}
             for w in evaluator.workloads

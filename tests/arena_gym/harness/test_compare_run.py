@@ -117,3 +117,31 @@ def test_a_failing_run_leaves_no_results_directory(tmp_path):
     with pytest.raises(ValueError, match="unknown policy 'no-such-policy'"):
         compare(config, tmp_path / "out", progress=False, plots=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_in_this_process_shows_its_finished_jobs_before_it_ends(tmp_path, monkeypatch):
+    import arena_gym.harness.compare as compare_module
+    import arena_gym.loop as loop
+
+    events: list[str] = []
+
+    class Recorded(loop._DelayedBar):
+        def update(self, n: int) -> None:
+            events.append("jobs finished")
+            super().update(n)
+
+    def recorded_run(*args, **kwargs):
+        result = run(*args, **kwargs)
+        events.append("run ended")
+        return result
+
+    monkeypatch.setattr(loop, "_DelayedBar", Recorded)
+    monkeypatch.setattr(compare_module, "run", recorded_run)
+    config = CompareConfig(("fcfs", "srtf"), TRACES[:1], (0,), RunConfig(policy="fcfs", cluster="tiny"))
+    compare(config, tmp_path / "out", progress=True, plots=False)
+    assert events.count("run ended") == 2
+    assert events[0] == "jobs finished"  # within the first run, before it ended
+    assert events.index("run ended") < len(events) - 1 and events[-1] == "run ended"
+    events.clear()
+    compare(config, tmp_path / "quiet", progress=False, plots=False)
+    assert events == ["run ended", "run ended"]

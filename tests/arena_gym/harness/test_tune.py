@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
+from datetime import datetime, timedelta
 
 import optuna
 import pandas as pd
 import pytest
+from optuna.trial import TrialState
 
 from arena_gym.harness.trainers.es import ResidualTrainConfig
-from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study
-from tests.arena_gym.harness.quadratic_target import SPEC, QuadConfig
+from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study, running_note
+from tests.arena_gym.harness.quadratic_target import SPEC, QuadConfig, QuadTarget
 
 
 def settings(tmp_path, **changes) -> TuneSettings:
@@ -171,3 +174,63 @@ def test_a_ppo_study_trains_agents_and_its_best_config_feeds_train(tmp_path, env
     assert config.steps == TrainConfig.steps and config.env_id == ENV_ID  # the budget is not the best config's
     assert config.net_arch == {"small": (64, 64), "medium": (128, 128), "large": (256, 256)}[best["params"]["net_arch"]]
     assert config.learning_rate == pytest.approx(best["params"]["learning_rate"])
+
+
+class ShowingTarget(QuadTarget):
+    """The quadratic, writing down (in the study's folder) whether each trial was asked to show progress."""
+
+    def objective(self, config, out, report, progress=False):
+        with (out.parent.parent / "events.txt").open("a") as f:
+            f.write(f"trial progress={progress}\n")
+        return super().objective(config, out, report)
+
+
+SHOWING = ShowingTarget()
+
+
+def test_in_one_process_each_trial_shows_its_trainers_progress_and_the_bar_counts_it(tmp_path, monkeypatch) -> None:
+    import arena_gym.harness.tune as tune_module
+
+    events = tmp_path / "study" / "events.txt"
+
+    class RecordedBar(tune_module.tqdm):
+        def update(self, n=1):
+            with events.open("a") as f:
+                f.write(f"bar +{n}\n")
+            return super().update(n)
+
+    monkeypatch.setattr(tune_module, "tqdm", RecordedBar)
+    s = settings(tmp_path, target="tests.arena_gym.harness.test_tune:SHOWING", trials=3, startup_trials=5)
+    Tuner(s).run(progress=True)
+    lines = events.read_text().splitlines()
+    assert lines[:4] == ["trial progress=True", "bar +1", "trial progress=True", "bar +1"]  # counted as it goes
+    events.unlink()
+    Tuner(dataclasses.replace(s, trials=4)).run(progress=False)
+    assert events.read_text().splitlines()[0] == "trial progress=False"
+
+
+def frozen(number: int, state: TrialState, start: datetime, steps: dict[int, float]) -> optuna.trial.FrozenTrial:
+    return optuna.trial.FrozenTrial(
+        number=number,
+        state=state,
+        value=None,
+        datetime_start=start,
+        datetime_complete=None,
+        params={},
+        distributions={},
+        user_attrs={},
+        system_attrs={},
+        intermediate_values=steps,
+        trial_id=number,
+    )
+
+
+def test_the_note_of_running_trials_names_each_with_its_time_and_last_step() -> None:
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    trials = [
+        frozen(2, TrialState.PRUNED, start, {1: 0.9}),
+        frozen(3, TrialState.RUNNING, start, {1: 0.5, 2: 0.4}),
+        frozen(4, TrialState.RUNNING, start + timedelta(seconds=40), {}),
+    ]
+    assert running_note(trials, start + timedelta(seconds=42)) == "running #3 42s step 2, #4 2s"
+    assert running_note(trials[:1], start) == ""

@@ -42,10 +42,11 @@ def test_sb3_is_the_default_method(tmp_path: Path, env_overrides: dict, capsys) 
 @pytest.mark.timeout(300)
 def test_es_trains_from_the_command_line(shared_data: Path, tmp_path: Path, capsys) -> None:
     sets = ["iterations=1", "pairs=1", "windows=1", "validation_limit=1", "workers=1", f"data_dir={shared_data}"]
-    code, out, _ = _run(
+    code, out, err = _run(
         capsys, "--method", "es", *[a for s in sets for a in ("--set", s)], "--out", str(tmp_path / "es")
     )
     assert code == 0 and "best validation selection score" in out
+    assert "residual ES" in err and "evaluate" in err  # the iterations' bar and, inside one, the windows'
     trained = ResidualWeights.load(tmp_path / "es" / "residual.json").trained
     assert trained["selection_reference"] == "arena" and 0.3 < trained["validation_geomean_ratio"] < 3.0
 

@@ -74,3 +74,25 @@ def test_an_occupied_folder_is_refused_before_any_work(tmp_path) -> None:
     with pytest.raises(ValueError, match="not an arena-gym results directory"):
         ResidualTrainer(ResidualTrainConfig(), tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_with_progress_an_iteration_shows_its_scored_windows_before_it_ends(shared_data, tmp_path, monkeypatch) -> None:
+    import arena_gym.harness.scoring as scoring
+
+    events: list[str] = []
+
+    class RecordedBar(scoring.tqdm):
+        def update(self, n=1):
+            if not self.disable:
+                events.append("window scored")
+            return super().update(n)
+
+    monkeypatch.setattr(scoring, "tqdm", RecordedBar)
+    config = ResidualTrainConfig(
+        data_dir=str(shared_data), iterations=1, pairs=1, windows=2, validation_limit=1, workers=1, seed=5
+    )
+    ResidualTrainer(config, tmp_path / "shown").run(progress=True, on_iteration=lambda it, _: events.append("end"))
+    assert events[-1] == "end" and events.count("window scored") >= 3  # 2 train windows, then validation
+    events.clear()
+    ResidualTrainer(config, tmp_path / "quiet").run(progress=False, on_iteration=lambda it, _: events.append("end"))
+    assert events == ["end"]
