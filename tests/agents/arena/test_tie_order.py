@@ -19,7 +19,6 @@ from agents.common import Workspace
 from arena_gym.harness.cli.common import DEFAULT_TRACE
 from arena_gym.harness.experiment import RunConfig, run
 from arena_gym.records import EpisodeRecord
-from arena_gym.scenario import build_scenario
 from arena_gym.types import JobId, Placement
 from tests.agents.arena.test_event_log_identity import OVERLOADED, _jobs, _truth, event_log_digest
 from tests.agents.arena.test_index import running_snapshot
@@ -36,9 +35,7 @@ def arena_run(trace: str, cluster: str, distinct_batches: bool) -> EpisodeRecord
     jobs = _jobs(trace, cluster)
     if distinct_batches:
         jobs = tuple(dataclasses.replace(j, global_batch=j.global_batch + i) for i, j in enumerate(jobs))
-    config = RunConfig(policy="arena", trace=trace, cluster=cluster)
-    scenario = build_scenario(cluster, truth=_truth(cluster), sim=config.sim_config())
-    return run(config, jobs=jobs, scenario=scenario).record
+    return run(RunConfig(policy="arena", trace=trace, cluster=cluster), jobs=jobs, truth=_truth(cluster)).record
 
 
 @pytest.mark.parametrize("case", sorted(TIE_FREE))
