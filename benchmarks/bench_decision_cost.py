@@ -28,7 +28,7 @@ Goals: ``cluster08`` under Arena <= 10 CPU s; 50,000 jobs under Arena <= 60 s; 1
 <= 60 s; Arena's median decision on the ``make run`` workload <= 0.5 ms.
 
 Writes ``benchmarks/results/decision_cost/decision_cost.json`` (``--out``): the config, the seed,
-the code version and Arena's (``agents.arena.ARENA_VERSION``), the machine and every figure.
+the code version, the machine and every figure.
 
 Usage::
 
@@ -54,7 +54,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from agents.arena import ARENA_VERSION
 from arena_gym.cluster import load_cluster
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.cli.common import DEFAULT_TRACE
@@ -441,7 +440,6 @@ def main() -> None:
             },
             "seed": SEED,
             "code_version": code_version(),
-            "arena_version": ARENA_VERSION,
             "machine": machine(load_before),
             "loadavg": loads,
             "wall_s": time.perf_counter() - t0,

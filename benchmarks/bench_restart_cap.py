@@ -22,7 +22,7 @@ repetitions). One untimed warm-up episode per part fills the estimator's lazy ta
 average is recorded before and after each part. ``OMP_NUM_THREADS=1``.
 
 Writes ``benchmarks/results/decision_cost/restart_cap.json`` (``--out``): config, seed, code
-version, Arena's version, machine and every figure.
+version, machine and every figure.
 
 Usage::
 
@@ -43,7 +43,7 @@ from typing import Any
 import pandas as pd
 from bench_decision_cost import alternate  # this folder, on the path when run as a script
 
-from agents.arena import ARENA_VERSION, ArenaConfig, ArenaPolicy
+from agents.arena import ArenaConfig, ArenaPolicy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import RunConfig, load_jobs, play
 from arena_gym.harness.out_dirs import machine, shown_path
@@ -190,7 +190,6 @@ def main() -> None:
             },
             "seed": SEED,
             "code_version": code_version(),
-            "arena_version": ARENA_VERSION,
             "machine": machine(load_before),
             "loadavg": loads,
             "wall_s": time.perf_counter() - t0,

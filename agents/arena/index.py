@@ -33,25 +33,27 @@ class ShrinkIndex:
     """Per GPU type and count (>= 2), the jobs whose halving is feasible, grouped by the throughput change it makes.
 
     A :class:`~agents.common.IndexWatcher` of the workspace's ``by_count``: a bucket's groups are
-    built the first time it is asked about, then follow every edit. The tie rule: among jobs whose
-    halvings change the throughput equally, the lowest job id is chosen (:func:`tie_first`), so the
-    answer depends on the placements only, never on the order in which jobs took them.
-    ``change(job, placement)`` is the throughput change of halving ``job`` on ``placement``, or
-    None when the halving is infeasible.
+    built the first time it is asked about, then follow every edit. Within a group jobs keep
+    their bucket order, so the first job of the highest group is the one a scan of the bucket in
+    order keeps under strict improvement. ``change(job, placement)`` is the throughput change of
+    halving ``job`` on ``placement``, or None when the halving is infeasible.
     """
 
     def __init__(self, ws: Workspace, change: Callable[[JobId, Placement], float | None]) -> None:
         self._by_count = ws.by_count
         self._placement = ws.placement
         self._change = change
-        self._groups: dict[tuple[str, int], dict[float, _Group]] = {}
+        self._groups: dict[tuple[str, int], dict[float, dict[JobId, None]]] = {}
         self._of: dict[JobId, float] = {}
         ws.watch(self)
 
-    def best(self, gpu_type: str, top: int) -> Shrink | None:
-        """The best halving of a job holding at least 2 and ``top / 2`` GPUs of ``gpu_type`` (ties: lowest job id)."""
+    def best(self, gpu_type: str, top: int, best: Shrink | None) -> Shrink | None:
+        """The best of ``best`` and the halvings of jobs holding at least 2 and ``top / 2`` GPUs of ``gpu_type``.
+
+        Buckets are read in the workspace's order, each replacing ``best`` only with a strictly
+        larger change, as a scan of every job in order would.
+        """
         all_groups = self._groups
-        best: Shrink | None = None
         for count, jobs in self._by_count[gpu_type].items():
             if count < 2 or 2 * count < top or not jobs:
                 continue
@@ -61,9 +63,7 @@ class ShrinkIndex:
             if groups:
                 change = max(groups)
                 if best is None or change > best[0]:
-                    best = (change, groups[change].first())
-                elif change == best[0]:
-                    best = (change, tie_first(best[1], groups[change].first()))
+                    best = (change, next(iter(groups[change])))
         return best
 
     def linked(self, job: JobId, placement: Placement) -> None:
@@ -79,54 +79,23 @@ class ShrinkIndex:
             return
         groups = self._groups[placement.gpu_type, len(placement.nodes) * placement.gpus_per_node]
         group = groups[change]
-        group.discard(job)
-        if not group.jobs:
+        del group[job]
+        if not group:
             del groups[change]
 
-    def _build(self, gpu_type: str, count: int, jobs: dict[JobId, None]) -> dict[float, _Group]:
-        groups: dict[float, _Group] = {}
+    def _build(self, gpu_type: str, count: int, jobs: dict[JobId, None]) -> dict[float, dict[JobId, None]]:
+        groups: dict[float, dict[JobId, None]] = {}
         self._groups[gpu_type, count] = groups
         placement = self._placement
         for job in jobs:
             self._add(groups, job, placement[job])
         return groups
 
-    def _add(self, groups: dict[float, _Group], job: JobId, placement: Placement) -> None:
+    def _add(self, groups: dict[float, dict[JobId, None]], job: JobId, placement: Placement) -> None:
         change = self._change(job, placement)
         if change is not None:
             group = groups.get(change)
             if group is None:
-                group = groups[change] = _Group()
-            group.add(job)
+                group = groups[change] = {}
+            group[job] = None
             self._of[job] = change
-
-
-def tie_first(a: JobId, b: JobId) -> JobId:
-    """Arena's tie rule among equally ranked jobs: the lowest job id."""
-    return a if a <= b else b
-
-
-class _Group:
-    """The jobs whose halvings make one throughput change, with the lowest id kept (found again when it leaves)."""
-
-    __slots__ = ("jobs", "_first")
-
-    def __init__(self) -> None:
-        self.jobs: set[JobId] = set()
-        self._first: JobId | None = None
-
-    def add(self, job: JobId) -> None:
-        self.jobs.add(job)
-        if self._first is not None and job < self._first:
-            self._first = job
-
-    def discard(self, job: JobId) -> None:
-        self.jobs.discard(job)
-        if job == self._first:
-            self._first = None
-
-    def first(self) -> JobId:
-        """The lowest job id of the group (not empty)."""
-        if self._first is None:
-            self._first = min(self.jobs)
-        return self._first

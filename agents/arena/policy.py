@@ -16,10 +16,6 @@ from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
 
-#: The version of Arena's decisions, bumped by every change that moves an event log (results record it
-#: beside the code version). 2: ties among equally ranked victims and moves go to the lowest job id.
-ARENA_VERSION = 2
-
 
 class ArenaPolicy:
     """Arena: FIFO admission with elastic (GPU count) and heterogeneous (GPU type) search.
@@ -49,7 +45,6 @@ class ArenaPolicy:
     ) -> None:
         self.config = configure(type(self).__name__, ArenaConfig, config, overrides)
         self.name = name
-        self.version = ARENA_VERSION
         self.ap_search = self.config.ap_search
         self.priority = priority
         self._weighted = self.config.weighted_upgrades or self.config.weighted_fits

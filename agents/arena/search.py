@@ -6,12 +6,6 @@
 migration. Every candidate is scored by its structured marginal gain: the sum over modified
 jobs of new minus old samples/s, plus the new job's samples/s; infeasible candidates are
 never recorded (the artifact's -1e9).
-
-Tie rule: among equally ranked victims and moves, the lowest job id goes first (the target's own
-halving or move before any other job's), the same in every search. Which job a search picks
-therefore depends on the placements only, not on the order in which jobs took them, so a fit that
-fails leaves nothing a later step reads, and :class:`agents.arena.failures.FailedFits` may skip
-its repeats.
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ from typing import NamedTuple
 import numpy as np
 
 from agents.arena.config import ArenaConfig
-from agents.arena.failures import FailedFits, OwnHalving, own_wins
 from agents.arena.index import Shrink, ShrinkIndex, halved
 from agents.arena.oracle import GAIN_EPS, ThroughputOracle
 from agents.common import Change, Workspace, key_of, shape_key
@@ -89,10 +82,6 @@ class ArenaSearch:
         change = partial(oracle.halving_change, views)
         self._shrinks = ShrinkIndex(workspace, self._weighted(change) if self._weigh_fits else change)
         self._own_halving: dict[tuple[JobId, str, int], float | None] = {}
-        self._failed = FailedFits(workspace)
-        self._target: JobId | None = None  # the job being fitted
-        self._probed = False  # whether the fit read its target beyond its request and own halvings
-        self._trace: list[OwnHalving] | None = None  # the fit's own-halving comparisons, when it may be recorded
 
     def _urgency(self, job: JobId) -> float:
         """The job's urgency (memoised for the decision; at least 1e-30, so that it can divide); 1 without one."""
@@ -154,8 +143,6 @@ class ArenaSearch:
             or num_gpus > cap * ws.nodes[gpu_type]
         ):
             return None, False
-        if job.job_id == self._target:
-            self._probed = True
         shapes = localities(gpu_type, num_gpus, cap)
         if self.oracle.rate(job, shape_key(shapes[0])) is None:
             return None, False
@@ -226,21 +213,8 @@ class ArenaSearch:
         """``fit_one_job``: start ``job`` on its request, or on the best downgrade candidate; True if started.
 
         The edits of the chosen candidate stay in the workspace; nothing changes on failure. A
-        downgrade candidate (or a relaxed placement) is taken only with a positive total gain. A
-        fit known to fail (:class:`~agents.arena.failures.FailedFits`) is not searched again.
+        downgrade candidate (or a relaxed placement) is taken only with a positive total gain.
         """
-        own = partial(self._halving_own, job)
-        if self._failed.known(gpu_type, num_gpus, own):
-            return False
-        self._target, self._probed = job.job_id, False
-        self._trace = None if self._weigh_fits else []  # weighted fits read the target's urgency
-        started = self._fit(job, gpu_type, num_gpus)
-        if not started and not self._probed and self._trace is not None:
-            self._failed.record(gpu_type, num_gpus, tuple(self._trace))
-        self._target, self._trace = None, None
-        return started
-
-    def _fit(self, job: JobView, gpu_type: str, num_gpus: int) -> bool:
         ws = self.ws
         if self._weigh_fits:
             self._unit = self._urgency(job.job_id)
@@ -329,8 +303,8 @@ class ArenaSearch:
     ) -> None:
         """Halve the big job of ``gpu_type`` that loses least (the target's own request counts).
 
-        On the ``last`` level a halving of another type's job only leaves a child never searched,
-        so it is not made.
+        On the ``last`` level a halving of another type's job only leaves a child never searched:
+        the victim is relinked as the halving and its rollback would leave it.
         """
         choice = self._shrink_choice(job, branch, gpu_type)
         if choice is None:
@@ -338,6 +312,7 @@ class ArenaSearch:
         delta, victim = choice
         ws = self.ws
         if last and victim is not None and gpu_type != branch.gpu_type:
+            ws.relink(victim, halved(ws.placement[victim]))
             return
         mark = ws.checkpoint()
         if victim is None:
@@ -351,7 +326,7 @@ class ArenaSearch:
     def _shrink_choice(self, job: JobView, branch: _Branch, gpu_type: str) -> Shrink | None:
         """(throughput change, job) of the best halving among jobs holding >= half the type's largest count.
 
-        The job is None when the best choice is to halve the target's own request (it wins ties).
+        The job is None when the best choice is to halve the target's own request.
         """
         ws = self.ws
         n = branch.num_gpus
@@ -359,19 +334,14 @@ class ArenaSearch:
         top = max(ws.largest(gpu_type), n if target_here else 0)
         if top < 2:
             return None
-        victim = self._shrinks.best(gpu_type, top)
-        if victim is not None and self._weigh_fits:  # the index holds urgency-weighted changes
-            victim = (victim[0] / self._unit, victim[1])
+        best: Shrink | None = None
+        scale = self._unit if self._weigh_fits else 1.0  # the index holds urgency-weighted changes
         if target_here and n >= 2 and 2 * n >= top:
             change = self._halving_own(job, gpu_type, n)
-            threshold = None if victim is None else victim[0]
-            wins = own_wins(change, threshold)
-            if self._trace is not None:
-                self._trace.append((gpu_type, n, threshold, wins))
-            if wins:
-                assert change is not None
-                return change, None
-        return victim
+            if change is not None:
+                best = (change * scale, None)
+        found = self._shrinks.best(gpu_type, top, best)
+        return found if found is None or scale == 1.0 else (found[0] / scale, found[1])
 
     def _halving_own(self, job: JobView, gpu_type: str, n: int) -> float | None:
         """Throughput change of the target taking half its ``n`` GPUs of ``gpu_type`` (best localities), memoised."""
@@ -428,9 +398,8 @@ class ArenaSearch:
 
         ``movers`` hold GPUs; ``target`` (the job being fitted: its view, GPU count and current
         samples/s) holds none and comes first. With ``grow`` a job may also double on its own
-        type. Candidates are tried in order of their gain's upper bound (best locality), ties by the
-        tie rule (the target first, then the lowest job id, then the order of the job's moves), so
-        the search stops as soon as no untried move can beat the best found. Growing with an
+        type. Candidates are tried in order of their gain's upper bound (best locality), so the
+        search stops as soon as no untried move can beat the best found. Growing with an
         ``urgency``, each mover's gains are weighted by its urgency (a grow must still gain).
         """
         ws, oracle, cfg = self.ws, self.oracle, self.config
@@ -439,30 +408,29 @@ class ArenaSearch:
         else:
             weigh, unit = self._weigh_fits, self._unit
         free = ws.total_free
-        # (-gain bound, 0 for the target and 1 for movers, job, order made (within the job), type, GPU count,
-        # current samples/s): in their order, the search tries the highest bound first, ties by the tie rule
-        candidates: list[tuple[float, int, JobId, int, str, int, float]] = []
+        # (-gain bound, mover order, order made (within the mover), job, type, GPU count, current samples/s): in
+        # their order, the search tries the highest bound first, ties in mover order, then in the order they were made
+        candidates: list[tuple[float, int, int, JobId, str, int, float]] = []
         if target is not None and not cfg.no_type_change:
             view, count, old = target
             for t in ws.types:
                 if t == exclude_type or free[t] < count:
                     continue
-                self._probed = True
                 ub = oracle.best_rate(view.spec, t, count, ws.capacity[t])
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
-                    candidates.append((-(ub - old), 0, view.job_id, len(candidates), t, count, old))
+                    candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
         weights: dict[JobId, float] = {}
         append = candidates.append
-        for j, (old, count, bounds, upgrades) in zip(movers, moves):
+        for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
             w = weights[j] = self._urgency(j) / unit if weigh else 1.0
             for made, (gain, t, num_gpus, doubles) in enumerate(upgrades if grow else bounds):  # growing: gains only
                 if free[t] >= count and (grow if doubles else t != exclude_type):
-                    append((-gain * w, 1, j, made, t, num_gpus, old))
+                    append((-gain * w, order, made, j, t, num_gpus, old))
         heapq.heapify(candidates)  # read lowest first: a search that stops early sorts only what it reads
         best: _Move | None = None
         while candidates:
-            neg_ub, _, j, _, t, count, old = heapq.heappop(candidates)
+            neg_ub, _, _, j, t, count, old = heapq.heappop(candidates)
             if best is not None and -neg_ub <= best.gain:
                 break
             mark = ws.checkpoint()

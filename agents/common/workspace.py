@@ -230,10 +230,19 @@ class Workspace(FreeGpus):
         for job, _, new in changes:
             self.set(job, new)
 
-    def version(self) -> tuple[int, object]:
-        """The edit log's length and last entry: the placements are as they were while both are (the entry by identity)."""
-        log = self._log
-        return len(log), log[-1] if log else None
+    def relink(self, job: JobId, via: Placement) -> None:
+        """What ``set(job, via)`` and its rollback leave, without the edit: ``job`` goes last in every order.
+
+        The job keeps its placement and its order stamp; nothing is logged (an undone edit leaves no
+        entry); the (type, count) bucket of ``via`` exists afterwards, as the edit would have made it.
+        """
+        p, before = self.placement[job], self._order[job]
+        self._touched[job] = None
+        if self._by_count is not None:
+            self._by_count[via.gpu_type].setdefault(via.gpus_per_node * len(via.nodes), {})
+        self._unlink(job, p)
+        self._link(job, p)
+        self._order[job] = before
 
     def watch(self, watcher: IndexWatcher) -> None:
         """Tell ``watcher`` of every later change of :attr:`by_count` (built now if it is not yet)."""

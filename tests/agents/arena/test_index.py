@@ -1,4 +1,4 @@
-"""Arena's halving index answers as a scan of every eligible job would (ties: the lowest job id), through any edits and rollbacks."""
+"""Arena's halving index answers as a scan of every bucket in order would, through any edits and rollbacks."""
 
 from __future__ import annotations
 
@@ -47,16 +47,16 @@ def change(job_id: JobId, placement: Placement) -> float | None:
     return None if int(job_id[1:]) % 5 == 0 else -float(placement.num_gpus)
 
 
-def scan(ws: Workspace, gpu_type: str, top: int) -> tuple[float, JobId] | None:
-    """The reference: the largest change over every job of every eligible bucket, ties to the lowest job id."""
-    found = [
-        (c, j)
-        for count, jobs in ws.by_count[gpu_type].items()
-        if count >= 2 and 2 * count >= top
-        for j in jobs
-        if (c := change(j, ws.placement[j])) is not None
-    ]
-    return min(found, key=lambda cj: (-cj[0], cj[1])) if found else None
+def scan(ws: Workspace, gpu_type: str, top: int, best: tuple[float, JobId | None] | None):
+    """The reference: every job of every eligible bucket in order, kept only when strictly better."""
+    for count, jobs in ws.by_count[gpu_type].items():
+        if count < 2 or 2 * count < top:
+            continue
+        for j in jobs:
+            c = change(j, ws.placement[j])
+            if c is not None and (best is None or c > best[0]):
+                best = (c, j)
+    return best
 
 
 @settings(max_examples=60, deadline=None)
@@ -81,7 +81,8 @@ def test_best_halving_matches_an_ordered_scan_through_edits_and_rollbacks(ops):
             ws.rollback(marks.pop())
         for t in ws.types:
             for top in TOPS:
-                assert index.best(t, top) == scan(ws, t, top)
+                for given_best in (None, (-4.0, None)):
+                    assert index.best(t, top, given_best) == scan(ws, t, top, given_best)
 
 
 def test_halved_keeps_one_object_per_placement_and_its_key_matches():

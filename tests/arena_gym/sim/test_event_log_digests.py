@@ -22,11 +22,11 @@ from arena_gym.records import Event
 #: (run config, events in its log, digest of the log).
 CASES: tuple[tuple[RunConfig, int, str], ...] = (
     (RunConfig(policy="fcfs"), 800, "4bfbe5b9c93c4da547404f518ba807f5d269f4b1a2cdacff7d4bd473ba93588a"),
-    (RunConfig(policy="arena"), 1698, "cd6c94e3c7289829892c919e2b4856cde8175af264337cb8afddebef16062a7c"),
+    (RunConfig(policy="arena"), 1764, "4a4ca3868042e795bc7798631ec62e112e295f17ed32e4363479abdebc6282de"),
     (
         RunConfig(policy="arena", round_s=300.0, event_decisions=False),
-        1524,
-        "1da96a6a0258c613d2bc78ab99e0203e865b94b54386ad3b390b398514cb6b46",
+        1648,
+        "684e65c8d6ef0fe6ea4849ac75643f4f8a7efa69dbe4748e432005bc1295df69",
     ),
     (
         RunConfig(policy="fcfs", round_s=300.0, horizon_s=20000.0),
@@ -35,8 +35,8 @@ CASES: tuple[tuple[RunConfig, int, str], ...] = (
     ),
     (
         RunConfig(policy="arena", trace="synthetic:n_jobs=60,seed=3", round_s=120.0),
-        483,
-        "a8e125857afc5e0911f0f8dc3779a9b1667fa54d8778522a0cce931f0e64dd10",
+        481,
+        "50548f3b99ba6b73ed1312b4a389ea57ee2c9cb896bed53c4dbbfdaccc3aafa3",
     ),
     (
         RunConfig(policy="fcfs", trace="synthetic:n_jobs=60,seed=3", horizon_s=5000.0),
@@ -46,7 +46,7 @@ CASES: tuple[tuple[RunConfig, int, str], ...] = (
     (
         RunConfig(policy="lookahead-oracle", trace="synthetic:n_jobs=20,seed=2"),
         168,
-        "9a7e2bfa83ba0c8735a60e8bc2539e9ebbbf73abbcb6c9d58e839e618b9ea34d",
+        "f1a82f570789b230121c8db7e2251b656719f1870bf8f0c2ccbe07ac51c74948",
     ),
 )
 
