@@ -16,6 +16,9 @@ from arena_gym.types import Decision, JobId, JobView, Snapshot
 
 log = logging.getLogger(__name__)
 
+#: The version of Arena's decisions, recorded by every results directory: it changes when Arena decides otherwise.
+ARENA_VERSION = 1
+
 
 class ArenaPolicy:
     """Arena: FIFO admission with elastic (GPU count) and heterogeneous (GPU type) search.
