@@ -293,7 +293,7 @@ def read_fields(
     """
     if not isinstance(data, Mapping):
         raise FieldError(f"{context} must be an object, got {short(data)}")
-    fields = {f.name: f for f in dataclasses.fields(cls) if names is None or f.name in names}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls) if names is None or f.name in names}
     unknown = sorted(str(k) for k in set(data) - set(fields))
     if unknown:
         raise FieldError(f"{context}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(fields)}")

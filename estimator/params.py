@@ -149,9 +149,7 @@ class EstimatorParams:
         if not all(v > 0 for v in values) or params.kernel_us < 0:
             raise ValueError(f"{where}: every efficiency must be positive")
         if not all(v.sharded_bytes >= 0 and v.act_factor > 0 for v in dp_memory.values()):
-            raise ValueError(
-                f"{where}: dp_memory needs sharded_bytes >= 0 and act_factor > 0"
-            )
+            raise ValueError(f"{where}: dp_memory needs sharded_bytes >= 0 and act_factor > 0")
         return params
 
     def fingerprint(self) -> str:
