@@ -6,7 +6,7 @@ tuple, ``X | None``, ``Literal[...]``, ``Mapping[K, V]``, classes by ``isinstanc
 :class:`FieldError` whose one line says what the value must be. :func:`from_text` does the same
 from option text (``key=value`` specs, command-line values). :func:`check_fields` checks every
 field of a dataclass in its ``__post_init__``; :func:`build` reads a dataclass from a JSON object,
-listing unknown and missing keys.
+listing unknown and missing keys (:func:`read_fields`, a section of one).
 """
 
 from __future__ import annotations
@@ -260,28 +260,51 @@ def check_fields(obj: Any, skip: Collection[str] = ()) -> None:
             object.__setattr__(obj, field_name, checked)
 
 
-def build(cls: type[T], data: Any, context: str, readers: Mapping[str, Callable[[Any], Any]] | None = None) -> T:
+def build(
+    cls: type[T],
+    data: Any,
+    context: str,
+    readers: Mapping[str, Callable[[Any], Any]] | None = None,
+    *,
+    require: Collection[str] = (),
+) -> T:
     """A ``cls`` from the JSON object ``data``; :class:`FieldError` (one line, prefixed ``context``) on a
     non-object, unknown or missing keys or a value of the wrong type.
 
     ``readers`` maps a field to the function that reads its raw value (a nested record, say) in place of
-    :func:`check`. The dataclass's own ``__post_init__`` checks the values' meaning.
+    :func:`check`; ``require`` names fields the file must give although the class has a default. The
+    dataclass's own ``__post_init__`` checks the values' meaning.
+    """
+    return cls(**read_fields(cls, data, context, readers, require=require))
+
+
+def read_fields(
+    cls: type,
+    data: Any,
+    context: str,
+    readers: Mapping[str, Callable[[Any], Any]] | None = None,
+    *,
+    names: Collection[str] | None = None,
+    require: Collection[str] = (),
+) -> dict[str, Any]:
+    """The checked keyword arguments of ``cls`` that the JSON object ``data`` gives (errors as :func:`build`).
+
+    ``names`` limits the fields ``data`` may give (a section of a file holding some of them; default all).
     """
     if not isinstance(data, Mapping):
         raise FieldError(f"{context} must be an object, got {short(data)}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls) if names is None or f.name in names}
     unknown = sorted(str(k) for k in set(data) - set(fields))
     if unknown:
         raise FieldError(f"{context}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
-    missing = [n for n, f in fields.items() if _required(f) and n not in data]
+    missing = [n for n, f in fields.items() if (_required(f) or n in require) and n not in data]
     if missing:
         raise FieldError(f"{context}: missing field(s) {', '.join(missing)}")
     hints, readers = hints_of(cls), readers or {}
-    kwargs = {
+    return {
         name: readers[name](value) if name in readers else check(value, hints[name], f"{context}: {name}")
         for name, value in data.items()
     }
-    return cls(**kwargs)
 
 
 def _required(f: dataclasses.Field[Any]) -> bool:

@@ -16,8 +16,9 @@ from gymnasium import spaces
 from arena_gym.cluster import resolve_cluster
 from arena_gym.core.information import Masker
 from arena_gym.metrics import compute_metrics
-from arena_gym.protocols import InvalidDecision, PerfModel
+from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.scenario import Scenario
 from arena_gym.sim import SimBackend
 from arena_gym.types import ClusterSpec, JobSpec, Snapshot
 from envs.advisor import Advisor
@@ -42,13 +43,12 @@ AGENT = "agent"
 RESET_OPTIONS: tuple[str, ...] = ("jobs", "workload", "cluster")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClusterParts:
-    """Everything an episode needs that depends on its cluster (one per cluster variant)."""
+    """Everything an episode needs that depends on its cluster (one per cluster variant): its scenario
+    (cluster, truth, belief, simulator settings) and what the agent sees of it."""
 
-    cluster: ClusterSpec
-    truth: PerfModel
-    belief: PerfModel
+    scenario: Scenario
     codec: ActionCodec
     capacity: CapacityIndex
     table: GridTable
@@ -60,16 +60,13 @@ class ClusterParts:
 def build_parts(cluster: ClusterSpec, config: EnvConfig) -> ClusterParts:
     """The simulator, codec, tables and encoder of ``config`` on one cluster."""
     scenario = env_scenario(config, cluster)
-    truth, belief = scenario.truth, scenario.belief
     codec = ActionCodec(cluster, config)
     if codec.n_cells == 0:
         raise ValueError(f"cluster {cluster.name!r} has no grid cells")
-    table = GridTable(codec, belief)
-    truth_table = table if truth is belief else GridTable(codec, truth)
+    table = GridTable(codec, scenario.belief)
+    truth_table = table if scenario.truth is scenario.belief else GridTable(codec, scenario.truth)
     return ClusterParts(
-        cluster,
-        truth,
-        belief,
+        scenario,
         codec,
         CapacityIndex(codec),
         table,
@@ -249,7 +246,7 @@ class ArenaSchedEnv(gym.Env):
         super().reset(seed=seed)
         if jobs is None and workload is None:
             key = int(seed) if seed is not None else int(self.np_random.integers(2**63))
-            workload = self.workload.sample(key, [p.cluster for p in self._parts.values()])
+            workload = self.workload.sample(key, [p.scenario.cluster for p in self._parts.values()])
         if workload is not None:
             jobs, cluster = workload.jobs, workload.cluster
         assert jobs is not None
@@ -333,7 +330,7 @@ class ArenaSchedEnv(gym.Env):
     # ------------------------------------------------------------------ internals
     def _use(self, parts: ClusterParts) -> None:
         """Make one cluster's simulator, codec, tables and encoder current."""
-        self.cluster, self.truth, self.belief = parts.cluster, parts.truth, parts.belief
+        self.cluster, self.truth, self.belief = parts.scenario.cluster, parts.scenario.truth, parts.scenario.belief
         self.codec, self.capacity, self.encoder = parts.codec, parts.capacity, parts.encoder
         self.table, self.truth_table, self.backend = parts.table, parts.truth_table, parts.backend
 

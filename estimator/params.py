@@ -28,9 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arena_gym.families import families
+from arena_gym.fields import FieldError, build, check, read_fields
+
+T = TypeVar("T")
 
 #: Bumped whenever the cost model's equations change (part of every cache key).
 ESTIMATOR_VERSION = "1.4"
@@ -115,13 +118,7 @@ class EstimatorParams:
                 k: {"eta_compute": v.eta_compute, "eta_memory": v.eta_memory, "tile_rows": v.tile_rows, "comm": v.comm}
                 for k, v in sorted(self.kinds.items())
             },
-            "global": {
-                "nu_intra": self.nu_intra,
-                "nu_inter": self.nu_inter,
-                "latency_scale": self.latency_scale,
-                "kernel_us": self.kernel_us,
-                "memory_fraction": self.memory_fraction,
-            },
+            "global": {name: getattr(self, name) for name in _GLOBAL},
             "gpu_types": {
                 k: {"compute": v.compute, "compute_fp32": v.compute_fp32, "memory": v.memory, "comm": v.comm}
                 | ({"kernel": v.kernel} if v.kernel != 1.0 else {})
@@ -135,54 +132,24 @@ class EstimatorParams:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any], source: str = "") -> EstimatorParams:
-        """Inverse of :meth:`to_dict`; ValueError naming the bad field."""
-        try:
-            kinds = {
-                str(k): KindParams(
-                    float(v["eta_compute"]),
-                    float(v["eta_memory"]),
-                    float(v.get("tile_rows", 128.0)),
-                    float(v.get("comm", 1.0)),
-                )
-                for k, v in data["kinds"].items()
-            }
-            g = data["global"]
-            types = {
-                str(k): TypeParams(
-                    float(v["compute"]),
-                    float(v.get("compute_fp32", 1.0)),
-                    float(v["memory"]),
-                    float(v["comm"]),
-                    float(v.get("kernel", 1.0)),
-                )
-                for k, v in data.get("gpu_types", {}).items()
-            }
-            dp_memory = {
-                str(k): DpMemoryParams(float(v["sharded_bytes"]), float(v["act_factor"]))
-                for k, v in data.get("dp_memory", {}).items()
-            }
-            params = EstimatorParams(
-                kinds,
-                float(g["nu_intra"]),
-                float(g["nu_inter"]),
-                float(g["latency_scale"]),
-                float(g["kernel_us"]),
-                types,
-                float(g.get("memory_fraction", 0.8)),
-                source,
-                dp_memory,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"estimator parameters {source or ''}: bad or missing field {exc}") from None
+        """Inverse of :meth:`to_dict` (read through :mod:`arena_gym.fields`); ValueError naming the bad field."""
+        where = f"estimator parameters {source}".rstrip()
+        top = check(data, Mapping[str, Any], where)
+        missing = [name for name in ("kinds", "global") if name not in top]
+        if missing:
+            raise FieldError(f"{where}: missing field(s) {', '.join(missing)}")
+        kinds = _entries(KindParams, top["kinds"], f"{where}: kinds", ("eta_compute", "eta_memory"))
+        types = _entries(TypeParams, top.get("gpu_types", {}), f"{where}: gpu_types", ("compute", "memory", "comm"))
+        dp_memory = _entries(DpMemoryParams, top.get("dp_memory", {}), f"{where}: dp_memory", ("act_factor",))
+        glob = read_fields(EstimatorParams, top["global"], f"{where}: global", names=_GLOBAL, require=_GLOBAL[:-1])
+        params = EstimatorParams(kinds, gpu_types=types, source=source, dp_memory=dp_memory, **glob)
         values = [params.nu_intra, params.nu_inter, params.latency_scale, params.memory_fraction]
         values += [x for k in kinds.values() for x in (k.eta_compute, k.eta_memory, k.tile_rows, k.comm)]
         values += [x for t in types.values() for x in (t.compute, t.compute_fp32, t.memory, t.comm, t.kernel)]
         if not all(v > 0 for v in values) or params.kernel_us < 0:
-            raise ValueError(f"estimator parameters {source or ''}: every efficiency must be positive")
+            raise ValueError(f"{where}: every efficiency must be positive")
         if not all(v.sharded_bytes >= 0 and v.act_factor > 0 for v in dp_memory.values()):
-            raise ValueError(
-                f"estimator parameters {source or ''}: dp_memory needs sharded_bytes >= 0 and act_factor > 0"
-            )
+            raise ValueError(f"{where}: dp_memory needs sharded_bytes >= 0 and act_factor > 0")
         return params
 
     def fingerprint(self) -> str:
@@ -202,6 +169,18 @@ class EstimatorParams:
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: cannot read estimator parameters: {str(exc).splitlines()[0]}") from None
         return EstimatorParams.from_dict(data, str(path))
+
+
+#: The fields of the file's ``global`` section, in file order (all but the last required).
+_GLOBAL = ("nu_intra", "nu_inter", "latency_scale", "kernel_us", "memory_fraction")
+
+
+def _entries(cls: type[T], data: Any, where: str, require: tuple[str, ...]) -> dict[str, T]:
+    """A section of named records (``kinds``, ``gpu_types``, ``dp_memory``) read through :func:`build`."""
+    return {
+        name: build(cls, entry, f"{where}.{name}", require=require)
+        for name, entry in check(data, Mapping[str, Any], where).items()
+    }
 
 
 def default_params() -> EstimatorParams:

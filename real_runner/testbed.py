@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena_gym.fields import fits
+from arena_gym.fields import FieldError, build, check, check_fields, short
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 from estimator.hardware import canonical_gpu_name
 from real_runner.training_modes import check_precision
@@ -31,8 +31,7 @@ from real_runner.training_modes import check_precision
 #: Launchers a testbed may name (the registry's fake one needs a performance model and a clock: tests build it).
 LAUNCHERS = ("local", "ray")
 
-_TOP_KEYS = {"name", "device_type", "launcher", "checkpoint_root", "nodes", "precision"}
-_NODE_KEYS = {"host", "devices"}
+_MAX_DEVICE = 4095
 _MAX_FILE_BYTES = 1 << 20
 
 
@@ -44,6 +43,9 @@ class TestbedNode:
 
     host: str
     devices: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,20 @@ class Testbed:
     precision: str = "auto"  # the jobs' compute precision (real_runner.training_modes), unless the run sets one
 
     def __post_init__(self) -> None:
+        check_fields(self)
+        if not self.name:
+            raise ValueError("a testbed's name must be a non-empty string")
         if not self.nodes:
             raise ValueError(f"testbed {self.name!r}: needs at least one node")
+        for node in self.nodes:
+            if not node.host:
+                raise ValueError(f"testbed {self.name!r}: a node's host must be a non-empty string")
+            if not node.devices or not all(0 <= d <= _MAX_DEVICE for d in node.devices):
+                raise ValueError(
+                    f"testbed {self.name!r}: node {node.host!r} devices must be a non-empty list of device ids 0..{_MAX_DEVICE}"
+                )
+            if len(set(node.devices)) != len(node.devices):
+                raise ValueError(f"testbed {self.name!r}: node {node.host!r} lists a device twice")
         counts = {len(n.devices) for n in self.nodes}
         if len(counts) != 1:
             raise ValueError(f"testbed {self.name!r}: every node needs the same device count, got {sorted(counts)}")
@@ -69,9 +83,6 @@ class Testbed:
             raise ValueError(
                 f"testbed {self.name!r}: devices per node must be a power of two, got {self.devices_per_node}"
             )
-        for node in self.nodes:
-            if len(set(node.devices)) != len(node.devices) or any(d < 0 for d in node.devices):
-                raise ValueError(f"testbed {self.name!r}: node {node.host!r} lists a device twice or a negative id")
         check_precision(self.precision, f"testbed {self.name!r}")
         if self.launcher not in LAUNCHERS:
             raise ValueError(
@@ -125,46 +136,32 @@ def available_cores() -> int:
 
 
 def testbed_from_dict(data: Mapping[str, Any], name: str) -> Testbed:
-    """Build a testbed from its serialised form (see the module docstring); ValueError naming the problem."""
-    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
-    if unknown:
-        raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_TOP_KEYS))}")
-    device_type = data.get("device_type")
-    if not isinstance(device_type, str) or not device_type:
-        raise ValueError(f"{name}: 'device_type' must name a type of the hardware catalogue (e.g. a100, cpu)")
+    """Build a testbed from its serialised form (see the module docstring; read through :mod:`arena_gym.fields`,
+    ``name`` defaulting to ``name``); ValueError naming the problem."""
+    given = {"name": name, **data} if isinstance(data, Mapping) else data
+    return build(
+        Testbed, given, name, {"device_type": lambda v: _device_type(v, name), "nodes": lambda v: _nodes(v, name)}
+    )
+
+
+def _device_type(value: Any, where: str) -> str:
+    """A type of the hardware catalogue in the user's spelling, lower case (a100, not a100-40gb)."""
+    text = check(value, str, f"{where}: device_type")
     try:
-        canonical_gpu_name(device_type)  # validates; the testbed keeps the user's spelling (a100, not a100-40gb)
+        canonical_gpu_name(text)
     except ValueError as exc:
-        raise ValueError(f"{name}: 'device_type': {exc}") from None
-    device_type = device_type.strip().lower()
-    nodes_data = data.get("nodes")
-    if not isinstance(nodes_data, list) or not nodes_data:
-        raise ValueError(f"{name}: 'nodes' must be a non-empty list of {{host, devices}}")
-    nodes = []
-    for i, node in enumerate(nodes_data):
-        if not isinstance(node, dict):
-            raise ValueError(f"{name}: nodes[{i}] must be an object with 'host' and 'devices'")
-        extra = sorted(set(map(str, node)) - _NODE_KEYS)
-        if extra:
-            raise ValueError(f"{name}: nodes[{i}]: unknown key(s) {', '.join(extra)}; valid: host, devices")
-        host, devices = node.get("host", "localhost"), node.get("devices")
-        if not isinstance(host, str) or not host:
-            raise ValueError(f"{name}: nodes[{i}].host must be a non-empty string")
-        if not (
-            isinstance(devices, list) and devices and fits(devices, list[int]) and all(0 <= d < 4096 for d in devices)
-        ):
-            raise ValueError(f"{name}: nodes[{i}].devices must be a non-empty list of device ids 0..4095")
-        nodes.append(TestbedNode(host, tuple(devices)))
-    fields = {}
-    for key in ("launcher", "checkpoint_root", "precision"):
-        if key in data:
-            if not isinstance(data[key], str):
-                raise ValueError(f"{name}: {key!r} must be a string")
-            fields[key] = data[key]
-    label = data.get("name", name)
-    if not isinstance(label, str) or not label:
-        raise ValueError(f"{name}: 'name' must be a non-empty string")
-    return Testbed(label, device_type, tuple(nodes), **fields)
+        raise ValueError(f"{where}: device_type: {exc}") from None
+    return text.strip().lower()
+
+
+def _nodes(value: Any, where: str) -> tuple[TestbedNode, ...]:
+    """The ``nodes`` list, each ``{host (default localhost), devices}``."""
+    if not isinstance(value, list) or not value:
+        raise FieldError(f"{where}: nodes must be a non-empty list of {{host, devices}}, got {short(value)}")
+    return tuple(
+        build(TestbedNode, {"host": "localhost", **node} if isinstance(node, Mapping) else node, f"{where}: nodes[{i}]")
+        for i, node in enumerate(value)
+    )
 
 
 def load_testbed(spec: str) -> Testbed:

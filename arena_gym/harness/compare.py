@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from arena_gym.harness.experiment import RunConfig, RunResult, run
+from arena_gym.harness.flags import flag
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.out_dirs import staged_dir
 from arena_gym.harness.results import PADDED_COLUMN, leaderboard, to_markdown, write_run
@@ -56,9 +57,9 @@ class CompareConfig:
             if twice:
                 raise ValueError(f"{name} lists {twice[0]!r} twice")
         if self.workers < 1:
-            raise ValueError(f"--workers must be >= 1, got {self.workers}")
+            raise ValueError(f"{flag('workers')} must be >= 1, got {self.workers}")
         if self.ray is not None and self.workers > 1:
-            raise ValueError("give --workers (local processes) or --ray (a cluster), not both")
+            raise ValueError(f"give {flag('workers')} (local processes) or {flag('ray')} (a cluster), not both")
         if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
             raise ValueError(
                 f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"

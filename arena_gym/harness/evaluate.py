@@ -53,6 +53,7 @@ from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
+from arena_gym.harness.flags import flag
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
 from arena_gym.harness.out_dirs import shown_path, staged_dir
 from arena_gym.harness.results import to_markdown
@@ -128,35 +129,36 @@ class EvalConfig:
     def __post_init__(self) -> None:
         problems = []
         if not 0 <= self.overhead_scale < math.inf:
-            problems.append(f"overhead_scale must be finite and >= 0, got {self.overhead_scale}")
+            problems.append(f"{flag('overhead_scale')} must be finite and >= 0, got {self.overhead_scale}")
         if self.round_s is not None and not 0 < self.round_s < math.inf:
-            problems.append(f"round_s must be finite and > 0, got {self.round_s}")
+            problems.append(f"{flag('round_s')} must be finite and > 0, got {self.round_s}")
         if self.workers < 1:
-            problems.append(f"workers must be >= 1, got {self.workers}")
+            problems.append(f"{flag('workers')} must be >= 1, got {self.workers}")
         if self.ray is not None and self.workers > 1:
-            problems.append("give workers (local processes) or ray (a cluster), not both")
+            problems.append(f"give {flag('workers')} (local processes) or {flag('ray')} (a cluster), not both")
         if not self.policies:
-            problems.append("name at least one policy")
+            problems.append(f"{flag('policies')} must name at least one policy")
         if self.suite not in SUITE_CHOICES:
-            problems.append(f"unknown suite {self.suite!r}; valid: {', '.join(SUITE_CHOICES)}")
+            problems.append(f"{flag('suite')}: unknown suite {self.suite!r}; valid: {', '.join(SUITE_CHOICES)}")
         if self.suite == "custom" and not self.traces:
-            problems.append("the custom suite needs at least one trace")
+            problems.append(f"{flag('suite')} custom needs at least one {flag('traces')}")
         if self.suite != "custom" and self.traces:
-            problems.append("traces go with suite 'custom' only")
+            problems.append(f"{flag('traces')} goes with {flag('suite')} custom only")
         if self.load_basis not in LOAD_BASES:
-            problems.append(f"unknown load_basis {self.load_basis!r}; valid: {', '.join(LOAD_BASES)}")
+            problems.append(f"{flag('load_basis')}: unknown basis {self.load_basis!r}; valid: {', '.join(LOAD_BASES)}")
         if self.metric not in METRICS:
-            problems.append(f"unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
+            problems.append(f"{flag('metric')}: unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
         if self.seed < 0:
-            problems.append(f"seed must be >= 0, got {self.seed}")
+            problems.append(f"{flag('seed')} must be >= 0, got {self.seed}")
         if self.resamples < 100:
-            problems.append(f"resamples must be >= 100, got {self.resamples}")
-        if self.limit < 0 or self.window_jobs < 0:
-            problems.append("limit and window_jobs must be >= 0")
+            problems.append(f"{flag('resamples')} must be >= 100, got {self.resamples}")
+        for name in ("limit", "window_jobs"):
+            if getattr(self, name) < 0:
+                problems.append(f"{flag(name)} must be >= 0, got {getattr(self, name)}")
         if self.wandb_mode not in WANDB_MODES:
-            problems.append(f"unknown wandb_mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}")
+            problems.append(f"{flag('wandb_mode')}: unknown mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}")
         if problems:
-            raise ValueError("EvalConfig: " + "; ".join(problems))
+            raise ValueError("; ".join(problems))
 
     def sim(self, suite: Suite[SuitePart]) -> SimConfig | None:
         """The simulator settings of the evaluation: the suite's, with this config's overhead scale, round and

@@ -24,7 +24,8 @@ from arena_gym.metrics import job_outcomes
 from arena_gym.perf import ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.scenario import build_scenario
+from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec, JobId, JobSpec, ModelRef, OverheadModel, PerfModel, ResourceShape
 from real_runner.progress import ProgressRecord
 
@@ -111,7 +112,7 @@ def simulate_same(
     checkpoint shares the truth, and every (re)start costs ``overheads.start_s``."""
     config = SimConfig(overhead=OverheadModel(ckpt_resume_s=overheads.start_s), round_s=round_s, overhead_class="none")
     truth = CheckpointedPerf(perf, dict(overheads.save_share))
-    return run_episode(SimBackend(cluster, truth, perf, config), policy, jobs)
+    return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,17 @@ from typing import Any, Literal, NewType
 import numpy as np
 import pytest
 
-from arena_gym.fields import FieldError, build, check, check_fields, describe, fits, from_text, hints_of
+from arena_gym.fields import (
+    FieldError,
+    build,
+    check,
+    check_fields,
+    describe,
+    fits,
+    from_text,
+    hints_of,
+    read_fields,
+)
 
 JobName = NewType("JobName", str)
 
@@ -156,6 +166,18 @@ def test_build_reads_an_object_and_lists_unknown_and_missing_keys() -> None:
 def test_build_uses_a_reader_for_a_field_in_place_of_the_check() -> None:
     config = build(_Config, {"name": "a", "sizes": "1,2"}, "cfg", {"sizes": lambda v: tuple(map(int, v.split(",")))})
     assert config.sizes == (1, 2)
+
+
+def test_build_require_names_a_defaulted_field_the_file_must_give() -> None:
+    assert build(_Config, {"name": "a", "rate": 2}, "cfg", require=("rate",)).rate == 2.0
+    with pytest.raises(FieldError, match="^cfg: missing field\\(s\\) rate$"):
+        build(_Config, {"name": "a"}, "cfg", require=("rate",))
+
+
+def test_read_fields_reads_a_section_holding_some_fields() -> None:
+    assert read_fields(_Config, {"rate": 2}, "sec", names=("rate", "note")) == {"rate": 2.0}
+    with pytest.raises(FieldError, match="^sec: unknown field\\(s\\) name; valid: rate, note$"):
+        read_fields(_Config, {"name": "a"}, "sec", names=("rate", "note"))
 
 
 def test_hints_of_resolves_string_annotations_per_class() -> None:

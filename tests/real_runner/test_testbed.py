@@ -62,14 +62,21 @@ def test_testbed_file_sets_the_jobs_precision(tmp_path) -> None:
     ("data", "message"),
     [
         ({"device_type": "tpu", "nodes": [{"devices": [0]}]}, "unknown GPU type 'tpu'"),
-        ({"device_type": "cpu", "nodes": []}, "'nodes' must be a non-empty list"),
+        ({"device_type": "cpu", "nodes": []}, "nodes must be a non-empty list"),
         ({"device_type": "cpu", "nodes": [{"devices": [0, 1]}, {"devices": [2]}]}, "same device count"),
         ({"device_type": "cpu", "nodes": [{"devices": [0, 1, 2]}]}, "power of two"),
         ({"device_type": "cpu", "nodes": [{"devices": [0, 0]}]}, "lists a device twice"),
-        ({"device_type": "cpu", "nodes": [{"devices": [True]}]}, "device ids 0..4095"),
+        (
+            {"device_type": "cpu", "nodes": [{"devices": [True]}]},
+            "nodes[0]: devices must be a tuple of integers, got [True]",
+        ),
+        (
+            {"device_type": "cpu", "nodes": [{"devices": [4096]}]},
+            "devices must be a non-empty list of device ids 0..4095",
+        ),
         ({"device_type": "cpu", "nodes": [{"devices": [0]}], "launcher": "slurm"}, "unknown launcher 'slurm'"),
-        ({"device_type": "cpu", "nodes": [{"devices": [0]}], "gpus": 3}, "unknown key(s) gpus"),
-        ({"device_type": "cpu", "nodes": [{"devices": [0], "port": 1}]}, "nodes[0]: unknown key(s) port"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0]}], "gpus": 3}, "unknown field(s) gpus"),
+        ({"device_type": "cpu", "nodes": [{"devices": [0], "port": 1}]}, "nodes[0]: unknown field(s) port"),
         ({"device_type": "cpu", "nodes": [{"devices": [0]}], "precision": "int8"}, "precision 'int8' is unknown"),
     ],
 )

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
-from arena_gym.harness.cli.common import add_sim_arguments, bounded_int, out_dir
+from arena_gym.harness.cli.common import add_sim_arguments, bounded_int, out_dir, seed_int
 from arena_gym.harness.names import policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
@@ -74,7 +74,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")
     parser.add_argument("--metric", default="padded_jct_s", help="per-workload metric of the statistics")
     parser.add_argument("--limit", type=int, default=0, help="at most N workloads, evenly spaced (0 = all)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the policies and the bootstrap")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the policies and the bootstrap (0..2**32-1)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
     parser.add_argument(
         "--out", type=out_dir, default=Path("results/evaluate"), help="results directory (checked writable first)"

@@ -182,10 +182,13 @@ def test_real_test_suite_has_disjoint_windows(shared_data) -> None:
     "args, message",
     [
         (["--policies", "fcfs", "--suite", "custom", "--trace", TRACE], "reference policy 'arena'"),
-        (["--policies", "arena", "--suite", "custom"], "needs at least one trace"),
+        (["--policies", "arena", "--suite", "custom"], "error: --suite custom needs at least one --trace"),
         (["--policies", "arena,nope"], "unknown policy 'nope'"),
         (["--policies", "arena", "--metric", "speed"], "unknown metric"),
-        (["--policies", "arena", "--seed", "-1"], "seed must be >= 0, got -1"),
+        (["--policies", "arena", "--seed", "-1"], "argument --seed: must be in 0..4294967295: '-1'"),
+        (["--policies", "arena", "--seed", "99999999999999999999"], "argument --seed: must be in 0..4294967295"),
+        (["--policies", "arena", "--resamples", "5"], "error: --resamples must be >= 100, got 5"),
+        (["--policies", "arena", "--window-jobs", "-1"], "error: --window-jobs must be >= 0, got -1"),
         (["--policies", "arena", "--load-basis", "peak"], "argument --load-basis: invalid choice: 'peak'"),
     ],
 )
@@ -245,10 +248,26 @@ def test_recorded_config_refuses_what_is_not_an_evaluation(tmp_path: Path) -> No
         recorded_config(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seed": -1}, "--seed must be >= 0, got -1"),
+        ({"limit": -2}, "--limit must be >= 0, got -2"),
+        ({"traces": ("t.csv",)}, "--trace goes with --suite custom only"),
+        ({"metric": "speed"}, "--metric: unknown metric 'speed'; valid: "),
+        ({"wandb_mode": "loud"}, "--wandb-mode: unknown mode 'loud'; valid: disabled, offline, online"),
+        ({"workers": 2, "ray": "auto"}, "give --workers \\(local processes\\) or --ray \\(a cluster\\), not both"),
+    ],
+)
+def test_config_errors_name_the_flag(change: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{message}"):
+        EvalConfig(policies=("fcfs",), **change)
+
+
 def test_the_simulator_options_are_checked_on_construction() -> None:
-    with pytest.raises(ValueError, match="overhead_scale must be finite and >= 0"):
+    with pytest.raises(ValueError, match="^--overhead-scale must be finite and >= 0, got -1.0$"):
         EvalConfig(policies=("fcfs",), overhead_scale=-1.0)
-    with pytest.raises(ValueError, match="round_s must be finite and > 0"):
+    with pytest.raises(ValueError, match="^--round must be finite and > 0, got 0.0$"):
         EvalConfig(policies=("fcfs",), round_s=0.0)
     assert EvalConfig(policies=("fcfs",)).sim(get_suite("synthetic")) is None  # the suite's own settings
     rounds = EvalConfig(policies=("fcfs",), round_s=300.0, event_decisions=False).sim(get_suite("synthetic"))
