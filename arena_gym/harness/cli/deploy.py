@@ -223,32 +223,39 @@ def handle(args: argparse.Namespace) -> int:
             else:
                 out, run_dir = check_deploy_dir(args.out, replace=args.replace), None
                 dep = prepare(_config(args), env)
-            with nullcontext(out) if args.resume is not None else filled_dir(out) as work:
-                # a replacing deployment runs aside (work): stopped, it is dropped and the earlier one kept
-                after = f"continue with: arena-gym deploy --resume {out}" if work == out else f"{out} is kept as it was"
-                _header(dep, out, args.resume is not None)
-                backend = open_backend(dep, work, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set)
-                try:
-                    record = run_episode(backend, dep.policy, dep.jobs)
-                except KeyboardInterrupt:
-                    print("interrupted: stopping every job with a checkpoint ...", flush=True)
-                    backend.stop_all()
-                    print(f"stopped; {after}", flush=True)
-                    raise
-                except LiveError as exc:
-                    backend.stop_all()
-                    print(f"arena-gym deploy: error: {exc}; {after}", flush=True)
-                    if work != out:
-                        raise SystemExit(1) from None
-                    return 1
-                finally:
-                    backend.close()
-                result = finish(dep, backend, record)
-                write_results(work, dep, result)
+            try:
+                with nullcontext(out) if args.resume is not None else filled_dir(out) as work:
+                    # a replacing deployment runs aside (work): stopped, it is dropped and the earlier one kept
+                    after = f"continue with: arena-gym deploy --resume {out}" if work == out else f"{out} is kept"
+                    _header(dep, out, args.resume is not None)
+                    backend = open_backend(
+                        dep, work, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set
+                    )
+                    try:
+                        record = run_episode(backend, dep.policy, dep.jobs)
+                    except KeyboardInterrupt:
+                        print("interrupted: stopping every job with a checkpoint ...", flush=True)
+                        backend.stop_all()
+                        print(f"stopped; {after}", flush=True)
+                        raise
+                    except LiveError as exc:
+                        backend.stop_all()
+                        print(f"arena-gym deploy: error: {exc}; {after}", flush=True)
+                        raise _Failed from None
+                    finally:
+                        backend.close()
+                    result = finish(dep, backend, record)
+                    write_results(work, dep, result)
+            except _Failed:
+                return 1
             _report(dep, result, out)
             return 0
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class _Failed(Exception):
+    """A live error, reported: leaves the results directory's block (a replacing deployment is dropped)."""
 
 
 def _with_display(dep: Deployment, args: argparse.Namespace) -> Deployment:
