@@ -26,7 +26,7 @@ $(VENV)/.all-installed: pyproject.toml | $(BIN)/python
 
 # The policies are compare's default list (arena_gym/harness/cli/compare.py); POLICIES=a,b,... overrides it.
 run: $(VENV)/.core-installed
-	$(BIN)/arena-gym compare $(if $(POLICIES),--policies $(POLICIES) )--cluster testbed-64 --out $(OUT)
+	$(BIN)/arena-gym compare $(if $(POLICIES),--policies $(POLICIES) )--cluster testbed-64 --out $(OUT) --replace
 
 # TEST_WORKERS processes (pytest-xdist); every test that spawns processes runs in one of them.
 TEST_WORKERS ?= 2

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             logging.info("%s: tables of %d policies rewritten", out, len(summary))
             continue
         config = dataclasses.replace(config, out_dir=str(out), workers=max(1, args.workers), progress=True)
-        result = evaluate(config)
+        result = evaluate(config, replace=True)  # in place: the committed directories record no kind
         logging.info("%s: %d rows in %.0f s", out, len(result.per_workload), result.wall_s)
     pages = [p for p in (REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))) if _reads(p, outs)]
     if not pages:

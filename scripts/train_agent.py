@@ -65,7 +65,7 @@ def main() -> None:
     config = config_from_args(args)
 
     # 2. Training, with validation against the baselines.
-    result = train(config)
+    result = train(config, replace=args.replace)
     print(f"{result.timesteps} steps in {result.wall_s:.0f} s; model: {result.model_path}")
     if result.bc is not None:
         print(f"behaviour cloning: held-out agreement with the experts {100 * result.bc.holdout_agreement:.1f}%")

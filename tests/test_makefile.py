@@ -37,6 +37,11 @@ def test_make_run_compares_the_cli_default_policies() -> None:
     assert build_parser(argv).parse_args(argv).policies == DEFAULT_POLICIES
 
 
+def test_make_run_can_run_again_into_its_own_results() -> None:
+    argv = _run_command()
+    assert build_parser(argv).parse_args(argv).replace  # a second `make run` replaces the first one's comparison
+
+
 def test_make_run_policies_overrides_the_default() -> None:
     argv = _run_command("POLICIES=fcfs,arena")
     assert build_parser(argv).parse_args(argv).policies == ("fcfs", "arena")

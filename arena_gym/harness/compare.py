@@ -15,7 +15,7 @@ import pandas as pd
 from arena_gym.harness.experiment import RunConfig, RunResult, run
 from arena_gym.harness.flags import flag
 from arena_gym.harness.gpu_types import check_requested_types
-from arena_gym.harness.out_dirs import staged_dir
+from arena_gym.harness.out_dirs import check_out_dir, staged_dir
 from arena_gym.harness.results import PADDED_COLUMN, leaderboard, to_markdown, write_run
 from arena_gym.harness.suites import Suite, TracePart
 from arena_gym.harness.sweep import connect_ray, run_tasks
@@ -25,6 +25,9 @@ from arena_gym.types import JobSpec
 from envs import Workload
 
 log = logging.getLogger(__name__)
+
+#: The kind of results directory ``compare`` writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "compare"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,17 +127,24 @@ def _run_one(task: Task) -> RunResult:
 
 
 def compare(
-    config: CompareConfig, out_dir: Path, progress: bool = True, plots: bool = True, cache_dir: Path | None = None
+    config: CompareConfig,
+    out_dir: Path,
+    progress: bool = True,
+    plots: bool = True,
+    cache_dir: Path | None = None,
+    replace: bool = False,
 ) -> tuple[list[RunResult], pd.DataFrame]:
     """Run every config, write per-run directories, plots per trace (unless ``plots`` is False) and the leaderboard.
 
     ``out_dir`` is written complete or not at all (built under a temporary name, then renamed);
+    it may hold a finished comparison only with ``replace`` (:mod:`arena_gym.harness.out_dirs`).
     ``cache_dir`` is the estimator's performance-table cache (None: none). With ``config.ray``
     the cluster is connected to first, before any work.
     """
+    check_out_dir(out_dir, kind=KIND, replace=replace)
     if config.ray is not None:
         connect_ray(config.ray)
-    with staged_dir(out_dir) as staging:
+    with staged_dir(out_dir, kind=KIND, replace=replace) as staging:
         scenarios = config.scenarios(cache_dir)
         workloads = config.suite(scenarios).workloads()
         unplaceable = {
@@ -176,6 +186,7 @@ def compare(
         write_json(
             staging / "config.json",
             {
+                "kind": KIND,
                 "compare": config,
                 "code_version": code_version(),
                 "run_dirs": {"traces": trace_dirs, "policies": policy_dirs},

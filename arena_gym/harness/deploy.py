@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ import pandas as pd
 
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.harness.gpu_types import check_requested_types
-from arena_gym.harness.out_dirs import check_out_dir, is_results_dir
+from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.results import jobs_frame, timeline_frame
 from arena_gym.metrics import compute_metrics
 from arena_gym.outputs import code_version, write_csv, write_json
@@ -52,6 +51,9 @@ from real_runner.testbed import Testbed, load_testbed, testbed_from_dict
 from real_runner.training_modes import check_precision
 
 log = logging.getLogger(__name__)
+
+#: The kind of results directory ``deploy`` writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "deploy"
 
 #: ``--perf`` value that profiles the testbed on first use (cached) and simulates with that profile.
 PROFILE_SPEC = "profile"
@@ -187,10 +189,12 @@ def prepare(
     return Deployment(config, testbed, cluster, perf, perf_spec, policy, jobs, unplaceable)
 
 
-def check_deploy_dir(out: str | Path, create: bool = True) -> Path:
-    """A directory a new deployment may use: new, empty, or an earlier finished one; ValueError otherwise.
+def check_deploy_dir(out: str | Path, replace: bool = False) -> Path:
+    """A directory a new deployment may use: new, empty, or (with ``replace``) an earlier finished one.
 
-    With ``create`` an earlier one is cleared and the directory made.
+    One-line ValueError otherwise: an unfinished deployment (resume it), another command's results,
+    a finished deployment without ``replace`` (:func:`arena_gym.harness.out_dirs.check_out_dir`).
+    Nothing is removed: a replacing deployment runs aside (:func:`arena_gym.harness.out_dirs.filled_dir`).
     """
     path = Path(out).absolute()
     if exists(path):
@@ -202,15 +206,7 @@ def check_deploy_dir(out: str | Path, create: bool = True) -> Path:
                 f"--out {out}: holds an unfinished deployment ({status}); resume it with --resume {out} "
                 "or name another directory"
             )
-    path = check_out_dir(out)
-    if not create:
-        return path
-    if path.is_dir() and any(path.iterdir()):
-        if not (is_results_dir(path) or exists(path)):
-            raise ValueError(f"--out {out}: a non-empty directory that is not a deployment; name a new or empty one")
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return check_out_dir(out, kind=KIND, replace=replace)
 
 
 def run_dir_of(testbed: Testbed, out: Path) -> Path:
@@ -349,6 +345,7 @@ def write_results(out: Path, dep: Deployment, result: DeployResult) -> None:
     write_json(
         out / "config.json",
         {
+            "kind": KIND,
             "config": dep.config,
             "seed": dep.config.seed,
             "code_version": code_version(),

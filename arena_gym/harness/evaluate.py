@@ -55,7 +55,7 @@ from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.flags import flag
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
-from arena_gym.harness.out_dirs import shown_path, staged_dir
+from arena_gym.harness.out_dirs import check_out_dir, shown_path, staged_dir
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import TRACE_COLUMNS, by_trace_table, summary_table
@@ -82,6 +82,9 @@ from envs.codec import ActionCodec
 from envs.config import LOAD_BASES
 
 log = logging.getLogger(__name__)
+
+#: The kind of results directory ``evaluate`` writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "evaluate"
 
 #: Metrics the summary can rank by (lower is better).
 METRICS: tuple[str, ...] = ("padded_jct_s", "avg_jct_s", "p95_jct_s", "makespan_s")
@@ -204,13 +207,16 @@ class EvalResult:
     wall_s: float
 
 
-def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalResult:
+def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace: bool = False) -> EvalResult:
     """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``.
 
-    On a frozen suite the ledger is checked first and the run recorded in it before any policy
-    runs. With ``config.ray`` the cluster is connected to before any other work.
+    ``config.out_dir`` may hold a finished evaluation only with ``replace``, checked first
+    (:mod:`arena_gym.harness.out_dirs`). On a frozen suite the ledger is checked first and the
+    run recorded in it before any policy runs. With ``config.ray`` the cluster is connected to
+    before any other work.
     """
     start = time.perf_counter()
+    check_out_dir(config.out_dir, kind=KIND, replace=replace)
     frozen = (suite.name if suite is not None else config.suite) in FROZEN_SUITES
     ledger = check_ledger(config.ledger or default_ledger(config.out_dir)) if frozen else None
     if config.ray is not None:
@@ -243,7 +249,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
     table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     out = Path(config.out_dir)
-    with staged_dir(out) as staging:
+    with staged_dir(out, kind=KIND, replace=replace) as staging:
         write_csv(staging / "per_workload.csv", table)
         write_csv(staging / "jobs.csv", jobs)
         summary = write_summaries(staging, table, jobs, config, suite.name, suite.description)
@@ -251,6 +257,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None) -> EvalR
         write_json(
             staging / "config.json",
             {
+                "kind": KIND,
                 "evaluate": config,
                 "suite": {"name": suite.name, "description": suite.description},
                 "workloads": [w.label for w in workloads],

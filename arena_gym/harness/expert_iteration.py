@@ -48,6 +48,9 @@ from envs.config import EnvConfig
 
 log = logging.getLogger(__name__)
 
+#: The kind of results directory this trainer writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "train:expert-iteration"
+
 
 #: The columns of a round's row in ``history.csv`` besides ``round`` and ``validation_score``.
 ROUND_FIELDS = (
@@ -169,7 +172,7 @@ class ExpertIteration:
                 "best_model.zip; --set warm_start=PATH)"
             )
         self.warm_start: str = config.warm_start
-        self.out = check_out_dir(out_dir)
+        self.out = check_out_dir(out_dir, kind=KIND)
         self.info: ModelInfo = read_model_info(self.warm_start)
         if algo_spec(self.info.algo).family != "actor_critic":
             raise ValueError(
@@ -188,6 +191,7 @@ class ExpertIteration:
         write_json(
             out / "config.json",
             {
+                "kind": KIND,
                 "config": dataclasses.asdict(cfg),
                 "env_id": self.info.env_id,
                 "env_config": self.info.to_json()["env_config"],

@@ -4,8 +4,15 @@
   path that cannot be written or would destroy something (a device such as ``/dev/null``, an
   existing file where a directory is wanted, a path below a file, the current directory, a
   non-empty directory that holds something other than earlier results).
+- One rule for every command that writes a results directory (its ``kind``, recorded as
+  ``"kind"`` in the directory's ``config.json``): the directory is new, empty, an unfinished run
+  of the same kind that the command resumes, or a finished one of the same kind, replaced only
+  with ``--replace``; never another command's results. A directory that records no kind (one
+  written before kinds were recorded) counts as the writer's own only with ``--replace``.
 - :func:`staged_dir` builds a results directory under a hidden temporary name and moves it into
   place only when complete; on an error or Ctrl-C the partial directory is removed.
+  :func:`filled_dir` is where a writer that fills its directory as it goes writes: the directory
+  itself when it is new or empty, else a staged one that replaces the earlier run when complete.
 - :func:`shown_path` and :func:`machine` describe where a result came from without machine paths.
 """
 
@@ -25,6 +32,18 @@ from arena_gym.outputs import make_parents, remove_empty
 
 #: A results directory holds this file (with a ``code_version`` key); only such a directory is replaced.
 RESULTS_MARKER = "config.json"
+#: Kind of results directory (``config.json``'s ``"kind"``) -> what a refusal calls it.
+KINDS: dict[str, str] = {
+    "simulate": "a simulation",
+    "compare": "a comparison",
+    "evaluate": "an evaluation",
+    "deploy": "a deployment",
+    "tune": "a tuning study",
+    "train:sb3": "an sb3 training run",
+    "train:es": "an es training run",
+    "train:residual-ppo": "a residual-ppo training run",
+    "train:expert-iteration": "an expert-iteration training run",
+}
 
 
 def _label(flag: str, path: str | os.PathLike[str]) -> str:
@@ -49,21 +68,55 @@ def _check_ancestors(path: Path, label: str) -> None:
             return
 
 
-def is_results_dir(path: Path) -> bool:
-    """Whether ``path`` holds an earlier arena-gym results directory (its ``config.json`` has a code version)."""
+def _marker(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads((path / RESULTS_MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "code_version" in data
+        return None
+    return data if isinstance(data, dict) and "code_version" in data else None
 
 
-def check_out_dir(path: str | os.PathLike[str], flag: str = "--out") -> Path:
+def is_results_dir(path: Path) -> bool:
+    """Whether ``path`` holds an earlier arena-gym results directory (its ``config.json`` has a code version)."""
+    return _marker(path) is not None
+
+
+def results_kind(path: Path) -> str | None:
+    """The kind a results directory records (``config.json``'s ``"kind"``), or None when it records none."""
+    kind = (_marker(path) or {}).get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def _check_kind(label: str, out: Path, kind: str, replace: bool, resume: bool) -> None:
+    """The rule of the module docstring for a non-empty results directory ``out``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown results kind {kind!r}; known: {', '.join(KINDS)}")
+    found = results_kind(out)
+    if found is not None and found != kind:
+        raise ValueError(f"{label}: holds {found} results, not {KINDS[kind]}; name a new directory")
+    if replace or (resume and found == kind):
+        return
+    if found is None:
+        raise ValueError(f"{label}: holds results that record no kind; pass --replace if they are {KINDS[kind]}")
+    raise ValueError(f"{label}: holds {KINDS[kind]} already; pass --replace to replace it, or name a new directory")
+
+
+def check_out_dir(
+    path: str | os.PathLike[str],
+    flag: str = "--out",
+    *,
+    kind: str | None = None,
+    replace: bool = False,
+    resume: bool = False,
+) -> Path:
     """An absolute results-directory path that can be (re)written without destroying anything else.
 
     Refused: an existing non-directory (``/dev/null``, a file), a path below a file, the current
     directory or one of its parents, and a non-empty directory that is not an earlier results
-    directory. One-line ValueError naming ``flag`` and the path.
+    directory. With ``kind`` (a key of :data:`KINDS`) an earlier results directory is also
+    refused when it holds another kind, and, unless ``replace``, when it holds this kind (but
+    not with ``resume``: the writer continues it) or records none (the refusal names
+    ``--replace``). One-line ValueError naming ``flag`` and the path.
     """
     out = _absolute(path, flag)
     label = _label(flag, path)
@@ -81,6 +134,8 @@ def check_out_dir(path: str | os.PathLike[str], flag: str = "--out") -> Path:
         raise ValueError(
             f"{label}: a non-empty directory that is not an arena-gym results directory; name a new or empty directory"
         )
+    if occupied and kind is not None:
+        _check_kind(label, out, kind, replace, resume)
     return out
 
 
@@ -101,20 +156,44 @@ def check_out_file(path: str | os.PathLike[str], flag: str = "--out") -> Path:
 
 
 @contextmanager
-def staged_dir(out_dir: str | os.PathLike[str], flag: str = "--out") -> Iterator[Path]:
+def staged_dir(
+    out_dir: str | os.PathLike[str], flag: str = "--out", *, kind: str, replace: bool = False
+) -> Iterator[Path]:
     """Yield a hidden temporary directory beside ``out_dir``; move it to ``out_dir`` when the block ends.
 
-    ``out_dir`` is checked first (:func:`check_out_dir`). An earlier results directory there is
-    replaced only once the new one is complete. On an error or Ctrl-C the temporary directory
-    (and any parent created for it) is removed and ``out_dir`` is untouched.
+    ``out_dir`` is checked first (:func:`check_out_dir` with ``kind`` and ``replace``). An earlier
+    results directory there is replaced only once the new one is complete. On an error or Ctrl-C
+    the temporary directory (and any parent created for it) is removed and ``out_dir`` is untouched.
     """
-    out = check_out_dir(out_dir, flag)
+    out = check_out_dir(out_dir, flag, kind=kind, replace=replace)
+    with _staging(out, _label(flag, out_dir)) as tmp:
+        yield tmp
+
+
+@contextmanager
+def filled_dir(out: Path, flag: str = "--out") -> Iterator[Path]:
+    """Where a writer that fills ``out`` as it goes writes (``out`` already checked, :func:`check_out_dir`).
+
+    ``out`` itself (made) when it is new or empty, so that an interrupted run stays there to be
+    resumed; else (an earlier run the writer replaces) a staged directory that replaces it only
+    once complete, and is removed on an error or Ctrl-C.
+    """
+    if out.is_dir() and any(out.iterdir()):
+        with _staging(out, _label(flag, out)) as tmp:
+            yield tmp
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        yield out
+
+
+@contextmanager
+def _staging(out: Path, label: str) -> Iterator[Path]:
     created = make_parents(out.parent)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     except OSError as exc:
         remove_empty(created)
-        raise ValueError(f"{_label(flag, out_dir)}: cannot write to {out.parent}: {exc.strerror or exc}") from None
+        raise ValueError(f"{label}: cannot write to {out.parent}: {exc.strerror or exc}") from None
     try:
         os.chmod(tmp, 0o755)
         yield tmp

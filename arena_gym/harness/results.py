@@ -139,12 +139,14 @@ def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
     return pd.DataFrame(timeline_columns(record))
 
 
-def write_run(out_dir: Path, result: RunResult, plots: bool = True) -> Path:
-    """Write one run's results directory and return it."""
+def write_run(out_dir: Path, result: RunResult, plots: bool = True, kind: str | None = None) -> Path:
+    """Write one run's results directory and return it; ``kind`` (a command's own directory, not one
+    run of a comparison) is recorded in its ``config.json`` (:mod:`arena_gym.harness.out_dirs`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(
         out_dir / "config.json",
         {
+            **({"kind": kind} if kind is not None else {}),
             "config": result.config,
             "seed": result.config.seed,
             "code_version": code_version(),

@@ -9,7 +9,8 @@ validation workloads, one row per policy and workload), ``eval_summary.csv``, ``
 (final) and ``best_model.zip`` (best validation score with every job finished, over the
 periodic validations and the final model). ``resume(out_dir)`` continues a run from its
 latest checkpoint, written under the same config. A new run goes only into a new or empty
-directory or an earlier finished training run (replaced as a whole).
+directory or, with ``replace``, an earlier finished training run (replaced as a whole once the
+new run is complete: :func:`arena_gym.harness.out_dirs.filled_dir`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import json
 import logging
 import math
 import re
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,7 +43,7 @@ from arena_gym.harness.callbacks import (
     WandbScalarCallback,
 )
 from arena_gym.harness.eval_plots import plot_learning_curve
-from arena_gym.harness.out_dirs import check_out_dir
+from arena_gym.harness.out_dirs import check_out_dir, filled_dir
 from arena_gym.harness.scoring import Evaluator, baseline_policies, mean_avg_jct, model_policy, summarise
 from arena_gym.harness.selection import Selection
 from arena_gym.harness.tracking import finish_run, start_run
@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 _CHECKPOINT = re.compile(r"^model_(\d+)_steps\.zip$")
 #: TrainConfig fields a resume may change (the budget, where and how it is reported): outside the config hash.
 _UNHASHED = ("steps", "out_dir", "wandb_mode", "wandb_project", "progress")
+#: The kind of results directory an sb3 run writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "train:sb3"
 
 __all__ = ["TrainConfig", "TrainResult", "build_model", "config_hash", "latest_checkpoint", "resume", "train"]
 
@@ -137,29 +139,23 @@ def is_train_run(out: Path) -> bool:
     return isinstance(data, dict) and "train" in data
 
 
-def prepare_run_dir(out_dir: str | Path) -> Path:
-    """The directory of a new run: new, empty, or an earlier finished training run (removed first).
+def prepare_run_dir(out_dir: str | Path, replace: bool = False) -> Path:
+    """The directory of a new run: new, empty, or (with ``replace``) an earlier finished training run.
 
-    Refused (one-line ValueError): anything :func:`arena_gym.outputs.check_out_dir` refuses, a
-    non-empty directory that is not a training run (the results of another command), and an
-    unfinished run with a checkpoint (resume it instead): nothing of an earlier run can mix with
-    the new one.
+    Refused (one-line ValueError): anything :func:`arena_gym.harness.out_dirs.check_out_dir`
+    refuses for kind ``train:sb3`` (another command's results; a finished run without
+    ``replace``), and an unfinished run with a checkpoint (resume it instead): nothing of an
+    earlier run can mix with the new one, and nothing is removed here.
     """
-    label = f"--out {out_dir}"
-    out = check_out_dir(out_dir)
-    if not (out.is_dir() and any(out.iterdir())):
-        return out
-    if not is_train_run(out):
-        raise ValueError(f"{label}: holds results of another command, not a training run; name a new or empty one")
-    checkpoint, done = latest_checkpoint(out), _finished_steps(out)
-    if checkpoint is not None and (done is None or done < checkpoint[1]):
-        raise ValueError(
-            f"{label}: holds an unfinished training run (latest checkpoint at {checkpoint[1]} steps); "
-            f"continue it with --resume {out_dir} or name another directory"
-        )
-    log.info("replacing the earlier training run in %s", out)
-    shutil.rmtree(out)
-    return out
+    out = check_out_dir(out_dir, kind=KIND, replace=True)  # another command's results: refused
+    if out.is_dir() and any(out.iterdir()) and is_train_run(out):
+        checkpoint, done = latest_checkpoint(out), _finished_steps(out)
+        if checkpoint is not None and (done is None or done < checkpoint[1]):
+            raise ValueError(
+                f"--out {out_dir}: holds an unfinished training run (latest checkpoint at {checkpoint[1]} steps); "
+                f"continue it with --resume {out_dir} or name another directory"
+            )
+    return check_out_dir(out_dir, kind=KIND, replace=replace)
 
 
 def _validation(config: TrainConfig) -> Evaluator:
@@ -209,15 +205,19 @@ def _callbacks(
     return callbacks, curve, evaluation
 
 
-def train(config: TrainConfig, on_validation: Callable[[int, float], None] | None = None) -> TrainResult:
+def train(
+    config: TrainConfig, on_validation: Callable[[int, float], None] | None = None, replace: bool = False
+) -> TrainResult:
     """Train ``config.algo`` on ``config.env_id``, validate it against the baselines, and write the run folder.
 
-    The run folder must be new, empty or an earlier finished training run (:func:`prepare_run_dir`).
-    ``on_validation`` sees (steps, selection score) after every validation (a tuner prunes there).
+    The run folder must be new, empty or, with ``replace``, an earlier finished training run
+    (:func:`prepare_run_dir`), which the new run replaces once complete (an interrupted
+    replacement leaves it as it was). ``on_validation`` sees (steps, selection score) after
+    every validation (a tuner prunes there).
     """
-    env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # a bad override fails before anything is removed
-    prepare_run_dir(config.out_dir)
-    return _run(config, resume_from=None, on_validation=on_validation)
+    env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # a bad override fails before anything is touched
+    with filled_dir(prepare_run_dir(config.out_dir, replace)) as work:
+        return _run(config, resume_from=None, on_validation=on_validation, work=work)
 
 
 def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
@@ -252,17 +252,20 @@ def resume(out_dir: str | Path, steps: int | None = None) -> TrainResult:
             f"cannot resume {out}: its latest checkpoint is at {checkpoint[1]} of {config.steps} steps "
             "(give more steps)"
         )
-    return _run(config, resume_from=checkpoint)
+    return _run(config, resume_from=checkpoint, work=Path(config.out_dir))
 
 
 def _run(
     config: TrainConfig,
     resume_from: tuple[Path, int] | None,
+    work: Path,
     on_validation: Callable[[int, float], None] | None = None,
 ) -> TrainResult:
+    """Train into ``work`` (``config.out_dir`` or, while replacing an earlier run, a staged directory that
+    becomes it); the result names the files at ``config.out_dir``."""
     th.set_num_threads(1)
     start = time.perf_counter()
-    out = Path(config.out_dir)
+    out, home = work, Path(config.out_dir)
     env_cfg = env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))  # validates the overrides first
     out.mkdir(parents=True, exist_ok=True)
     start_steps = resume_from[1] if resume_from else 0
@@ -270,6 +273,7 @@ def _run(
     write_json(
         out / "config.json",
         {
+            "kind": KIND,
             "train": config.to_json(),
             "env_config": info.to_json()["env_config"],
             "seed": config.seed,
@@ -330,7 +334,11 @@ def _run(
     finally:
         venv.close()
         finish_run(run)
-    result = TrainResult(out, model_path, best_path, curve_path, eval_path, metrics, int(model.num_timesteps), wall, bc)
+    model_path, curve_path, eval_path = (home / p.relative_to(out) for p in (model_path, curve_path, eval_path))
+    best_path = home / best_path.relative_to(out) if best_path else None
+    result = TrainResult(
+        home, model_path, best_path, curve_path, eval_path, metrics, int(model.num_timesteps), wall, bc
+    )
     write_json(
         out / "result.json",
         {

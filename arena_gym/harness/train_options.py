@@ -64,6 +64,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="take the fields from FILE (a run's config.json, or arena-gym tune's best_config.json; never --out); "
         "options given beside it win",
     )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a finished training run of the same method already in --out, once the new one is complete "
+        "(without it such a directory is refused; another command's results always are)",
+    )
 
 
 #: Fields a config file never sets: where the run is written.

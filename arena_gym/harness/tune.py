@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The kind of results directory ``tune`` writes (:mod:`arena_gym.harness.out_dirs`); a rerun continues its study.
+KIND = "tune"
+
 #: Built-in targets: name -> ``module:attr`` of a :class:`TuneTarget`: every ``arena-gym train --method``, under its
 #: name and its former one.
 TUNE_TARGETS: dict[str, str] = METHODS | {old: METHODS[new] for old, new in FORMER_NAMES.items()}
@@ -419,10 +422,11 @@ def _stop(workers: list[Any], first_s: float = 2.0, patience_s: float = 10.0) ->
 class Tuner:
     """Runs :class:`TuneSettings` into its output directory: the study, ``trials.csv``, ``history.png``, the best config."""
 
-    def __init__(self, settings: TuneSettings) -> None:
+    def __init__(self, settings: TuneSettings, replace: bool = False) -> None:
+        """``replace``: a results directory that records no kind is taken as this study's (its own is always continued)."""
         self.settings = settings
         self.target = get_target(settings.target)
-        self.out = check_out_dir(settings.out)
+        self.out = check_out_dir(settings.out, kind=KIND, replace=replace, resume=True)
         if settings.storage is not None:
             check_storage(settings.storage)
         self.target.sample(Fixing(_FirstChoice(), settings.fixed))  # a fixed tuned value must be one it may take
@@ -437,7 +441,7 @@ class Tuner:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.out.mkdir(parents=True, exist_ok=True)
         study = open_study(s)
-        write_json(self.out / "config.json", {"code_version": code_version(), "seed": s.seed, "tune": s})
+        write_json(self.out / "config.json", {"kind": KIND, "code_version": code_version(), "seed": s.seed, "tune": s})
         with tqdm(total=s.trials, initial=counted(study), desc="tune", unit="trial", disable=not progress) as bar:
             if s.workers == 1:
                 run_worker(s, progress=progress, on_trial=lambda done: bar.update(done - bar.n))

@@ -11,7 +11,7 @@ from typing import Any
 
 from arena_gym.harness.experiment import RunConfig
 from arena_gym.harness.names import cluster_help, perf_help
-from arena_gym.harness.out_dirs import check_out_dir, check_out_file
+from arena_gym.harness.out_dirs import KINDS, check_out_dir, check_out_file
 from arena_gym.scenario import scaled_overhead
 
 #: The built-in workload: a synthetic trace shaped like the artifact's real-testbed trace
@@ -95,6 +95,16 @@ def out_dir(text: str) -> Path:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return Path(text)
+
+
+def add_replace_argument(parser: argparse.ArgumentParser, kind: str, flag: str = "--out") -> None:
+    """--replace: let the command replace its own finished results of ``kind`` in ``flag``'s directory."""
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help=f"replace {KINDS[kind]} already in {flag}, once the new one is complete "
+        "(without it such a directory is refused; another command's results always are)",
+    )
 
 
 def out_file(text: str) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arena_gym.harness.cli.common import (
     DEFAULT_TRACE,
+    add_replace_argument,
     add_run_arguments,
     bounded_int,
     cache_dir,
@@ -17,7 +18,7 @@ from arena_gym.harness.cli.common import (
     run_config,
     seed_int,
 )
-from arena_gym.harness.compare import CompareConfig, compare
+from arena_gym.harness.compare import KIND, CompareConfig, compare
 from arena_gym.harness.names import policy_help
 from arena_gym.harness.results import to_markdown
 from arena_gym.harness.runlock import RunLock
@@ -106,6 +107,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=Path("results/compare"),
         help="results directory (written complete or not at all)",
     )
+    add_replace_argument(parser, KIND)
     parser.set_defaults(handler=handle, preload=plot_modules)
 
 
@@ -119,7 +121,9 @@ def handle(args: argparse.Namespace) -> int:
         args.policies, traces, args.seeds, base, args.workers, args.pad_jct, args.strict, args.ray, args.reference
     )
     with RunLock(args.out, "compare"):
-        results, board = compare(config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args))
+        results, board = compare(
+            config, args.out, plots=not args.no_plots, cache_dir=cache_dir(args), replace=args.replace
+        )
         print(to_markdown(board.drop(columns=["trace"]) if len(traces) == 1 else board))
         if args.reference is not None:
             print(f"paired against {args.reference}:")

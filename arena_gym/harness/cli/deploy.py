@@ -14,10 +14,19 @@ import math
 import os
 import signal
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 
-from arena_gym.harness.cli.common import bounded_int, finite_positive_float, out_dir, positive_float, seed_int
+from arena_gym.harness.cli.common import (
+    add_replace_argument,
+    bounded_int,
+    finite_positive_float,
+    out_dir,
+    positive_float,
+    seed_int,
+)
 from arena_gym.harness.deploy import (
+    KIND,
     DeployConfig,
     Deployment,
     DeployResult,
@@ -29,6 +38,7 @@ from arena_gym.harness.deploy import (
     write_results,
 )
 from arena_gym.harness.names import perf_help, policy_help
+from arena_gym.harness.out_dirs import filled_dir
 from arena_gym.harness.runlock import RunLock
 from arena_gym.loop import run_episode
 from real_runner.live.backend import LiveError, LiveStatus
@@ -156,6 +166,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=Path("results/deploy"),
         help="results directory (holds the journal while the deployment runs)",
     )
+    add_replace_argument(parser, KIND)
     parser.add_argument(
         "--resume",
         type=Path,
@@ -172,7 +183,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def deploy_dir(text: str) -> Path:
     """argparse type: a results directory for a new deployment (never one that holds an unfinished deployment)."""
     try:
-        check_deploy_dir(text, create=False)
+        check_deploy_dir(text, replace=True)  # another command's results: refused here; a finished deployment later
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--out ").removeprefix(f"{text}: ")) from None
     return out_dir(text)
@@ -210,29 +221,41 @@ def handle(args: argparse.Namespace) -> int:
                 dep, run_dir = load_deployment(out, env, args.ray_address)
                 dep = _with_display(dep, args)
             else:
+                out, run_dir = check_deploy_dir(args.out, replace=args.replace), None
                 dep = prepare(_config(args), env)
-                out, run_dir = check_deploy_dir(args.out), None
-            _header(dep, out, args.resume is not None)
-            backend = open_backend(dep, out, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set)
             try:
-                record = run_episode(backend, dep.policy, dep.jobs)
-            except KeyboardInterrupt:
-                print("interrupted: stopping every job with a checkpoint ...", flush=True)
-                backend.stop_all()
-                print(f"stopped; continue with: arena-gym deploy --resume {out}", flush=True)
-                raise
-            except LiveError as exc:
-                backend.stop_all()
-                print(f"arena-gym deploy: error: {exc}; continue with: arena-gym deploy --resume {out}", flush=True)
+                with nullcontext(out) if args.resume is not None else filled_dir(out) as work:
+                    # a replacing deployment runs aside (work): stopped, it is dropped and the earlier one kept
+                    after = f"continue with: arena-gym deploy --resume {out}" if work == out else f"{out} is kept"
+                    _header(dep, out, args.resume is not None)
+                    backend = open_backend(
+                        dep, work, env, run_dir=run_dir, on_status=_print_status, interrupt=stop.is_set
+                    )
+                    try:
+                        record = run_episode(backend, dep.policy, dep.jobs)
+                    except KeyboardInterrupt:
+                        print("interrupted: stopping every job with a checkpoint ...", flush=True)
+                        backend.stop_all()
+                        print(f"stopped; {after}", flush=True)
+                        raise
+                    except LiveError as exc:
+                        backend.stop_all()
+                        print(f"arena-gym deploy: error: {exc}; {after}", flush=True)
+                        raise _Failed from None
+                    finally:
+                        backend.close()
+                    result = finish(dep, backend, record)
+                    write_results(work, dep, result)
+            except _Failed:
                 return 1
-            finally:
-                backend.close()
-            result = finish(dep, backend, record)
-            write_results(out, dep, result)
             _report(dep, result, out)
             return 0
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class _Failed(Exception):
+    """A live error, reported: leaves the results directory's block (a replacing deployment is dropped)."""
 
 
 def _with_display(dep: Deployment, args: argparse.Namespace) -> Deployment:

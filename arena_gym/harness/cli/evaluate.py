@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
-from arena_gym.harness.cli.common import add_sim_arguments, bounded_int, out_dir, seed_int
+from arena_gym.harness.cli.common import add_replace_argument, add_sim_arguments, bounded_int, out_dir, seed_int
 from arena_gym.harness.names import policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
@@ -79,6 +79,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=out_dir, default=Path("results/evaluate"), help="results directory (checked writable first)"
     )
+    add_replace_argument(parser, "evaluate")
     parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
     parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
     parser.add_argument(
@@ -138,7 +139,7 @@ def handle(args: argparse.Namespace) -> int:
         event_decisions=not args.no_event_decisions,
     )
     with RunLock(args.out, "evaluate"):
-        result = evaluate(config)
+        result = evaluate(config, replace=args.replace)
     print((result.out_dir / "summary.md").read_text(), end="")
     print(f"results: {result.out_dir} ({result.wall_s:.0f} s)")
     return 0

@@ -20,7 +20,7 @@ from typing import Any
 
 from agents.rl.config import TRAIN_SPLIT, TrainConfig
 from arena_gym.harness.cli.common import key_values
-from arena_gym.harness.out_dirs import check_out_dir
+from arena_gym.harness.out_dirs import check_out_dir, filled_dir
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.train_options import add_train_arguments, config_from_args, wandb_mode
 from arena_gym.harness.trainers import METHODS
@@ -113,11 +113,11 @@ def handle_method(args: argparse.Namespace) -> int:
     the best selection score printed."""
     method = resolve(METHODS[args.method])
     config = method_config(args, method.config_type)
-    out = check_out_dir(args.out_dir)
+    out = check_out_dir(args.out_dir, kind=f"train:{args.method}", replace=args.replace)
     quiet_generators(args)
-    with RunLock(out, "train"):
+    with RunLock(out, "train"), filled_dir(out) as work:
         best = method.objective(
-            config, out, lambda step, score: log.info("best so far @%d: %.4f", step, score), progress=args.progress
+            config, work, lambda step, score: log.info("best so far @%d: %.4f", step, score), progress=args.progress
         )
     print(
         f"trained by {args.method}: best validation selection score {best:.4f} (geometric-mean padded-JCT ratio to arena)"
@@ -135,8 +135,8 @@ def handle_sb3(args: argparse.Namespace) -> int:
         from agents.rl.env_factory import env_config
 
         env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
-        if args.resume is None:
-            check_out_dir(config.out_dir)  # before the lock, which would be written beside the path
+        if args.resume is None:  # another command's results refused before the lock, which is written beside them
+            check_out_dir(config.out_dir, kind="train:sb3", replace=True)
     except TypeError as exc:
         raise ValueError(str(exc)) from None
     set_wandb_env(wandb_mode(args))
@@ -148,7 +148,7 @@ def handle_sb3(args: argparse.Namespace) -> int:
             result = resume(args.resume, steps=args.steps if args.steps != TrainConfig.steps else None)
     else:
         with RunLock(config.out_dir, "train"):
-            result = train(config)
+            result = train(config, replace=args.replace)
     print(f"trained {result.timesteps} steps in {result.wall_s:.0f} s")
     for key, value in result.metrics.items():
         figure = f"{value / 3600:.2f} h" if math.isfinite(value) else "n/a (some jobs never finished)"

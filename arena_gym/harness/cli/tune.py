@@ -53,6 +53,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--warmup-steps", type=bounded_int(0, 100_000), default=1, help="steps a trial runs before it may be pruned"
     )
     parser.add_argument("--out", default="results/tune", help="study directory (new, empty, or this study's)")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="take --out's results as this study's although they record no kind (results written before kinds "
+        "were recorded; a tuning study's own directory is continued without it, another command's is refused)",
+    )
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.set_defaults(handler=handle)
 
@@ -85,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         startup_trials=args.startup_trials,
         warmup_steps=args.warmup_steps,
     )
-    tuner = Tuner(settings)
+    tuner = Tuner(settings, replace=args.replace)
     with RunLock(tuner.out, "tune"):
         best = tuner.run(progress=args.progress)
     print(f"best trial {best['trial']}: {best['value']:.4f} ({json.dumps(best['params'], sort_keys=True)})")

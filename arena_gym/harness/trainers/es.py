@@ -38,6 +38,9 @@ from arena_gym.outputs import code_version, write_json
 
 log = logging.getLogger(__name__)
 
+#: The kind of results directory this trainer writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "train:es"
+
 
 @dataclass(frozen=True)
 class ResidualTrainConfig(ResidualData):
@@ -95,7 +98,7 @@ class ResidualTrainer:
 
     def __init__(self, config: ResidualTrainConfig, out: str | Path) -> None:
         self.config = config
-        self.out = check_out_dir(out)
+        self.out = check_out_dir(out, kind=KIND)
         self.train, self.validation = real_windows(
             config.traces, config.loads, config.data_dir, config.validation_limit
         )
@@ -113,7 +116,8 @@ class ResidualTrainer:
         """
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(
-            self.out / "config.json", {"code_version": code_version(), "seed": self.config.seed, "config": self.config}
+            self.out / "config.json",
+            {"kind": KIND, "code_version": code_version(), "seed": self.config.seed, "config": self.config},
         )
         with tempfile.TemporaryDirectory(prefix="residual-es-") as folder:
             score, it, weights = self._iterate(Path(folder), progress, on_iteration)

@@ -43,6 +43,9 @@ from envs import Workload
 
 log = logging.getLogger(__name__)
 
+#: The kind of results directory this trainer writes (:mod:`arena_gym.harness.out_dirs`).
+KIND = "train:residual-ppo"
+
 
 #: How an episode's return is measured: minus the average JCT in hours, or relative to the base's on the window.
 RETURNS = ("absolute", "relative")
@@ -216,7 +219,7 @@ class ResidualPPOTrainer:
 
     def __init__(self, config: ResidualPPOConfig, out: str | Path) -> None:
         self.config = config
-        self.out = check_out_dir(out)
+        self.out = check_out_dir(out, kind=KIND)
         self.start = ResidualWeights.load(config.warm_start) if config.warm_start else ResidualWeights()
         self.train, self.validation = real_windows(
             config.traces, config.loads, config.data_dir, config.validation_limit
@@ -248,7 +251,9 @@ class ResidualPPOTrainer:
         cfg = self.config
         self._progress = progress
         self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / "config.json", {"code_version": code_version(), "seed": cfg.seed, "config": cfg})
+        write_json(
+            self.out / "config.json", {"kind": KIND, "code_version": code_version(), "seed": cfg.seed, "config": cfg}
+        )
         if cfg.returns == "relative":
             self._scales = self.scores.mean_jct_h(self.train, progress=progress)
         venv = DummyVecEnv([self._env] * cfg.n_envs)

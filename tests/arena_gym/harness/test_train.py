@@ -146,9 +146,14 @@ def test_a_new_run_never_mixes_with_another_and_a_resume_needs_the_config_of_its
     )
     simulated = tmp_path / "sim"
     simulated.mkdir()
-    (simulated / "config.json").write_text(json.dumps({"code_version": "0", "policy": "fcfs"}))
-    with pytest.raises(ValueError, match="holds results of another command, not a training run"):
+    (simulated / "config.json").write_text(json.dumps({"code_version": "0", "policy": "fcfs", "kind": "simulate"}))
+    for replace in (False, True):
+        with pytest.raises(ValueError, match="holds simulate results, not an sb3 training run; name a new directory"):
+            train(dataclasses.replace(config, out_dir=str(simulated)), replace=replace)
+    (simulated / "config.json").write_text(json.dumps({"code_version": "0", "policy": "fcfs"}))  # records no kind
+    with pytest.raises(ValueError, match="record no kind; pass --replace if they are an sb3 training run"):
         train(dataclasses.replace(config, out_dir=str(simulated)))
+    assert sorted(p.name for p in simulated.iterdir()) == ["config.json"]
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="not an arena-gym results directory"):
@@ -168,8 +173,14 @@ def test_a_new_run_never_mixes_with_another_and_a_resume_needs_the_config_of_its
         train(config)
     (run / "result.json").write_text(result)
     (run / "stray.txt").write_text("from the earlier run")
-    train(dataclasses.replace(config, steps=64))  # a finished run is replaced as a whole
-    assert not (run / "stray.txt").exists()
+    with pytest.raises(ValueError, match="holds an sb3 training run already; pass --replace to replace it"):
+        train(dataclasses.replace(config, steps=64))
+    assert (run / "model.zip").is_file() and (run / "stray.txt").exists()
+    replaced = train(dataclasses.replace(config, steps=64), replace=True)  # a finished run is replaced as a whole
+    assert not (run / "stray.txt").exists() and json.loads((run / "config.json").read_text())["kind"] == "train:sb3"
+    assert replaced.model_path == run / "model.zip" and replaced.out_dir == run
+    assert json.loads((run / "result.json").read_text())["model"] == str(run / "model.zip")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk", "run", "sim"]  # nothing left beside it
     assert sorted(p.name for p in (run / "checkpoints").glob("model_*")) == [
         "model_64_steps.json",
         "model_64_steps.zip",

@@ -53,7 +53,7 @@ def _check_stopped(code: int, err: str, signum: int) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_simulate_stopped_at_random_points_leaves_nothing_and_keeps_the_earlier_run(tmp_path, signum) -> None:
     argv = ["simulate", "--policy", "arena", "--trace", LONG_TRACE, "--cluster", "testbed-64", "--no-plots"]
-    argv += ["--out", "run"]
+    argv += ["--out", "run", "--replace"]
     assert _stopped(argv, tmp_path, signum, 300.0)[0] == 0  # a finished run to keep
     for after_s in POINTS:
         before = json.loads((tmp_path / "run" / "metrics.json").read_text())
