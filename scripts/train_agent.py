@@ -65,15 +65,21 @@ def train_and_test(args: argparse.Namespace) -> int:
     for quiet in ("traces", "envs.workload"):  # one workload per episode
         logging.getLogger(quiet).setLevel(logging.WARNING)
 
-    from agents.rl.config import TEST_SPLIT
+    from agents.rl.config import TEST_SPLIT, TRAIN_SPLIT
     from agents.rl.env_factory import env_config
     from arena_gym.harness.evaluate import EvalConfig, evaluate
+    from arena_gym.harness.out_dirs import check_out_dir
     from arena_gym.harness.scoring import baseline_policies
     from arena_gym.harness.suites import env_suite
     from arena_gym.harness.train import train
 
     # 1. The run, and the test's settings checked before any training.
-    config = config_from_args(args)
+    try:
+        config = config_from_args(args)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
+    check_out_dir(config.out_dir)
     test_config = EvalConfig(
         policies=tuple(args.test_policies.split(",")),
         suite="synthetic" if args.test_suite == "env-test" else args.test_suite,
