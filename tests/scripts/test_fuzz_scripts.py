@@ -154,7 +154,11 @@ def stubbed(monkeypatch):
 
 
 def _snapshot() -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in sorted(ROOT.rglob("*")) if p.is_file() and not p.relative_to(ROOT).parts[0].startswith("new")}
+    return {
+        str(p): p.read_bytes()
+        for p in sorted(ROOT.rglob("*"))
+        if p.is_file() and not p.relative_to(ROOT).parts[0].startswith("new")
+    }
 
 
 @fuzz_budget(60)
@@ -185,6 +189,9 @@ def test_generated_script_command_lines(stubbed, capsys, case) -> None:
     if name == "update_docs_tables" and kind == "valid" and "--check" not in argv:
         assert changed <= {str(DOCS / n) for n in (*PAGES, *DEFAULT_PAGES)}, changed
         if str(DOCS / "good.md") in argv:
-            assert "| arena |" in after[str(DOCS / "good.md")].decode() and "a note" in after[str(DOCS / "good.md")].decode()
+            assert (
+                "| arena |" in after[str(DOCS / "good.md")].decode()
+                and "a note" in after[str(DOCS / "good.md")].decode()
+            )
     else:
         assert not changed, changed

@@ -13,7 +13,11 @@ from arena_gym.harness.cli import main
     [
         ("fcfs", "DIR", "trace spec 'DIR': is a directory; a TRACE is a file (canonical, arena, itp formats)"),
         ("fcfs", "DIR?head=2", "trace spec 'DIR?head=2': is a directory; a TRACE is a file"),
-        ("sb3:DIR", "synthetic:n_jobs=3", "model file DIR is a directory; name its model zip (e.g. DIR/best_model.zip)"),
+        (
+            "sb3:DIR",
+            "synthetic:n_jobs=3",
+            "model file DIR is a directory; name its model zip (e.g. DIR/best_model.zip)",
+        ),
         ("residual:DIR", "synthetic:n_jobs=3", "residual weights DIR: is a directory; name the weights file"),
     ],
 )

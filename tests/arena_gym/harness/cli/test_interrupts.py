@@ -23,7 +23,7 @@ LONG_TRACE = "synthetic:mix=testbed,n_jobs=3000,rate_per_h=42"
 #: Signal -> the exit code the command line reports.
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: Random points (seconds after the start) at which a signal is sent; the seed makes them the same every run.
-POINTS = [round(random.Random(47).uniform(0.3, 3.5), 2) for _ in range(4)]
+POINTS = [round(random.Random(47 + i).uniform(0.3, 3.5), 2) for i in range(4)]
 
 
 def _stopped(argv: list[str], cwd: Path, signum: int, after_s: float) -> tuple[int, str]:
