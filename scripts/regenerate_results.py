@@ -26,7 +26,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
@@ -37,11 +36,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from arena_gym.harness.cli import OneLineParser, guarded
+from arena_gym.harness.cli.common import bounded_int
 from arena_gym.harness.evaluate import EvalConfig, evaluate, recorded_config, write_summaries
 from arena_gym.harness.suites import FROZEN_SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+PROG = "regenerate_results"
 
 
 def evaluation_dirs(root: Path = RESULTS, frozen: bool = False) -> list[Path]:
@@ -81,9 +83,10 @@ def rewrite_tables(directory: Path, config: EvalConfig) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Parse the arguments and regenerate; bad input -> one line and exit code 2, Ctrl-C -> 130."""
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="*", type=Path, help="evaluation directories (default: all committed ones)")
-    parser.add_argument("--workers", type=int, default=1, help="local worker processes")
+    parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="local worker processes (1..256)")
     parser.add_argument(
         "--tables-only",
         action="store_true",
@@ -91,23 +94,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    dirs = [d.resolve() for d in args.dirs] or evaluation_dirs(frozen=args.tables_only)
+    return guarded(PROG, lambda: regenerate(args.dirs, args.workers, args.tables_only))
+
+
+def regenerate(dirs: list[Path], workers: int, tables_only: bool) -> int:
+    """Re-run (or with ``tables_only`` re-summarise) ``dirs`` (default: every committed evaluation), then the pages."""
+    dirs = [d.resolve() for d in dirs] or evaluation_dirs(frozen=tables_only)
     os.chdir(REPO)  # the recorded configs name the data folder and models relative to the repository
-    try:
-        configs = [recorded_config(d) for d in dirs]  # every directory checked before any work
-        if args.tables_only:
-            for d in dirs:
-                recorded_suite(d)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    configs = [recorded_config(d) for d in dirs]  # every directory checked before any work
+    if tables_only:
+        for d in dirs:
+            recorded_suite(d)
     outs = [d.relative_to(REPO) if d.is_relative_to(REPO) else d for d in dirs]
     for directory, out, config in zip(dirs, outs, configs):
-        if args.tables_only:
+        if tables_only:
             summary = rewrite_tables(directory, config)
             logging.info("%s: tables of %d policies rewritten", out, len(summary))
             continue
-        config = dataclasses.replace(config, out_dir=str(out), workers=max(1, args.workers), progress=True)
+        config = dataclasses.replace(config, out_dir=str(out), workers=workers, progress=True)
         result = evaluate(config, replace=True)  # in place: the committed directories record no kind
         logging.info("%s: %d rows in %.0f s", out, len(result.per_workload), result.wall_s)
     pages = [p for p in (REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))) if _reads(p, outs)]

@@ -1,6 +1,6 @@
 """Run the README's five-minute tour as written, in a fresh copy of the repository, and time it.
 
-Usage: ``python scripts/run_tour.py [--keep DIR]``. The tour's bash block (the first one under
+Usage: ``python scripts/run_tour.py [--keep DIR]`` (DIR new or empty). The tour's bash block (the first one under
 "## A five-minute tour") is split into commands (backslash continuations joined, comments and
 ``source``/``export`` lines left to this script: it runs every command with this interpreter's
 ``arena-gym``, ``python -m arena_gym``, and ``OMP_NUM_THREADS=1``). The copy holds the files git
@@ -24,7 +24,10 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from arena_gym.harness.cli import OneLineParser, guarded
+
 REPO = Path(__file__).resolve().parents[1]
+PROG = "run_tour"
 
 
 def tour_commands(readme: str) -> list[str]:
@@ -86,13 +89,26 @@ def run_tour(where: Path) -> int:
     return 0
 
 
-def main() -> int:
-    """Copy, run, report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, default=None, help="run in this (new) folder and keep it")
-    args = parser.parse_args()
-    if args.keep is not None:
-        return run_tour(fresh_copy(args.keep))
+def keep_dir(text: str) -> Path:
+    """argparse type of ``--keep``: a new or empty folder (the copy must not mix with other files)."""
+    path = Path(text)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise argparse.ArgumentTypeError(f"{text}: exists and is not an empty folder; name a new one")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Copy, run, report; bad input -> one line and exit code 2, Ctrl-C -> 130."""
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=keep_dir, default=None, help="run in this new (or empty) folder and keep it")
+    args = parser.parse_args(argv)
+    return guarded(PROG, lambda: tour(args.keep))
+
+
+def tour(keep: Path | None) -> int:
+    """The tour in a fresh copy: in ``keep`` (kept), else in a temporary folder."""
+    if keep is not None:
+        return run_tour(fresh_copy(keep))
     with tempfile.TemporaryDirectory() as tmp:
         return run_tour(fresh_copy(Path(tmp) / "arena-gym"))
 

@@ -18,18 +18,23 @@ Example (a few minutes on one core)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+import sys
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
+from arena_gym.harness.cli import OneLineParser, guarded
+
+PROG = "train_agent"
 
 
-def parse_args() -> argparse.Namespace:
-    """Command-line options: the TrainConfig's, plus the test suite."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options: the TrainConfig's, plus the test suite; a bad one -> one line and exit code 2."""
     from arena_gym.harness.suites import SUITE_NAMES
     from arena_gym.harness.train_options import add_train_arguments
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     add_train_arguments(parser)
     parser.add_argument(
         "--test-suite",
@@ -41,12 +46,17 @@ def parse_args() -> argparse.Namespace:
         "--test-policies", default="arena,tiresias,srtf,fcfs", help="heuristics the agent is tested against"
     )
     parser.add_argument("--data-dir", default=REAL_DATA_DIR, help="folder of the real traces")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Parse, then train and test; bad input -> one line and exit code 2 (before any training), Ctrl-C -> 130."""
+    args = parse_args(argv)
+    return guarded(PROG, lambda: train_and_test(args))
+
+
+def train_and_test(args: argparse.Namespace) -> int:
     """Train, pick the best model on validation workloads, score it on the test suite."""
-    args = parse_args()
     from arena_gym.harness.cli.train import set_wandb_env
     from arena_gym.harness.train_options import config_from_args, wandb_mode
 
@@ -55,14 +65,33 @@ def main() -> None:
     for quiet in ("traces", "envs.workload"):  # one workload per episode
         logging.getLogger(quiet).setLevel(logging.WARNING)
 
-    from agents.rl.config import TEST_SPLIT
+    from agents.rl.config import TEST_SPLIT, TRAIN_SPLIT
     from agents.rl.env_factory import env_config
     from arena_gym.harness.evaluate import EvalConfig, evaluate
+    from arena_gym.harness.out_dirs import check_out_dir
+    from arena_gym.harness.scoring import baseline_policies
     from arena_gym.harness.suites import env_suite
     from arena_gym.harness.train import train
 
-    # 1. The run.
-    config = config_from_args(args)
+    # 1. The run, and the test's settings checked before any training.
+    try:
+        config = config_from_args(args)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
+    check_out_dir(config.out_dir)
+    test_config = EvalConfig(
+        policies=tuple(args.test_policies.split(",")),
+        suite="synthetic" if args.test_suite == "env-test" else args.test_suite,
+        data_dir=args.data_dir,
+        out_dir=str(Path(config.out_dir) / "test"),
+        seed=config.seed,
+        wandb_mode=config.wandb_mode,
+        progress=config.progress,
+    )
+    baseline_policies(test_config.policies, config.seed)
+    if args.test_suite != "env-test":
+        test_config.build_suite()
 
     # 2. Training, with validation against the baselines.
     result = train(config, replace=args.replace)
@@ -77,20 +106,10 @@ def main() -> None:
         if args.test_suite == "env-test"
         else None
     )
-    test = evaluate(
-        EvalConfig(
-            policies=(f"agent=sb3:{model}", *args.test_policies.split(",")),
-            suite="synthetic" if suite else args.test_suite,
-            data_dir=args.data_dir,
-            out_dir=str(Path(config.out_dir) / "test"),
-            seed=config.seed,
-            wandb_mode=config.wandb_mode,
-            progress=config.progress,
-        ),
-        suite,
-    )
+    test = evaluate(dataclasses.replace(test_config, policies=(f"agent=sb3:{model}", *test_config.policies)), suite)
     print((test.out_dir / "summary.md").read_text())
+    return 0
 
 
 if __name__ == "__main__":  # required: SubprocVecEnv children re-import this file
-    main()
+    sys.exit(main())

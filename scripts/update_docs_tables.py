@@ -32,7 +32,6 @@ is changed.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import sys
@@ -41,12 +40,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from arena_gym.harness.cli import OneLineParser, guarded
 from arena_gym.harness.out_dirs import shown_path
 from arena_gym.harness.results import to_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- (table|text|list):(\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /\2 -->)", re.DOTALL)
 OPTIONS = {"table": ("columns", "sort"), "text": (), "list": ()}
+PROG = "update_docs_tables"
 
 
 class DocsError(ValueError):
@@ -135,7 +136,13 @@ def update(text: str, name: str, root: Path = REPO) -> str:
         opening, kind, path, raw, _, closing = match.groups()
         line = text.count("\n", 0, match.start()) + 1
         where = f"{name}:{line}"
-        return opening + render_block(kind, path, _options(kind, raw, where), root, where) + closing
+        try:
+            body = render_block(kind, path, _options(kind, raw, where), root, where)
+        except DocsError:
+            raise
+        except ValueError as err:  # not UTF-8, not a CSV table
+            raise DocsError(f"{where}: {path}: {' '.join(str(err).split())}") from None
+        return opening + body + closing
 
     return BLOCK.sub(replace, text)
 
@@ -146,23 +153,33 @@ def _name(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Regenerate (or with ``--check`` compare) the blocks of the given Markdown files."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, help="Markdown files (default: README.md and docs/*.md)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is out of date")
     args = parser.parse_args(argv)
     files = args.files or [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return guarded(PROG, lambda: regenerate(files, args.check))
+
+
+def _read(path: Path) -> str:
+    """A Markdown file's text; a one-line DocsError when it is not UTF-8 text."""
     try:
-        updated = {f: update(f.read_text(), _name(f), REPO) for f in files}
-    except (DocsError, OSError) as err:
-        print(f"update_docs_tables: error: {err}", file=sys.stderr)
-        return 2
-    stale = [f for f, new in updated.items() if new != f.read_text()]
-    if args.check:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DocsError(f"{_name(path)}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
+def regenerate(files: list[Path], check: bool) -> int:
+    """Every block of ``files`` regenerated (all checked before any file is written); ``check``: only report."""
+    texts = {f: _read(f) for f in files}
+    updated = {f: update(text, _name(f), REPO) for f, text in texts.items()}
+    stale = [f for f, new in updated.items() if new != texts[f]]
+    if check:
         for f in stale:
             print(f"out of date: {_name(f)}")
         return 1 if stale else 0
     for f in stale:
-        f.write_text(updated[f])
+        f.write_text(updated[f], encoding="utf-8")
         print(f"updated {_name(f)}")
     return 0
 

@@ -139,6 +139,10 @@ def resolve_trace(
         )
     else:
         assert path is not None
+        if os.path.isdir(path):
+            raise ValueError(
+                f"{context}: is a directory; a TRACE is a file ({', '.join(FORMATS)} formats) or a generator"
+            )
         if not os.path.isfile(path):
             raise ValueError(
                 f"{context}: no such file; a TRACE is a file path ({', '.join(FORMATS)} formats) "

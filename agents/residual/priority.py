@@ -112,6 +112,8 @@ class ResidualWeights:
     @classmethod
     def load(cls, path: str | Path) -> ResidualWeights:
         """Read a weights file; a one-line ValueError naming the file and the problem."""
+        if Path(path).is_dir():
+            raise ValueError(f"residual weights {path}: is a directory; name the weights file (JSON) in it")
         try:
             raw = json.loads(Path(path).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:

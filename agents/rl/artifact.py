@@ -119,6 +119,8 @@ def _raw_metadata(path: Path) -> dict[str, Any]:
 def read_model_info(path: str | Path) -> ModelInfo:
     """The metadata of a saved model; one-line ValueError naming the file if it is missing or corrupt."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"model file {path} is a directory; name its model zip (e.g. {path / 'best_model.zip'})")
     if not path.is_file():
         raise ValueError(f"model file {path} does not exist")
     try:

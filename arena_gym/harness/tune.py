@@ -17,6 +17,7 @@ the target's own trainer takes with ``--config``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -167,10 +168,31 @@ def check_storage(url: str) -> None:
         raise ValueError(f"tune --storage {url!r}: its database driver is not installed ({exc})") from None
     except Exception as exc:  # sqlalchemy's NoSuchModuleError: an unknown dialect
         raise ValueError(f"tune --storage {url!r}: {exc}") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        folder = Path(parsed.database).resolve().parent
-        if not folder.is_dir():
-            raise ValueError(f"tune --storage {url!r}: folder {folder} does not exist")
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite(url, parsed.database)
+
+
+def _check_sqlite(url: str, database: str | None) -> None:
+    """The file of an SQLite storage URL: a file (not in memory: the workers could not share it), in a folder that
+    exists, and either new or an SQLite database."""
+    import sqlite3
+
+    if database in (None, "", ":memory:"):
+        raise ValueError(f"tune --storage {url!r}: an in-memory database is not shared by the trials; name a file")
+    if "\0" in database:
+        raise ValueError(f"tune --storage {url!r}: the file name holds a NUL character")
+    path = Path(database).resolve()
+    if not path.parent.is_dir():
+        raise ValueError(f"tune --storage {url!r}: folder {path.parent} does not exist")
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise ValueError(f"tune --storage {url!r}: {path} is not a regular file")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error as exc:
+        raise ValueError(f"tune --storage {url!r}: {path} is not an SQLite database ({exc})") from None
 
 
 def coerce(config_type: type, key: str, value: Any) -> Any:

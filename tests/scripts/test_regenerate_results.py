@@ -57,7 +57,7 @@ def test_tables_only_refuses_a_directory_without_its_table_before_any_work(
     summary = (evaluation / "summary.csv").read_bytes()
     assert script.main([str(evaluation), "--tables-only"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {evaluation.resolve()}: no per_workload.csv to rewrite the tables from"
+    assert err == f"regenerate_results: error: {evaluation.resolve()}: no per_workload.csv to rewrite the tables from"
     assert (evaluation / "summary.csv").read_bytes() == summary
 
 

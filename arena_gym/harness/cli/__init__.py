@@ -16,7 +16,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NoReturn
 
 from arena_gym.extras import install_hint
@@ -196,19 +196,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
+    return guarded(f"arena-gym {args.command}", lambda: args.handler(args))
+
+
+def guarded(prog: str, body: Callable[[], int | None]) -> int:
+    """Run ``body`` (a command, or a script's work) under the error contract: ValueError/OSError/KeyError or a missing
+    extra -> one line ``PROG: error: ...`` and exit code 2; Ctrl-C -> one line and 130; SIGTERM -> one line and 143."""
     try:
         with _sigterm_as_interrupt():
-            return int(args.handler(args) or 0)
+            return int(body() or 0)
     except (ValueError, OSError, KeyError) as exc:
-        print(f"arena-gym {args.command}: error: {_error_text(exc)}", file=sys.stderr)
+        print(f"{prog}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ModuleNotFoundError as exc:
         hint = install_hint(exc.name or "")
         if hint is None:
             raise
-        print(f"arena-gym {args.command}: error: this command needs {hint}", file=sys.stderr)
+        print(f"{prog}: error: this command needs {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         terminated = isinstance(exc, Terminated)
-        print(f"arena-gym {args.command}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        print(f"{prog}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED

@@ -305,6 +305,21 @@ def headline(name: str, m: dict[str, float]) -> str:
     )
 
 
+def sim_vs_live_notes(m: dict[str, float], perf_spec: str) -> list[str]:
+    """Why a deployment's sim-vs-live error may be large: an oversubscribed testbed, the estimator's nominal device."""
+    if math.isnan(m.get("sim_avg_jct_error", math.nan)):
+        return []
+    notes = []
+    if m["oversubscription"] > 1:
+        notes.append(
+            f"the testbed is oversubscribed {m['oversubscription']:.1f}x on this machine's cores: its live jobs slowed "
+            "each other down, which the simulation does not model; compare on a testbed with a core per device"
+        )
+    if perf_spec == "estimator":
+        notes.append("the estimator's nominal cpu device is a starting point: --perf profile measures this testbed")
+    return notes
+
+
 def _report(dep: Deployment, result: DeployResult, out: Path) -> None:
     m = result.metrics
     print(headline(f"{result.record.policy} (live)", m))
@@ -329,6 +344,6 @@ def _report(dep: Deployment, result: DeployResult, out: Path) -> None:
     unfinished = len(dep.jobs) - int(m["jobs_finished"])
     if unfinished:
         print(f"{unfinished} job(s) did not finish (horizon, or the policy never started them)")
-    if not math.isnan(m.get("sim_avg_jct_error", math.nan)) and dep.perf_spec == "estimator":
-        print("  (the estimator's nominal cpu device is a starting point: --perf profile measures this testbed)")
+    for note in sim_vs_live_notes(m, dep.perf_spec):
+        print(f"  ({note})")
     print(f"results: {out}")

@@ -95,3 +95,14 @@ def test_a_cuda_testbed_on_a_machine_without_cuda_is_refused_before_anything_is_
     assert err.endswith("preflight: testbed lab names a100 (CUDA) devices, but CUDA is not available on this machine; "
                         "use a cpu testbed (cpu-1, cpu-2, cpu-4) or a machine with GPUs")  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.json"]
+
+
+def test_the_sim_vs_live_report_says_when_an_oversubscribed_testbed_explains_the_error() -> None:
+    from arena_gym.harness.cli.deploy import sim_vs_live_notes
+
+    over = {"sim_avg_jct_error": -0.36, "oversubscription": 2.0}
+    [note] = sim_vs_live_notes(over, "profile:p.json")
+    assert note.startswith("the testbed is oversubscribed 2.0x on this machine's cores") and "\n" not in note
+    assert len(sim_vs_live_notes(over, "estimator")) == 2
+    assert sim_vs_live_notes({"sim_avg_jct_error": -0.02, "oversubscription": 1.0}, "profile:p.json") == []
+    assert sim_vs_live_notes({"sim_avg_jct_error": float("nan"), "oversubscription": 2.0}, "estimator") == []

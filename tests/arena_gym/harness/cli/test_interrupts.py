@@ -23,7 +23,7 @@ LONG_TRACE = "synthetic:mix=testbed,n_jobs=3000,rate_per_h=42"
 #: Signal -> the exit code the command line reports.
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: Random points (seconds after the start) at which a signal is sent; the seed makes them the same every run.
-POINTS = [round(random.Random(47).uniform(0.3, 3.5), 2) for _ in range(4)]
+POINTS = [round(random.Random(47 + i).uniform(0.3, 3.5), 2) for i in range(4)]
 
 
 def _stopped(argv: list[str], cwd: Path, signum: int, after_s: float) -> tuple[int, str]:
@@ -77,3 +77,32 @@ def test_tune_stopped_at_random_points_reaches_its_trials_when_rerun(tmp_path, s
     assert code == 0, err  # it ran to the end within the 300 s
     states = pd.read_csv(tmp_path / "study" / "trials.csv")["state"]
     assert states.isin(["COMPLETE", "PRUNED"]).sum() >= 5 and "RUNNING" not in set(states)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_evaluate_stopped_at_random_points_leaves_nothing_and_keeps_the_earlier_run(tmp_path, signum) -> None:
+    argv = ["evaluate", "--policies", "arena,fcfs", "--suite", "custom", "--trace", LONG_TRACE.replace("3000", "600")]
+    argv += ["--cluster", "testbed-64", "--window-jobs", "100", "--limit", "6", "--resamples", "100", "--no-bounds"]
+    argv += ["--no-progress", "--out", "run"]
+    assert _stopped(argv, tmp_path, signum, 120.0)[0] == 0  # a finished evaluation to keep
+    before = (tmp_path / "run" / "per_workload.csv").read_bytes()
+    for after_s in POINTS[:2]:
+        code, err = _stopped(argv, tmp_path, signum, after_s)
+        _check_stopped(code, err, signum)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no .run.*.partial, no .run.lock
+        assert (tmp_path / "run" / "per_workload.csv").read_bytes() == before  # kept, or replaced by the same
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_train_es_stopped_at_random_points_leaves_nothing_a_rerun_trips_on(shared_data, tmp_path, signum) -> None:
+    sets = ["iterations=2", "pairs=1", "windows=1", "validation_limit=1", "workers=1", f"data_dir={shared_data}"]
+    argv = ["train", "--method", "es", *[a for s in sets for a in ("--set", s)], "--out", "run"]
+    for after_s in POINTS[:2]:
+        code, err = _stopped(argv, tmp_path, signum, after_s + 1.0)  # past the imports, into the iterations
+        _check_stopped(code, err, signum)
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no .run.lock, no .partial
+    code, err = _stopped(argv, tmp_path, signum, 240.0)
+    assert code == 0, err  # the rerun is not refused and runs to the end
+    assert (tmp_path / "run" / "residual.json").is_file()

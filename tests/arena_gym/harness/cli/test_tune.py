@@ -41,6 +41,10 @@ def test_tune_runs_a_study_and_prints_the_best_trial(capsys, tmp_path) -> None:
         (["--storage", "notaurl"], "tune --storage 'notaurl' is not a database URL"),
         (["--storage", "sqlite:////nonexistent/dir/x.db"], "folder /nonexistent/dir does not exist"),
         (["--storage", "nosuchdialect://h/db"], "tune --storage 'nosuchdialect://h/db': "),
+        (["--storage", "sqlite://"], "tune --storage 'sqlite://': an in-memory database is not shared by the trials"),
+        (["--storage", "sqlite:////etc/passwd"], "/etc/passwd is not an SQLite database (file is not a database)"),
+        (["--storage", "sqlite:////dev/null"], "/dev/null is not a regular file"),
+        (["--storage", "sqlite:///%00"], "the file name holds a NUL character"),
         (["--target", "os:path"], "tune target 'os:path' is not a tune target (it lacks config_type"),
     ],
 )
