@@ -48,7 +48,6 @@ from typing import Any
 
 import pandas as pd
 
-from agents.arena import ARENA_VERSION
 from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
@@ -56,7 +55,7 @@ from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.flags import flag
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
 from arena_gym.harness.out_dirs import check_out_dir, shown_path, staged_dir
-from arena_gym.harness.results import to_markdown
+from arena_gym.harness.results import arena_version, to_markdown
 from arena_gym.harness.scoring import Evaluator, baseline_policies, parse_policy_spec
 from arena_gym.harness.stats import TRACE_COLUMNS, by_trace_table, summary_table
 from arena_gym.harness.suites import (
@@ -263,7 +262,7 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace:
                 "workloads": [w.label for w in workloads],
                 "seed": config.seed,
                 "code_version": code_version(),
-                "arena_version": ARENA_VERSION,
+                "arena_version": arena_version(),
                 "wall_s": wall,
             },
         )

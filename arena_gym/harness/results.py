@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.arena import ARENA_VERSION
 from arena_gym.harness.experiment import RunResult
 from arena_gym.metrics import (
     JobOutcome,
@@ -28,6 +27,7 @@ from arena_gym.metrics import (
 from arena_gym.outputs import code_version, write_json, write_rows
 from arena_gym.outputs import write_csv as write_csv  # re-exported: the writers moved to arena_gym.outputs
 from arena_gym.records import EpisodeRecord
+from arena_gym.registry import own
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,6 +139,12 @@ def timeline_frame(record: EpisodeRecord) -> pd.DataFrame:
     return pd.DataFrame(timeline_columns(record))
 
 
+def arena_version() -> int:
+    """The version of Arena's decision rules (:data:`agents.arena.ARENA_VERSION`), recorded beside results; resolved
+    at call time, so that another distribution's ``agents`` shadowing this one's is named in one line."""
+    return int(own("agents.arena:ARENA_VERSION", "the Arena version recorded with the results"))
+
+
 def write_run(out_dir: Path, result: RunResult, plots: bool = True, kind: str | None = None) -> Path:
     """Write one run's results directory and return it; ``kind`` (a command's own directory, not one
     run of a comparison) is recorded in its ``config.json`` (:mod:`arena_gym.harness.out_dirs`)."""
@@ -150,7 +156,7 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True, kind: str | 
             "config": result.config,
             "seed": result.config.seed,
             "code_version": code_version(),
-            "arena_version": ARENA_VERSION,
+            "arena_version": arena_version(),
             "policy": result.record.policy,
             "clairvoyant": result.record.clairvoyant,
             "cluster": result.record.cluster,

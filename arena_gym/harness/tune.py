@@ -415,11 +415,17 @@ def run_worker(
 
 
 def _worker_process(settings: TuneSettings, worker: int) -> None:
-    """A spawned worker: Ctrl-C ends it quietly with :data:`EXIT_INTERRUPTED` (optuna has failed its trial)."""
+    """A spawned worker: Ctrl-C ends it quietly with :data:`EXIT_INTERRUPTED` (optuna has failed its trial, or its
+    heartbeat goes stale). Ctrl-C inside optuna's own bookkeeping may surface as another error raised while handling
+    it (an unbound local in its ``finally``); that is the interrupt too."""
     try:
         run_worker(settings, worker)
     except KeyboardInterrupt:
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        raise
 
 
 def _stop(workers: list[Any], first_s: float = 2.0, patience_s: float = 10.0) -> None:

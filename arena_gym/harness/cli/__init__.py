@@ -185,7 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)  # help texts list the registries, whose catalogues may fail to load
+    except ValueError as exc:
+        print(f"arena-gym: error: {_error_text(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argument errors (exit 2, one line) and --help (exit 0)

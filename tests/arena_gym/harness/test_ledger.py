@@ -111,7 +111,7 @@ def test_every_evaluate_run_on_a_frozen_suite_is_recorded_when_it_starts(tmp_pat
     assert (record["suite"], record["policies"], record["workloads"]) == ("frozen-test", "arena,fcfs", "1")
     assert record["code_version"] == code_version() and record["out_dir"] == str((tmp_path / "a").resolve())
     assert json.loads(record["config"]) == jsonable(config) and record["utc"].endswith("+00:00")
-    evaluate(config, _tiny("custom"))  # not a frozen suite: no row
+    evaluate(config, _tiny("custom"), replace=True)  # not a frozen suite: no row
     assert len(_rows(ledger)) == 2
     ledger.write_text("not,a,ledger\n")
     out = tmp_path / "b"

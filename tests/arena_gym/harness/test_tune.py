@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
+from arena_gym.harness import tune
 from arena_gym.harness.trainers.es import ResidualTrainConfig
 from arena_gym.harness.tune import Tuner, TuneSettings, coerce, get_target, open_study, running_note
 from tests.arena_gym.harness.quadratic_target import SPEC, QuadConfig, QuadTarget
@@ -102,6 +103,32 @@ def test_a_trial_whose_worker_died_runs_again(tmp_path) -> None:
     assert trials[orphan.number].state == optuna.trial.TrialState.FAIL
     retried = [t for t in trials.values() if t.system_attrs.get("failed_trial") == orphan.number]
     assert len(retried) == 1 and retried[0].params == orphan.params and retried[0].state.is_finished()
+
+
+def _ctrl_c(*_args) -> None:
+    raise KeyboardInterrupt
+
+
+def _ctrl_c_in_optuna_bookkeeping(*_args) -> None:
+    """What optuna raises when Ctrl-C lands in its trial bookkeeping: an unbound local, while handling the interrupt."""
+    try:
+        raise KeyboardInterrupt
+    finally:
+        raise UnboundLocalError("cannot access local variable 'updated_state'")  # noqa: B012
+
+
+@pytest.mark.parametrize("run_worker", [_ctrl_c, _ctrl_c_in_optuna_bookkeeping])
+def test_a_worker_stopped_by_ctrl_c_exits_quietly_with_the_interrupt_code(tmp_path, monkeypatch, run_worker) -> None:
+    monkeypatch.setattr(tune, "run_worker", run_worker)
+    with pytest.raises(SystemExit) as stopped:
+        tune._worker_process(settings(tmp_path), 1)
+    assert stopped.value.code == tune.EXIT_INTERRUPTED
+
+
+def test_a_worker_s_other_errors_propagate(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(tune, "run_worker", lambda *_: {}["missing"])
+    with pytest.raises(KeyError):
+        tune._worker_process(settings(tmp_path), 1)
 
 
 def test_bad_settings_are_refused_before_any_trial(tmp_path) -> None:

@@ -348,12 +348,25 @@ def test_failed_rerun_keeps_the_earlier_results(tmp_path, capsys):
     assert cli(capsys, "simulate", "--trace", TINY, "--cluster", "tiny", "--out", str(out), "--no-plots")[0] == 0
     before = (out / "metrics.json").read_text()
     bad = trace_file(tmp_path, "a,0,gpt__1.3B,128,-4,a40,2,\n")
-    one_line_error(capsys, "simulate", "--trace", bad, "--cluster", "tiny", "--out", str(out))
+    one_line_error(capsys, "simulate", "--trace", bad, "--cluster", "tiny", "--out", str(out), "--replace")
     assert (out / "metrics.json").read_text() == before and not no_leftovers(tmp_path)
     # a successful rerun replaces the directory as a whole (no stale files from the old run)
     (out / "stale.txt").write_text("old")
     assert (
-        cli(capsys, "simulate", "--trace", TINY, "--cluster", "tiny", "--out", str(out), "--no-plots", "--seed", "3")[0]
+        cli(
+            capsys,
+            "simulate",
+            "--trace",
+            TINY,
+            "--cluster",
+            "tiny",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--seed",
+            "3",
+            "--replace",
+        )[0]
         == 0
     )
     assert not (out / "stale.txt").exists() and json.loads((out / "config.json").read_text())["seed"] == 3

@@ -84,7 +84,7 @@ def test_tune_stopped_at_random_points_reaches_its_trials_when_rerun(tmp_path, s
 def test_evaluate_stopped_at_random_points_leaves_nothing_and_keeps_the_earlier_run(tmp_path, signum) -> None:
     argv = ["evaluate", "--policies", "arena,fcfs", "--suite", "custom", "--trace", LONG_TRACE.replace("3000", "600")]
     argv += ["--cluster", "testbed-64", "--window-jobs", "100", "--limit", "6", "--resamples", "100", "--no-bounds"]
-    argv += ["--no-progress", "--out", "run"]
+    argv += ["--no-progress", "--out", "run", "--replace"]
     assert _stopped(argv, tmp_path, signum, 120.0)[0] == 0  # a finished evaluation to keep
     before = (tmp_path / "run" / "per_workload.csv").read_bytes()
     for after_s in POINTS[:2]:

@@ -136,7 +136,7 @@ class FakeMethod:
 
     config_type = FakeConfig
 
-    def objective(self, config: FakeConfig, out: Path, report: Any) -> float:
+    def objective(self, config: FakeConfig, out: Path, report: Any, progress: bool = False) -> float:
         (out / "config.json").write_text(json.dumps({"kind": "train:es", "code_version": "new"}))
         if config.fail:
             raise KeyboardInterrupt

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from arena_gym.harness.cli import main
@@ -119,8 +121,11 @@ def test_the_a_priori_estimate_grows_with_the_work():
     quick, full = ProfilerSettings.quick(), ProfilerSettings()
     cpu1, cpu2 = load_testbed("cpu-1"), load_testbed("cpu-2")
     tiny = estimate_phases(cpu2, ["gpt__tiny"], quick, flops=1e10)
-    assert set(tiny) == {"startup", "compute", "comm", "grouped"} and all(v > 0 for v in tiny.values())
-    assert set(estimate_phases(cpu1, ["gpt__tiny"], quick, flops=1e10)) == {"startup", "compute"}
+    assert set(tiny) == {"startup", "compute", "comm", "grouped", "restart"} and all(v > 0 for v in tiny.values())
+    assert set(estimate_phases(cpu1, ["gpt__tiny"], quick, flops=1e10)) == {"startup", "compute", "restart"}
+    no_restart = dataclasses.replace(quick, restart_steps=0)
+    assert set(estimate_phases(cpu1, ["gpt__tiny"], no_restart, flops=1e10)) == {"startup", "compute"}
+    assert estimate_phases(cpu2, ["gpt__tiny", "gpt__mini"], quick, flops=1e10)["restart"] == 2 * tiny["restart"]
     assert estimate_phases(cpu2, ["gpt__mini"], quick, flops=1e10)["compute"] > tiny["compute"]
     assert estimate_phases(cpu2, ["gpt__tiny"], full, flops=1e10)["compute"] > tiny["compute"]
     assert estimate_phases(cpu2, ["gpt__tiny", "gpt__mini"], quick, flops=1e10)["compute"] > tiny["compute"]
