@@ -22,9 +22,14 @@ import dataclasses
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.cli import OneLineParser, guarded
+
+if TYPE_CHECKING:
+    from agents.rl.config import TrainConfig
+    from arena_gym.harness.evaluate import EvalConfig
 
 PROG = "train_agent"
 
@@ -65,13 +70,12 @@ def train_and_test(args: argparse.Namespace) -> int:
     for quiet in ("traces", "envs.workload"):  # one workload per episode
         logging.getLogger(quiet).setLevel(logging.WARNING)
 
-    from agents.rl.config import TEST_SPLIT, TRAIN_SPLIT
+    from agents.rl.config import TRAIN_SPLIT
     from agents.rl.env_factory import env_config
-    from arena_gym.harness.evaluate import EvalConfig, evaluate
-    from arena_gym.harness.out_dirs import check_out_dir
+    from arena_gym.harness.evaluate import EvalConfig
+    from arena_gym.harness.runlock import RunLock
     from arena_gym.harness.scoring import baseline_policies
-    from arena_gym.harness.suites import env_suite
-    from arena_gym.harness.train import train
+    from arena_gym.harness.train import prepare_run_dir
 
     # 1. The run, and the test's settings checked before any training.
     try:
@@ -79,7 +83,7 @@ def train_and_test(args: argparse.Namespace) -> int:
     except TypeError as exc:
         raise ValueError(str(exc)) from None
     env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
-    check_out_dir(config.out_dir)
+    prepare_run_dir(config.out_dir, args.replace)  # another command's results, or a finished run without --replace
     test_config = EvalConfig(
         policies=tuple(args.test_policies.split(",")),
         suite="synthetic" if args.test_suite == "env-test" else args.test_suite,
@@ -92,6 +96,18 @@ def train_and_test(args: argparse.Namespace) -> int:
     baseline_policies(test_config.policies, config.seed)
     if args.test_suite != "env-test":
         test_config.build_suite()
+
+    with RunLock(config.out_dir, PROG):
+        return _train_and_test(args, config, test_config)
+
+
+def _train_and_test(args: argparse.Namespace, config: TrainConfig, test_config: EvalConfig) -> int:
+    """Steps 2 and 3, while the run directory is locked."""
+    from agents.rl.config import TEST_SPLIT
+    from agents.rl.env_factory import env_config
+    from arena_gym.harness.evaluate import evaluate
+    from arena_gym.harness.suites import env_suite
+    from arena_gym.harness.train import train
 
     # 2. Training, with validation against the baselines.
     result = train(config, replace=args.replace)

@@ -170,6 +170,24 @@ def check_storage(url: str) -> None:
         raise ValueError(f"tune --storage {url!r}: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite(url, parsed.database)
+    else:
+        check_connection(url)
+
+
+def check_connection(url: str) -> None:
+    """ValueError (one line) when the database server of ``url`` cannot be reached or refuses the login."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise ValueError(f"tune --storage {url!r}: cannot connect ({reason})") from None
+    finally:
+        engine.dispose()
 
 
 def _check_sqlite(url: str, database: str | None) -> None:

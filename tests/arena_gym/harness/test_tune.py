@@ -261,3 +261,11 @@ def test_the_note_of_running_trials_names_each_with_its_time_and_last_step() -> 
     ]
     assert running_note(trials, start + timedelta(seconds=42)) == "running #3 42s step 2, #4 2s"
     assert running_note(trials[:1], start) == ""
+
+
+def test_a_database_that_cannot_be_reached_is_one_line(tmp_path) -> None:
+    tune.check_connection(f"sqlite:///{tmp_path / 'reachable.db'}")
+    with pytest.raises(ValueError) as err:
+        tune.check_connection(f"sqlite:///{tmp_path / 'no' / 'such' / 'folder.db'}")
+    assert str(err.value).startswith(f"tune --storage 'sqlite:///{tmp_path}/no/such/folder.db': cannot connect (")
+    assert "\n" not in str(err.value)
