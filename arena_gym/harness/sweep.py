@@ -4,7 +4,9 @@ Results always come back in task order, with a progress bar. On Ray (``ray`` an 
 ``auto``), each task is one Ray task; a task whose worker process or node dies before it
 returns is submitted again (up to :data:`RAY_RERUNS` times), and a result is kept once per
 task, so a node lost mid-sweep costs the tasks it was running and nothing is counted twice.
-Ray is imported only when a sweep names a cluster (``pip install -e ".[ray]"``).
+Ray is imported only when a sweep names a cluster (``pip install -e ".[ray]"``). While tasks run
+in other processes the bar is redrawn every :data:`HEARTBEAT_S` seconds with how many are running
+and for how long, so a sweep of long tasks never looks stalled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -28,6 +31,14 @@ log = logging.getLogger(__name__)
 RAY_RERUNS = 3
 #: Seconds to wait for a TCP connection to a Ray cluster's address before calling it unreachable.
 RAY_CONNECT_TIMEOUT_S = 5.0
+#: Seconds between redraws of the bar while no task finishes.
+HEARTBEAT_S = 2.0
+
+
+def _beat(bar: Any, running: int, since: float, reruns: int = 0) -> None:
+    """Redraw ``bar`` with the tasks running, the seconds since the last one finished (and Ray's reruns so far)."""
+    rerun = f", {reruns} rerun" if reruns else ""
+    bar.set_postfix_str(f"{running} running, {time.monotonic() - since:.0f} s{rerun}", refresh=True)
 
 
 def _ignore_sigint() -> None:
@@ -94,9 +105,14 @@ def _run_on_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str, bar:
     pending = {submit(i): i for i in range(len(tasks))}
     results: dict[int, T] = {}
     reruns: Counter[int] = Counter()
+    since = time.monotonic()
     try:
         while pending:
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=HEARTBEAT_S)
+            if not done:
+                _beat(bar, len(pending), since, reruns.total())
+                continue
+            ref = done[0]
             i = pending.pop(ref)
             try:
                 results[i] = ray.get(ref)
@@ -110,9 +126,10 @@ def _run_on_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str, bar:
                 reruns[i] += 1
                 log.warning("%s %d lost (%s); rerunning it (%d/%d)", unit, i, type(exc).__name__, reruns[i], RAY_RERUNS)
                 pending[submit(i)] = i
-                bar.set_postfix(rerun=sum(reruns.values()))
+                bar.set_postfix(rerun=reruns.total())
                 continue
             bar.update()
+            since = time.monotonic()
     except BaseException:
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -120,6 +137,21 @@ def _run_on_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str, bar:
     if reruns:
         log.info("%d %s(s) rerun after a lost worker or node: %d rerun(s) in all", len(reruns), unit, reruns.total())
     return [results[i] for i in range(len(tasks))]
+
+
+def _from_pool(results: Any, total: int, workers: int, bar: Any) -> list[Any]:
+    """The results of a pool's ``imap`` in order, the bar advanced per result and redrawn while none comes."""
+    out: list[Any] = []
+    since = time.monotonic()
+    while len(out) < total:
+        try:
+            out.append(results.next(timeout=HEARTBEAT_S))
+        except multiprocessing.TimeoutError:
+            _beat(bar, min(workers, total - len(out)), since)
+            continue
+        bar.update()
+        since = time.monotonic()
+    return out
 
 
 def run_tasks(
@@ -143,9 +175,7 @@ def run_tasks(
         elif workers > 1 and len(tasks) > 1:
             pool = multiprocessing.get_context().Pool(min(workers, len(tasks)), initializer=_ignore_sigint)
             try:
-                for result in pool.imap(fn, tasks):
-                    results.append(result)
-                    bar.update()
+                results = _from_pool(pool.imap(fn, tasks), len(tasks), min(workers, len(tasks)), bar)
                 pool.close()
             except BaseException:
                 pool.terminate()

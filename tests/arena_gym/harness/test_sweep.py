@@ -6,9 +6,11 @@ The sweep on a real two-node Ray cluster, one node killed mid-sweep, is tests/ar
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
+from arena_gym.harness import sweep
 from arena_gym.harness.cli import main
 from arena_gym.harness.evaluate import EvalConfig
 from arena_gym.harness.sweep import run_tasks
@@ -29,6 +31,18 @@ def test_results_come_in_task_order_and_a_failure_propagates(workers: int) -> No
     assert run_tasks(_square, list(range(7)), workers) == [x * x for x in range(7)]
     with pytest.raises(ValueError, match="three is bad"):
         run_tasks(_fail_on_three, list(range(6)), workers)
+
+
+def _slow(x: int) -> int:
+    time.sleep(0.5)
+    return x
+
+
+def test_the_bar_beats_while_workers_run(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sweep, "HEARTBEAT_S", 0.05)
+    assert run_tasks(_slow, [1, 2, 3], workers=2, progress=True, unit="run") == [1, 2, 3]
+    shown = capsys.readouterr().err
+    assert "2 running" in shown and "1 running" in shown  # two at first, the last one alone
 
 
 def _closed_port() -> int:
