@@ -8,7 +8,7 @@ OUT ?= results/compare
 export OMP_NUM_THREADS := 1
 export WANDB_ERROR_REPORTING := false
 
-.PHONY: run test test-slow lint bench clean
+.PHONY: run test test-slow lint bench regenerate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,17 @@ $(VENV)/.all-installed: pyproject.toml | $(BIN)/python
 # The policies are compare's default list (arena_gym/harness/cli/compare.py); POLICIES=a,b,... overrides it.
 run: $(VENV)/.core-installed
 	$(BIN)/arena-gym compare $(if $(POLICIES),--policies $(POLICIES) )--cluster testbed-64 --out $(OUT) --replace
+
+# Every committed table that follows from a policy run, at the current code (needs ../shared/data; hours on two
+# cores): the make-run leaderboard, every committed evaluation (frozen suites excepted), the three reproduction
+# modes, then the generated blocks of the README and docs.
+regenerate: $(VENV)/.all-installed
+	$(MAKE) run
+	$(BIN)/python scripts/regenerate_results.py --workers $(TEST_WORKERS)
+	$(BIN)/python benchmarks/reproduce_arena.py --workers $(TEST_WORKERS)
+	$(BIN)/python benchmarks/reproduce_arena.py --workers $(TEST_WORKERS) --measured
+	$(BIN)/python benchmarks/reproduce_arena.py --workers $(TEST_WORKERS) --event-driven
+	$(BIN)/python scripts/update_docs_tables.py
 
 # TEST_WORKERS processes (pytest-xdist); every test that spawns processes runs in one of them.
 TEST_WORKERS ?= 2

@@ -3,8 +3,10 @@ policy; frozen directories are re-run only when named."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from arena_gym.harness.evaluate import EvalConfig, evaluate
@@ -66,3 +68,23 @@ def test_frozen_directories_are_re_run_only_when_named(tmp_path: Path) -> None:
         write_json(tmp_path / name / "config.json", {"evaluate": EvalConfig(policies=("arena",), suite=suite)})
     assert script.evaluation_dirs(tmp_path) == [tmp_path / "dev"]
     assert script.evaluation_dirs(tmp_path, frozen=True) == [tmp_path / "dev", tmp_path / "frozen"]
+
+
+def test_a_re_run_keeps_the_directorys_gitignore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    config = EvalConfig(
+        policies=("fcfs", "srtf"),
+        reference="fcfs",
+        suite="custom",
+        traces=(TRACE,),
+        cluster="tiny",
+        loads=(1.0,),
+        out_dir=str(tmp_path / "e"),
+    )
+    evaluation = evaluate(dataclasses.replace(config, progress=False)).out_dir
+    (evaluation / ".gitignore").write_text("jobs.csv\n")
+    columns = ["workload", "policy", "avg_jct_s", "jobs_finished"]
+    before = pd.read_csv(evaluation / "per_workload.csv")[columns]
+    assert script.main([str(evaluation)]) == 0
+    assert (evaluation / ".gitignore").read_text() == "jobs.csv\n"
+    pd.testing.assert_frame_equal(pd.read_csv(evaluation / "per_workload.csv")[columns], before)  # the same runs
