@@ -65,10 +65,10 @@ class CompareConfig:
             raise ValueError(f"give {flag('workers')} (local processes) or {flag('ray')} (a cluster), not both")
         if self.pad_reference not in (None, "max") and self.pad_reference not in self.policies:
             raise ValueError(
-                f"padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
+                f"{flag('pad_reference')}: padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
             )
         if self.reference is not None and self.reference not in self.policies:
-            raise ValueError(f"reference policy {self.reference!r} is not among {', '.join(self.policies)}")
+            raise ValueError(f"{flag('reference')}: reference policy {self.reference!r} is not among {', '.join(self.policies)}")
 
     @property
     def metric(self) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from arena_gym.harness.experiment import load_jobs
+from arena_gym.harness.flags import flag
 from arena_gym.harness.gpu_types import check_requested_types
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.results import jobs_frame, timeline_frame
@@ -94,7 +95,7 @@ class DeployConfig:
 
     def __post_init__(self) -> None:
         if not (0 < self.time_scale < math.inf):
-            raise ValueError(f"time scale must be finite and > 0, got {self.time_scale}")
+            raise ValueError(f"{flag('time_scale')} must be finite and > 0, got {self.time_scale}")
         check_precision(self.precision, "deploy")
 
     def live_config(self) -> LiveConfig:

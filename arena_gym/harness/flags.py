@@ -11,6 +11,10 @@ _RENAMED = {
     "event_decisions": "--no-event-decisions",
     "bounds": "--no-bounds",
     "progress": "--no-progress",
+    "checkpoint_every_s": "--checkpoint-every",
+    "stale_timeout_s": "--stale-timeout",
+    "status_every_s": "--status-every",
+    "pad_reference": "--pad-jct",
 }
 
 

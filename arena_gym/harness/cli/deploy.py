@@ -37,6 +37,7 @@ from arena_gym.harness.deploy import (
     prepare,
     write_results,
 )
+from arena_gym.harness.flags import flag
 from arena_gym.harness.names import perf_help, policy_help
 from arena_gym.harness.out_dirs import filled_dir
 from arena_gym.harness.runlock import RunLock
@@ -62,13 +63,6 @@ _SETTINGS = (
     "precision",
     "profile_cache",
 )
-_FLAGS = {
-    "round_s": "round",
-    "horizon_s": "horizon",
-    "checkpoint_every_s": "checkpoint-every",
-    "stale_timeout_s": "stale-timeout",
-    "status_every_s": "status-every",
-}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -207,7 +201,7 @@ def handle(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
     if args.resume is not None:
-        extra = [f"--{_FLAGS.get(k, k).replace('_', '-')}" for k in _SETTINGS if getattr(args, k) is not None]
+        extra = [flag(k) for k in _SETTINGS if getattr(args, k) is not None]
         if extra:
             raise ValueError(f"--resume takes the deployment's settings from its journal; drop {', '.join(extra)}")
         lock = RunLock(args.resume, "deploy", flag="--resume", create=False)

@@ -43,8 +43,8 @@ def test_unique_slugs():
         ({"traces": ("t", "t")}, "traces lists 't' twice"),
         ({"workers": 0}, "--workers must be >= 1"),
         ({"workers": 2, "ray": "auto"}, "--workers .* or --ray .*, not both"),
-        ({"pad_reference": "srtf"}, "padding reference policy 'srtf' is not among fcfs"),
-        ({"reference": "arena"}, "reference policy 'arena' is not among fcfs"),
+        ({"pad_reference": "srtf"}, "--pad-jct: padding reference policy 'srtf' is not among fcfs"),
+        ({"reference": "arena"}, "--reference: reference policy 'arena' is not among fcfs"),
     ],
 )
 def test_compare_config_checks(change, message):

@@ -181,7 +181,7 @@ def test_real_test_suite_has_disjoint_windows(shared_data) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--policies", "fcfs", "--suite", "custom", "--trace", TRACE], "reference policy 'arena'"),
+        (["--policies", "fcfs", "--suite", "custom", "--trace", TRACE], "error: --reference: reference policy 'arena'"),
         (["--policies", "arena", "--suite", "custom"], "error: --suite custom needs at least one --trace"),
         (["--policies", "arena,nope"], "unknown policy 'nope'"),
         (["--policies", "arena", "--metric", "speed"], "unknown metric"),

@@ -275,8 +275,8 @@ def test_compare_refuses_trace_and_traces_together(tmp_path, capsys):
         (["--policies", "fcfs,fcfs"], "policies lists 'fcfs' twice"),
         (["--seeds", "0,0"], "seeds lists 0 twice"),
         (["--seeds", "0,-1"], "argument --seeds: must be in 0..4294967295"),
-        (["--pad-jct", "srtf"], "padding reference policy 'srtf' is not among fcfs (or 'max')"),
-        (["--reference", "arena"], "reference policy 'arena' is not among fcfs"),
+        (["--pad-jct", "srtf"], "--pad-jct: padding reference policy 'srtf' is not among fcfs (or 'max')"),
+        (["--reference", "arena"], "--reference: reference policy 'arena' is not among fcfs"),
     ],
 )
 def test_compare_checks_its_lists_before_running(tmp_path, capsys, argv, message):

@@ -47,6 +47,8 @@ def test_the_precision_flag_reaches_the_jobs_live_config() -> None:
     assert _config(parser.parse_args([])).live_config().precision == "auto"  # the testbed's, then the device's
     with pytest.raises(ValueError, match="^deploy: precision 'fp64' is unknown"):
         DeployConfig(precision="fp64")
+    with pytest.raises(ValueError, match="^--time-scale must be finite and > 0, got 0.0$"):
+        DeployConfig(time_scale=0.0)
 
 
 def test_jobs_the_runner_cannot_train_or_machines_it_cannot_reach_are_refused(tmp_path, capsys) -> None:
@@ -70,8 +72,8 @@ def test_resume_takes_its_settings_from_the_journal_and_an_unfinished_one_is_not
     with journal.transaction():
         journal.set_meta("status", "running")
     journal.close()
-    code, err = run(capsys, "--resume", str(tmp_path), "--policy", "fcfs", "--round", "5")
-    assert code == 2 and "drop --policy, --round" in err
+    code, err = run(capsys, "--resume", str(tmp_path), "--policy", "fcfs", "--round", "5", "--stale-timeout", "9")
+    assert code == 2 and "drop --policy, --round, --stale-timeout" in err
     code, err = run(capsys, "--resume", str(tmp_path))
     assert code == 2 and "holds no deployment settings" in err
     before = sorted(p.name for p in tmp_path.iterdir())
