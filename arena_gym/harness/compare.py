@@ -68,7 +68,9 @@ class CompareConfig:
                 f"{flag('pad_reference')}: padding reference policy {self.pad_reference!r} is not among {', '.join(self.policies)} (or 'max')"
             )
         if self.reference is not None and self.reference not in self.policies:
-            raise ValueError(f"{flag('reference')}: reference policy {self.reference!r} is not among {', '.join(self.policies)}")
+            raise ValueError(
+                f"{flag('reference')}: reference policy {self.reference!r} is not among {', '.join(self.policies)}"
+            )
 
     @property
     def metric(self) -> str:

@@ -226,7 +226,9 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace:
     check_models_fit(policies, suite, config.data_dir)
     specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
-        raise ValueError(f"{flag('reference')}: reference policy {config.reference!r} is not among the policies ({', '.join(policies)})")
+        raise ValueError(
+            f"{flag('reference')}: reference policy {config.reference!r} is not among the policies ({', '.join(policies)})"
+        )
     workloads = suite.workloads()
     if 0 < config.limit < len(workloads):
         step = len(workloads) / config.limit
