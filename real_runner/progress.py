@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from arena_gym.fields import FieldError, build
+
 log = logging.getLogger(__name__)
 
 #: The events a worker writes.
@@ -60,23 +62,14 @@ class ProgressRecord:
 
     @staticmethod
     def from_json(line: str) -> ProgressRecord:
-        """Parse one line; ValueError when it is not a progress record."""
+        """Parse one line (read by its annotations: ints not bools, numbers for floats, no unknown keys);
+        ValueError when it is not a progress record."""
         try:
-            data = json.loads(line)
-            rec = ProgressRecord(
-                t=float(data["t"]),
-                event=str(data["event"]),
-                job_id=str(data["job_id"]),
-                step=int(data["step"]),
-                loss=None if data.get("loss") is None else float(data["loss"]),
-                iter_s=None if data.get("iter_s") is None else float(data["iter_s"]),
-                samples_per_s=None if data.get("samples_per_s") is None else float(data["samples_per_s"]),
-                ckpt_step=None if data.get("ckpt_step") is None else int(data["ckpt_step"]),
-                info=dict(data.get("info") or {}),
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return build(ProgressRecord, json.loads(line), "record")
+        except FieldError as exc:
+            raise ValueError(f"not a progress record ({exc}): {line[:80]!r}") from None
+        except ValueError as exc:  # not JSON, or an unknown event
             raise ValueError(f"not a progress record ({type(exc).__name__}: {exc}): {line[:80]!r}") from None
-        return rec
 
 
 class ProgressWriter:

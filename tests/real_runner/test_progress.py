@@ -30,6 +30,33 @@ def test_records_round_trip_and_leave_out_empty_fields():
         ProgressRecord.from_json('{"t": 1}')
 
 
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('{"t": 1.0, "event": "step", "job_id": "j", "step": true}', "record: step must be an integer, got True"),
+        ('{"t": "1.0", "event": "step", "job_id": "j", "step": 1}', "record: t must be a number, got '1.0'"),
+        ('{"t": 1, "event": "step", "job_id": "j", "step": 1, "lr": 0.1}', "record: unknown field(s) lr; valid: t,"),
+        ('{"t": 1.0, "event": "step", "step": 1}', "record: missing field(s) job_id"),
+        ("[1, 2]", "record must be an object, got [1, 2]"),
+        ('{"t": 1.0, "event": "step", "job_id": "j", "step": 1, "ckpt_step": 1.5}', "ckpt_step must be None or an"),
+    ],
+)
+def test_a_line_of_the_wrong_shape_is_refused_in_one_line(line, says):
+    with pytest.raises(ValueError, match="not a progress record") as info:
+        ProgressRecord.from_json(line)
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_record_read_back_has_the_annotated_types():
+    rec = ProgressRecord.from_json(
+        '{"t": 3, "event": "checkpoint", "job_id": "j", "step": 4, "ckpt_step": 4, "loss": 1}'
+    )
+    assert rec == ProgressRecord(3.0, "checkpoint", "j", 4, loss=1.0, ckpt_step=4)
+    assert type(rec.t) is float and type(rec.loss) is float and rec.info == {} and rec.iter_s is None
+    assert ProgressRecord.from_json(rec.to_json()) == rec
+    assert "iter_s" not in rec.to_json()  # None fields are left out and default when read
+
+
 def test_a_tail_reads_new_complete_lines_only(tmp_path):
     path = tmp_path / "p.jsonl"
     tail = ProgressTail(path)
