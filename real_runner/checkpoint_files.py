@@ -27,9 +27,11 @@ import re
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from arena_gym.fields import FieldError, build, check
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,45 @@ class JobIdentity:
             if mine != theirs and not (isinstance(mine, float) and math.isclose(mine, theirs, rel_tol=1e-12)):
                 return f"{key} {theirs!r} in the checkpoint, {mine!r} in the job"
         return None
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file of a checkpoint as its manifest lists it."""
+
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """The keys of ``checkpoint.json`` that verification reads (the job's extras sit beside them, unread)."""
+
+    format: int
+    step: int
+    saved_at: float
+    identity: JobIdentity
+    files: Mapping[str, FileEntry]
+
+
+_MANIFEST_KEYS = frozenset(f.name for f in fields(ManifestFile))
+
+
+def _read_manifest(data: Any, context: str) -> ManifestFile:
+    """The manifest in the JSON value ``data``; FieldError (one line, prefixed ``context``) when it is malformed."""
+    files = f"{context}: files"
+    return build(
+        ManifestFile,
+        {k: v for k, v in data.items() if k in _MANIFEST_KEYS} if isinstance(data, Mapping) else data,  # extras unread
+        context,
+        readers={
+            "identity": lambda v: build(JobIdentity, v, f"{context}: identity"),
+            "files": lambda v: {
+                name: build(FileEntry, entry, f"{files}[{name}]")
+                for name, entry in check(v, Mapping[str, Any], files).items()
+            },
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -186,30 +227,31 @@ def verify(path: Path) -> CheckpointInfo:
     if not m:
         raise CheckpointError(f"{path.name} is not a complete checkpoint directory (step_NNNNNNNN)")
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        identity = JobIdentity(**manifest["identity"])
-        files = dict(manifest["files"])
-        step = int(manifest["step"])
+        data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.name} has no {MANIFEST} (incomplete)") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except ValueError as exc:
         raise CheckpointError(f"{path.name}/{MANIFEST} is unreadable ({type(exc).__name__}: {exc})") from None
-    if manifest.get("format") != FORMAT:
-        raise CheckpointError(f"{path.name}: manifest format {manifest.get('format')!r}, expected {FORMAT}")
-    if step != int(m.group(1)):
-        raise CheckpointError(f"{path.name}: manifest says step {step}")
-    if ".metadata" not in files:
+    try:
+        manifest = _read_manifest(data, f"{path.name}: manifest")
+    except FieldError as exc:
+        raise CheckpointError(str(exc)) from None
+    if manifest.format != FORMAT:
+        raise CheckpointError(f"{path.name}: manifest format {manifest.format!r}, expected {FORMAT}")
+    if manifest.step != int(m.group(1)):
+        raise CheckpointError(f"{path.name}: manifest says step {manifest.step}")
+    if ".metadata" not in manifest.files:
         raise CheckpointError(f"{path.name}: manifest lists no .metadata")
-    for name, entry in files.items():
+    for name, entry in manifest.files.items():
         file = path / name
         if not file.is_file():
             raise CheckpointError(f"{path.name}: file {name} is missing")
         size = file.stat().st_size
-        if size != entry["size"]:
-            raise CheckpointError(f"{path.name}: file {name} has {size} bytes, the manifest says {entry['size']}")
-        if _sha256(file) != entry["sha256"]:
+        if size != entry.size:
+            raise CheckpointError(f"{path.name}: file {name} has {size} bytes, the manifest says {entry.size}")
+        if _sha256(file) != entry.sha256:
             raise CheckpointError(f"{path.name}: file {name} does not match its sha256 (corrupt)")
-    return CheckpointInfo(path, step, identity, manifest)
+    return CheckpointInfo(path, manifest.step, manifest.identity, data)
 
 
 def select_checkpoint(ckpt_dir: Path, identity: JobIdentity, require: bool = False) -> CheckpointInfo | None:
