@@ -12,7 +12,6 @@ import dataclasses
 import json
 import pickle
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import gymnasium as gym
 from agents.rl.algos import POLICIES, algo_name, algo_spec, policy_class
 from agents.rl.safe_load import recorded_policy_class, safe_custom_objects
 from arena_gym.cluster import resolve_cluster
+from arena_gym.fields import build
 from envs import ActionCodec, EnvConfig, ObservationEncoder
 
 #: Name of the metadata member inside the model zip.
@@ -35,7 +35,7 @@ class ModelInfo:
     algo: str
     env_id: str
     env_config: EnvConfig
-    code_version: str
+    code_version: str = "unknown"  # absent from older files
     policy: str = "mlp"
 
     def to_json(self) -> dict[str, Any]:
@@ -51,20 +51,6 @@ class ModelInfo:
             "policy": self.policy,
             "code_version": self.code_version,
         }
-
-
-def env_config_from_json(fields: Mapping[str, Any]) -> EnvConfig:
-    """Rebuild an EnvConfig from its JSON fields (lists back to tuples, ``"inf"`` back to a float)."""
-    if not isinstance(fields, Mapping):
-        raise ValueError(f"env_config must be an object, got {type(fields).__name__}")
-    valid = {f.name for f in dataclasses.fields(EnvConfig)}
-    unknown = sorted(set(fields) - valid)
-    if unknown:
-        raise ValueError(f"unknown EnvConfig field(s) {', '.join(unknown)}")
-    cooked = {
-        k: (tuple(v) if isinstance(v, list) else float(v) if v in ("inf", "-inf") else v) for k, v in fields.items()
-    }
-    return EnvConfig(**cooked)
 
 
 def save_model(model: Any, path: Path, info: ModelInfo) -> Path:
@@ -123,20 +109,17 @@ def read_model_info(path: str | Path) -> ModelInfo:
         raise ValueError(f"model file {path} is a directory; name its model zip (e.g. {path / 'best_model.zip'})")
     if not path.is_file():
         raise ValueError(f"model file {path} does not exist")
+    context = f"model file {path}: metadata"
     try:
-        raw = _raw_metadata(path)
-        info = ModelInfo(
-            algo=str(raw["algo"]),
-            env_id=str(raw["env_id"]),
-            env_config=env_config_from_json(raw["env_config"]),
-            code_version=str(raw.get("code_version", "unknown")),
-            policy=str(raw.get("policy", "mlp")),
+        info = build(
+            ModelInfo,
+            _raw_metadata(path),
+            context,
+            readers={"env_config": lambda v: build(EnvConfig, v, f"{context}: env_config")},
         )
         if info.policy not in POLICIES:
             raise ValueError(f"unknown policy architecture {info.policy!r} (valid: {', '.join(POLICIES)})")
         algo_spec(info.algo)
-    except KeyError as exc:
-        raise ValueError(f"model file {path}: metadata lacks {exc}") from None
     except (TypeError, ValueError) as exc:
         message = str(exc).splitlines()[0]
         raise ValueError(
