@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.rl.config import TrainConfig
-from arena_gym.fields import describe, from_text, hints_of
+from arena_gym.fields import describe, from_text, hints_of, read_fields
 from arena_gym.harness.cli.common import key_values
 
 
@@ -76,21 +76,19 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 NOT_FROM_FILE: tuple[str, ...] = ("out_dir",)
 
 
-def config_file(path: str) -> dict[str, Any]:
-    """The TrainConfig fields of a JSON file's ``train`` or ``config`` object (ValueError naming the problem)."""
+def config_file(path: str | Path, config_type: type, sections: tuple[str, ...] = ("train", "config")) -> dict[str, Any]:
+    """The ``config_type`` fields of the first of ``sections`` the JSON file ``path`` holds (a run's ``config.json``
+    has ``train`` or ``config``, tune's ``best_config.json`` ``config``), checked by their annotations
+    (:func:`arena_gym.fields.read_fields`); one-line ValueError ``--config PATH: ...`` naming the problem."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"--config {path}: cannot read it as JSON ({exc})") from None
-    values = next(
-        (data[k] for k in ("train", "config") if isinstance(data, dict) and isinstance(data.get(k), dict)), None
-    )
-    if values is None:
-        raise ValueError(f"--config {path}: no 'train' or 'config' object of TrainConfig fields")
-    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(TrainConfig)})
-    if unknown:
-        raise ValueError(f"--config {path}: unknown TrainConfig field(s) {', '.join(unknown)}")
-    return {k: v for k, v in values.items() if k not in NOT_FROM_FILE}
+    section = next((s for s in sections if isinstance(data, Mapping) and s in data), None)
+    if section is None:
+        wanted = " or ".join(repr(s) for s in sections)
+        raise ValueError(f"--config {path}: no {wanted} object of {config_type.__name__} fields")
+    return read_fields(config_type, data[section], f"--config {path}: {section}")
 
 
 class ConfigFileAction(argparse.Action):
@@ -106,16 +104,14 @@ class ConfigFileAction(argparse.Action):
             setattr(namespace, self.dest, values)
             return
         try:
-            loaded = config_file(str(values))
+            loaded = config_file(str(values), TrainConfig)
         except ValueError as exc:
             parser.error(f"{exc} (a file of another --method: give --method first)")
         for name, value in loaded.items():
-            if getattr(namespace, name) != parser.get_default(name):
-                continue  # given on the command line before --config
+            if name in NOT_FROM_FILE or getattr(namespace, name) != parser.get_default(name):
+                continue  # where the run goes, or given on the command line before --config
             if isinstance(value, Mapping):
                 value = [f"{k}={json.dumps(v)}" for k, v in value.items()]
-            elif isinstance(value, list):
-                value = tuple(value)
             setattr(namespace, name, value)
         setattr(namespace, self.dest, values)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -22,7 +21,7 @@ from agents.rl.config import TRAIN_SPLIT, TrainConfig
 from arena_gym.harness.cli.common import key_values
 from arena_gym.harness.out_dirs import check_out_dir, filled_dir
 from arena_gym.harness.runlock import RunLock
-from arena_gym.harness.train_options import add_train_arguments, config_from_args, wandb_mode
+from arena_gym.harness.train_options import add_train_arguments, config_file, config_from_args, wandb_mode
 from arena_gym.harness.trainers import METHODS
 from arena_gym.registry import resolve
 
@@ -86,26 +85,9 @@ def method_config(args: argparse.Namespace, config_type: type) -> Any:
         raise ValueError(f"{flags}: options of --method sb3; give --method {args.method}'s fields as --set KEY=VALUE")
     values: dict[str, Any] = {}
     if args.config is not None:
-        values.update(config_file_values(args.config, config_type))
+        values.update(config_file(args.config, config_type, sections=("config",)))  # as runs and tune write it
     values.update(key_values(args.fields, "--set", lambda key, value: coerce(config_type, key, value)))
     return config_type(**values)
-
-
-def config_file_values(path: str, config_type: type) -> dict[str, Any]:
-    """The ``config`` object of a JSON file, checked against ``config_type``'s fields (ValueError naming the problem)."""
-    from arena_gym.harness.tune import coerce
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"--config {path}: cannot read it as JSON ({err})") from None
-    values = data.get("config") if isinstance(data, dict) else None
-    if not isinstance(values, dict):
-        raise ValueError(f"--config {path}: no 'config' object")
-    try:
-        return {key: coerce(config_type, key, value) for key, value in values.items()}
-    except ValueError as err:
-        raise ValueError(f"--config {path}: {err}") from None
 
 
 def handle_method(args: argparse.Namespace) -> int:

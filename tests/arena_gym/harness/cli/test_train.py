@@ -162,7 +162,12 @@ def test_a_config_file_sets_the_fields_and_options_beside_it_win(tmp_path: Path)
     [
         ("{", "cannot read it as JSON"),
         ('{"other": 1}', "no 'train' or 'config' object"),
-        ('{"config": {"speed": 3}}', "unknown TrainConfig field(s) speed"),
+        ("[]", "no 'train' or 'config' object of TrainConfig fields"),
+        ('{"config": {"speed": 3}}', "c.json: config: unknown field(s) speed; valid: "),
+        ('{"train": []}', "c.json: train must be an object, got []"),
+        ('{"train": {"n_steps": true}}', "c.json: train: n_steps must be an integer, got True"),
+        ('{"config": {"net_arch": "64,64"}}', "c.json: config: net_arch must be a tuple of integers, got '64,64'"),
+        ('{"config": {"learning_rate": "3e-4"}}', "c.json: config: learning_rate must be a number, got '3e-4'"),
     ],
 )
 def test_a_bad_config_file_is_one_line(tmp_path: Path, text: str, message: str, capsys) -> None:

@@ -108,7 +108,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv: list[str
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("{", "cannot read it as JSON"), ("[]", "no 'config' object"), ('{"config": {"speed": 1}}', "no field 'speed'")],
+    [
+        ("{", "cannot read it as JSON"),
+        ("[]", "no 'config' object of ResidualTrainConfig fields"),
+        ('{"config": {"speed": 1}}', "c.json: config: unknown field(s) speed; valid: "),
+        ('{"config": {"pairs": 2.0}}', "c.json: config: pairs must be an integer, got 2.0"),
+        ('{"config": {"loads": 0.9}}', "c.json: config: loads must be a tuple of numbers, got 0.9"),
+        ('{"train": {"steps": 64}}', "no 'config' object"),
+    ],
 )
 def test_a_bad_config_file_of_a_method_is_one_line(tmp_path: Path, capsys, text: str, problem: str) -> None:
     path = tmp_path / "c.json"
