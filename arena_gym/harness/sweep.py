@@ -41,6 +41,13 @@ def _beat(bar: Any, running: int, since: float, reruns: int = 0) -> None:
     bar.set_postfix_str(f"{running} running, {time.monotonic() - since:.0f} s{rerun}", refresh=True)
 
 
+def _advance(bar: Any, reruns: int = 0) -> float:
+    """One more task done: the bar advanced, its waiting note cleared (Ray's reruns kept); the time of it."""
+    bar.set_postfix_str(f"{reruns} rerun" if reruns else "", refresh=False)
+    bar.update()
+    return time.monotonic()
+
+
 def _ignore_sigint() -> None:
     """Worker initialiser: Ctrl-C is the parent's to handle (it then terminates the workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -126,10 +133,9 @@ def _run_on_ray(fn: Callable[[Any], T], tasks: Sequence[Any], address: str, bar:
                 reruns[i] += 1
                 log.warning("%s %d lost (%s); rerunning it (%d/%d)", unit, i, type(exc).__name__, reruns[i], RAY_RERUNS)
                 pending[submit(i)] = i
-                bar.set_postfix(rerun=reruns.total())
+                bar.set_postfix_str(f"{reruns.total()} rerun")
                 continue
-            bar.update()
-            since = time.monotonic()
+            since = _advance(bar, reruns.total())
     except BaseException:
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -149,8 +155,7 @@ def _from_pool(results: Any, total: int, workers: int, bar: Any) -> list[Any]:
         except multiprocessing.TimeoutError:
             _beat(bar, min(workers, total - len(out)), since)
             continue
-        bar.update()
-        since = time.monotonic()
+        since = _advance(bar)
     return out
 
 

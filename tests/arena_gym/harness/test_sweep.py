@@ -43,6 +43,8 @@ def test_the_bar_beats_while_workers_run(monkeypatch, capsys) -> None:
     assert run_tasks(_slow, [1, 2, 3], workers=2, progress=True, unit="run") == [1, 2, 3]
     shown = capsys.readouterr().err
     assert "2 running" in shown and "1 running" in shown  # two at first, the last one alone
+    last = [state for state in shown.split("\r") if "3/3" in state]  # the bar once every task is done
+    assert last and "running" not in last[-1]  # the note goes when a task finishes
 
 
 def _closed_port() -> int:
