@@ -126,6 +126,7 @@ def main() -> None:
             CompareConfig(policies, (base.trace,), (0,), base, workers, "arena", ray=args.ray),
             REPO / "results" / "reproduction" / f"{name}{suffix}",
             plots=False,
+            replace=True,  # this script's own working copy of the runs, rewritten by every run of it
         )
         portable(board, DATA, version).to_csv(OUT / f"{name}{suffix}.csv", index=False)
         lines = summarise(name, cluster, horizon, mode, time.perf_counter() - t0, board)
