@@ -1,5 +1,5 @@
 """A directory given where a file is expected (a trace, ``sb3:DIR``, ``residual:DIR``) is reported as a directory in
-one line, exit 2, not as a missing file (issue 47)."""
+one line, exit 2, not as a missing file."""
 
 from __future__ import annotations
 
