@@ -6,7 +6,9 @@ have exited and no other process is left on its slots, stopped gracefully (SIGTE
 exit 0) when its job is moved or preempted, and reaped when every rank has exited. Faults: a rank
 that exits non-zero (the others are killed), a generation whose progress goes stale or that never
 starts (killed), or one that exits without completing, is relaunched from the job's latest
-checkpoint on the same devices (a FAIL on the core), at most ``config.max_retries`` times per job.
+checkpoint on the same devices (a FAIL on the core), at most ``config.max_retries`` times per job;
+while an older generation of the job still stops, the FAIL waits for it (it may still save the
+checkpoint the relaunch resumes from, the step the FAIL names).
 """
 
 from __future__ import annotations
@@ -193,6 +195,7 @@ class Processes:
         for gen in list(job.gens):
             if gen.handle is not None and gen.alive:
                 triggered |= self._check_exit(job, gen)
+        triggered |= self._fail_when_alone(job)
         current = job.current
         if (
             current is not None
@@ -252,10 +255,18 @@ class Processes:
         if EXIT_BAD_INPUT in codes and gen.failing is None:
             last = gen.handle.log_tail(codes.index(EXIT_BAD_INPUT)).strip().splitlines()[-1:]
             raise LiveError(f"job {gen.job_id} generation {gen.number} refused its input (exit 2): {' '.join(last)}")
-        reason = gen.failing or (
+        gen.failing = gen.failing or (
             f"exit codes {codes}" if bad else f"exited without completing ({gen.end or 'no record'})"
         )
-        self._fail(job, gen, reason)
+        return self._fail_when_alone(job)
+
+    def _fail_when_alone(self, job: LiveJob) -> bool:
+        """Fail the job's exited current generation once no older one runs (a stopping one may still save the
+        checkpoint the relaunch resumes from, the step the FAIL must name); True when it failed now."""
+        gen = job.current
+        if gen is None or gen.phase != "exited" or gen.failing is None or any(g.alive for g in job.gens):
+            return False
+        self._fail(job, gen, gen.failing)
         return True
 
     def _fail(self, job: LiveJob, gen: Generation, reason: str) -> None:
