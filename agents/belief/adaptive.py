@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents.belief.arrivals import JobAttributes
-from agents.belief.model import WorkBelief, sum_likelihood_rows
+from agents.belief.model import WorkBelief
 from agents.common import Estimates, requested
 from arena_gym.types import JobId, JobView, Snapshot
 
@@ -51,63 +51,128 @@ class EpisodeScale:
         """Normalised posterior weights over ``grid`` given the observations (of jobs the belief has a reference for).
 
         With ``memo`` a job's likelihood row is computed only when its observation changed since
-        the last call (the weights are the same to the last bit).
+        the last call, and finished jobs' rows are summed once (the weights are the same to the last bit).
         """
         grid = np.asarray(self.grid)
-        log_post = -0.5 * (grid / self.prior_sd) ** 2
-        knows = self.belief.references.knows
-        live = {
-            j: o
-            for j, o in seen.items()
-            if (o.finished or o.work > 0) and (o.attributes.reference_s is not None or knows(o.attributes))
-        }
-        if live:
-            log_post = log_post + (memo if memo is not None else Likelihoods()).total(self, live)
+        log_post = -0.5 * (grid / self.prior_sd) ** 2 + (memo if memo is not None else Likelihoods()).total(self, seen)
         weights = np.exp(log_post - log_post.max())
         return weights / weights.sum()
+
+    def counts(self, o: Observation) -> bool:
+        """Whether an observation enters the likelihood: the job has work (or finished) and a reference time."""
+        return (o.finished or o.work > 0) and (
+            o.attributes.reference_s is not None or self.belief.references.knows(o.attributes)
+        )
 
 
 class Likelihoods:
     """Per job, its observation's log-likelihood row on one scale grid, kept while the observation is unchanged.
 
-    Finished jobs' rows never change, so a posterior over a long episode computes only the
-    running jobs' rows anew. A memo for another grid starts empty.
+    The total is the sum of the finished jobs' rows (group by group in the groups' order, each group's
+    rows in job-id order) plus the unfinished jobs' rows (in job-id order): whichever rows
+    were computed when, the same observations give the same total to the last bit. Finished jobs' rows
+    never change, so a posterior over a long episode computes and sums only the running jobs' rows
+    anew. A memo for another grid starts empty.
     """
 
     def __init__(self) -> None:
-        self.grid: tuple[float, ...] | None = None
+        self._clear(None)
+
+    def _clear(self, grid: tuple[float, ...] | None) -> None:
+        self.grid = grid
         self.rows: dict[JobId, tuple[Observation, int, np.ndarray]] = {}
+        self._seen: dict[JobId, Observation] = {}  # every observation looked at, counted or not
+        self._skipped: dict[JobId, None] = {}  # the jobs whose observation does not count
+        self._open: dict[JobId, None] = {}  # the jobs with an unfinished row
+        self._finished: dict[int, dict[JobId, np.ndarray]] = {}  # per group, its finished jobs' rows
+        self._sums: dict[int, np.ndarray] = {}  # per group, the sum of those rows
+        self._done: np.ndarray | None = None  # the finished jobs' total
 
     def fork(self) -> Likelihoods:
-        """A copy with its own map (the rows, never written, shared)."""
+        """A copy with its own maps (the rows, never written, shared)."""
         twin = Likelihoods()
-        twin.grid, twin.rows = self.grid, dict(self.rows)
+        twin.grid, twin.rows, twin._open = self.grid, dict(self.rows), dict(self._open)
+        twin._seen, twin._skipped = dict(self._seen), dict(self._skipped)
+        twin._finished = {g: dict(rows) for g, rows in self._finished.items()}
+        twin._sums, twin._done = dict(self._sums), self._done
         return twin
 
     def total(self, scale: EpisodeScale, seen: Mapping[JobId, Observation]) -> np.ndarray:
-        """The summed log-likelihood rows of ``seen`` (jobs with work) on ``scale``'s grid."""
+        """The summed log-likelihood rows of the observations in ``seen`` that count (:meth:`EpisodeScale.counts`)."""
         if self.grid != scale.grid:
-            self.grid, self.rows = scale.grid, {}
-        rows = self.rows
-        stale = [(j, o) for j, o in seen.items() if (r := rows.get(j)) is None or r[0] != o]
+            self._clear(scale.grid)
+        rows, looked = self.rows, self._seen
+        changed = [j for j, o in seen.items() if looked.get(j) is not o]
+        stale: list[tuple[JobId, Observation]] = []
+        for j in changed:
+            o, held = seen[j], rows.get(j)
+            looked[j] = o
+            if held is not None and held[0] == o:
+                rows[j] = (o, held[1], held[2])
+            elif scale.counts(o):
+                stale.append((j, o))
+            else:
+                self._forget(j)
+                self._skipped[j] = None
+        dirty: set[int] = set()
         if stale:
-            fresh = [o for _, o in stale]
             groups, new = scale.belief.scale_likelihood_rows(
-                [o.attributes for o in fresh],
-                [o.work for o in fresh],
-                [o.finished for o in fresh],
+                [o.attributes for _, o in stale],
+                [o.work for _, o in stale],
+                [o.finished for _, o in stale],
                 np.asarray(scale.grid),
             )
-            for (j, o), g, row in zip(stale, groups, new):
-                row.flags.writeable = False
-                rows[j] = (o, int(g), row)
-        held = [rows[j] for j in seen]
-        return sum_likelihood_rows(
-            np.fromiter((r[1] for r in held), dtype=np.int64, count=len(held)),
-            [r[0].finished for r in held],
-            np.stack([r[2] for r in held]),
-            len(scale.grid),
-        )
+            new.flags.writeable = False
+            for (j, o), g, row in zip(stale, groups.tolist(), new):
+                held = rows.get(j)
+                if held is not None and held[0].finished:
+                    dirty |= self._forget(j)
+                self._skipped.pop(j, None)
+                rows[j] = (o, g, row)
+                if o.finished:
+                    self._open.pop(j, None)
+                    self._finished.setdefault(g, {})[j] = row
+                    dirty.add(g)
+                else:
+                    self._open[j] = None
+        running = [j for j in self._open if j in seen]
+        finished = len(seen) - len(self._skipped.keys() & seen.keys()) - len(running)
+        if finished != sum(map(len, self._finished.values())):  # it holds jobs ``seen`` lacks: drop them
+            self.rows = rows = {j: held for j, held in rows.items() if j in seen}
+            self._seen = {j: o for j, o in looked.items() if j in seen}
+            self._skipped = {j: None for j in self._skipped if j in seen}
+            self._open = {j: None for j, held in rows.items() if not held[0].finished}
+            self._finished, self._sums, self._done = {}, {}, None
+            for j, (o, g, row) in rows.items():
+                if o.finished:
+                    self._finished.setdefault(g, {})[j] = row
+            dirty = set(self._finished)
+        for g in dirty:
+            group = self._finished.get(g)
+            if group:
+                self._sums[g] = np.stack([group[j] for j in sorted(group)]).sum(axis=0)
+            else:
+                self._finished.pop(g, None)
+                self._sums.pop(g, None)
+        if dirty or self._done is None:
+            self._done = (
+                np.stack([self._sums[g] for g in sorted(self._sums)]).sum(axis=0)
+                if self._sums
+                else np.zeros(len(scale.grid))
+            )
+        if not running:
+            return self._done
+        running.sort()
+        return self._done + np.stack([rows[j][2] for j in running]).sum(axis=0)
+
+    def _forget(self, job: JobId) -> set[int]:
+        """Drop a job's row; the group whose finished rows it left (empty: none)."""
+        held = self.rows.pop(job, None)
+        self._open.pop(job, None)
+        if held is None or not held[0].finished:
+            return set()
+        self._finished.get(held[1], {}).pop(job, None)
+        return {held[1]}
 
 
 class EpisodeLog:
@@ -152,11 +217,13 @@ class EpisodeLog:
             if last is not None and seen is not None:
                 self.seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
         for view in (*snapshot.pending, *snapshot.running):
-            self.arrivals.setdefault(view.job_id, view.spec.submit_time)
-            seen = self.seen.get(view.job_id)
-            attributes = seen.attributes if seen is not None else self._attributes(view, snapshot)
-            self.seen[view.job_id] = Observation(attributes, view.iterations_done(now), False)
-            self._last[view.job_id] = view
+            job, seen = view.job_id, self.seen.get(view.job_id)
+            if seen is None:
+                self.arrivals.setdefault(job, view.spec.submit_time)
+                self.seen[job] = Observation(self._attributes(view, snapshot), view.iterations_done(now), False)
+            elif (work := view.iterations_done(now)) != seen.work or seen.finished:  # else unchanged: memos skip it
+                self.seen[job] = Observation(seen.attributes, work, False)
+            self._last[job] = view
 
     def attributes(self, view: JobView) -> JobAttributes:
         """The attributes of a job seen in the last snapshot."""

@@ -34,18 +34,22 @@ a scheduler that would run a job at iteration time ``t`` multiplies its index by
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
 from agents.belief.arrivals import ArrivalModel, JobAttributes, fresh_ids
-from agents.belief.kernels import LEVELS, POOLED, WorkGroup
+from agents.belief.kernels import LEVELS, POOLED, GittinsTables, SurvivalTables, WorkGroup
 from agents.belief.references import JobLike, ReferenceTable, unit_scale
 from arena_gym.types import JobSpec, JobView
 from traces.table import MAX_EXACT_INT
 
 KINDS: tuple[str, ...] = ("real", "synthetic")
+T = TypeVar("T")
+#: At most this many attribute objects keep their group and scale (the memo starts afresh beyond).
+KEYED_MAX = 1 << 16
 UNITS: tuple[str, ...] = ("iterations", "request_seconds", "request_gpu_seconds")
 
 
@@ -103,6 +107,8 @@ class WorkBelief:
     provenance: Provenance
     selection: tuple[Candidate, ...] = ()
     _by_key: dict[tuple[str | int, ...], int] = field(init=False, repr=False, compare=False)
+    _tables: dict[str, Any] = field(init=False, repr=False, compare=False)
+    _keyed: dict[int, tuple[JobAttributes, int, float]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -119,6 +125,8 @@ class WorkBelief:
         if len(by_key) != len(self.groups):
             raise ValueError("two groups have the same key")
         object.__setattr__(self, "_by_key", by_key)
+        object.__setattr__(self, "_tables", {})
+        object.__setattr__(self, "_keyed", {})
 
     # ------------------------------------------------------------------ lookups
     def group(self, job: JobLike) -> WorkGroup:
@@ -151,9 +159,19 @@ class WorkBelief:
         v = np.broadcast_to(np.asarray(values, dtype=float), (len(attrs),))
         if not (np.isfinite(v).all() and (v >= 0).all()):
             raise ValueError(f"{what} must be finite and >= 0")
-        groups = np.fromiter((self._group_index(a) for a in attrs), dtype=np.int64, count=len(attrs))
-        scales = np.fromiter((self._scale(a) for a in attrs), dtype=float, count=len(attrs))
+        keyed = [self._key(a) for a in attrs]
+        groups = np.fromiter((g for _, g, _ in keyed), dtype=np.int64, count=len(attrs))
+        scales = np.fromiter((s for _, _, s in keyed), dtype=float, count=len(attrs))
         return attrs, single, groups, scales, v
+
+    def _key(self, a: JobAttributes) -> tuple[JobAttributes, int, float]:
+        """(``a``, its group, its units of work per iteration), kept per attributes object (a policy keeps one per job)."""
+        found = self._keyed.get(id(a))
+        if found is None or found[0] is not a:
+            if len(self._keyed) >= KEYED_MAX:
+                self._keyed.clear()
+            found = self._keyed[id(a)] = (a, self._group_index(a), self._scale(a))
+        return found
 
     # ------------------------------------------------------------------ the distribution
     def scale_likelihood_rows(
@@ -167,20 +185,46 @@ class WorkBelief:
 
         The likelihood of a log scale is that of every job's work ``exp(log_scale)`` times the
         belief's: a finished job contributes the density of its total ``work`` (iterations), an
-        unfinished one the probability of exceeding the ``work`` it has attained (censored). A
-        row depends on nothing but the job's group, work and whether it finished, so rows
-        computed apart sum (:func:`sum_likelihood_rows`) to the same total.
+        unfinished one the probability of exceeding the ``work`` it has attained (censored; read from the
+        group's interpolation table, within 1e-9 of the exact sum). A row depends on nothing but the
+        job's group, work and whether it finished: rows computed apart are the same to the last bit.
         """
         _, _, groups, scales, v = self._prepare(list(jobs), work, "work")
         done = np.asarray(finished, dtype=bool)
         rows = np.empty((len(v), grid.size))
         with np.errstate(divide="ignore"):
             u = np.log(v * scales)
-        for g, ended, mask in likelihood_blocks(groups, done):
-            read = self.groups[g].log_pdf if ended else self.groups[g].log_survival
-            shifted = (u[mask][:, None] - grid[None, :]).ravel()
-            rows[mask] = read(np.maximum(shifted, -700.0)).reshape(-1, grid.size)
+        shifted = np.maximum(u[:, None] - grid[None, :], -700.0)
+        if not done.all():
+            rows[~done] = self._log_survival(groups[~done], shifted[~done])
+        for g in np.unique(groups[done]):
+            mask = done & (groups == g)
+            rows[mask] = self.groups[g].log_pdf(shifted[mask].ravel()).reshape(-1, grid.size)
         return groups, rows
+
+    def _log_survival(self, groups: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``log P(log S > u[r, c])`` in group ``groups[r]``: interpolated, exact past the end of the group's table."""
+        tables, rows = self._tables_for("survival", groups, SurvivalTables.of)
+        out, inside = tables.at(rows, u)
+        if not inside.all():
+            for r in np.flatnonzero(~inside.all(axis=1)):
+                past = ~inside[r]
+                out[r, past] = self.groups[groups[r]].log_survival(u[r, past])
+        return out
+
+    def _tables_for(
+        self, kind: str, groups: np.ndarray, build: Callable[[tuple[WorkGroup, ...]], T]
+    ) -> tuple[T, np.ndarray]:
+        """The ``kind`` tables (made by ``build``) of every group read so far and of ``groups``; each row's table."""
+        slot = self._tables.get(kind + " slots")
+        if slot is None or (slot[groups] < 0).any():
+            have = np.flatnonzero(slot >= 0) if slot is not None else np.zeros(0, dtype=np.int64)
+            keep = np.union1d(have, groups)
+            slot = np.full(len(self.groups), -1, dtype=np.int64)
+            slot[keep] = np.arange(len(keep))
+            self._tables[kind] = build(tuple(self.groups[g] for g in keep))
+            self._tables[kind + " slots"] = slot
+        return self._tables[kind], slot[groups]  # type: ignore[return-value]
 
     def log_density(self, jobs: JobLike | Sequence[JobLike], iterations: float | Sequence[float]) -> np.ndarray:
         """The log density of each job's total iterations at ``iterations`` (a held-out log-likelihood)."""
@@ -230,10 +274,8 @@ class WorkBelief:
         One job: a float; a sequence: an array.
         """
         attrs, single, groups, scales, a = self._prepare(jobs, attained, "attained")
-        per_unit = np.empty(len(a))
-        for g in np.unique(groups):
-            rows = groups == g
-            per_unit[rows] = self.groups[g].gittins_table().at(a[rows] * scales[rows])
+        tables, rows = self._tables_for("gittins", groups, _gittins_tables)
+        per_unit = tables.at(rows, a * scales)
         refs = scales if self.unit == "request_seconds" else np.array([self.reference_time(j) for j in attrs])
         out = per_unit * scales / refs
         return float(out[0]) if single else out
@@ -264,21 +306,5 @@ class WorkBelief:
         )
 
 
-def sum_likelihood_rows(
-    groups: np.ndarray, finished: Sequence[bool] | np.ndarray, rows: np.ndarray, width: int
-) -> np.ndarray:
-    """The sum of per-job likelihood rows (:meth:`WorkBelief.scale_likelihood_rows`), added group by group,
-    finished jobs first, in the jobs' order: whichever rows were computed together, the same sum to the last bit.
-    """
-    total = np.zeros(width)
-    for _, _, mask in likelihood_blocks(groups, np.asarray(finished, dtype=bool)):
-        total += rows[mask].sum(axis=0)
-    return total
-
-
-def likelihood_blocks(groups: np.ndarray, done: np.ndarray) -> Iterator[tuple[int, bool, np.ndarray]]:
-    """(group, finished, row mask) of each non-empty block of jobs: group by group, the finished ones first."""
-    for g in np.unique(groups):
-        for ended, mask in (True, (groups == g) & done), (False, (groups == g) & ~done):
-            if mask.any():
-                yield int(g), ended, mask
+def _gittins_tables(groups: tuple[WorkGroup, ...]) -> GittinsTables:
+    return GittinsTables.of(tuple(g.gittins_table() for g in groups))

@@ -77,3 +77,16 @@ def test_a_memo_of_likelihood_rows_gives_the_posterior_to_the_last_bit() -> None
     twin, other = memo.fork(), EpisodeScale(belief, grid=tuple(np.linspace(-3.0, 3.0, 25)))
     assert np.array_equal(other.posterior(seen, twin), other.posterior(seen))  # another grid starts afresh
     assert memo.grid == scale.grid and twin.grid == other.grid and len(memo.rows) == len(twin.rows)
+
+
+def test_a_memo_asked_about_other_jobs_gives_their_posterior_to_the_last_bit() -> None:
+    belief = default_belief("real")
+    a = JobAttributes(ModelRef("gpt", "1.3B"), 128, GpuType("a10"), 4, reference_s=0.8)
+    scale, memo = EpisodeScale(belief), Likelihoods()
+    first = {"A": Observation(a, 900.0, True), "R": Observation(a, 100.0, False)}
+    second = {"B": Observation(a, 4000.0, True), "R": Observation(a, 300.0, False), "W": Observation(a, 0.0, False)}
+    for seen in (first, second, first, {"A": first["A"]}, second):  # jobs leave and come back
+        assert np.array_equal(scale.posterior(seen, memo), scale.posterior(seen))
+    twin = memo.fork()
+    assert np.array_equal(scale.posterior(first, twin), scale.posterior(first))
+    assert not np.array_equal(scale.posterior(first), scale.posterior(second))
