@@ -137,16 +137,9 @@ class Likelihoods:
                     self._open[j] = None
         running = [j for j in self._open if j in seen]
         finished = len(seen) - len(self._skipped.keys() & seen.keys()) - len(running)
-        if finished != sum(map(len, self._finished.values())):  # it holds jobs ``seen`` lacks: drop them
-            self.rows = rows = {j: held for j, held in rows.items() if j in seen}
-            self._seen = {j: o for j, o in looked.items() if j in seen}
-            self._skipped = {j: None for j in self._skipped if j in seen}
-            self._open = {j: None for j, held in rows.items() if not held[0].finished}
-            self._finished, self._sums, self._done = {}, {}, None
-            for j, (o, g, row) in rows.items():
-                if o.finished:
-                    self._finished.setdefault(g, {})[j] = row
-            dirty = set(self._finished)
+        if finished != sum(map(len, self._finished.values())):  # it holds jobs ``seen`` lacks: start afresh
+            self._clear(scale.grid)
+            return self.total(scale, seen)
         for g in dirty:
             group = self._finished.get(g)
             if group:

@@ -186,7 +186,7 @@ class WorkBelief:
         The likelihood of a log scale is that of every job's work ``exp(log_scale)`` times the
         belief's: a finished job contributes the density of its total ``work`` (iterations), an
         unfinished one the probability of exceeding the ``work`` it has attained (censored; read from the
-        group's interpolation table, within 1e-9 of the exact sum). A row depends on nothing but the
+        group's interpolation table, within 3e-9 of the exact sum). A row depends on nothing but the
         job's group, work and whether it finished: rows computed apart are the same to the last bit.
         """
         _, _, groups, scales, v = self._prepare(list(jobs), work, "work")

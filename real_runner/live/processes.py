@@ -194,7 +194,7 @@ class Processes:
         triggered = self.reader.read(job)
         for gen in list(job.gens):
             if gen.handle is not None and gen.alive:
-                triggered |= self._check_exit(job, gen)
+                self._check_exit(job, gen)
         triggered |= self._fail_when_alone(job)
         current = job.current
         if (
@@ -234,8 +234,9 @@ class Processes:
         gen.handle.release()
 
     # ------------------------------------------------------------------ faults
-    def _check_exit(self, job: LiveJob, gen: Generation) -> bool:
-        """Handle ranks that exited; True when a failure of the current generation was handled."""
+    def _check_exit(self, job: LiveJob, gen: Generation) -> None:
+        """Handle ranks that exited: a current generation that ended unfinished is marked failing (see
+        :meth:`_fail_when_alone`)."""
         assert gen.handle is not None
         codes = gen.handle.poll()
         bad = [c for c in codes if c not in (None, 0)]
@@ -247,18 +248,17 @@ class Processes:
                         "job %s generation %d: a rank exited with %s; killing the others", gen.job_id, gen.number, bad
                     )
                 gen.handle.kill()
-            return False
+            return
         self.reader.read(job)  # everything it wrote before it exited
         self.exited(gen)
         if gen is not job.current or self.core.state.status(job.spec.job_id) is JobStatus.FINISHED:
-            return False
+            return
         if EXIT_BAD_INPUT in codes and gen.failing is None:
             last = gen.handle.log_tail(codes.index(EXIT_BAD_INPUT)).strip().splitlines()[-1:]
             raise LiveError(f"job {gen.job_id} generation {gen.number} refused its input (exit 2): {' '.join(last)}")
         gen.failing = gen.failing or (
             f"exit codes {codes}" if bad else f"exited without completing ({gen.end or 'no record'})"
         )
-        return self._fail_when_alone(job)
 
     def _fail_when_alone(self, job: LiveJob) -> bool:
         """Fail the job's exited current generation once no older one runs (a stopping one may still save the

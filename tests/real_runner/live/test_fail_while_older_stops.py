@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 
 from arena_gym.core.oplog import Fail, Progress
+from arena_gym.loop import run_episode
 from arena_gym.placement import allocation
 from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec, Decision, GpuType, JobId, JobStatus, NodeGroup, Placement, Snapshot
@@ -71,11 +72,7 @@ def test_a_relaunch_after_a_held_generation_fails_is_rolled_back_to_where_it_res
     jobs = [job("L", 0, 100, "a40", 4), job("S", 35.5, 10, "a40", 2)]
     backend = fake_live_backend(A40, PERF, tmp_path, SimConfig(overhead_class="none"), checkpoint_every_steps=10)
     backend.launcher.report_every_s = 0.0  # type: ignore[attr-defined]  # a step record every step, as a worker
-    policy = ShrinkOnArrival()
-    snap = backend.reset(jobs)
-    while snap is not None:
-        backend.apply(policy.decide(snap))
-        snap = backend.advance()
+    run_episode(backend, ShrinkOnArrival(), jobs)
     backend.close()
     journal = Journal(tmp_path / Journal.FILENAME)
     ops = journal.ops()
