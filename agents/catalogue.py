@@ -29,6 +29,11 @@ POLICIES: dict[str, Entry] = {
     "arena-no": Entry("agents.arena:ArenaPolicy", {"no_opportunism": True}, "Arena without opportunistic backfill"),
     "arena-ddl": Entry("agents.arena:ArenaPolicy", {"deadline_aware": True}, "deadline-aware Arena"),
     "arena-np": Entry("agents.arena:ArenaPolicy", {"pruned": False}, "Arena paying the unpruned AP-search overhead"),
+    "arena-cap10": Entry(
+        "agents.arena:ArenaPolicy",
+        {"max_restart_trials": 10},
+        "Arena trying at most 10 fits per restart trial (a speed ablation; Arena's own cap is 100)",
+    ),
     "tiresias": Entry("agents.tiresias:Tiresias", {}, "2D-LAS (discretised least attained service)"),
     "gandiva": Entry("agents.gandiva:Gandiva", {}, "migration and grow/shrink within one GPU type"),
     "elasticflow-ls": Entry(

@@ -15,7 +15,7 @@ from arena_gym.types import JobStatus
 from tests.agents.arena.support import cluster
 from tests.helpers import GPT, MOE, CheckedBackend, job, sim_backend, uniform_model
 
-VARIANTS = ("arena", "arena-dp", "arena-ns", "arena-nh", "arena-no", "arena-ddl", "arena-np")
+VARIANTS = ("arena", "arena-dp", "arena-ns", "arena-nh", "arena-no", "arena-ddl", "arena-np", "arena-cap10")
 SPEC = cluster(("a40", 3, 4), ("a10", 4, 2))
 PERF = uniform_model(counts=(1, 2, 4, 8, 16), per_node_max=4)
 HORIZON_S = 50_000.0  # every job here ends well before, unless it can never start
@@ -107,6 +107,7 @@ def test_registered_variants_build_with_their_switches(name):
     assert cfg.no_type_change == (name == "arena-nh") and cfg.no_opportunism == (name == "arena-no")
     assert cfg.deadline_aware == (name == "arena-ddl")
     assert policy.ap_search == ("full" if name == "arena-np" else "pruned")
+    assert cfg.max_restart_trials == (10 if name == "arena-cap10" else 100)
 
 
 def test_keyword_overrides_apply_on_top_of_the_config():
@@ -118,3 +119,32 @@ def test_keyword_overrides_apply_on_top_of_the_config():
         ArenaPolicy(no_scalling=True)
     with pytest.raises(ValueError, match="max_upgrade_steps"):
         ArenaPolicy(max_upgrade_steps=-1)
+
+
+def test_the_restart_cap_ablation_bounds_every_trial(monkeypatch):
+    """arena-cap10 tries at most 10 jobs per pending restart trial, where Arena (cap 100) tries more."""
+    from agents.arena.round import DecisionRound
+    from arena_gym.harness.experiment import RunConfig, run
+
+    most: list[int] = []
+    restart = DecisionRound.restart_pending
+
+    def counted(self, exclude):
+        fit, tried = self.search.fit, set()
+
+        def counting(view, *args, **kwargs):
+            tried.add(view.job_id)  # a job fitted again over opportunists counts once, as in the trial
+            return fit(view, *args, **kwargs)
+
+        self.search.fit = counting
+        try:
+            return restart(self, exclude)
+        finally:
+            most[-1] = max(most[-1], len(tried))
+
+    monkeypatch.setattr(DecisionRound, "restart_pending", counted)
+    trace = "synthetic:n_jobs=120,rate_per_h=200"
+    for name in ("arena", "arena-cap10"):
+        most.append(0)
+        run(RunConfig(policy=name, trace=trace))
+    assert most[0] > 10 and most[1] == 10
