@@ -5,13 +5,16 @@ device), ``live:n_jobs=16,span_s=60,seed=S,work=0.5,max_gpus=2``: 16 ``gpt__tiny
 jobs of 8 to 160 iterations and 1 or 2 requested devices, arriving in two waves a span apart
 (:func:`trace_spec`). Policy A and every policy B are deployed on that trace one after the other
 (``arena-gym deploy`` as a subprocess, :func:`bench_deploy.deploy`), A first on even seeds and
-last on odd ones (:func:`deploy_order`). Every deploy gives its live average JCT and its simulated
-twin's (the same jobs and policy on the simulator with the deploy's performance model, charged the
-start-up and checkpoint costs that deploy measured). Per seed and B the table has the simulated
-ratio B/A, the live ratio B/A and their difference in points (goal: within 5), and the 1-minute
-load average before each deploy.
+last on odd ones (:func:`deploy_order`). Every deploy gives its live average JCT and two simulated
+ones of the same jobs and policy on the simulator with the deploy's performance model: the
+*predicted* one (what the simulator claimed before any live run: every (re)start charged the
+profile's measured start, checkpoint save and load, nothing measured live; ``sim_`` in the rows)
+and the calibrated *twin* (charged the start-up and checkpoint costs that deploy measured;
+``twin_``). Per seed and B the table has the simulated ratio B/A (the predicted one), the live
+ratio B/A and their difference in points (goal: within 5), the twin's ratio B/A beside them, and
+the 1-minute load average before each deploy.
 
-One performance model serves every deploy (the policies plan with it and the twins run on it):
+One performance model serves every deploy (the policies plan with it and both simulations run on it):
 by default a profile of the testbed taken at the start (``arena-gym estimate profile``, a few
 minutes; written beside ``--out``), or ``--perf SPEC``. Writes ``--out`` (JSON: config, code
 version, machine, every deploy, the ratio rows) and the ratio rows as CSV beside it; each
@@ -22,6 +25,7 @@ run (3 seeds, A and two Bs: nine deploys) takes about 25-35 minutes on a quiet 2
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -58,12 +62,30 @@ def deploy_order(index: int, labels: Sequence[str]) -> list[str]:
     return list(labels) if index % 2 == 0 else list(reversed(labels))
 
 
-def ratio_rows(deploys: Sequence[Mapping[str, Any]], a: str, bs: Sequence[str]) -> list[dict[str, Any]]:
-    """Per seed and B: simulated and live average-JCT ratios B/A, their difference in points, the loads.
+def with_prediction(row: Mapping[str, Any], out: Path) -> dict[str, Any]:
+    """A deploy's row (:func:`bench_deploy.deploy`, whose ``sim_`` figures are the twin's) with those renamed
+    ``twin_`` and the predicted simulation's figures as ``sim_``, from the deploy's ``sim_vs_live.json`` in
+    ``out`` (None where a failed deploy has none)."""
+    figures = {("twin_" + k.removeprefix("sim_") if k.startswith("sim_") else k): v for k, v in row.items()}
+    path = out / "sim_vs_live.json"
+    pred = json.loads(path.read_text()) if "error" not in row and path.is_file() else {}
+    figures["sim_avg_jct_s"] = pred.get("avg_jct_pred_s")
+    figures["sim_avg_jct_error"] = pred.get("avg_jct_pred_error")
+    figures["sim_median_abs_job_error"] = pred.get("median_abs_job_pred_jct_error")
+    figures["sim_start_s"] = {
+        k.removeprefix("pred_start_s_"): v for k, v in pred.items() if k.startswith("pred_start_s_")
+    }
+    return figures
 
-    ``deploys`` are rows with ``label``, ``seed``, ``avg_jct_s``, ``sim_avg_jct_s`` and ``load_1m``
-    (a failed deploy has ``error`` instead of the JCTs: its ratios are NaN and it misses the goal).
-    ValueError when a (seed, label) pair is missing or given twice.
+
+def ratio_rows(deploys: Sequence[Mapping[str, Any]], a: str, bs: Sequence[str]) -> list[dict[str, Any]]:
+    """Per seed and B: simulated (predicted) and live average-JCT ratios B/A, their difference in points, the
+    twin's ratio, the loads.
+
+    ``deploys`` are rows with ``label``, ``seed``, ``avg_jct_s``, ``sim_avg_jct_s`` (the predicted
+    simulation's), ``twin_avg_jct_s`` (optional) and ``load_1m`` (a failed deploy has ``error`` instead of
+    the JCTs: its ratios are NaN and it misses the goal). ValueError when a (seed, label) pair is missing or
+    given twice.
     """
     by_key: dict[tuple[int, str], Mapping[str, Any]] = {}
     for row in deploys:
@@ -79,6 +101,7 @@ def ratio_rows(deploys: Sequence[Mapping[str, Any]], a: str, bs: Sequence[str]) 
                 raise ValueError(f"ratio_rows: no deploy of {', '.join(missing)} on seed {seed}")
             da, db = by_key[(seed, a)], by_key[(seed, b)]
             sim = _ratio(db.get("sim_avg_jct_s"), da.get("sim_avg_jct_s"))
+            twin = _ratio(db.get("twin_avg_jct_s"), da.get("twin_avg_jct_s"))
             live = _ratio(db.get("avg_jct_s"), da.get("avg_jct_s"))
             diff = 100.0 * (live - sim)
             rows.append(
@@ -94,6 +117,9 @@ def ratio_rows(deploys: Sequence[Mapping[str, Any]], a: str, bs: Sequence[str]) 
                     "live_ratio": live,
                     "diff_points": diff,
                     "within_goal": bool(abs(diff) <= GOAL_POINTS),
+                    "twin_avg_jct_a_s": da.get("twin_avg_jct_s", math.nan),
+                    "twin_avg_jct_b_s": db.get("twin_avg_jct_s", math.nan),
+                    "twin_ratio": twin,
                     "load_a": da["load_1m"],
                     "load_b": db["load_1m"],
                 }
@@ -172,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
             load = os.getloadavg()
             print(f"seed {seed}, {label}: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
             out = args.runs / f"seed{seed}-{label}"
-            row = deploy(specs[label], TESTBED, trace, perf, out, args.timeout)
+            row = with_prediction(deploy(specs[label], TESTBED, trace, perf, out, args.timeout), out)
             deploys.append({**row, "label": label, "seed": seed, "trace": trace, "load_1m": load[0], "load": load})
     rows = ratio_rows(deploys, a_label, b_labels)
     table = pd.DataFrame(rows)
-    cols = ["seed", "b", "sim_ratio", "live_ratio", "diff_points", "within_goal", "load_a", "load_b"]
+    cols = ["seed", "b", "sim_ratio", "live_ratio", "diff_points", "within_goal", "twin_ratio", "load_a", "load_b"]
     print()
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     met = sum(r["within_goal"] for r in rows)

@@ -7,7 +7,8 @@ scale, so the simulation and the live run see the same jobs). :func:`open_backen
 (:func:`arena_gym.loop.run_episode`) runs it; :func:`write_results` writes the same files a
 simulation writes (``config.json``, ``metrics.json``, ``jobs.csv``, ``timeline.csv``, plots), the
 live extras (``live_jobs.csv``: generations, resumes, trajectory check per job) and the
-sim-vs-live comparison (``sim/``, ``sim_vs_live.csv``, ``sim_vs_live.json``). A deployment's
+sim-vs-live comparison (``sim/``: the twin charged the live overheads, ``sim_pred/``: the
+simulator's own prediction, ``sim_vs_live.csv``, ``sim_vs_live.json``). A deployment's
 settings are journaled, so :func:`load_deployment` rebuilds it from its directory to resume.
 """
 
@@ -43,7 +44,15 @@ from real_runner.live.backend import LiveBackend, LiveStatus
 from real_runner.live.config import LiveConfig
 from real_runner.live.journal import Journal, exists
 from real_runner.live.json_forms import job_from_dict
-from real_runner.live.sim_vs_live import SimVsLive, compare_runs, measure_overheads, median_overhead, simulate_same
+from real_runner.live.sim_vs_live import (
+    SimVsLive,
+    compare_runs,
+    measure_overheads,
+    median_overhead,
+    predicted_starts,
+    simulate_predicted,
+    simulate_same,
+)
 from real_runner.live.trajectory import check_trajectory
 from real_runner.plans import model_spec
 from real_runner.preflight import preflight
@@ -68,7 +77,7 @@ class DeployConfig:
 
     ``testbed`` is a preset name or a file; ``launcher`` overrides the testbed's (None: keep it);
     ``perf`` is the performance model the backend validates with, policies plan with and the
-    sim-vs-live simulation executes (``estimator``, ``measured:CSV``, ``profiled:PROFILE.json``, or
+    sim-vs-live simulations execute (``estimator``, ``measured:CSV``, ``profiled:PROFILE.json``, or
     ``profile``: profile the testbed on first use into ``profile_cache``). ``time_scale``
     multiplies the trace's submit times. The rest are :class:`LiveConfig` settings.
     """
@@ -291,7 +300,8 @@ def load_deployment(out: str | Path, env: Mapping[str, str], ray_address: str | 
 
 @dataclass(frozen=True)
 class DeployResult:
-    """What a finished deployment produced: its record and metrics, and the sim-vs-live comparison."""
+    """What a finished deployment produced: its record and metrics, and the sim-vs-live comparison (``sim_``:
+    the twin, charged the live overheads; ``pred_``: the simulator's prediction from the performance model)."""
 
     record: EpisodeRecord
     metrics: dict[str, float]
@@ -299,10 +309,14 @@ class DeployResult:
     sim_metrics: dict[str, float] | None
     comparison: SimVsLive | None
     live_jobs: pd.DataFrame
+    pred_record: EpisodeRecord | None = None
+    pred_metrics: dict[str, float] | None = None
 
 
 def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> DeployResult:
-    """Score the live run, check every job's trajectory, and simulate the same jobs and policy for comparison."""
+    """Score the live run, check every job's trajectory, and simulate the same jobs and policy for comparison:
+    the twin (the live overheads charged) and the prediction (a fresh policy of the same spec and seed on the
+    performance model alone, as ``simulate`` would run it: nothing from the live run)."""
     metrics = {
         **compute_metrics(record),
         "jobs_unplaceable_type": float(dep.unplaceable),
@@ -331,14 +345,20 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
     live_jobs = pd.DataFrame(rows)
     metrics["trajectories_ok"] = float(live_jobs["trajectory_ok"].sum()) if len(live_jobs) else 0.0
     metrics["median_reconfiguration_s"] = median_overhead(record)
-    sim_record = sim_metrics = comparison = None
+    sim_record = sim_metrics = comparison = pred_record = pred_metrics = None
     if dep.config.sim:
         overheads = measure_overheads(record, progress)
         sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overheads, dep.config.round_s)
         sim_metrics = compute_metrics(sim_record)
-        comparison = compare_runs(record, sim_record, overheads)
+        fresh = make_policy(dep.config.policy, dep.config.seed)
+        pred_record = simulate_predicted(dep.jobs, fresh, dep.cluster, dep.perf, dep.config.round_s)
+        pred_metrics = compute_metrics(pred_record)
+        starts = predicted_starts(dep.perf, dep.cluster, dep.jobs)
+        comparison = compare_runs(record, sim_record, overheads, pred_record, starts)
         metrics["sim_avg_jct_error"] = comparison.avg_jct_error
-    return DeployResult(record, metrics, sim_record, sim_metrics, comparison, live_jobs)
+        metrics["sim_pred_avg_jct_s"] = comparison.avg_jct_pred_s
+        metrics["sim_pred_avg_jct_error"] = comparison.avg_jct_pred_error
+    return DeployResult(record, metrics, sim_record, sim_metrics, comparison, live_jobs, pred_record, pred_metrics)
 
 
 def write_results(out: Path, dep: Deployment, result: DeployResult) -> None:
@@ -371,6 +391,13 @@ def write_results(out: Path, dep: Deployment, result: DeployResult) -> None:
         write_csv(out / "sim_vs_live.csv", result.comparison.jobs)
         write_json(out / "sim_vs_live.json", result.comparison.summary())
         records.append(dataclasses.replace(result.sim_record, policy=f"{result.sim_record.policy} (sim)"))
+    if result.pred_record is not None:
+        pred = out / "sim_pred"
+        pred.mkdir(exist_ok=True)
+        write_json(pred / "metrics.json", result.pred_metrics)
+        write_csv(pred / "jobs.csv", jobs_frame(result.pred_record))
+        write_csv(pred / "timeline.csv", timeline_frame(result.pred_record))
+        records.append(dataclasses.replace(result.pred_record, policy=f"{result.pred_record.policy} (predicted)"))
     if dep.config.plots:
         from arena_gym.harness.plots import plot_all  # matplotlib: only when plotting
 

@@ -1,13 +1,20 @@
 """Sim vs live: the same jobs and policy simulated on the testbed's cluster, compared job by job (no torch).
 
-The simulation runs :class:`arena_gym.sim.SimBackend` on the testbed's one-type cluster with a
+Two simulations run :class:`arena_gym.sim.SimBackend` on the testbed's one-type cluster with a
 performance model (the estimator, a measured table or a profile of the testbed) as the policy's
-belief and, for the training steps, as the truth. What a live job pays beyond its steps is
-measured from the live run and charged the same way in the twin (:class:`LiveOverheads`): every
-(re)start pays the mean live start cost (launch to first step, plus the checkpoint a generation
-saves when it ends), and every step pays its model's share of periodic checkpoint saves. The
-comparison thus isolates what the performance model and the scheduling dynamics get right. Both
-event logs go through the same metrics code.
+belief and, for the training steps, as the truth:
+
+* the *predicted* one (:func:`simulate_predicted`) is the simulator's own claim, made before any
+  live run: every (re)start pays what the performance model knows of it (a version-5 profile's
+  measured start, checkpoint save and load, :class:`arena_gym.restarts.RestartCosts`; else the
+  checkpoint-resume constant, 0 s), nothing else; it checks the overhead model too;
+* the calibrated *twin* (:func:`simulate_same`) charges what the live job paid beyond its steps,
+  measured from the live run (:class:`LiveOverheads`): every (re)start pays the mean live start
+  cost (launch to first step, plus the checkpoint a generation saves when it ends), and every step
+  pays its model's share of periodic checkpoint saves. It isolates what the performance model and
+  the scheduling dynamics get right.
+
+Every event log goes through the same metrics code.
 """
 
 from __future__ import annotations
@@ -24,9 +31,19 @@ from arena_gym.metrics import job_outcomes
 from arena_gym.perf import ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
+from arena_gym.restarts import RestartCosts
 from arena_gym.scenario import build_scenario
 from arena_gym.sim import SimConfig
-from arena_gym.types import ClusterSpec, JobId, JobSpec, ModelRef, OverheadModel, PerfModel, ResourceShape
+from arena_gym.types import (
+    ClusterSpec,
+    JobId,
+    JobSpec,
+    ModelRef,
+    OverheadClass,
+    OverheadModel,
+    PerfModel,
+    ResourceShape,
+)
 from real_runner.progress import ProgressRecord
 
 
@@ -115,23 +132,69 @@ def simulate_same(
     return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 
+def simulate_predicted(
+    jobs: Sequence[JobSpec],
+    policy: Policy,
+    cluster: ClusterSpec,
+    perf: PerfModel,
+    round_s: float | None = None,
+) -> EpisodeRecord:
+    """Run ``policy`` on the simulator with the same jobs, as the simulator predicts them before any live run:
+    ``perf`` is belief and truth, and every (re)start costs what ``perf`` knows of it and nothing else (its
+    :class:`~arena_gym.restarts.RestartCosts` by the kind of (re)start; else the 0 s checkpoint resume). No
+    plan-search term is charged (overhead class ``none``): the live runner has none beyond the policy's own
+    decision time."""
+    config = SimConfig(round_s=round_s, overhead_class=OverheadClass.NONE)
+    return run_episode(build_scenario(cluster, perf, sim=config).backend(), policy, jobs)
+
+
+def predicted_starts(perf: PerfModel, cluster: ClusterSpec, jobs: Sequence[JobSpec]) -> dict[str, float]:
+    """Per model of ``jobs``, the first start ``perf`` predicts on the cluster's device type (a profile's
+    ``start_s``); models it has no figure for are left out."""
+    if not isinstance(perf, RestartCosts):
+        return {}
+    out = {}
+    for name, model in sorted({j.model.name: j.model for j in jobs}.items()):
+        for group in cluster.groups:
+            cost = perf.restart_cost(model, group.gpu_type)
+            if cost is not None:
+                out[name] = cost.start_s
+                break
+    return out
+
+
 @dataclass(frozen=True)
 class SimVsLive:
-    """Per-job JCTs live and simulated, and the average-JCT error (simulated minus live, relative to live)."""
+    """Per-job JCTs live, in the twin and predicted, and the average-JCT errors (simulated minus live, relative
+    to live). ``pred_start_s``: per model, the first start the predicted simulation charged (the profile's)."""
 
     jobs: pd.DataFrame
     avg_jct_live_s: float
     avg_jct_sim_s: float
     overheads: LiveOverheads
+    pred_start_s: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def avg_jct_error(self) -> float:
-        """(simulated - live) / live average JCT over the jobs finished in both."""
+        """The twin's (simulated - live) / live average JCT over the jobs finished in both."""
         return (self.avg_jct_sim_s - self.avg_jct_live_s) / self.avg_jct_live_s if self.avg_jct_live_s else math.nan
+
+    @property
+    def avg_jct_pred_s(self) -> float:
+        """The predicted simulation's average JCT over the compared jobs it finished (NaN: none, or not run)."""
+        pred = self.jobs["pred_jct_s"].dropna()
+        return float(pred.mean()) if len(pred) else math.nan
+
+    @property
+    def avg_jct_pred_error(self) -> float:
+        """The predicted simulation's (predicted - live) / live average JCT over the same jobs."""
+        live = float(self.jobs.loc[self.jobs["pred_jct_s"].notna(), "live_jct_s"].mean())
+        return (self.avg_jct_pred_s - live) / live if live else math.nan
 
     def summary(self) -> dict[str, float]:
         """The figures for ``sim_vs_live.json``."""
         errors = self.jobs["jct_error"].abs()
+        pred_errors = self.jobs["pred_jct_error"].abs()
         return {
             "avg_jct_live_s": self.avg_jct_live_s,
             "avg_jct_sim_s": self.avg_jct_sim_s,
@@ -140,17 +203,31 @@ class SimVsLive:
             "max_abs_job_jct_error": float(errors.max()),
             "jobs_compared": float(len(self.jobs)),
             **self.overheads.summary(),
+            "avg_jct_pred_s": self.avg_jct_pred_s,
+            "avg_jct_pred_error": self.avg_jct_pred_error,
+            "median_abs_job_pred_jct_error": float(pred_errors.median()),
+            "max_abs_job_pred_jct_error": float(pred_errors.max()),
+            **{f"pred_start_s_{m}": v for m, v in sorted(self.pred_start_s.items())},
         }
 
 
-def compare_runs(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverheads) -> SimVsLive:
-    """Join the two runs' job outcomes: one row per job finished in both."""
+def compare_runs(
+    live: EpisodeRecord,
+    sim: EpisodeRecord,
+    overheads: LiveOverheads,
+    pred: EpisodeRecord | None = None,
+    pred_start_s: Mapping[str, float] | None = None,
+) -> SimVsLive:
+    """Join the runs' job outcomes: one row per job finished live and in the twin ``sim``, with its JCT in the
+    predicted simulation ``pred`` (NaN where that did not finish it, or none was run)."""
     specs = {j.job_id: j for j in live.jobs}
     live_jct = {o.job_id: o.jct for o in job_outcomes(live) if o.jct is not None}
     sim_jct = {o.job_id: o.jct for o in job_outcomes(sim) if o.jct is not None}
+    pred_jct = {o.job_id: o.jct for o in job_outcomes(pred) if o.jct is not None} if pred is not None else {}
     rows = []
     for job_id in sorted(set(live_jct) & set(sim_jct)):
         spec = specs[job_id]
+        predicted = pred_jct.get(job_id, math.nan)
         rows.append(
             {
                 "job_id": job_id,
@@ -161,6 +238,8 @@ def compare_runs(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverhea
                 "live_jct_s": live_jct[job_id],
                 "sim_jct_s": sim_jct[job_id],
                 "jct_error": (sim_jct[job_id] - live_jct[job_id]) / live_jct[job_id],
+                "pred_jct_s": predicted,
+                "pred_jct_error": (predicted - live_jct[job_id]) / live_jct[job_id],
             }
         )
     frame = pd.DataFrame(
@@ -174,10 +253,12 @@ def compare_runs(live: EpisodeRecord, sim: EpisodeRecord, overheads: LiveOverhea
             "live_jct_s",
             "sim_jct_s",
             "jct_error",
+            "pred_jct_s",
+            "pred_jct_error",
         ],
     )
     avg = lambda col: float(frame[col].mean()) if len(frame) else math.nan  # noqa: E731
-    return SimVsLive(frame, avg("live_jct_s"), avg("sim_jct_s"), overheads)
+    return SimVsLive(frame, avg("live_jct_s"), avg("sim_jct_s"), overheads, dict(pred_start_s or {}))
 
 
 def median_overhead(record: EpisodeRecord) -> float:

@@ -63,14 +63,21 @@ def test_policy_a_goes_first_on_even_seeds_and_last_on_odd_ones(bench: ModuleTyp
     assert bench.deploy_order(2, ["a", "b"]) == ["a", "b"] and bench.deploy_order(3, ["a", "b"]) == ["b", "a"]
 
 
-def deploy(label: str, seed: int, live: float, sim: float, load: float = 1.0) -> dict[str, object]:
-    return {"label": label, "seed": seed, "avg_jct_s": live, "sim_avg_jct_s": sim, "load_1m": load}
+def deploy(label: str, seed: int, live: float, sim: float, load: float = 1.0, twin: float = 1.0) -> dict[str, object]:
+    return {
+        "label": label,
+        "seed": seed,
+        "avg_jct_s": live,
+        "sim_avg_jct_s": sim,
+        "twin_avg_jct_s": twin,
+        "load_1m": load,
+    }
 
 
 def test_the_ratio_table_compares_b_over_a_live_and_simulated_in_points(bench: ModuleType) -> None:
     deploys = [
-        deploy("a", 0, live=100.0, sim=80.0, load=0.5),
-        deploy("b", 0, live=90.0, sim=76.0, load=1.5),
+        deploy("a", 0, live=100.0, sim=80.0, load=0.5, twin=90.0),
+        deploy("b", 0, live=90.0, sim=76.0, load=1.5, twin=99.0),
         deploy("c", 0, live=70.0, sim=72.0),
         deploy("b", 1, live=50.0, sim=40.0),
         deploy("a", 1, live=40.0, sim=40.0),
@@ -82,9 +89,42 @@ def test_the_ratio_table_compares_b_over_a_live_and_simulated_in_points(bench: M
     assert b0["sim_ratio"] == pytest.approx(0.95) and b0["live_ratio"] == pytest.approx(0.90)
     assert b0["diff_points"] == pytest.approx(-5.0) and b0["within_goal"]
     assert (b0["load_a"], b0["load_b"]) == (0.5, 1.5)
+    assert b0["twin_ratio"] == pytest.approx(1.1) and (b0["twin_avg_jct_a_s"], b0["twin_avg_jct_b_s"]) == (90.0, 99.0)
     assert c0["diff_points"] == pytest.approx(100 * (0.70 - 0.90)) and not c0["within_goal"]
     assert b1["sim_ratio"] == pytest.approx(1.0) and b1["live_ratio"] == pytest.approx(1.25) and not b1["within_goal"]
     assert math.isnan(c1["live_ratio"]) and math.isnan(c1["diff_points"]) and not c1["within_goal"]
+    assert math.isnan(c1["twin_ratio"])
+
+
+def test_a_deploys_simulated_figures_are_the_prediction_and_the_twins_are_kept_beside_them(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    twin = {"avg_jct_s": 50.0, "sim_avg_jct_s": 48.0, "sim_avg_jct_error": -0.04, "sim_start_s": 5.2}
+    (tmp_path / "sim_vs_live.json").write_text(
+        json.dumps(
+            {
+                "avg_jct_sim_s": 48.0,
+                "avg_jct_pred_s": 45.0,
+                "avg_jct_pred_error": -0.1,
+                "median_abs_job_pred_jct_error": 0.08,
+                "pred_start_s_gpt__tiny": 4.6,
+                "pred_start_s_gpt__mini": 4.7,
+            }
+        )
+    )
+    row = bench.with_prediction(twin, tmp_path)
+    assert row == {
+        "avg_jct_s": 50.0,
+        "twin_avg_jct_s": 48.0,
+        "twin_avg_jct_error": -0.04,
+        "twin_start_s": 5.2,
+        "sim_avg_jct_s": 45.0,
+        "sim_avg_jct_error": -0.1,
+        "sim_median_abs_job_error": 0.08,
+        "sim_start_s": {"gpt__tiny": 4.6, "gpt__mini": 4.7},
+    }
+    failed = bench.with_prediction({"error": "exit 1"}, tmp_path)  # a failed deploy's leftovers are not read
+    assert failed["sim_avg_jct_s"] is None and failed["sim_start_s"] == {}
 
 
 def test_the_ratio_table_refuses_a_missing_or_doubled_deploy(bench: ModuleType) -> None:
@@ -131,6 +171,11 @@ def test_a_tiny_live_ab_deploys_both_policies_and_tabulates_their_ratios(tmp_pat
     (row,) = result["ratios"]
     assert row["live_ratio"] == pytest.approx(b["avg_jct_s"] / a["avg_jct_s"])
     assert row["sim_ratio"] == pytest.approx(b["sim_avg_jct_s"] / a["sim_avg_jct_s"])
+    assert row["twin_ratio"] == pytest.approx(b["twin_avg_jct_s"] / a["twin_avg_jct_s"])
+    for d in (a, b):  # the simulated figures are the prediction's, from the deploy's own sim_vs_live.json
+        summary = json.loads((runs / f"seed0-{d['label']}" / "sim_vs_live.json").read_text())
+        assert d["sim_avg_jct_s"] == pytest.approx(summary["avg_jct_pred_s"])
+        assert d["twin_avg_jct_s"] == pytest.approx(summary["avg_jct_sim_s"])
     assert row["diff_points"] == pytest.approx(100 * (row["live_ratio"] - row["sim_ratio"]))
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table["b"]) == ["fcfs"] and table["live_ratio"].iloc[0] == pytest.approx(row["live_ratio"])

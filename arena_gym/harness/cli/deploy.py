@@ -2,7 +2,8 @@
 
 The same :class:`~arena_gym.protocols.Policy` object that runs in ``simulate`` and the gym schedules
 real jobs through the same loop; the run writes the same results directory as a simulation plus the
-live extras and a sim-vs-live table (``docs/deploy.md``). Ctrl-C stops every job with a checkpoint;
+live extras and a sim-vs-live table: the simulator's prediction and the twin charged the live
+overheads, each against live (``docs/deploy.md``). Ctrl-C stops every job with a checkpoint;
 ``--resume DIR`` continues an interrupted (or crashed) deployment.
 """
 
@@ -332,9 +333,21 @@ def _report(dep: Deployment, result: DeployResult, out: Path) -> None:
             f"{cmp.avg_jct_live_s:.1f} s live, error {100 * cmp.avg_jct_error:+.1f}%, "
             f"per-job median |error| {100 * float(cmp.jobs['jct_error'].abs().median()):.1f}%"
         )
-        print(f"{'job':<12} {'live JCT s':>10} {'sim JCT s':>10} {'error':>8}")
+        if result.pred_metrics is not None:
+            print(headline(f"{result.record.policy} (pred)", result.pred_metrics))
+            starts = ", ".join(f"{m} {v:.1f} s" for m, v in sorted(cmp.pred_start_s.items()))
+            print(
+                f"predicted vs live ({dep.perf_spec}; charged as the model predicts, first start "
+                f"{starts or 'not known: 0 s'}): average JCT {cmp.avg_jct_pred_s:.1f} s predicted, "
+                f"error {100 * cmp.avg_jct_pred_error:+.1f}%, "
+                f"per-job median |error| {100 * float(cmp.jobs['pred_jct_error'].abs().median()):.1f}%"
+            )
+        print(f"{'job':<12} {'live JCT s':>10} {'sim JCT s':>10} {'error':>8} {'pred JCT s':>10} {'error':>8}")
         for row in cmp.jobs.itertuples(index=False):
-            print(f"{row.job_id:<12} {row.live_jct_s:>10.1f} {row.sim_jct_s:>10.1f} {100 * row.jct_error:>+7.1f}%")
+            print(
+                f"{row.job_id:<12} {row.live_jct_s:>10.1f} {row.sim_jct_s:>10.1f} {100 * row.jct_error:>+7.1f}% "
+                f"{row.pred_jct_s:>10.1f} {100 * row.pred_jct_error:>+7.1f}%"
+            )
     unfinished = len(dep.jobs) - int(m["jobs_finished"])
     if unfinished:
         print(f"{unfinished} job(s) did not finish (horizon, or the policy never started them)")
