@@ -7,8 +7,8 @@ the tables do not depend on it) and then regenerates the generated blocks of the
 read them (``scripts/update_docs_tables.py``); prose that quotes a figure is the author's to
 update. ``tests/test_committed_results.py`` re-runs a sample of
 every such directory and fails when a committed figure no longer follows from the code.
-Each directory's ``.gitignore`` (the large files that are not committed) is kept. ``make regenerate``
-runs this with the other commands whose committed tables follow from policy runs.
+Each directory's ``.gitignore`` (the large files that are not committed) is kept, as every results writer
+keeps it. ``make regenerate`` runs this with the other commands whose committed tables follow from policy runs.
 Directories of a frozen suite (``frozen-test``) are left out of both unless named: re-running
 one is a new look at the test set, and ``evaluate`` records it in the ledger.
 
@@ -34,8 +34,6 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -116,25 +114,14 @@ def regenerate(dirs: list[Path], workers: int, tables_only: bool) -> int:
             logging.info("%s: tables of %d policies rewritten", out, len(summary))
             continue
         config = dataclasses.replace(config, out_dir=str(out), workers=workers, progress=True)
-        with _ignore_file(directory):
-            result = evaluate(config, replace=True)  # in place: the committed directories record no kind
+        result = evaluate(
+            config, replace=True
+        )  # in place (keeping its .gitignore): the committed directories record no kind
         logging.info("%s: %d rows in %.0f s", out, len(result.per_workload), result.wall_s)
     pages = [p for p in (REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))) if _reads(p, outs)]
     if not pages:
         return 0
     return subprocess.call([sys.executable, str(REPO / "scripts" / "update_docs_tables.py"), *map(str, pages)])
-
-
-@contextmanager
-def _ignore_file(directory: Path) -> Iterator[None]:
-    """Keep ``directory``'s ``.gitignore`` (what is not committed) across a run that replaces the directory."""
-    path = directory / ".gitignore"
-    kept = path.read_bytes() if path.is_file() else None
-    try:
-        yield
-    finally:
-        if kept is not None and directory.is_dir() and not path.exists():
-            path.write_bytes(kept)
 
 
 def _reads(page: Path, outs: list[Path]) -> bool:

@@ -162,7 +162,8 @@ def staged_dir(
     """Yield a hidden temporary directory beside ``out_dir``; move it to ``out_dir`` when the block ends.
 
     ``out_dir`` is checked first (:func:`check_out_dir` with ``kind`` and ``replace``). An earlier
-    results directory there is replaced only once the new one is complete. On an error or Ctrl-C
+    results directory there is replaced only once the new one is complete, and its ``.gitignore``
+    (what a committed results directory does not commit) is kept unless the writer wrote one. On an error or Ctrl-C
     the temporary directory (and any parent created for it) is removed and ``out_dir`` is untouched.
     """
     out = check_out_dir(out_dir, flag, kind=kind, replace=replace)
@@ -205,8 +206,11 @@ def _staging(out: Path, label: str) -> Iterator[Path]:
 
 
 def _swap_in(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside first and deleted after."""
+    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside first and deleted after (its ``.gitignore`` kept)."""
     if out.is_dir() and any(out.iterdir()):
+        ignore = out / ".gitignore"
+        if ignore.is_file() and not (tmp / ".gitignore").exists():
+            shutil.copy2(ignore, tmp / ".gitignore")
         old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
         os.replace(out, old)
         try:

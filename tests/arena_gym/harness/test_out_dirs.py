@@ -183,3 +183,14 @@ def test_shown_path_names_a_path_inside_the_root_relative_to_it(tmp_path, monkey
     assert shown_path(root / "results" / ".." / "b.json", root) == "b.json"  # resolved first
     assert shown_path(Path("results/c.json"), root) == "results/c.json"  # relative to the working directory
     assert shown_path(tmp_path / "elsewhere.json", root) == str(tmp_path / "elsewhere.json")
+
+
+def test_a_replaced_results_dir_keeps_its_gitignore_unless_the_writer_wrote_one(tmp_path):
+    out = results_dir(tmp_path / "run", "simulate")
+    (out / ".gitignore").write_text("jobs.csv\n")
+    with staged_dir(out, kind="simulate", replace=True) as staging:
+        (staging / "config.json").write_text(json.dumps({"code_version": "2"}))
+    assert (out / ".gitignore").read_text() == "jobs.csv\n" and not (out / "metrics.json").exists()
+    with staged_dir(out, kind="simulate", replace=True) as staging:
+        (staging / ".gitignore").write_text("timeline.csv\n")
+    assert (out / ".gitignore").read_text() == "timeline.csv\n"
