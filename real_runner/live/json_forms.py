@@ -1,11 +1,17 @@
-"""JSON forms of the domain objects the journal stores: jobs, allocations, rank slots, core operations (no torch)."""
+"""JSON forms of the domain objects the journal stores: jobs, allocations, rank slots, core operations (no torch).
+
+Each is read back through :mod:`arena_gym.fields` (the dataclass's annotations, or those of the local form
+where the JSON is shaped otherwise): a missing, unknown or mistyped field is a one-line :class:`FieldError`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from arena_gym.core.oplog import OP_KINDS, Close, Commit, Fail, Finish, Op, Progress, Run, Submit
+from arena_gym.fields import FieldError, build, check, short
 from arena_gym.types import (
     Allocation,
     DeadlineSource,
@@ -36,20 +42,21 @@ def job_to_dict(job: JobSpec) -> dict[str, Any]:
     }
 
 
-def job_from_dict(data: Mapping[str, Any]) -> JobSpec:
-    """Inverse of :func:`job_to_dict`."""
-    gpu_type = data.get("requested_gpu_type")
-    return JobSpec(
-        JobId(str(data["job_id"])),
-        ModelRef.parse(str(data["model"])),
-        int(data["global_batch"]),
-        int(data["iterations"]),
-        float(data["submit_time"]),
-        None if gpu_type is None else GpuType(str(gpu_type)),
-        None if data.get("requested_gpus") is None else int(data["requested_gpus"]),
-        None if data.get("deadline") is None else float(data["deadline"]),
-        DeadlineSource(str(data.get("deadline_source", DeadlineSource.DECLARED.value))),
-    )
+def job_from_dict(data: Any) -> JobSpec:
+    """Inverse of :func:`job_to_dict`; a one-line ValueError naming a missing, unknown or bad field."""
+    return build(JobSpec, data, "job", {"model": _model, "deadline_source": _deadline_source})
+
+
+def _model(value: Any) -> ModelRef:
+    return ModelRef.parse(check(value, str, "job: model"))
+
+
+def _deadline_source(value: Any) -> DeadlineSource:
+    try:
+        return DeadlineSource(value)
+    except (TypeError, ValueError):
+        valid = ", ".join(s.value for s in DeadlineSource)
+        raise FieldError(f"job: deadline_source must be one of {valid}, got {short(value)}") from None
 
 
 def alloc_to_dict(alloc: Allocation) -> dict[str, Any]:
@@ -65,15 +72,26 @@ def alloc_to_dict(alloc: Allocation) -> dict[str, Any]:
     }
 
 
-def alloc_from_dict(data: Mapping[str, Any]) -> Allocation:
-    """Inverse of :func:`alloc_to_dict`."""
-    gpu_type = GpuType(str(data["gpu_type"]))
-    shape = ResourceShape(gpu_type, int(data["n_nodes"]), int(data["gpus_per_node"]))
-    plan = data.get("plan")
+@dataclass(frozen=True)
+class _AllocationForm:
+    """An allocation as :func:`alloc_to_dict` writes it: its grid's shape and stages, its nodes, its plan's form."""
+
+    gpu_type: GpuType
+    n_nodes: int
+    gpus_per_node: int
+    n_stages: int
+    nodes: tuple[int, ...]
+    plan: Mapping[str, Any] | None = None
+
+
+def alloc_from_dict(data: Any) -> Allocation:
+    """Inverse of :func:`alloc_to_dict`; a one-line ValueError naming the bad field."""
+    form = build(_AllocationForm, data, "allocation")
+    shape = ResourceShape(form.gpu_type, form.n_nodes, form.gpus_per_node)
     return Allocation(
-        Grid(shape, int(data["n_stages"])),
-        Placement(gpu_type, tuple(int(n) for n in data["nodes"]), shape.gpus_per_node),
-        None if plan is None else plan_from_dict(plan),
+        Grid(shape, form.n_stages),
+        Placement(form.gpu_type, form.nodes, form.gpus_per_node),
+        None if form.plan is None else plan_from_dict(form.plan),
     )
 
 
@@ -82,14 +100,9 @@ def slots_to_list(slots: tuple[RankSlot, ...]) -> list[dict[str, Any]]:
     return [{"node": s.node, "host": s.host, "device": s.device, "pin_core": s.pin_core} for s in slots]
 
 
-def slots_from_list(data: list[Mapping[str, Any]]) -> tuple[RankSlot, ...]:
-    """Inverse of :func:`slots_to_list`."""
-    return tuple(
-        RankSlot(
-            int(d["node"]), str(d["host"]), int(d["device"]), None if d.get("pin_core") is None else int(d["pin_core"])
-        )
-        for d in data
-    )
+def slots_from_list(data: Any) -> tuple[RankSlot, ...]:
+    """Inverse of :func:`slots_to_list`; a one-line ValueError naming the bad slot and field."""
+    return tuple(build(RankSlot, d, f"slot {i}") for i, d in enumerate(check(data, list, "slots")))
 
 
 #: An operation's journal row without its time: (job id or "", JSON-ready data), by record type.
@@ -110,20 +123,61 @@ _OP_ROWS: dict[type, Callable[[Any], tuple[str, dict[str, Any]]]] = {
     Close: lambda op: ("", {}),
 }
 
-#: An operation from its journal row (time, job id, data), by kind.
-_OP_READERS: dict[str, Callable[[float, JobId, Mapping[str, Any]], Op]] = {
-    "submit": lambda t, job, data: Submit(t, job),
-    "commit": lambda t, job, data: Commit(
-        t,
-        tuple(JobId(j) for j in data["preempt"]),
-        tuple((JobId(j), alloc_from_dict(a)) for j, a in data["alloc"]),
-        tuple(float(o) for o in data.get("overhead", [0.0] * len(data["alloc"]))),
+
+@dataclass(frozen=True)
+class _NoData:
+    """The data of a row whose operation is its time and job alone (submit, finish, close)."""
+
+
+@dataclass(frozen=True)
+class _CommitData:
+    """A commit row's data (no ``overhead``: none was charged)."""
+
+    preempt: tuple[JobId, ...]
+    alloc: tuple[tuple[JobId, Mapping[str, Any]], ...]
+    overhead: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _RunData:
+    """A run row's data."""
+
+    iter_time: float | None = None
+
+
+@dataclass(frozen=True)
+class _ProgressData:
+    """A progress row's data."""
+
+    done: float
+    iter_time: float
+
+
+@dataclass(frozen=True)
+class _FailData:
+    """A fail row's data (journals written before the reason lack it)."""
+
+    done: float
+    reason: str = ""
+
+
+#: By kind: the form of a journal row's data, and the operation from its time, job id and that form.
+_OP_READERS: dict[str, tuple[type, Callable[[float, JobId, Any], Op]]] = {
+    "submit": (_NoData, lambda t, job, row: Submit(t, job)),
+    "commit": (
+        _CommitData,
+        lambda t, job, row: Commit(
+            t,
+            row.preempt,
+            tuple((j, alloc_from_dict(a)) for j, a in row.alloc),
+            (0.0,) * len(row.alloc) if row.overhead is None else row.overhead,
+        ),
     ),
-    "run": lambda t, job, data: Run(t, job, None if data.get("iter_time") is None else float(data["iter_time"])),
-    "progress": lambda t, job, data: Progress(t, job, float(data["done"]), float(data["iter_time"])),
-    "fail": lambda t, job, data: Fail(t, job, float(data["done"]), str(data.get("reason", ""))),
-    "finish": lambda t, job, data: Finish(t, job),
-    "close": lambda t, job, data: Close(t),
+    "run": (_RunData, lambda t, job, row: Run(t, job, row.iter_time)),
+    "progress": (_ProgressData, lambda t, job, row: Progress(t, job, row.done, row.iter_time)),
+    "fail": (_FailData, lambda t, job, row: Fail(t, job, row.done, row.reason)),
+    "finish": (_NoData, lambda t, job, row: Finish(t, job)),
+    "close": (_NoData, lambda t, job, row: Close(t)),
 }
 
 
@@ -133,9 +187,10 @@ def op_to_row(op: Op) -> tuple[str, str, dict[str, Any]]:
     return op.kind, job_id, data
 
 
-def op_from_row(t: float, kind: str, job_id: str, data: Mapping[str, Any]) -> Op:
-    """Inverse of :func:`op_to_row`; ValueError naming an unknown kind."""
+def op_from_row(t: float, kind: str, job_id: str, data: Any) -> Op:
+    """Inverse of :func:`op_to_row`; a one-line ValueError naming an unknown kind or a bad field of the data."""
     reader = _OP_READERS.get(kind)
     if reader is None:
         raise ValueError(f"journal: unknown operation {kind!r}; valid: {', '.join(OP_KINDS)}")
-    return reader(t, JobId(job_id), data)
+    form, make = reader
+    return make(t, JobId(job_id), build(form, data, f"{kind} data"))

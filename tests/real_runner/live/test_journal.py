@@ -11,11 +11,37 @@ import pytest
 
 from arena_gym.core import ClusterState
 from arena_gym.core.oplog import Close, Commit, Fail, Finish, Progress, Run, Submit, replay
-from arena_gym.types import Allocation, Decision, GpuType, Grid, JobId, JobSpec, ModelRef, Placement, ResourceShape
+from arena_gym.sim import SimConfig
+from arena_gym.types import (
+    Allocation,
+    ClusterSpec,
+    Decision,
+    GpuType,
+    Grid,
+    JobId,
+    JobSpec,
+    ModelRef,
+    NodeGroup,
+    Placement,
+    ResourceShape,
+)
 from estimator import default_perf_model
-from real_runner.live.journal import Journal, exists
-from real_runner.live.json_forms import alloc_from_dict, alloc_to_dict, job_from_dict, job_to_dict
+from real_runner.launchers.base import RankSlot
+from real_runner.live.journal import Journal, JournalError, exists
+from real_runner.live.json_forms import (
+    alloc_from_dict,
+    alloc_to_dict,
+    job_from_dict,
+    job_to_dict,
+    op_from_row,
+    slots_from_list,
+    slots_to_list,
+)
 from real_runner.testbed import load_testbed
+from tests.fake_live import fake_live_backend
+from tests.fuzzing import assert_one_line
+from tests.helpers import GPT, table_model
+from tests.helpers import job as make_job
 
 CPU = GpuType("cpu")
 TINY = ModelRef.parse("gpt__tiny")
@@ -157,3 +183,89 @@ def test_a_job_keeps_where_its_deadline_comes_from() -> None:
     assert data["deadline_source"] == "derived" and job_from_dict(data) == derived
     del data["deadline_source"]  # a journal written before the field: its deadlines were declared
     assert job_from_dict(data).deadline_source is DeadlineSource.DECLARED
+
+
+def _without(data: dict, key: str) -> dict:
+    return {k: v for k, v in data.items() if k != key}
+
+
+JOB = job_to_dict(jobs()[0])
+ALLOC = alloc_to_dict(alloc((0, 1), 2))
+SLOT = slots_to_list((RankSlot(0, "localhost", 1, 3),))[0]
+
+
+@pytest.mark.parametrize(
+    ("read", "data", "message"),
+    [
+        (job_from_dict, {**JOB, "global_batch": True}, "job: global_batch must be an integer, got True"),
+        (job_from_dict, {**JOB, "iterations": "7"}, "job: iterations must be an integer, got '7'"),
+        (job_from_dict, {**JOB, "submit_time": "0.5"}, "job: submit_time must be a number, got '0.5'"),
+        (job_from_dict, {**JOB, "requested_gpus": False}, "job: requested_gpus must be None or an integer"),
+        (job_from_dict, {**JOB, "extra": 1}, "job: unknown field(s) extra; valid: job_id, model"),
+        (job_from_dict, _without(JOB, "iterations"), "job: missing field(s) iterations"),
+        (job_from_dict, {**JOB, "deadline_source": "guessed"}, "job: deadline_source must be one of declared, derived"),
+        (job_from_dict, [JOB], "job must be an object"),
+        (alloc_from_dict, {**ALLOC, "n_nodes": True}, "allocation: n_nodes must be an integer, got True"),
+        (alloc_from_dict, {**ALLOC, "n_stages": "1"}, "allocation: n_stages must be an integer, got '1'"),
+        (alloc_from_dict, {**ALLOC, "nodes": [0, "1"]}, "allocation: nodes must be a tuple of integers"),
+        (alloc_from_dict, {**ALLOC, "stages": 1}, "allocation: unknown field(s) stages"),
+        (alloc_from_dict, _without(ALLOC, "gpu_type"), "allocation: missing field(s) gpu_type"),
+        (slots_from_list, [{**SLOT, "device": True}], "slot 0: device must be an integer, got True"),
+        (slots_from_list, [{**SLOT, "node": "0"}], "slot 0: node must be an integer, got '0'"),
+        (slots_from_list, [{**SLOT, "cpu": 2}], "slot 0: unknown field(s) cpu"),
+        (slots_from_list, [_without(SLOT, "host")], "slot 0: missing field(s) host"),
+        (slots_from_list, SLOT, "slots must be a list"),
+    ],
+)
+def test_journal_forms_refuse_a_bad_field_in_one_line(read, data, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        read(data)
+    assert_one_line(err.value, message)
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "message"),
+    [
+        ("progress", {"done": True, "iter_time": 0.25}, "progress data: done must be a number, got True"),
+        ("progress", {"done": "7", "iter_time": 0.25}, "progress data: done must be a number, got '7'"),
+        ("progress", {"done": 7}, "progress data: missing field(s) iter_time"),
+        ("run", {"iter_time": 0.2, "speed": 1}, "run data: unknown field(s) speed"),
+        ("fail", {"done": 5, "reason": 9}, "fail data: reason must be a string, got 9"),
+        ("commit", {"preempt": ["b"]}, "commit data: missing field(s) alloc"),
+        ("commit", {"preempt": [], "alloc": [["a", ALLOC]], "overhead": ["1"]}, "overhead must be None or a tuple"),
+        ("commit", {"preempt": [], "alloc": [["a", {**ALLOC, "n_nodes": True}]]}, "allocation: n_nodes must be"),
+        ("finish", {"done": 1}, "finish data: unknown field(s) done"),
+    ],
+)
+def test_an_operation_row_with_a_bad_field_is_refused_in_one_line(kind: str, data: dict, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        op_from_row(1.0, kind, "a", data)
+    assert_one_line(err.value, message)
+
+
+def test_a_bad_field_is_a_damaged_journal_in_one_line(tmp_path) -> None:
+    path = tmp_path / Journal.FILENAME
+    Journal(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(
+            """INSERT INTO ops (t, op, job_id, data) VALUES (6.0, 'progress', 'a', '{"done": "7", "iter_time": 1}')"""
+        )
+    with pytest.raises(JournalError) as err:
+        Journal(path).ops()
+    assert_one_line(err.value, "operation 1 (progress) is damaged (progress data: done must be a number, got '7')")
+    cluster = ClusterSpec("a40-2x2", (NodeGroup(GpuType("a40"), 2, 2),))
+    workload = [make_job("a", 0, 30, "a40", 2)]
+    run_dir = tmp_path / "deploy"
+    run_dir.mkdir()
+    journal = Journal(run_dir / Journal.FILENAME)
+    journal.set_meta("workload", [{**job_to_dict(workload[0]), "global_batch": True}])
+    journal.close()
+    backend = fake_live_backend(
+        cluster, table_model({(GPT, 128, "a40", 1, 2): 2.0}), run_dir, SimConfig(overhead_class="none")
+    )
+    try:
+        with pytest.raises(JournalError) as err:
+            backend.reset(workload)
+    finally:
+        backend.close()
+    assert_one_line(err.value, "its workload is damaged (job: global_batch must be an integer, got True)")
