@@ -36,13 +36,12 @@ With ``wandb_mode`` other than ``disabled`` the two tables and the plots go to a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
-import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +49,10 @@ import pandas as pd
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
+from arena_gym.fields import build, check_fields
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
+from arena_gym.harness.experiment import NO_OPTIONS, ScenarioOptions, check_trace_name
 from arena_gym.harness.flags import flag
 from arena_gym.harness.ledger import append_row, check_ledger, default_ledger, ledger_row, repository_root
 from arena_gym.harness.out_dirs import check_out_dir, shown_path, staged_dir
@@ -69,14 +70,13 @@ from arena_gym.harness.suites import (
     custom_suite,
     env_suite,
     get_suite,
+    with_options,
 )
 from arena_gym.harness.sweep import connect_ray
 from arena_gym.outputs import atomic_write, code_version, write_csv, write_json
 from arena_gym.protocols import Policy
-from arena_gym.scenario import scaled_overhead
-from arena_gym.sim import SimConfig
 from arena_gym.types import ClusterSpec
-from envs import EnvConfig, ObservationPolicy
+from envs import EnvConfig, ObservationPolicy, Workload
 from envs.codec import ActionCodec
 from envs.config import LOAD_BASES
 
@@ -97,10 +97,11 @@ class EvalConfig:
     ``suite`` is a registered name (:data:`arena_gym.harness.suites.SUITE_NAMES`) or ``custom`` with
     ``traces`` (trace specs; their ``split`` windows of ``window_jobs`` jobs on ``cluster`` at
     ``loads``, offered loads or factors of the recorded rate per ``load_basis``). ``limit`` > 0
-    keeps that many workloads, evenly spaced. ``overhead_scale`` multiplies every reconfiguration
-    overhead, ``round_s`` (None: the suite's) adds decision rounds and ``event_decisions`` False
-    decides on rounds only, as ``compare``'s options do. ``ledger`` is the ledger a run on a frozen suite is
-    recorded in (None: the repository's, :func:`arena_gym.harness.ledger.default_ledger`).
+    keeps that many workloads, evenly spaced. ``scenario`` holds the options ``compare`` takes too
+    (perf, belief, horizon, rounds, overheads, user models), laid over every suite part's own
+    settings, the workloads cut under them (:func:`arena_gym.harness.suites.with_options`; unset:
+    the suite's). ``ledger`` is the ledger a run on a frozen suite is recorded in (None: the
+    repository's, :func:`arena_gym.harness.ledger.default_ledger`).
     """
 
     policies: tuple[str, ...]
@@ -124,16 +125,11 @@ class EvalConfig:
     bounds: bool = True
     ray: str | None = None
     ledger: str | None = None
-    overhead_scale: float = 1.0
-    round_s: float | None = None
-    event_decisions: bool = True
+    scenario: ScenarioOptions = NO_OPTIONS
 
     def __post_init__(self) -> None:
+        check_fields(self)
         problems = []
-        if not 0 <= self.overhead_scale < math.inf:
-            problems.append(f"{flag('overhead_scale')} must be finite and >= 0, got {self.overhead_scale}")
-        if self.round_s is not None and not 0 < self.round_s < math.inf:
-            problems.append(f"{flag('round_s')} must be finite and > 0, got {self.round_s}")
         if self.workers < 1:
             problems.append(f"{flag('workers')} must be >= 1, got {self.workers}")
         if self.ray is not None and self.workers > 1:
@@ -162,24 +158,14 @@ class EvalConfig:
         if problems:
             raise ValueError("; ".join(problems))
 
-    def sim(self, suite: Suite[SuitePart]) -> SimConfig | None:
-        """The simulator settings of the evaluation: the suite's, with this config's overhead scale, round and
-        event decisions (None: the suite's unchanged)."""
-        if (self.overhead_scale, self.round_s, self.event_decisions) == (1.0, None, True):
-            return None
-        base = suite.parts[0].config.sim_config()
-        round_s = self.round_s if self.round_s is not None else base.round_s
-        return dataclasses.replace(
-            base, overhead=scaled_overhead(self.overhead_scale), round_s=round_s, event_decisions=self.event_decisions
-        )
-
     def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite[SuitePart]:
         """The suite this config names (the data folder is checked for suites that need it).
 
         ``model`` is the test split of the env the learned ``policies`` were trained on (they must
         share it)."""
         if self.suite == "custom":
-            return custom_suite(self.traces, self.cluster, self.split, self.window_jobs, self.loads, self.load_basis)
+            traces = tuple(check_trace_name(t, self.scenario.allow_shadowing) for t in self.traces)
+            return custom_suite(traces, self.cluster, self.split, self.window_jobs, self.loads, self.load_basis)
         if self.suite == MODEL_SUITE:
             configs = {repr(p.config): p.config for p in (policies or {}).values() if isinstance(p, ObservationPolicy)}
             if len(configs) != 1:
@@ -207,7 +193,8 @@ class EvalResult:
 
 
 def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace: bool = False) -> EvalResult:
-    """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``.
+    """Run the protocol (see the module docstring) and write its files; ``suite`` replaces ``config.suite``
+    (``config.scenario`` goes on top of its parts either way).
 
     ``config.out_dir`` may hold a finished evaluation only with ``replace``, checked first
     (:mod:`arena_gym.harness.out_dirs`). On a frozen suite the ledger is checked first and the
@@ -221,18 +208,18 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace:
     if config.ray is not None:
         connect_ray(config.ray)
     policies = baseline_policies(config.policies, config.seed)  # built once: the labels, the unavailable skipped
-    suite = suite or config.build_suite(policies)
-    sim = config.sim(suite)  # checked before the ledger records the run
+    suite = with_options(suite or config.build_suite(policies), config.scenario)
     check_models_fit(policies, suite, config.data_dir)
     specs = {label: spec for label, spec in map(parse_policy_spec, config.policies) if label in policies}
     if config.reference not in policies:
         raise ValueError(
             f"{flag('reference')}: reference policy {config.reference!r} is not among the policies ({', '.join(policies)})"
         )
-    workloads = suite.workloads()
-    if 0 < config.limit < len(workloads):
-        step = len(workloads) / config.limit
-        workloads = [workloads[int(i * step)] for i in range(config.limit)]
+    parts = suite.part_workloads()  # cut under the options: a bad one fails here, before the ledger records the run
+    if 0 < config.limit < len(parts):
+        step = len(parts) / config.limit
+        parts = [parts[int(i * step)] for i in range(config.limit)]
+    workloads = [w for _, w in parts]
     if ledger is not None:
         root = repository_root() or Path.cwd()
         row = ledger_row(
@@ -245,9 +232,8 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace:
         )
         append_row(ledger, row)
     log.info("suite %s: %d workloads x %d policies", suite.name, len(workloads), len(policies))
-    evaluator = Evaluator(suite.parts[0].config, workloads, bounds=config.bounds, sim=sim)
     jct_rows: list[dict[str, Any]] = []
-    table = evaluator.score_specs(specs, config.seed, config.workers, config.progress, jct_rows, config.ray)
+    table = score_parts(parts, specs, config, jct_rows)
     jobs = pd.DataFrame(jct_rows, columns=["workload", "policy", "jct_s"])
     out = Path(config.out_dir)
     with staged_dir(out, kind=KIND, replace=replace) as staging:
@@ -271,6 +257,23 @@ def evaluate(config: EvalConfig, suite: Suite[SuitePart] | None = None, replace:
     if config.wandb_mode != "disabled":
         _log_wandb(out, config, table, summary)
     return EvalResult(table, summary, out, wall)
+
+
+def score_parts(
+    parts: Sequence[tuple[SuitePart, Workload]],
+    specs: Mapping[str, str],
+    config: EvalConfig,
+    jct_rows: list[dict[str, Any]],
+) -> pd.DataFrame:
+    """The per-workload table of ``specs`` on the workloads, each scored under its own part's settings and
+    options (consecutive workloads of a part together), in order; ``jct_rows`` receives the finished jobs."""
+    tables = [
+        Evaluator(part.config, [w for _, w in group], bounds=config.bounds, options=part.options).score_specs(
+            specs, config.seed, config.workers, config.progress, jct_rows, config.ray
+        )
+        for part, group in groupby(parts, key=lambda pair: pair[0])
+    ]
+    return tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
 
 
 def _observed(config: EnvConfig, cluster: str | ClusterSpec) -> tuple[Any, ...]:
@@ -307,23 +310,21 @@ def check_models_fit(policies: Mapping[str, Policy], suite: Suite[SuitePart], da
 def recorded_config(out_dir: str | Path) -> EvalConfig:
     """The :class:`EvalConfig` an evaluation directory's ``config.json`` records (to re-run it at the current code).
 
-    A directory that holds no evaluation, or a config with unknown or missing fields, is a
-    one-line ``ValueError`` naming the file.
+    A directory that holds no evaluation, or a config with unknown or missing fields or values of the
+    wrong type or meaning, is a one-line ``ValueError`` naming the file.
     """
     path = Path(out_dir) / "config.json"
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))["evaluate"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
         raise ValueError(f"{path}: not the config of an evaluation ({err})") from None
-    fields = {f.name: f for f in dataclasses.fields(EvalConfig)}
-    unknown = sorted(set(recorded) - set(fields))
-    if unknown:
-        raise ValueError(f"{path}: unknown evaluate field(s) {', '.join(unknown)}")
-    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in recorded.items()}
+    context = f"{path}: evaluate"
+    readers = {"scenario": lambda v: ScenarioOptions.read(v, f"{context}: scenario")}
     try:
-        return EvalConfig(**values)
-    except TypeError as err:
-        raise ValueError(f"{path}: {err}") from None
+        return build(EvalConfig, recorded, context, readers)
+    except ValueError as err:
+        message = str(err)
+        raise ValueError(message if message.startswith(context) else f"{context}: {message}") from None
 
 
 def write_summaries(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from arena_gym.fields import build, check, check_fields
+from arena_gym.harness.flags import flag
 from arena_gym.loop import run_episode
 from arena_gym.metrics import Replay, compute_metrics, replay
 from arena_gym.perf import trace_hooks
@@ -18,6 +20,79 @@ from arena_gym.scenario import Scenario, build_scenario
 from arena_gym.sim import SimBackend, SimConfig
 from arena_gym.types import ClusterSpec, JobSpec, OverheadClass, OverheadModel, PerfModel
 
+#: Why deciding on rounds only needs a round (both commands' one line).
+NO_ROUND = f"{flag('event_decisions')} needs {flag('round_s')} (otherwise nothing is ever decided)"
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """The scenario options a user sets, the same for ``compare`` (and ``simulate``) and ``evaluate``.
+
+    Each is laid over a scenario's own setting, which a None leaves: for ``compare`` the
+    defaults of :class:`RunConfig` (the estimator, no belief of its own, no horizon, no rounds,
+    Arena's overheads), for ``evaluate`` each suite part's env config. ``perf`` is the
+    ground-truth model, ``belief`` the one policies plan with, ``horizon_s`` counts from the
+    first submission, ``round_s`` adds decision rounds, ``event_decisions`` False decides on
+    rounds only, ``overhead`` prices reconfigurations; ``model_spec`` and ``allow_shadowing``
+    as in :class:`RunConfig`. The fields are :class:`RunConfig`'s of the same names.
+    """
+
+    perf: str | None = None
+    belief: str | None = None
+    horizon_s: float | None = None
+    round_s: float | None = None
+    event_decisions: bool = True
+    overhead: OverheadModel | None = None
+    model_spec: str | None = None
+    allow_shadowing: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        problems = []
+        if self.horizon_s is not None and not self.horizon_s > 0:
+            problems.append(f"{flag('horizon_s')} must be > 0, got {self.horizon_s}")
+        if self.round_s is not None and not 0 < self.round_s < math.inf:
+            problems.append(f"{flag('round_s')} must be finite and > 0, got {self.round_s}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @classmethod
+    def read(cls, data: Any, context: str) -> ScenarioOptions:
+        """The options a JSON object records (as :func:`arena_gym.outputs.write_json` wrote them: an
+        infinite horizon as ``"inf"``); :class:`arena_gym.fields.FieldError` prefixed ``context``."""
+        return build(
+            cls,
+            data,
+            context,
+            readers={
+                "horizon_s": lambda v: math.inf if v == "inf" else check(v, float | None, f"{context}: horizon_s"),
+                "overhead": lambda v: None if v is None else build(OverheadModel, v, f"{context}: overhead"),
+            },
+        )
+
+    def sim_config(self, base: SimConfig) -> SimConfig:
+        """``base`` (a scenario's own simulator settings) with these options on top."""
+        round_s = self.round_s if self.round_s is not None else base.round_s
+        if not self.event_decisions and round_s is None:
+            raise ValueError(NO_ROUND)
+        return SimConfig(
+            self.overhead if self.overhead is not None else base.overhead,
+            round_s,
+            self.event_decisions,
+            self.horizon_s if self.horizon_s is not None else base.horizon_s,
+            base.overhead_class,
+        )
+
+    def run_config(self, policy: str, trace: str, cluster: str, seed: int) -> RunConfig:
+        """The :class:`RunConfig` of ``policy`` on ``trace`` with these options (its defaults where they give none)."""
+        self.sim_config(SimConfig())  # a schedule that never decides is refused here, before any run
+        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return RunConfig(policy, trace, cluster, seed, **given)
+
+
+#: No option set: every scenario as its own settings make it.
+NO_OPTIONS = ScenarioOptions()
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -27,7 +102,8 @@ class RunConfig:
     plan with (None: the same model). ``horizon_s`` counts from the first submission.
     ``model_spec`` is a JSON file of user-defined models (architectures the estimator knows
     in addition to its zoo; see ``estimator.zoo.load_models``). ``allow_shadowing`` lets a
-    user model, trace file or cluster file take a built-in name (refused otherwise).
+    user model, trace file or cluster file take a built-in name (refused otherwise). The
+    fields after ``seed`` are what a user sets through :class:`ScenarioOptions`.
     """
 
     policy: str

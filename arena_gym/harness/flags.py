@@ -15,6 +15,7 @@ _RENAMED = {
     "stale_timeout_s": "--stale-timeout",
     "status_every_s": "--status-every",
     "pad_reference": "--pad-jct",
+    "overhead": "--overhead-scale",
 }
 
 

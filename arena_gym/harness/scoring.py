@@ -16,7 +16,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -26,19 +26,18 @@ from tqdm.auto import tqdm
 from agents.rl.algos import greedy_action
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.bounds import workload_bounds
-from arena_gym.harness.experiment import play
+from arena_gym.harness.experiment import NO_OPTIONS, ScenarioOptions, play
 from arena_gym.harness.gpu_types import missing_types
 from arena_gym.harness.results import PADDED_COLUMN, metric_row
-from arena_gym.harness.suites import split_workloads
+from arena_gym.harness.suites import part_scenario, split_workloads
 from arena_gym.harness.sweep import run_tasks
 from arena_gym.metrics import finished_jcts, padded_mean_jcts
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.scenario import Scenario
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.sim import SimBackend
 from arena_gym.types import OverheadClass
 from envs import EnvConfig, ObservationPolicy, Workload
-from envs.scenario import env_scenario
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +78,14 @@ def policy_facts(policy: Policy) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=16)
-def cluster_scenario(config: EnvConfig, cluster: str, sim: SimConfig | None = None) -> Scenario:
-    """The scenario of ``config`` on a cluster spec (``sim``: simulator settings other than the config's), built
-    once per process.
+def cluster_scenario(config: EnvConfig, cluster: str, options: ScenarioOptions = NO_OPTIONS) -> Scenario:
+    """The scenario of ``config`` on a cluster spec with the user's ``options`` on top
+    (:func:`arena_gym.harness.suites.part_scenario`), built once per process.
 
     The models are pure functions of their points (their lazily filled tables only save work),
     so every evaluation and every task a worker process runs may share them.
     """
-    return env_scenario(config, cluster) if sim is None else replace(env_scenario(config, cluster), sim=sim)
+    return part_scenario(config, cluster, options)
 
 
 #: One policy's row on a workload (without the padded JCT and the bounds) and its finished jobs' JCTs.
@@ -102,11 +101,11 @@ class PolicyTask:
     label: str
     spec: str
     seed: int
-    sim: SimConfig | None = None
+    options: ScenarioOptions = NO_OPTIONS
 
     def run(self) -> Scored:
         """The policy's row and JCTs."""
-        return Evaluator(self.config, [self.workload], sim=self.sim).score_policy(
+        return Evaluator(self.config, [self.workload], options=self.options).score_policy(
             self.workload, self.label, make_policy(self.spec, self.seed)
         )
 
@@ -117,11 +116,11 @@ class BoundsTask:
 
     config: EnvConfig
     workload: Workload
-    sim: SimConfig | None = None
+    options: ScenarioOptions = NO_OPTIONS
 
     def run(self) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds."""
-        return Evaluator(self.config, [self.workload], sim=self.sim).bounds_of(self.workload)
+        return Evaluator(self.config, [self.workload], options=self.options).bounds_of(self.workload)
 
 
 def _run_task(task: PolicyTask | BoundsTask) -> Scored | tuple[float, float]:
@@ -132,22 +131,27 @@ def _run_task(task: PolicyTask | BoundsTask) -> Scored | tuple[float, float]:
 class Evaluator:
     """Fixed workloads and the scoring of policies on them.
 
-    ``config`` gives the ground truth (``perf``) and the belief the policies plan with, and ``sim``
-    the overheads and decision schedule (None: the config's); each workload names its cluster (a
-    preset, file or ``preset[type=nodes]`` variant). Every policy runs each workload on a fresh
-    simulator of the workload's scenario (:func:`cluster_scenario`) and pays its own restart
-    overhead class.
+    ``config`` gives the ground truth (``perf``), the belief the policies plan with and the simulator
+    settings, the user's ``options`` on top of them (:class:`arena_gym.harness.experiment.ScenarioOptions`;
+    give the ones the workloads were cut under, :class:`arena_gym.harness.suites.SuitePart`). Each
+    workload names its cluster (a preset, file or ``preset[type=nodes]`` variant). Every policy
+    runs each workload on a fresh simulator of the workload's scenario (:func:`cluster_scenario`)
+    and pays its own restart overhead class.
     """
 
     def __init__(
-        self, config: EnvConfig, workloads: Sequence[Workload], bounds: bool = False, sim: SimConfig | None = None
+        self,
+        config: EnvConfig,
+        workloads: Sequence[Workload],
+        bounds: bool = False,
+        options: ScenarioOptions = NO_OPTIONS,
     ) -> None:
         if not workloads:
             raise ValueError("evaluation needs at least one workload")
         self.config = config
         self.workloads = tuple(workloads)
         self.bounds = bounds
-        self.sim = sim
+        self.options = options
 
     @classmethod
     def for_split(
@@ -158,7 +162,7 @@ class Evaluator:
 
     def scenario(self, cluster: str) -> Scenario:
         """The scenario of a workload's cluster spec (:func:`cluster_scenario`)."""
-        return cluster_scenario(self.config, cluster, self.sim)
+        return cluster_scenario(self.config, cluster, self.options)
 
     def backend(self, workload: Workload, overhead_class: str) -> SimBackend:
         """A fresh simulator for a workload, charging ``overhead_class`` per (re)start."""
@@ -208,8 +212,8 @@ class Evaluator:
         per_workload = len(specs) + (1 if self.bounds else 0)
         tasks: list[PolicyTask | BoundsTask] = []
         for w in self.workloads:
-            tasks.extend(PolicyTask(self.config, w, label, spec, seed, self.sim) for label, spec in specs.items())
-            tasks.extend([BoundsTask(self.config, w, self.sim)] if self.bounds else [])
+            tasks.extend(PolicyTask(self.config, w, label, spec, seed, self.options) for label, spec in specs.items())
+            tasks.extend([BoundsTask(self.config, w, self.options)] if self.bounds else [])
         done = run_tasks(_run_task, tasks, workers, progress, unit="task", ray=ray)
         rows: list[dict[str, Any]] = []
         for i, workload in enumerate(self.workloads):

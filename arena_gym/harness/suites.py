@@ -42,10 +42,26 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 
 from arena_gym import REAL_DATA_DIR
-from arena_gym.harness.experiment import load_jobs
-from arena_gym.scenario import Scenario
+from arena_gym.harness.experiment import NO_OPTIONS, ScenarioOptions, load_jobs, user_models
+from arena_gym.scenario import Scenario, build_scenario
+from arena_gym.types import ClusterSpec
 from envs import ENV_CONFIGS, EnvConfig, Workload, WorkloadSampler
-from envs.scenario import env_scenario
+
+
+def part_scenario(
+    config: EnvConfig, cluster: str | ClusterSpec | None = None, options: ScenarioOptions = NO_OPTIONS
+) -> Scenario:
+    """The scenario of ``config`` on ``cluster`` (default: the config's) with ``options`` on top of the config's
+    perf, belief and simulator settings (no options given: :func:`envs.scenario.env_scenario`'s)."""
+    return build_scenario(
+        config.cluster if cluster is None else cluster,
+        options.perf if options.perf is not None else config.perf,
+        options.belief if options.belief is not None else config.belief,
+        config.seed,
+        options.sim_config(config.sim_config()),
+        models=user_models(options.model_spec, options.allow_shadowing),
+        allow_shadowing=options.allow_shadowing,
+    )
 
 
 def split_workloads(
@@ -55,13 +71,15 @@ def split_workloads(
     cluster: str | None = None,
     limit: int = 0,
     per_trace: int = 0,
+    options: ScenarioOptions = NO_OPTIONS,
 ) -> list[Workload]:
     """The fixed workloads of a split of ``config``'s traces (see :meth:`envs.WorkloadSampler.fixed`).
 
     ``cluster`` replaces the config's; ``per_trace`` > 0 keeps that many windows of each trace
     (:func:`spaced_windows`); ``limit`` > 0 then keeps that many, evenly spaced over the list.
+    The windows are cut under the truth of ``options`` on top of ``config`` (:func:`part_scenario`).
     """
-    scenario = env_scenario(config, cluster or config.cluster)
+    scenario = part_scenario(config, cluster or config.cluster, options)
     workloads = WorkloadSampler(config, scenario.cluster, scenario.truth).fixed(split, seeds, scenario.cluster)
     if per_trace > 0:
         by_trace: dict[str, list[Workload]] = {}
@@ -114,7 +132,8 @@ PartT = TypeVar("PartT", bound=Part)
 @dataclass(frozen=True)
 class SuitePart:
     """One group of a suite: the fixed workloads of ``split`` under ``config`` (``per_trace`` windows of each
-    trace and at most ``limit`` in all, 0 = all; see :func:`split_workloads`)."""
+    trace and at most ``limit`` in all, 0 = all; see :func:`split_workloads`), with the user's ``options`` on
+    top of the config's scenario (:func:`part_scenario`; set by :func:`with_options`)."""
 
     name: str
     config: EnvConfig
@@ -123,10 +142,13 @@ class SuitePart:
     cluster: str | None = None
     limit: int = 0
     per_trace: int = 0
+    options: ScenarioOptions = NO_OPTIONS
 
     def workloads(self) -> list[Workload]:
         """The part's workloads, deterministic."""
-        return split_workloads(self.config, self.split, self.seeds, self.cluster, self.limit, self.per_trace)
+        return split_workloads(
+            self.config, self.split, self.seeds, self.cluster, self.limit, self.per_trace, self.options
+        )
 
 
 @dataclass(frozen=True)
@@ -174,11 +196,20 @@ class Suite(Generic[PartT]):
 
     def workloads(self) -> list[Workload]:
         """All workloads, part by part (labels prefixed with the part name when there are several parts)."""
+        return [w for _, w in self.part_workloads()]
+
+    def part_workloads(self) -> list[tuple[PartT, Workload]]:
+        """:meth:`workloads`, each with its part."""
         out = []
         for part in self.parts:
             for w in part.workloads():
-                out.append(w if len(self.parts) == 1 else replace(w, label=f"{part.name}/{w.label}"))
+                out.append((part, w if len(self.parts) == 1 else replace(w, label=f"{part.name}/{w.label}")))
         return out
+
+
+def with_options(suite: Suite[SuitePart], options: ScenarioOptions) -> Suite[SuitePart]:
+    """``suite`` with the user's ``options`` on top of every part's own scenario (:class:`SuitePart`)."""
+    return replace(suite, parts=tuple(replace(part, options=options) for part in suite.parts))
 
 
 TEST_SEEDS: tuple[int, ...] = tuple(range(2_000_000, 2_000_020))

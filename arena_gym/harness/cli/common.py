@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arena_gym.harness.experiment import RunConfig
+from arena_gym.harness.experiment import RunConfig, ScenarioOptions
 from arena_gym.harness.names import cluster_help, perf_help
 from arena_gym.harness.out_dirs import KINDS, check_out_dir, check_out_file
 from arena_gym.scenario import scaled_overhead
@@ -146,48 +146,72 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """--trace, --cluster, --perf, --belief, --horizon, --round, --no-event-decisions, overhead knobs, --strict,
-    --model-spec, --cache-dir, --no-cache."""
+    """--trace, --cluster, the scenario options (:func:`add_scenario_arguments`), --strict, --cache-dir, --no-cache."""
     parser.add_argument(
         "--trace",
         default=DEFAULT_TRACE,
         help="trace file (canonical, Arena CSV, ITP CSV) or synthetic[:k=v,...]; default: a testbed-like synthetic trace",
     )
     parser.add_argument("--cluster", default="testbed-64", help=f"{cluster_help()} (default: testbed-64)")
-    parser.add_argument(
-        "--perf", default="estimator", help=perf_help("ground-truth performance model (default: estimator)")
-    )
-    parser.add_argument(
-        "--belief",
-        default=None,
-        help=perf_help("the model policies plan with (default: the truth; e.g. noisy:0.2)"),
-    )
-    parser.add_argument("--horizon", type=positive_float, default=math.inf, help="stop after this many seconds")
-    add_sim_arguments(parser, "none")
+    add_scenario_arguments(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
         help="a job requesting a GPU type the cluster lacks is an error (default: a warning)",
     )
-    add_model_arguments(parser)
     add_cache_arguments(parser)
 
 
-def add_sim_arguments(parser: argparse.ArgumentParser, default_round: str) -> None:
-    """--round, --no-event-decisions and --overhead-scale: the decision schedule and overheads of ``compare``,
-    ``simulate`` and ``evaluate`` (``default_round``: what no --round means, for the help)."""
+def add_scenario_arguments(parser: argparse.ArgumentParser, inherited: str | None = None) -> None:
+    """--perf, --belief, --horizon, --round, --no-event-decisions, --overhead-scale, --model-spec and
+    --allow-shadowing: the :class:`ScenarioOptions` of ``compare``, ``simulate`` and ``evaluate``
+    (:func:`scenario_options`). ``inherited`` says, for the help, what an option left out keeps
+    (``evaluate``: "the suite's"; None: the defaults of a run)."""
+
+    def default(own: str) -> str:
+        return inherited or own
+
+    parser.add_argument(
+        "--perf", default=None, help=perf_help(f"ground-truth performance model (default: {default('estimator')})")
+    )
+    parser.add_argument(
+        "--belief",
+        default=None,
+        help=perf_help(f"the model policies plan with (default: {default('the truth')}; e.g. noisy:0.2)"),
+    )
+    parser.add_argument(
+        "--horizon",
+        type=positive_float,
+        default=None,
+        help=f"stop after this many seconds (default: {default('none')})",
+    )
     parser.add_argument(
         "--round",
         type=finite_positive_float,
         default=None,
-        help=f"also decide every ROUND seconds (Arena: 300; default: {default_round})",
+        help=f"also decide every ROUND seconds (Arena: 300; default: {default('none')})",
     )
     parser.add_argument("--no-event-decisions", action="store_true", help="decide only on rounds (needs a round)")
     parser.add_argument(
         "--overhead-scale",
         type=finite_nonnegative_float,
-        default=1.0,
-        help="multiply every reconfiguration overhead (0: none)",
+        default=None,
+        help=f"multiply every reconfiguration overhead (0: none; default: {default('1')})",
+    )
+    add_model_arguments(parser)
+
+
+def scenario_options(args: argparse.Namespace) -> ScenarioOptions:
+    """The scenario options the parsed arguments give (:func:`add_scenario_arguments`)."""
+    return ScenarioOptions(
+        perf=args.perf,
+        belief=args.belief,
+        horizon_s=args.horizon,
+        round_s=args.round,
+        event_decisions=not args.no_event_decisions,
+        overhead=None if args.overhead_scale is None else scaled_overhead(args.overhead_scale),
+        model_spec=args.model_spec,
+        allow_shadowing=args.allow_shadowing,
     )
 
 
@@ -218,23 +242,8 @@ def cache_dir(args: argparse.Namespace) -> Path | None:
 
 
 def run_config(args: argparse.Namespace, policy: str, seed: int) -> RunConfig:
-    """The RunConfig the parsed arguments describe."""
-    if args.no_event_decisions and args.round is None:
-        raise ValueError("--no-event-decisions needs --round (otherwise nothing is ever decided)")
-    return RunConfig(
-        policy=policy,
-        trace=args.trace,
-        cluster=args.cluster,
-        seed=seed,
-        perf=args.perf,
-        belief=args.belief,
-        horizon_s=args.horizon,
-        round_s=args.round,
-        event_decisions=not args.no_event_decisions,
-        overhead=scaled_overhead(args.overhead_scale),
-        model_spec=args.model_spec,
-        allow_shadowing=args.allow_shadowing,
-    )
+    """The RunConfig the parsed arguments describe (:func:`scenario_options` on ``--trace`` and ``--cluster``)."""
+    return scenario_options(args).run_config(policy, args.trace, args.cluster, seed)
 
 
 def plot_modules(args: argparse.Namespace) -> tuple[str, ...]:

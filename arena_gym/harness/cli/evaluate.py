@@ -8,7 +8,14 @@ import math
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
-from arena_gym.harness.cli.common import add_replace_argument, add_sim_arguments, bounded_int, out_dir, seed_int
+from arena_gym.harness.cli.common import (
+    add_replace_argument,
+    add_scenario_arguments,
+    bounded_int,
+    out_dir,
+    scenario_options,
+    seed_int,
+)
 from arena_gym.harness.names import policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
@@ -98,7 +105,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-bounds", action="store_true", help="skip the lower bounds per workload (LB1, LP relaxation)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_sim_arguments(parser, "the suite's")
+    add_scenario_arguments(parser, "the suite's")
     parser.set_defaults(handler=handle)
 
 
@@ -134,9 +141,7 @@ def handle(args: argparse.Namespace) -> int:
         workers=args.workers,
         bounds=not args.no_bounds,
         ray=args.ray,
-        overhead_scale=args.overhead_scale,
-        round_s=args.round,
-        event_decisions=not args.no_event_decisions,
+        scenario=scenario_options(args),
     )
     with RunLock(args.out, "evaluate"):
         result = evaluate(config, replace=args.replace)

@@ -14,6 +14,7 @@ from agents.arena import ARENA_VERSION
 from agents.rl.env_factory import env_config, make_env
 from arena_gym.harness.cli import main
 from arena_gym.harness.evaluate import EvalConfig, evaluate, recorded_config
+from arena_gym.harness.experiment import ScenarioOptions
 from arena_gym.harness.scoring import (
     Evaluator,
     baseline_policies,
@@ -22,9 +23,10 @@ from arena_gym.harness.scoring import (
     summarise,
 )
 from arena_gym.harness.stats import TRACE_COLUMNS, bootstrap_ci, paired_comparison, summary_table
-from arena_gym.harness.suites import custom_suite, env_suite, get_suite
+from arena_gym.harness.suites import custom_suite, env_suite, get_suite, part_scenario, with_options
 from arena_gym.metrics import WALL_CLOCK_KEYS, padded_mean_jcts
 from arena_gym.outputs import write_json
+from arena_gym.types import OverheadModel
 from tests.rl_cases import ENV_ID, TRACE
 
 
@@ -237,11 +239,30 @@ def test_recorded_config_reads_back_what_evaluate_wrote(tmp_path: Path) -> None:
     assert recorded_config(tmp_path) == config
 
 
+def test_recorded_config_reads_back_the_scenario_options_and_checks_types(tmp_path: Path) -> None:
+    options = ScenarioOptions(perf="noisy:0.1", horizon_s=math.inf, round_s=300.0, overhead=OverheadModel(1, 2, 3, 4))
+    config = EvalConfig(policies=("arena",), out_dir=str(tmp_path), scenario=options)
+    write_json(tmp_path / "config.json", {"evaluate": config})
+    assert recorded_config(tmp_path) == config
+    (tmp_path / "config.json").write_text('{"evaluate": {"policies": ["arena"]}}')  # as the committed ones: no options
+    assert recorded_config(tmp_path) == EvalConfig(policies=("arena",))
+    for bad, message in [
+        ('"limit": "2"', "evaluate: limit must be an integer, got '2'"),
+        ('"scenario": {"horizon_s": "never"}', "evaluate: scenario: horizon_s must be None or a number"),
+        ('"scenario": {"overhead": {"pruned_cap_s": -1}}', "OverheadModel.pruned_cap_s must be finite and >= 0"),
+        ('"seed": -1', "evaluate: --seed must be >= 0, got -1"),
+    ]:
+        (tmp_path / "config.json").write_text(f'{{"evaluate": {{"policies": ["arena"], {bad}}}}}')
+        with pytest.raises(ValueError, match="config.json: ") as caught:
+            recorded_config(tmp_path)
+        assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_recorded_config_refuses_what_is_not_an_evaluation(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not the config of an evaluation"):
         recorded_config(tmp_path)
     (tmp_path / "config.json").write_text('{"evaluate": {"policies": ["arena"], "colour": "red"}}')
-    with pytest.raises(ValueError, match="unknown evaluate field"):
+    with pytest.raises(ValueError, match="config.json: evaluate: unknown field\\(s\\) colour; valid: "):
         recorded_config(tmp_path)
     (tmp_path / "config.json").write_text('{"evaluate": {"suite": "synthetic"}}')
     with pytest.raises(ValueError, match="config.json"):
@@ -264,11 +285,26 @@ def test_config_errors_name_the_flag(change: dict, message: str) -> None:
         EvalConfig(policies=("fcfs",), **change)
 
 
-def test_the_simulator_options_are_checked_on_construction() -> None:
-    with pytest.raises(ValueError, match="^--overhead-scale must be finite and >= 0, got -1.0$"):
-        EvalConfig(policies=("fcfs",), overhead_scale=-1.0)
+def test_the_scenario_options_are_checked_on_construction() -> None:
     with pytest.raises(ValueError, match="^--round must be finite and > 0, got 0.0$"):
-        EvalConfig(policies=("fcfs",), round_s=0.0)
-    assert EvalConfig(policies=("fcfs",)).sim(get_suite("synthetic")) is None  # the suite's own settings
-    rounds = EvalConfig(policies=("fcfs",), round_s=300.0, event_decisions=False).sim(get_suite("synthetic"))
-    assert rounds is not None and (rounds.round_s, rounds.event_decisions) == (300.0, False)
+        ScenarioOptions(round_s=0.0)
+    with pytest.raises(ValueError, match="^--horizon must be > 0, got -5.0$"):
+        ScenarioOptions(horizon_s=-5.0)
+    with pytest.raises(ValueError, match="^ScenarioOptions.perf must be None or a string, got 3$"):
+        ScenarioOptions(perf=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^EvalConfig.limit must be an integer, got 1.5$"):
+        EvalConfig(policies=("fcfs",), limit=1.5)  # type: ignore[arg-type]
+
+
+def test_the_options_go_on_top_of_every_suite_part() -> None:
+    """Unset options leave each part's scenario; set ones replace its settings, in every part (not only the first)."""
+    shift = get_suite("shift")
+    for part in shift.parts:
+        assert part_scenario(part.config) == part_scenario(part.config, None, ScenarioOptions())
+    options = ScenarioOptions(round_s=300.0, event_decisions=False, horizon_s=9e5, overhead=OverheadModel(0, 0, 0, 0))
+    for part in with_options(shift, options).parts:
+        sim = part_scenario(part.config, None, part.options).sim
+        assert (sim.round_s, sim.event_decisions, sim.horizon_s, sim.overhead) == (300.0, False, 9e5, options.overhead)
+        assert sim.overhead_class == part.config.sim_config().overhead_class
+    with pytest.raises(ValueError, match="^--no-event-decisions needs --round"):
+        part_scenario(shift.parts[0].config, None, ScenarioOptions(event_decisions=False))

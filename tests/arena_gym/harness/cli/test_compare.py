@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
+import pytest
 
 from arena_gym.harness.cli import main
 from arena_gym.harness.results import METRIC_COLUMNS, PADDED_COLUMN
@@ -68,3 +71,48 @@ def test_evaluate_refuses_deciding_on_rounds_only_without_a_round(tmp_path, caps
     args += ["--trace", "synthetic:n_jobs=6", "--no-event-decisions", "--out", str(tmp_path / "e")]
     assert main(args) == 2
     assert "round" in capsys.readouterr().err and not (tmp_path / "e").exists()
+
+
+def test_compare_and_evaluate_take_the_same_scenario_options_alike(tmp_path, capsys) -> None:
+    """A horizon and a belief given to each command: the same per-workload figures, and not the plain run's."""
+    trace = resolve_trace("synthetic:n_jobs=14,gpu_types=a40+a10,max_gpus=4", seed=3)
+    path = str(save_trace(trace, tmp_path / "t.csv"))
+    common = ["--policies", "fcfs,arena", "--cluster", "tiny", "--trace", path]
+    options = ["--horizon", "700000", "--belief", "noisy:0.5", "--perf", "estimator"]
+    assert main(["compare", *common, *options, "--no-plots", "--out", str(tmp_path / "c")]) == 0
+    custom = ["--suite", "custom", "--split", "all", "--window-jobs", "0", "--loads", "1", "--load-basis", "factor"]
+    evaluate = ["evaluate", *common, *custom, "--no-bounds", "--no-progress"]
+    assert main([*evaluate, *options, "--out", str(tmp_path / "e")]) == 0
+    assert main([*evaluate, "--out", str(tmp_path / "plain")]) == 0
+    capsys.readouterr()
+    board = pd.read_csv(tmp_path / "c" / "leaderboard.csv").set_index("policy")
+    table = pd.read_csv(tmp_path / "e" / "per_workload.csv").set_index("policy")
+    plain = pd.read_csv(tmp_path / "plain" / "per_workload.csv").set_index("policy")
+    figures = [c for c in (*METRIC_COLUMNS, PADDED_COLUMN) if c not in WALL_CLOCK_KEYS]
+    for policy in ("fcfs", "arena"):
+        pd.testing.assert_series_equal(table.loc[policy, figures], board.loc[policy, figures], check_dtype=False)
+    assert table.loc["fcfs", "jobs_finished"] < plain.loc["fcfs", "jobs_finished"]  # the horizon reached the simulator
+    assert table.loc["arena", "avg_jct_s"] != plain.loc["arena", "avg_jct_s"]
+    recorded = json.loads((tmp_path / "e" / "config.json").read_text())["evaluate"]["scenario"]
+    assert (recorded["horizon_s"], recorded["belief"], recorded["perf"]) == (700000.0, "noisy:0.5", "estimator")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--horizon", "-3"], "argument --horizon: must be > 0: '-3'"),
+        (["--horizon", "soon"], "argument --horizon: not a number: 'soon'"),
+        (["--perf", "magic"], "unknown performance model 'magic'"),
+        (["--belief", "noisy:1e9"], "noisy:SIGMA needs 0 <= SIGMA <= 10, got '1e9'"),
+        (["--model-spec", "missing.json"], "argument --model-spec: missing.json: No such file or directory"),
+        (["--overhead-scale", "-1"], "argument --overhead-scale: must be finite and >= 0"),
+        (["--overhead-scale", "1e307"], "--overhead-scale 1e+307 makes the overheads overflow"),
+        (["--no-event-decisions"], "--no-event-decisions needs --round"),
+    ],
+)
+def test_evaluate_refuses_bad_scenario_options_in_one_line(tmp_path, capsys, extra, message) -> None:
+    out = tmp_path / "e"
+    argv = ["evaluate", "--policies", "fcfs", "--reference", "fcfs", "--suite", "custom", "--cluster", "tiny"]
+    assert main([*argv, "--trace", "synthetic:n_jobs=6", "--no-progress", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and not out.exists()

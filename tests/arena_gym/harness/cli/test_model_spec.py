@@ -108,3 +108,15 @@ def test_a_cluster_or_trace_file_that_shadows_a_built_in_name_is_refused_unless_
     assert code == 0
     metrics = json.loads(sorted(tmp_path.glob("run*"))[-1].joinpath("metrics.json").read_text())
     assert metrics["jobs_submitted"] == 1  # the file's one job, not the generator's
+
+
+def test_evaluate_takes_the_spec(tmp_path, capsys):
+    spec, trace = _files(tmp_path)
+    custom = ["--suite", "custom", "--trace", str(trace), "--cluster", "tiny", "--split", "all", "--window-jobs", "0"]
+    argv = ["evaluate", "--policies", "fcfs,srtf", "--reference", "fcfs", *custom, "--load-basis", "factor"]
+    argv += ["--loads", "1", "--no-bounds", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "without")]) == 2
+    assert "unknown model 'gpt__mine'" in capsys.readouterr().err
+    assert main([*argv, "--model-spec", str(spec), "--out", str(tmp_path / "e")]) == 0
+    config = json.loads((tmp_path / "e" / "config.json").read_text())
+    assert config["evaluate"]["scenario"]["model_spec"] == str(spec)
