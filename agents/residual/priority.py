@@ -23,7 +23,7 @@ import numpy as np
 from agents.arena import ArenaPolicy
 from agents.arena.gittins import GittinsPriority
 from agents.belief import WorkBelief, load_belief
-from arena_gym.fields import check, check_fields
+from arena_gym.fields import check, check_fields, read_fields, short
 from arena_gym.types import JobId, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
 
@@ -54,6 +54,12 @@ def _numbers(raw: Any, what: str, path: str) -> tuple[float, ...]:
     if not all(math.isfinite(x) for x in row):
         raise ValueError(f"residual weights {path}: {what!r} holds a value that is not a finite number")
     return tuple(row)
+
+
+def _trained(raw: Any, path: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"residual weights {path}: 'trained' must be an object, got {short(raw)}")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -122,21 +128,19 @@ class ResidualWeights:
             raise ValueError(f"residual weights {path}: not a {FORMAT!r} file")
         if raw.get("features") != list(RESIDUAL_FEATURES):
             raise ValueError(f"residual weights {path}: its features are not {', '.join(RESIDUAL_FEATURES)}")
-        clip, belief, trained = raw.get("clip", 3.0), raw.get("belief", "real"), raw.get("trained", {})
-        clip = check(clip, float, f"residual weights {path}: 'clip'")
-        if not (math.isfinite(clip) and clip > 0):
+        body = {k: v for k, v in raw.items() if k not in ("format", "features")}
+        readers: dict[str, Callable[[Any], Any]] = {
+            "order": lambda raw: _numbers(raw, "order", str(path)),
+            "urgency": lambda raw: _numbers(raw, "urgency", str(path)),
+            "trained": lambda raw: _trained(raw, str(path)),
+        }
+        values = read_fields(cls, body, f"residual weights {path}", readers, require=("order", "urgency"))
+        clip = values.get("clip")
+        if clip is not None and not (math.isfinite(clip) and clip > 0):
             raise ValueError(f"residual weights {path}: 'clip' must be a finite number > 0, got {clip!r}")
-        if not isinstance(belief, str) or not belief:
-            raise ValueError(f"residual weights {path}: 'belief' must be a belief kind or file, got {belief!r}")
-        if not isinstance(trained, dict):
-            raise ValueError(f"residual weights {path}: 'trained' must be an object")
-        return cls(
-            _numbers(raw.get("order"), "order", str(path)),
-            _numbers(raw.get("urgency"), "urgency", str(path)),
-            clip,
-            belief,
-            trained,
-        )
+        if values.get("belief") == "":
+            raise ValueError(f"residual weights {path}: 'belief' must be a belief kind or file, got ''")
+        return cls(**values)
 
 
 def job_features(views: list[JobView], indexes: list[float], snapshot: Snapshot, references: list[float]) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,6 +112,12 @@ def test_weights_round_trip_through_a_file_and_the_registry(tmp_path) -> None:
         (lambda body: {**body, "belief": ""}, "'belief' must be"),
         (lambda body: {**body, "trained": []}, "'trained' must be an object"),
         (lambda body: [1, 2], "not a 'arena-gym residual weights' file"),
+        (lambda body: {**body, "clip": True}, "clip must be a number, got True"),
+        (lambda body: {**body, "clip": "3"}, "clip must be a number, got '3'"),
+        (lambda body: {**body, "urgency": [False] * N}, "'urgency' must be a list of numbers, got [False"),
+        (lambda body: {**body, "belief": 3}, "belief must be a string, got 3"),
+        (lambda body: {**body, "seed": 1}, "unknown field(s) seed; valid: order, urgency, clip, belief, trained"),
+        (lambda body: {k: v for k, v in body.items() if k != "order"}, "missing field(s) order"),
     ],
 )
 def test_bad_weight_files_are_refused_in_one_line(tmp_path, edit, problem: str) -> None:
@@ -129,3 +136,13 @@ def test_missing_file_and_bad_vectors_are_refused(tmp_path) -> None:
         ResidualWeights().with_vector(np.zeros(3))
     with pytest.raises(ValueError, match="finite"):
         ResidualWeights(order=(math.inf,) + (0.0,) * (N - 1))
+
+
+def test_the_committed_weight_files_load_and_are_written_back_byte_for_byte(tmp_path) -> None:
+    root = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "residual"
+    files = sorted(root.glob("**/residual.json"))
+    assert files
+    for i, path in enumerate(files):
+        weights = ResidualWeights.load(path)
+        assert weights.belief == "real" and weights.trained
+        assert weights.save(tmp_path / f"{i}.json").read_bytes() == path.read_bytes(), path
