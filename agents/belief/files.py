@@ -1,43 +1,51 @@
-"""Belief files: the JSON form of a :class:`WorkBelief` (read with :mod:`agents.belief.jsonio`, written atomically) and the packaged beliefs."""
+"""Belief files: the JSON form of a :class:`WorkBelief` (read through :mod:`arena_gym.fields`, written atomically) and the packaged beliefs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.belief.arrivals import ArrivalModel, JobAttributes
-from agents.belief.jsonio import JsonObject, dumps
 from agents.belief.kernels import POOLED, WorkGroup
 from agents.belief.model import KINDS, Candidate, Provenance, WorkBelief
 from agents.belief.references import ReferenceTable
-from arena_gym.fields import FieldError, check, short
+from arena_gym.fields import FieldError, build, check, fits, read_fields, short
 from arena_gym.outputs import atomic_write
 from arena_gym.types import GpuType, ModelRef
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The ``format`` tag and version of a belief file.
 FORMAT = "arena-gym-belief"
 FORMAT_VERSION = 1
 #: Where the packaged belief files are.
 DATA_DIR = Path(__file__).resolve().parent / "data"
-_TOP_KEYS = (
-    "format",
-    "version",
-    "kind",
-    "unit",
-    "levels",
-    "min_group_jobs",
-    "provenance",
-    "selection",
-    "groups",
-    "references",
-    "arrivals",
-)
+#: The fields of a belief its file gives (besides ``format`` and ``version``).
+_BELIEF_FIELDS = tuple(f.name for f in dataclasses.fields(WorkBelief) if f.init)
+#: The fields naming a kernel group in its file, by level.
+_KEY_NAMES: dict[str, tuple[str, ...]] = {
+    "configuration": ("model", "global_batch", "gpu_type", "num_gpus"),
+    "model": ("model",),
+    POOLED: (),
+}
+
+
+@dataclass(frozen=True)
+class _GroupKey:
+    """The fields that name a kernel group in its file (its level gives those :data:`_KEY_NAMES` lists)."""
+
+    model: str
+    global_batch: int
+    gpu_type: str
+    num_gpus: int
 
 
 def belief_to_dict(belief: WorkBelief) -> dict[str, Any]:
@@ -64,60 +72,29 @@ def belief_to_dict(belief: WorkBelief) -> dict[str, Any]:
 
 def save_belief(belief: WorkBelief, path: str | os.PathLike[str]) -> Path:
     """Write the belief to a JSON file (atomically)."""
-    text = dumps(belief_to_dict(belief)) + "\n"
+    text = _dumps(belief_to_dict(belief)) + "\n"
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def belief_from_dict(data: Any) -> WorkBelief:
     """A belief from the JSON object of its file; one-line ValueError naming the problem."""
-    top = JsonObject(data, "belief")
-    if top.get("format", str) != FORMAT:
-        raise ValueError(f"format must be {FORMAT!r}, got {top.data.get('format')!r}")
-    if top.get("version", int) != FORMAT_VERSION:
-        raise ValueError(f"version must be {FORMAT_VERSION}, got {top.data.get('version')!r}")
-    unknown = sorted(set(top.data) - set(_TOP_KEYS))
-    if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(_TOP_KEYS)}")
-    prov = top.obj("provenance")
-    arrivals = top.obj("arrivals")
-    mix = [_config_entry(e, f"arrivals.mix[{i}]", False) for i, e in enumerate(arrivals.get("mix", list))]
-    return WorkBelief(
-        kind=top.get("kind", str),
-        unit=top.get("unit", str),
-        levels=tuple(top.strings("levels")),
-        min_group_jobs=top.get("min_group_jobs", int),
-        groups=tuple(_group_of(g) for g in top.objs("groups")),
-        references=ReferenceTable(
-            tuple(_config_entry(e, f"references[{i}]", True)[0] for i, e in enumerate(top.get("references", list)))
+    if not isinstance(data, Mapping):
+        raise ValueError(f"belief: expected a JSON object, got {short(data)}")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"format must be {FORMAT!r}, got {short(data.get('format'))}")
+    if not (fits(data.get("version"), int) and data.get("version") == FORMAT_VERSION):
+        raise ValueError(f"version must be {FORMAT_VERSION}, got {short(data.get('version'))}")
+    readers: dict[str, Callable[[Any], Any]] = {
+        "groups": lambda v: _each(_group_of, v, "belief.groups"),
+        "references": lambda v: ReferenceTable(
+            tuple(a for a, _ in _each(lambda e, w: _config_entry(e, w, True), v, "belief.references"))
         ),
-        arrivals=ArrivalModel(
-            rate_shape=arrivals.get("rate_shape", float),
-            rate_s=arrivals.get("rate_s", float),
-            windows=arrivals.get("windows", int),
-            mix=tuple(a for a, _ in mix),
-            weights=tuple(w for _, w in mix),
-        ),
-        provenance=Provenance(
-            env=prov.get("env", str),
-            traces=tuple(prov.strings("traces")),
-            split=prov.get("split", str),
-            cluster=prov.get("cluster", str),
-            perf=prov.get("perf", str),
-            jobs=prov.get("jobs", int),
-            source=prov.get("source", str),
-            code_version=prov.get("code_version", str),
-        ),
-        selection=tuple(
-            Candidate(
-                c.get("unit", str),
-                tuple(c.strings("levels")),
-                c.get("loglik", float),
-                c.get("se", float),
-                c.get("jobs", int),
-            )
-            for c in top.objs("selection")
-        ),
-    )
+        "arrivals": _arrivals_of,
+        "provenance": lambda v: build(Provenance, v, "belief.provenance"),
+        "selection": lambda v: _each(lambda c, w: build(Candidate, c, w), v, "belief.selection"),
+    }
+    body = {k: v for k, v in data.items() if k not in ("format", "version")}
+    return WorkBelief(**read_fields(WorkBelief, body, "belief", readers, names=_BELIEF_FIELDS, require=("selection",)))
 
 
 def read_belief(path: str | os.PathLike[str]) -> WorkBelief:
@@ -159,10 +136,9 @@ def _config_list(a: JobAttributes) -> list[Any]:
 
 
 def _group_dict(g: WorkGroup) -> dict[str, Any]:
-    names = {"configuration": ("model", "global_batch", "gpu_type", "num_gpus"), "model": ("model",), POOLED: ()}
     return {
         "level": g.level,
-        **dict(zip(names[g.level], g.key)),
+        **dict(zip(_KEY_NAMES[g.level], g.key)),
         "jobs": g.jobs,
         "bandwidth": g.bandwidth,
         "centres": list(g.centres),
@@ -170,22 +146,36 @@ def _group_dict(g: WorkGroup) -> dict[str, Any]:
     }
 
 
-def _group_of(o: JsonObject) -> WorkGroup:
-    level = o.get("level", str)
-    if level == "configuration":
-        key: tuple[str | int, ...] = (
-            o.get("model", str),
-            o.get("global_batch", int),
-            o.get("gpu_type", str),
-            o.get("num_gpus", int),
-        )
-    elif level == "model":
-        key = (o.get("model", str),)
-    else:
-        key = ()
-    return WorkGroup(
-        level, key, o.get("jobs", int), o.get("bandwidth", float), o.numbers("centres"), o.numbers("weights")
-    )
+def _dumps(value: Any, depth: int = 0) -> str:
+    """JSON with objects and lists of containers indented, flat lists on one line."""
+    pad, end = "  " * (depth + 1), "  " * depth
+    if isinstance(value, dict) and value:
+        body = ",\n".join(f"{pad}{json.dumps(k)}: {_dumps(v, depth + 1)}" for k, v in value.items())
+        return "{\n" + body + "\n" + end + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(pad + _dumps(v, depth + 1) for v in value) + "\n" + end + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+def _each(read: Callable[[Any, str], T], value: Any, where: str) -> tuple[T, ...]:
+    """``read`` applied to each item of the JSON list ``value`` (``where[i]`` naming the item)."""
+    return tuple(read(item, f"{where}[{i}]") for i, item in enumerate(check(value, list, where)))
+
+
+def _group_of(data: Any, where: str) -> WorkGroup:
+    level = data.get("level") if isinstance(data, Mapping) else None
+    names = _KEY_NAMES.get(level, ()) if isinstance(level, str) else ()
+    body = {k: v for k, v in data.items() if k not in names} if isinstance(data, Mapping) else data
+    values = read_fields(WorkGroup, body, where, names=("level", "jobs", "bandwidth", "centres", "weights"))
+    key = read_fields(_GroupKey, {k: data[k] for k in names if k in data}, where, names=names)
+    return WorkGroup(key=tuple(key[n] for n in names), **values)
+
+
+def _arrivals_of(data: Any) -> ArrivalModel:
+    mix = {"mix": lambda v: _each(lambda e, w: _config_entry(e, w, False), v, "belief.arrivals.mix")}
+    values = read_fields(ArrivalModel, data, "belief.arrivals", mix, names=("rate_shape", "rate_s", "windows", "mix"))
+    entries = values.pop("mix")
+    return ArrivalModel(**values, mix=tuple(a for a, _ in entries), weights=tuple(w for _, w in entries))
 
 
 def _config_entry(entry: Any, where: str, reference: bool) -> tuple[JobAttributes, float]:

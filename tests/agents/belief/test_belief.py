@@ -247,6 +247,14 @@ def test_save_load_round_trip(tmp_path):
         assert again.gittins_index(JOB, 123.0) == belief.gittins_index(JOB, 123.0)
 
 
+def test_the_committed_belief_files_are_written_back_byte_for_byte(tmp_path):
+    files = sorted(DATA_DIR.glob("*.json"))
+    assert [f.name for f in files] == ["belief-real.json", "belief-synthetic.json"]
+    for path in files:
+        again = save_belief(read_belief(path), tmp_path / path.name)
+        assert again.read_bytes() == path.read_bytes(), path
+
+
 def _corrupt(data, change):
     data = json.loads(json.dumps(data))
     change(data)
@@ -256,21 +264,30 @@ def _corrupt(data, change):
 CORRUPTIONS = {
     "format": (lambda d: d.update(format="pickle"), "format must be 'arena-gym-belief'"),
     "version": (lambda d: d.update(version=2), "version must be 1"),
-    "missing": (lambda d: d.pop("groups"), "missing 'groups'"),
-    "unknown key": (lambda d: d.update(extra=1), "unknown key\\(s\\) extra"),
+    "missing": (lambda d: d.pop("groups"), "belief: missing field\\(s\\) groups"),
+    "unknown key": (lambda d: d.update(extra=1), "belief: unknown field\\(s\\) extra"),
     "unit": (lambda d: d.update(unit="hours"), "unit must be one of"),
     "bandwidth": (lambda d: d["groups"][0].update(bandwidth=-1.0), "bandwidth must be a positive"),
     "centres": (
         lambda d: d["groups"][0].update(centres="x"),
-        "groups\\[0\\].centres must be a list of numbers, got 'x'",
+        "groups\\[0\\]: centres must be a tuple of numbers, got 'x'",
     ),
     "weights": (lambda d: d["groups"][0]["weights"].append(1.0), "as many finite centres as positive weights"),
     "no pooled": (lambda d: d["groups"].pop(), "groups must end with the one pooled group"),
     "reference": (lambda d: d["references"][0].pop(), "references\\[0\\]: expected \\[model"),
     "reference time": (lambda d: d["references"][0].__setitem__(4, 0.0), "references\\[0\\]: .*reference_s"),
     "model": (lambda d: d["arrivals"]["mix"][0].__setitem__(0, "gpt"), "arrivals.mix\\[0\\]: model name 'gpt'"),
-    "rate": (lambda d: d["arrivals"].update(rate_s="fast"), "arrivals.rate_s must be a number, got 'fast'"),
-    "jobs": (lambda d: d["provenance"].update(jobs=1.5), "provenance.jobs must be an integer, got 1.5"),
+    "rate": (lambda d: d["arrivals"].update(rate_s="fast"), "arrivals: rate_s must be a number, got 'fast'"),
+    "jobs": (lambda d: d["provenance"].update(jobs=1.5), "provenance: jobs must be an integer, got 1.5"),
+    "bool jobs": (lambda d: d["provenance"].update(jobs=True), "provenance: jobs must be an integer, got True"),
+    "bool version": (lambda d: d.update(version=True), "version must be 1, got True"),
+    "text jobs": (lambda d: d["groups"][0].update(jobs="7"), "groups\\[0\\]: jobs must be an integer, got '7'"),
+    "text loglik": (lambda d: d["selection"][0].update(loglik="1"), "selection\\[0\\]: loglik must be a number"),
+    "provenance key": (lambda d: d["provenance"].update(note=1), "provenance: unknown field\\(s\\) note"),
+    "arrivals key": (lambda d: d["arrivals"].update(weights=[1]), "arrivals: unknown field\\(s\\) weights"),
+    "group key": (lambda d: d["groups"][-1].update(model="gpt__1.3B"), "unknown field\\(s\\) model"),
+    "missing key": (lambda d: d["provenance"].pop("split"), "provenance: missing field\\(s\\) split"),
+    "missing group key": (lambda d: d["groups"][0].pop("bandwidth"), "groups\\[0\\]: missing field\\(s\\) bandwidth"),
 }
 
 
