@@ -79,9 +79,10 @@ def test_goals_unmeasured_are_none_and_measured_are_judged():
         "probe_gpt__1.3B": {"runner_s": 0.2, "runner_tflops": 320.0},
         "probe_gpt__350M": {"runner_s": 0.2, "runner_tflops": 200.0},
         "estimator_calibrated": {"gpt__1.3B": {"error_vs_runner": -0.2}, "gpt__350M": {"error_vs_runner": 0.05}},
-        "deploy": {"metrics": {"sim_avg_jct_error": 0.08}},
+        "deploy": {"metrics": {"sim_pred_avg_jct_error": 0.08, "sim_avg_jct_error": -0.12}},
     }
     g = check.goals(results)
     assert g["gpt__1.3B_tflops"]["met"] and not g["gpt__350M_tflops"]["met"]
     assert not g["gpt__1.3B_calibrated_error"]["met"] and g["gpt__350M_calibrated_error"]["met"]
     assert g["deploy_avg_jct_error"] == {"value": 0.08, "goal": 0.10, "met": True}
+    assert g["deploy_twin_avg_jct_error"] == {"value": -0.12, "goal": 0.10, "met": False}
