@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from arena_gym.fields import fits
+from arena_gym.fields import FieldError, build, check, read_fields
 from arena_gym.restarts import RestartCost
 from estimator.restart_costs import RestartTable, costs_from_dict, costs_to_dict
 
@@ -102,63 +102,136 @@ class ProfileError(ValueError):
     """A profile file that cannot be used (the message names the file and the problem)."""
 
 
-def _num(value: Any, where: str, minimum: float = 0.0) -> float:
-    if not (fits(value, float) and math.isfinite(value) and value >= minimum):
+def _at_least(value: float, where: str, minimum: float = 0.0) -> float:
+    """A number (type checked by :mod:`arena_gym.fields`) that must be finite and at least ``minimum``."""
+    if not (math.isfinite(value) and value >= minimum):
         raise ProfileError(f"{where} must be a finite number >= {minimum:g}, got {value!r:.40}")
-    return float(value)
+    return value
 
 
-def _int(value: Any, where: str, minimum: int = 1) -> int:
-    if not (fits(value, int) and value >= minimum):
+def _count(value: int, where: str, minimum: int = 1) -> int:
+    """An integer (type checked by :mod:`arena_gym.fields`) that must be at least ``minimum``."""
+    if value < minimum:
         raise ProfileError(f"{where} must be an integer >= {minimum}, got {value!r:.40}")
     return value
 
 
-def _str(value: Any, where: str, choices: Sequence[str] | None = None) -> str:
-    if not isinstance(value, str) or not value:
-        raise ProfileError(f"{where} must be a non-empty string, got {value!r:.40}")
+def _name(value: str, where: str, choices: Sequence[str] | None = None) -> str:
+    """A string (type checked by :mod:`arena_gym.fields`) that must be non-empty and printable (messages quote it),
+    and one of ``choices``."""
+    if not (value and value.isprintable()):
+        raise ProfileError(f"{where} must be a non-empty printable string, got {value!r:.40}")
     if choices is not None and value not in choices:
         raise ProfileError(f"{where} is {value!r}; valid: {', '.join(choices)}")
     return value
 
 
-def _text(value: Any, where: str) -> str:
-    """A free-text field: any string, empty included (a null or a number is refused, not turned into text)."""
-    if not isinstance(value, str):
-        raise ProfileError(f"{where} must be a string, got {value!r:.40}")
-    return value
-
-
-def _obj(value: Any, where: str, keys: Sequence[str], optional: Sequence[str] = ()) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ProfileError(f"{where} must be an object")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ProfileError(f"{where} lacks {', '.join(missing)}")
-    unknown = sorted(set(value) - set(keys) - set(optional))
-    if unknown:
-        raise ProfileError(f"{where} has unknown key(s) {', '.join(map(str, unknown))}")
-    return value
-
-
-def _list(value: Any, where: str, minimum: int = 0) -> list[Any]:
-    if not isinstance(value, list) or len(value) < minimum:
-        raise ProfileError(f"{where} must be a list of at least {minimum} item(s)")
-    return value
+def _items(value: Any, where: str) -> list[Any]:
+    """A section that lists entries (each an object read by :func:`read_fields`)."""
+    return check(value, list, where)
 
 
 def _series(
-    xs: Any, ys: Any, where: str, xname: str, yname: str, ints: bool = True, y_min: float = 0.0
-) -> tuple[tuple, tuple[float, ...]]:
-    xs_l, ys_l = _list(xs, f"{where}.{xname}", 1), _list(ys, f"{where}.{yname}", 1)
-    if len(xs_l) != len(ys_l):
-        raise ProfileError(f"{where}: {xname} and {yname} differ in length ({len(xs_l)} vs {len(ys_l)})")
-    xv = tuple(
-        _int(x, f"{where}.{xname}[{i}]") if ints else _num(x, f"{where}.{xname}[{i}]") for i, x in enumerate(xs_l)
-    )
-    if any(b <= a for a, b in zip(xv, xv[1:])):
+    kw: Mapping[str, Any], where: str, xname: str, yname: str, y_min: float = 0.0
+) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The checked ``(xs, ys)`` of an entry: as long as each other, at least one point, xs strictly increasing."""
+    xs, ys = kw[xname], kw[yname]
+    for name, values in ((xname, xs), (yname, ys)):
+        if not values:
+            raise ProfileError(f"{where}.{name} must be a list of at least 1 item(s)")
+    if len(xs) != len(ys):
+        raise ProfileError(f"{where}: {xname} and {yname} differ in length ({len(xs)} vs {len(ys)})")
+    for i, x in enumerate(xs):
+        _count(x, f"{where}.{xname}[{i}]")
+    if any(b <= a for a, b in zip(xs, xs[1:])):
         raise ProfileError(f"{where}.{xname} must be strictly increasing")
-    return xv, tuple(_num(y, f"{where}.{yname}[{i}]", y_min) for i, y in enumerate(ys_l))
+    return xs, tuple(_at_least(y, f"{where}.{yname}[{i}]", y_min) for i, y in enumerate(ys))
+
+
+# ----------------------------------------------------------------------------------------------
+# the file's sections (what a profile file holds where it differs from the records below)
+
+
+@dataclass(frozen=True)
+class _ProfileFile:
+    """The top level of a profile file; the sections typed ``Any`` are read by their own readers."""
+
+    format: str
+    version: int
+    device: Any
+    models: Any
+    compute: Any
+    overhead: Any
+    optimizer: Any
+    data: Any
+    comm: Any
+    calls: Any
+    created: str = ""
+    code_version: str = ""
+    cost: Mapping[str, float] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    grouped: Any = field(default_factory=list)
+    order: Any = field(default_factory=list)
+    restart: Any = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Layers:
+    """A model's ``layers`` section: the parameters of each layer kind (objects read as :class:`LayerParams`)."""
+
+    embed: Any
+    block: Any
+    head: Any
+
+
+@dataclass(frozen=True)
+class _CurveEntry:
+    """One entry of ``compute`` (with ``tp``), ``overhead`` (with ``wrapper``) or ``grouped`` (with both
+    ``wrapper`` and ``group``)."""
+
+    model: str
+    layer: str
+    samples: tuple[int, ...]
+    fw_s: tuple[float, ...]
+    bw_s: tuple[float, ...]
+    tp: int = 1
+    wrapper: str = ""
+    group: int = 2
+
+
+#: The fields of each curve section's entries (all required).
+_CURVE_FIELDS = {
+    "compute": ("model", "layer", "samples", "fw_s", "bw_s", "tp"),
+    "overhead": ("model", "layer", "samples", "fw_s", "bw_s", "wrapper"),
+    "grouped": ("model", "layer", "samples", "fw_s", "bw_s", "wrapper", "group"),
+}
+
+
+@dataclass(frozen=True)
+class _DataEntry:
+    """One entry of ``data``: seconds to build each global batch of a model."""
+
+    model: str
+    batch: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _CommEntry:
+    """One entry of ``comm``: a collective's seconds per message size on one group shape."""
+
+    op: str
+    ranks: int
+    nodes: int
+    bytes: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The ``calls`` section: the fixed cost of one autograd backward call."""
+
+    backward_s: float
 
 
 # ----------------------------------------------------------------------------------------------
@@ -202,26 +275,22 @@ class DeviceInfo:
     @staticmethod
     def from_dict(data: Any, where: str = "device") -> DeviceInfo:
         """Validated inverse of :meth:`to_dict`."""
-        d = _obj(
-            data,
-            where,
-            ("device_type", "backend", "testbed", "nodes", "devices_per_node", "host", "torch"),
-            ("threads_per_device", "neighbours", "measured_on"),
-        )
-        return DeviceInfo(
-            _str(d["device_type"], f"{where}.device_type").lower(),
-            _str(d["backend"], f"{where}.backend", ("gloo", "nccl")),
-            _str(d["testbed"], f"{where}.testbed"),
-            _int(d["nodes"], f"{where}.nodes"),
-            _int(d["devices_per_node"], f"{where}.devices_per_node"),
-            _str(d["host"], f"{where}.host"),
-            _str(d["torch"], f"{where}.torch"),
-            _int(d.get("threads_per_device", 1), f"{where}.threads_per_device"),
-            _str(d.get("neighbours", "busy"), f"{where}.neighbours", NEIGHBOURS),
-            _str(
-                d.get("measured_on", "cuda" if d["backend"] == "nccl" else "cpu"), f"{where}.measured_on", MEASURED_ON
-            ),
-        )
+        d = read_fields(DeviceInfo, data, where)
+        for key in ("device_type", "backend", "testbed", "host", "torch", "neighbours", "measured_on"):
+            if key in d:
+                _name(d[key], f"{where}.{key}", _DEVICE_CHOICES.get(key))
+        _count(d["nodes"], f"{where}.nodes")
+        _count(d["devices_per_node"], f"{where}.devices_per_node")
+        _count(d.get("threads_per_device", 1), f"{where}.threads_per_device")
+        return DeviceInfo(**d | {"device_type": d["device_type"].lower()})
+
+
+#: The values some device fields may take.
+_DEVICE_CHOICES: Mapping[str, Sequence[str]] = {
+    "backend": ("gloo", "nccl"),
+    "neighbours": NEIGHBOURS,
+    "measured_on": MEASURED_ON,
+}
 
 
 @dataclass(frozen=True)
@@ -281,31 +350,30 @@ class ModelInfo:
     def from_dict(name: str, data: Any) -> ModelInfo:
         """Validated inverse of :meth:`to_dict`."""
         where = f"models.{name}"
-        d = _obj(data, where, ("blocks", "hidden", "heads", "seq_len", "vocab", "element_bytes", "layers"))
-        layers_d = _obj(d["layers"], f"{where}.layers", LAYER_KINDS)
-        layers = {}
-        for kind in LAYER_KINDS:
-            w = f"{where}.layers.{kind}"
-            ld = _obj(layers_d[kind], w, ("tensors", "elements"), ("tp_tensors", "tp_elements"))
-            lp = LayerParams(
-                _int(ld["tensors"], f"{w}.tensors"),
-                _int(ld["elements"], f"{w}.elements"),
-                _int(ld.get("tp_tensors", 0), f"{w}.tp_tensors", 0),
-                _int(ld.get("tp_elements", 0), f"{w}.tp_elements", 0),
-            )
-            if lp.tp_tensors > lp.tensors or lp.tp_elements > lp.elements:
-                raise ProfileError(f"{w}: tensor-parallel part exceeds the layer's parameters")
-            layers[kind] = lp
-        return ModelInfo(
-            name,
-            _int(d["blocks"], f"{where}.blocks"),
-            _int(d["hidden"], f"{where}.hidden"),
-            _int(d["heads"], f"{where}.heads"),
-            _int(d["seq_len"], f"{where}.seq_len"),
-            _int(d["vocab"], f"{where}.vocab"),
-            _int(d["element_bytes"], f"{where}.element_bytes"),
-            layers,
-        )
+        d = read_fields(ModelInfo, data, where, {"layers": lambda v: _layers(v, f"{where}.layers")}, names=_MODEL_KEYS)
+        for key in _MODEL_KEYS[:-1]:
+            _count(d[key], f"{where}.{key}")
+        return ModelInfo(name, **d)
+
+
+#: The keys of a model's entry in ``models`` (its name is the entry's key).
+_MODEL_KEYS = ("blocks", "hidden", "heads", "seq_len", "vocab", "element_bytes", "layers")
+
+
+def _layers(value: Any, where: str) -> dict[str, LayerParams]:
+    """A model's ``layers`` section: a :class:`LayerParams` per layer kind."""
+    layers = {}
+    for kind, item in read_fields(_Layers, value, where).items():
+        w = f"{where}.{kind}"
+        lp = build(LayerParams, item, w)
+        _count(lp.tensors, f"{w}.tensors")
+        _count(lp.elements, f"{w}.elements")
+        _count(lp.tp_tensors, f"{w}.tp_tensors", 0)
+        _count(lp.tp_elements, f"{w}.tp_elements", 0)
+        if lp.tp_tensors > lp.tensors or lp.tp_elements > lp.elements:
+            raise ProfileError(f"{w}: tensor-parallel part exceeds the layer's parameters")
+        layers[kind] = lp
+    return {kind: layers[kind] for kind in LAYER_KINDS}
 
 
 @dataclass(frozen=True)
@@ -600,52 +668,46 @@ class Profile:
         """Validated inverse of :meth:`to_dict`; ProfileError naming the problem."""
         try:
             return _parse(data)
-        except ProfileError as exc:
+        except (ProfileError, FieldError) as exc:
             raise ProfileError(f"{source}: {exc}") from None
 
 
 def _parse(data: Any) -> Profile:
-    top = _obj(
-        data,
-        "profile",
-        ("format", "version", "device", "models", "compute", "overhead", "optimizer", "data", "comm", "calls"),
-        ("created", "code_version", "cost", "settings", "grouped", "order", "restart"),
-    )
-    if top["format"] != PROFILE_FORMAT:
-        raise ProfileError(f"not a profile (format {top['format']!r}, expected {PROFILE_FORMAT!r})")
-    if top["version"] not in READABLE_VERSIONS:
+    top = build(_ProfileFile, data, "profile")
+    if top.format != PROFILE_FORMAT:
+        raise ProfileError(f"not a profile (format {top.format!r}, expected {PROFILE_FORMAT!r})")
+    if top.version not in READABLE_VERSIONS:
         raise ProfileError(
-            f"profile version {top['version']!r} is not supported (this code reads versions "
+            f"profile version {top.version!r} is not supported (this code reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}); profile the testbed again"
         )
-    device = DeviceInfo.from_dict(top["device"])
-    models_d = top["models"]
-    if not isinstance(models_d, Mapping) or not models_d:
+    device = DeviceInfo.from_dict(top.device)
+    models_d = check(top.models, Mapping[str, Any], "models")
+    if not models_d:
         raise ProfileError("models must be a non-empty object")
-    models = {str(k): ModelInfo.from_dict(str(k), v) for k, v in models_d.items()}
-    compute, overhead = _curves(top["compute"], "compute", models), _curves(top["overhead"], "overhead", models)
+    models = {k: ModelInfo.from_dict(k, v) for k, v in models_d.items()}
+    compute, overhead = _curves(top.compute, "compute", models), _curves(top.overhead, "overhead", models)
     for name in models:
         for kind in LAYER_KINDS:
             if not any(c.model == name and c.layer == kind and c.tp == 1 for c in compute):
                 raise ProfileError(f"compute has no {kind} curve at tp=1 for {name}")
-    calls = _obj(top["calls"], "calls", ("backward_s",))
     return Profile(
         device,
         models,
         compute,
         overhead,
-        _optimizer(top["optimizer"]),
-        _data(top["data"]),
-        _comm(top["comm"]),
-        _num(calls["backward_s"], "calls.backward_s"),
-        {str(k): _num(v, f"cost.{k}") for k, v in _mapping(top.get("cost", {}), "cost").items()},
-        dict(_mapping(top.get("settings", {}), "settings")),
-        _text(top.get("created", ""), "created"),
-        _text(top.get("code_version", ""), "code_version"),
-        int(top["version"]),
-        _grouped(top.get("grouped", []), models),
-        _order(top.get("order", []), models),
-        _restart(top.get("restart", {}), models),
+        _optimizer(top.optimizer),
+        _data(top.data),
+        _comm(top.comm),
+        _at_least(build(_Calls, top.calls, "calls").backward_s, "calls.backward_s"),
+        {k: _at_least(v, f"cost.{k}") for k, v in top.cost.items()},
+        dict(top.settings),
+        top.created,
+        top.code_version,
+        top.version,
+        _curves(top.grouped, "grouped", models),
+        _order(top.order, models),
+        _restart(top.restart, models),
     )
 
 
@@ -660,14 +722,8 @@ def _restart(value: Any, models: Mapping[str, ModelInfo]) -> dict[str, RestartCo
     return costs
 
 
-def _mapping(value: Any, where: str) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping):
-        raise ProfileError(f"{where} must be an object")
-    return value
-
-
-def _model(d: Mapping[str, Any], where: str, models: Mapping[str, ModelInfo]) -> str:
-    model = _str(d["model"], f"{where}.model")
+def _model(model: str, where: str, models: Mapping[str, ModelInfo]) -> str:
+    _name(model, f"{where}.model")
     if model not in models:
         raise ProfileError(f"{where}.model {model!r} is not in models")
     return model
@@ -680,90 +736,69 @@ def _unique(items: Sequence[Any], key: Any, message: str) -> tuple[Any, ...]:
 
 
 def _curves(value: Any, key: str, models: Mapping[str, ModelInfo]) -> tuple[Curve, ...]:
+    """The curves of section ``key`` (``compute``, ``overhead`` or ``grouped``)."""
     out = []
-    for i, item in enumerate(_list(value, key)):
+    names = _CURVE_FIELDS[key]
+    for i, item in enumerate(_items(value, key)):
         w = f"{key}[{i}]"
-        extra = ("tp",) if key == "compute" else ("wrapper",)
-        d = _obj(item, w, ("model", "layer", "samples", "fw_s", "bw_s", *extra))
-        model = _model(d, w, models)
-        y_min = 0.0 if key == "compute" else -math.inf  # a measured overhead may come out below zero
-        samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s", y_min=y_min)
-        _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s", y_min=y_min)
+        d = read_fields(_CurveEntry, item, w, names=names, require=names)
+        model = _model(d["model"], w, models)
+        y_min = -math.inf if key == "overhead" else 0.0  # a measured overhead may come out below zero
+        samples, fw = _series(d, w, "samples", "fw_s", y_min)
+        _, bw = _series(d, w, "samples", "bw_s", y_min)
         if key == "compute":
-            layer = _str(d["layer"], f"{w}.layer", LAYER_KINDS)
-            out.append(Curve(model, layer, "compute", _int(d["tp"], f"{w}.tp"), samples, fw, bw))
-        else:
-            wrapper = _str(d["wrapper"], f"{w}.wrapper", WRAPPERS)
-            layer = _str(d["layer"], f"{w}.layer", ("model",) if wrapper == "pipeline" else LAYER_KINDS)
+            layer = _name(d["layer"], f"{w}.layer", LAYER_KINDS)
+            out.append(Curve(model, layer, "compute", _count(d["tp"], f"{w}.tp"), samples, fw, bw))
+        elif key == "overhead":
+            wrapper = _name(d["wrapper"], f"{w}.wrapper", WRAPPERS)
+            layer = _name(d["layer"], f"{w}.layer", ("model",) if wrapper == "pipeline" else LAYER_KINDS)
             out.append(Curve(model, layer, wrapper, 1, samples, fw, bw))
+        else:
+            wrapper = _name(d["wrapper"], f"{w}.wrapper", GROUPED_WRAPPERS)
+            layer = _name(d["layer"], f"{w}.layer", ("block",) if wrapper == "tp" else LAYER_KINDS)
+            group = _count(d["group"], f"{w}.group", 2)
+            out.append(Curve(model, layer, wrapper + GROUPED_SUFFIX, group, samples, fw, bw))
     return _unique(out, lambda c: (c.model, c.layer, c.variant, c.tp), f"{key} lists a curve twice")
-
-
-def _grouped(value: Any, models: Mapping[str, ModelInfo]) -> tuple[Curve, ...]:
-    grouped = []
-    for i, item in enumerate(_list(value, "grouped")):
-        w = f"grouped[{i}]"
-        d = _obj(item, w, ("model", "layer", "wrapper", "group", "samples", "fw_s", "bw_s"))
-        model = _model(d, w, models)
-        wrapper = _str(d["wrapper"], f"{w}.wrapper", GROUPED_WRAPPERS)
-        layer = _str(d["layer"], f"{w}.layer", ("block",) if wrapper == "tp" else LAYER_KINDS)
-        samples, fw = _series(d["samples"], d["fw_s"], w, "samples", "fw_s")
-        _, bw = _series(d["samples"], d["bw_s"], w, "samples", "bw_s")
-        grouped.append(
-            Curve(model, layer, wrapper + GROUPED_SUFFIX, _int(d["group"], f"{w}.group", 2), samples, fw, bw)
-        )
-    return _unique(grouped, lambda c: (c.model, c.layer, c.variant, c.tp), "grouped lists a curve twice")
 
 
 def _order(value: Any, models: Mapping[str, ModelInfo]) -> tuple[OrderCurve, ...]:
     order = []
-    for i, item in enumerate(_list(value, "order")):
+    for i, item in enumerate(_items(value, "order")):
         w = f"order[{i}]"
-        d = _obj(item, w, ("model", "in_flight", "samples", "fraction"))
-        model = _model(d, w, models)
-        samples, fraction = _series(d["samples"], d["fraction"], w, "samples", "fraction", y_min=-math.inf)
-        order.append(OrderCurve(model, _int(d["in_flight"], f"{w}.in_flight", 2), samples, fraction))
+        d = read_fields(OrderCurve, item, w)
+        model = _model(d["model"], w, models)
+        samples, fraction = _series(d, w, "samples", "fraction", -math.inf)
+        order.append(OrderCurve(model, _count(d["in_flight"], f"{w}.in_flight", 2), samples, fraction))
     return _unique(order, lambda c: (c.model, c.in_flight), "order lists a curve twice")
 
 
 def _optimizer(value: Any) -> OptimizerFit:
-    od = _obj(value, "optimizer", ("per_tensor_s", "per_element_s"), ("wrapper_per_tensor_s",))
-    wpt = _mapping(od.get("wrapper_per_tensor_s", {}), "optimizer.wrapper_per_tensor_s")
-    return OptimizerFit(
-        _num(od["per_tensor_s"], "optimizer.per_tensor_s"),
-        _num(od["per_element_s"], "optimizer.per_element_s"),
-        {
-            _str(k, "optimizer.wrapper_per_tensor_s key", WRAPPERS): _num(
-                v, f"optimizer.wrapper_per_tensor_s.{k}", -math.inf
-            )
-            for k, v in wpt.items()
-        },
-    )
+    fit = build(OptimizerFit, value, "optimizer")
+    for key, per_tensor in fit.wrapper_per_tensor_s.items():
+        _name(key, "optimizer.wrapper_per_tensor_s key", WRAPPERS)
+        _at_least(per_tensor, f"optimizer.wrapper_per_tensor_s.{key}", -math.inf)
+    _at_least(fit.per_tensor_s, "optimizer.per_tensor_s")
+    _at_least(fit.per_element_s, "optimizer.per_element_s")
+    return OptimizerFit(fit.per_tensor_s, fit.per_element_s, dict(fit.wrapper_per_tensor_s))
 
 
 def _data(value: Any) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
     data = {}
-    for i, item in enumerate(_list(value, "data")):
-        d = _obj(item, f"data[{i}]", ("model", "batch", "seconds"))
-        data[_str(d["model"], f"data[{i}].model")] = _series(d["batch"], d["seconds"], f"data[{i}]", "batch", "seconds")
+    for i, item in enumerate(_items(value, "data")):
+        w = f"data[{i}]"
+        d = read_fields(_DataEntry, item, w)
+        data[_name(d["model"], f"{w}.model")] = _series(d, w, "batch", "seconds")
     return data
 
 
 def _comm(value: Any) -> tuple[CommTable, ...]:
     comm = []
-    for i, item in enumerate(_list(value, "comm")):
+    for i, item in enumerate(_items(value, "comm")):
         w = f"comm[{i}]"
-        d = _obj(item, w, ("op", "ranks", "nodes", "bytes", "seconds"))
-        sizes, secs = _series(d["bytes"], d["seconds"], w, "bytes", "seconds")
-        comm.append(
-            CommTable(
-                _str(d["op"], f"{w}.op", COMM_OPS),
-                _int(d["ranks"], f"{w}.ranks", 2),
-                _int(d["nodes"], f"{w}.nodes"),
-                sizes,
-                secs,
-            )
-        )
+        d = read_fields(_CommEntry, item, w)
+        sizes, secs = _series(d, w, "bytes", "seconds")
+        op = _name(d["op"], f"{w}.op", COMM_OPS)
+        comm.append(CommTable(op, _count(d["ranks"], f"{w}.ranks", 2), _count(d["nodes"], f"{w}.nodes"), sizes, secs))
     return _unique(comm, lambda t: (t.op, t.ranks, t.nodes), "comm lists a table twice")
 
 
