@@ -6,7 +6,8 @@ tuple, ``X | None``, ``Literal[...]``, ``Mapping[K, V]``, classes by ``isinstanc
 :class:`FieldError` whose one line says what the value must be. :func:`from_text` does the same
 from option text (``key=value`` specs, command-line values). :func:`check_fields` checks every
 field of a dataclass in its ``__post_init__``; :func:`build` reads a dataclass from a JSON object,
-listing unknown and missing keys (:func:`read_fields`, a section of one).
+listing unknown and missing keys (:func:`read_fields`, a section of one). :class:`Problems` collects
+the problems of a config's meaning (ranges, combinations) so that one error names them all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import numbers
 import types
 import typing
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -83,6 +84,54 @@ def fits(value: Any, hint: Any) -> bool:
     except _Mismatch:
         return False
     return True
+
+
+class Problems:
+    """The problems of a config, collected so that one ValueError names them all: ``"<owner>: <p1>; <p2>"``.
+
+    :meth:`require` records a message unless its condition holds, :meth:`check` the message of
+    :func:`check` unless a value fits its hint; :meth:`raise_if_any` raises what was recorded.
+    """
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def add(self, message: str) -> None:
+        """Record one problem."""
+        self.messages.append(message)
+
+    def extend(self, messages: Iterable[str]) -> None:
+        """Record several problems (another collector's, say)."""
+        self.messages.extend(messages)
+
+    def require(self, condition: bool, message: str) -> bool:
+        """Record ``message`` unless ``condition`` holds; returns ``condition`` (for checks that need it)."""
+        if not condition:
+            self.messages.append(message)
+        return condition
+
+    def check(self, value: Any, hint: Any, where: str) -> bool:
+        """Record :func:`check`'s ``"<where> must be <what>, got <value>"`` unless ``value`` fits ``hint``; whether it fits."""
+        ok = fits(value, hint)
+        if not ok:
+            self.messages.append(f"{where} must be {describe(hint)}, got {short(value)}")
+        return ok
+
+    def raise_if_any(self, owner: str = "") -> None:
+        """ValueError ``"<owner>: <p1>; <p2>"`` (no prefix without ``owner``) when a problem was recorded."""
+        if self.messages:
+            raise ValueError((f"{owner}: " if owner else "") + str(self))
+
+    def __str__(self) -> str:
+        return "; ".join(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.messages)
 
 
 class _Mismatch(Exception):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from gymnasium import spaces
 
 from arena_gym.cluster import resolve_cluster
 from arena_gym.core.information import Masker
+from arena_gym.fields import fits
 from arena_gym.metrics import compute_metrics
 from arena_gym.protocols import InvalidDecision
 from arena_gym.records import EpisodeRecord, EventKind
@@ -80,7 +80,7 @@ def check_action(action: Any, n_actions: int) -> int:
     """The action as an int; TypeError for a non-integer (floats, strings, bools), ValueError out of range."""
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action[()]
-    if isinstance(action, bool) or isinstance(action, np.bool_) or not isinstance(action, numbers.Integral):
+    if not fits(action, int):  # numpy integers too; never a bool
         raise TypeError(f"action must be an integer in 0..{n_actions - 1}, got {action!r} ({type(action).__name__})")
     value = int(action)
     if not 0 <= value < n_actions:

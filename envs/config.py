@@ -5,25 +5,26 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.core.triggers import DecisionSchedule
-from arena_gym.fields import check_fields
+from arena_gym.fields import Problems, check_fields
 from arena_gym.protocols import PerfModel
 from arena_gym.sim import OverheadModel, SimConfig
-from arena_gym.types import ClusterSpec
+from arena_gym.types import OVERHEAD_CLASSES, ClusterSpec
 
-AP_SEARCH_CLASSES: tuple[str, ...] = ("pruned", "full", "none")
 #: Workload splits: ``all`` (the whole trace) or one of three disjoint time ranges of each trace.
-SPLITS: tuple[str, ...] = ("all", "train", "validation", "test")
+Split = Literal["all", "train", "validation", "test"]
+SPLITS: tuple[str, ...] = get_args(Split)
 #: How ``load_levels`` are read: arrival-rate factors, or offered load relative to the cluster's capacity.
-LOAD_BASES: tuple[str, ...] = ("factor", "offered")
+LoadBasis = Literal["factor", "offered"]
+LOAD_BASES: tuple[str, ...] = get_args(LoadBasis)
 #: Order of the K pending slots: first come first served, or least attained service first.
-PENDING_ORDERS: tuple[str, ...] = ("fifo", "las")
+PendingOrder = Literal["fifo", "las"]
 #: Per-episode reward normalisers: none (seconds), jobs (job count x 1 h: the return is minus the
 #: average JCT in hours), ideal (the jobs' total ideal run time: minus total JCT / total ideal time).
-REWARD_NORMS: tuple[str, ...] = ("none", "jobs", "ideal")
+RewardNorm = Literal["none", "jobs", "ideal"]
 #: Upper bound of ``max_pending`` and of ``max_running``: the spaces and masks hold a row per slot.
 MAX_SLOTS = 1024
 
@@ -62,7 +63,7 @@ class EnvConfig:
     each job's true progress and remaining work to the observation: a clairvoyant ablation,
     off by default. ``advisor`` names a registered heuristic whose decision at each decision
     point is offered in the observation (``advice``; see :mod:`envs.advisor`). ``reward`` names an entry of :func:`envs.rewards.reward_registry`; each
-    episode's reward is divided by ``reward_norm``'s normaliser (:data:`REWARD_NORMS`; by
+    episode's reward is divided by ``reward_norm``'s normaliser (:data:`RewardNorm`; by
     default the job count x 1 h, so the ``jct`` return is minus the average JCT in hours) and
     multiplied by ``reward_scale``. ``max_substeps`` sub-actions (valid or not) force "done".
     """
@@ -71,71 +72,76 @@ class EnvConfig:
     cluster_variants: tuple[str | ClusterSpec, ...] = ()
     trace: str | tuple[str, ...] = "synthetic:n_jobs=24,arrival=poisson,rate_per_h=6,gpu_types=a40+a10,max_gpus=4"
     data_dir: str = REAL_DATA_DIR
-    split: str = "all"
+    split: str = "all"  # a Split (annotated str: callers pass a split as a str)
     split_fractions: tuple[float, float, float] = (0.7, 0.1, 0.2)
     window_jobs: int = 0
     load_levels: tuple[float, ...] = (1.0,)
-    load_basis: str = "factor"
+    load_basis: str = "factor"  # a LoadBasis (as split)
     perf: str | PerfModel = "estimator"
     belief: str | PerfModel | None = None
     horizon_s: float = math.inf
     max_pending: int = 8
     max_running: int = 8
-    pending_order: str = "fifo"
+    pending_order: PendingOrder = "fifo"
     fold_stages: bool = True
     oracle_remaining: bool = False
     advisor: str | None = None
     reward: str = "jct"
     reward_scale: float = 1.0
-    reward_norm: str = "jobs"
+    reward_norm: RewardNorm = "jobs"
     invalid_action_penalty: float = 0.1
     max_substeps: int = 32
     round_s: float | None = None
-    ap_search: str = "pruned"
+    ap_search: str = "pruned"  # one of OVERHEAD_CLASSES (an OverheadClass, a str, too)
     seed: int = 0
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = self._problems()
-        if problems:
-            raise ValueError("EnvConfig: " + "; ".join(problems))
+        self._problems().raise_if_any("EnvConfig")
 
-    def _problems(self) -> list[str]:
-        problems = []
-        choices = {
-            "split": SPLITS,
-            "load_basis": LOAD_BASES,
-            "pending_order": PENDING_ORDERS,
-            "reward_norm": REWARD_NORMS,
-            "ap_search": AP_SEARCH_CLASSES,
-        }
-        for name, valid in choices.items():
-            if getattr(self, name) not in valid:
-                problems.append(f"{name} must be one of {', '.join(valid)}, got {getattr(self, name)!r}")
+    def _problems(self) -> Problems:
+        problems = Problems()
+        problems.check(self.split, Split, "split")
+        problems.check(self.load_basis, LoadBasis, "load_basis")
+        problems.require(
+            self.ap_search in OVERHEAD_CLASSES,
+            f"ap_search must be one of {', '.join(OVERHEAD_CLASSES)}, got {self.ap_search!r}",
+        )
         fractions = self.split_fractions
-        if any(not (math.isfinite(f) and f > 0) for f in fractions) or not math.isclose(sum(fractions), 1.0):
-            problems.append(f"split_fractions must be three numbers > 0 summing to 1, got {fractions}")
-        if self.window_jobs < 0:
-            problems.append(f"window_jobs must be >= 0 (0 = whole range), got {self.window_jobs}")
-        if not self.load_levels or any(not (math.isfinite(x) and x > 0) for x in self.load_levels):
-            problems.append(f"load_levels must be a non-empty tuple of finite numbers > 0, got {self.load_levels}")
+        problems.require(
+            all(math.isfinite(f) and f > 0 for f in fractions) and math.isclose(sum(fractions), 1.0),
+            f"split_fractions must be three numbers > 0 summing to 1, got {fractions}",
+        )
+        problems.require(self.window_jobs >= 0, f"window_jobs must be >= 0 (0 = whole range), got {self.window_jobs}")
+        problems.require(
+            bool(self.load_levels) and all(math.isfinite(x) and x > 0 for x in self.load_levels),
+            f"load_levels must be a non-empty tuple of finite numbers > 0, got {self.load_levels}",
+        )
         problems.extend(DecisionSchedule.problems(self.round_s, True, self.horizon_s))
-        if not 1 <= self.max_pending <= MAX_SLOTS:
-            problems.append(f"max_pending must be in [1, {MAX_SLOTS}], got {self.max_pending}")
-        if not 0 <= self.max_running <= MAX_SLOTS:
-            problems.append(f"max_running must be in [0, {MAX_SLOTS}], got {self.max_running}")
-        if self.max_substeps < 1:
-            problems.append(f"max_substeps must be >= 1, got {self.max_substeps}")
-        if not (math.isfinite(self.reward_scale) and self.reward_scale > 0):
-            problems.append(f"reward_scale must be finite and > 0, got {self.reward_scale}")
-        if not (math.isfinite(self.invalid_action_penalty) and self.invalid_action_penalty >= 0):
-            problems.append(f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}")
-        if self.seed < 0:
-            problems.append(f"seed must be >= 0, got {self.seed}")
-        if not self.traces or any(not s.strip() for s in self.traces):
-            problems.append("trace must be one non-empty trace spec or a non-empty tuple of them")
-        if self.advisor is not None and not self.advisor.strip():
-            problems.append("advisor must be None or a policy name, got an empty string")
+        problems.require(
+            1 <= self.max_pending <= MAX_SLOTS, f"max_pending must be in [1, {MAX_SLOTS}], got {self.max_pending}"
+        )
+        problems.require(
+            0 <= self.max_running <= MAX_SLOTS, f"max_running must be in [0, {MAX_SLOTS}], got {self.max_running}"
+        )
+        problems.require(self.max_substeps >= 1, f"max_substeps must be >= 1, got {self.max_substeps}")
+        problems.require(
+            math.isfinite(self.reward_scale) and self.reward_scale > 0,
+            f"reward_scale must be finite and > 0, got {self.reward_scale}",
+        )
+        problems.require(
+            math.isfinite(self.invalid_action_penalty) and self.invalid_action_penalty >= 0,
+            f"invalid_action_penalty must be finite and >= 0, got {self.invalid_action_penalty}",
+        )
+        problems.require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+        problems.require(
+            bool(self.traces) and all(s.strip() for s in self.traces),
+            "trace must be one non-empty trace spec or a non-empty tuple of them",
+        )
+        problems.require(
+            self.advisor is None or bool(self.advisor.strip()),
+            "advisor must be None or a policy name, got an empty string",
+        )
         return problems
 
     @property

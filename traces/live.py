@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena_gym.fields import Problems
 from arena_gym.types import GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.options import coerce_options, format_value
 from traces.recipe import FeasibleFn, IterTimeFn, child_rngs
@@ -67,21 +68,20 @@ class LiveTraceConfig:
     gpu_type: str = "cpu"
 
     def __post_init__(self) -> None:
-        problems = []
-        if not 1 <= self.n_jobs <= MAX_JOBS:
-            problems.append(f"n_jobs must be in 1..{MAX_JOBS}, got {self.n_jobs}")
-        if not (0 <= self.span_s <= 86_400):
-            problems.append(f"span_s must be in 0..86400 s, got {self.span_s}")
-        if not (0 < self.work <= 100):
-            problems.append(f"work must be in (0, 100], got {self.work}")
-        if not (is_power_of_two(self.max_gpus) and self.max_gpus <= 1024):
-            problems.append(f"max_gpus must be a power of two up to 1024, got {self.max_gpus}")
-        if not self.gpu_type.strip() or not self.gpu_type.isascii():
-            problems.append(f"gpu_type must be a non-empty ASCII name, got {self.gpu_type!r}")
-        if self.seed < 0:
-            problems.append(f"seed must be >= 0, got {self.seed}")
-        if problems:
-            raise ValueError("LiveTraceConfig: " + "; ".join(problems))
+        problems = Problems()
+        problems.require(1 <= self.n_jobs <= MAX_JOBS, f"n_jobs must be in 1..{MAX_JOBS}, got {self.n_jobs}")
+        problems.require(0 <= self.span_s <= 86_400, f"span_s must be in 0..86400 s, got {self.span_s}")
+        problems.require(0 < self.work <= 100, f"work must be in (0, 100], got {self.work}")
+        problems.require(
+            is_power_of_two(self.max_gpus) and self.max_gpus <= 1024,
+            f"max_gpus must be a power of two up to 1024, got {self.max_gpus}",
+        )
+        problems.require(
+            bool(self.gpu_type.strip()) and self.gpu_type.isascii(),
+            f"gpu_type must be a non-empty ASCII name, got {self.gpu_type!r}",
+        )
+        problems.require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+        problems.raise_if_any("LiveTraceConfig")
         object.__setattr__(self, "gpu_type", self.gpu_type.strip().lower())
 
 

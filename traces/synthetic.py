@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena_gym.fields import Problems
 from arena_gym.types import DeadlineSource, GpuType, JobId, JobSpec
 from traces.options import coerce_options, format_value
 from traces.recipe import (
@@ -56,7 +57,8 @@ log = logging.getLogger(__name__)
 #: Log-normal fit of the Philly trace's iterations (see the module docstring).
 PHILLY_ITER_LOG_MEAN = 9.166
 PHILLY_ITER_LOG_SIGMA = 1.454
-ARRIVALS: tuple[str, ...] = ("poisson", "bursty")
+#: Arrival processes (see the module docstring).
+Arrival = typing.Literal["poisson", "bursty"]
 #: Largest trace the generator makes (1M jobs take seconds; 10M would take minutes and GBs).
 MAX_JOBS = 1_000_000
 #: Arrival rates it accepts (jobs per hour).
@@ -76,7 +78,7 @@ class SyntheticConfig:
     """
 
     n_jobs: int = 200
-    arrival: str = "poisson"
+    arrival: Arrival = "poisson"
     rate_per_h: float = 4.1  # the Philly trace's average
     seed: int = 0
     mix: str = "philly"
@@ -94,44 +96,45 @@ class SyntheticConfig:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        problems = []
-        if not 1 <= self.n_jobs <= MAX_JOBS:
-            problems.append(f"n_jobs must be in 1..{MAX_JOBS}, got {self.n_jobs}")
-        if self.arrival not in ARRIVALS:
-            problems.append(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if not RATE_RANGE[0] <= self.rate_per_h <= RATE_RANGE[1]:
-            problems.append(f"rate_per_h must be in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g}, got {self.rate_per_h}")
-        if self.mix not in MIXES:
-            problems.append(f"mix must be one of {', '.join(MIXES)}, got {self.mix!r}")
-        if self.gpu_types is not None and not self.gpu_types:
-            problems.append("gpu_types must name at least one type")
-        if self.max_gpus is not None and self.max_gpus < 1:
-            problems.append(f"max_gpus must be >= 1, got {self.max_gpus}")
-        if not (1 <= self.iter_min <= self.iter_max <= MAX_EXACT_INT):
-            problems.append(f"need 1 <= iter_min <= iter_max <= {MAX_EXACT_INT}, got {self.iter_min}, {self.iter_max}")
-        if not (0 <= self.iter_log_sigma <= 100 and abs(self.iter_log_mean) <= 100):
-            problems.append("need 0 <= iter_log_sigma <= 100 and -100 <= iter_log_mean <= 100")
+        problems = Problems()
+        problems.require(1 <= self.n_jobs <= MAX_JOBS, f"n_jobs must be in 1..{MAX_JOBS}, got {self.n_jobs}")
+        problems.check(self.arrival, Arrival, "arrival")
+        problems.require(
+            RATE_RANGE[0] <= self.rate_per_h <= RATE_RANGE[1],
+            f"rate_per_h must be in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g}, got {self.rate_per_h}",
+        )
+        problems.require(self.mix in MIXES, f"mix must be one of {', '.join(MIXES)}, got {self.mix!r}")
+        problems.require(self.gpu_types is None or bool(self.gpu_types), "gpu_types must name at least one type")
+        problems.require(self.max_gpus is None or self.max_gpus >= 1, f"max_gpus must be >= 1, got {self.max_gpus}")
+        problems.require(
+            1 <= self.iter_min <= self.iter_max <= MAX_EXACT_INT,
+            f"need 1 <= iter_min <= iter_max <= {MAX_EXACT_INT}, got {self.iter_min}, {self.iter_max}",
+        )
+        problems.require(
+            0 <= self.iter_log_sigma <= 100 and abs(self.iter_log_mean) <= 100,
+            "need 0 <= iter_log_sigma <= 100 and -100 <= iter_log_mean <= 100",
+        )
         if self.arrival == "bursty":
             if not (
                 1 <= self.burst_factor < math.inf and 0 < self.burst_fraction < 1 and 0 < self.mean_burst_s < math.inf
             ):
-                problems.append("bursty needs burst_factor >= 1, 0 < burst_fraction < 1, mean_burst_s > 0 (finite)")
+                problems.add("bursty needs burst_factor >= 1, 0 < burst_fraction < 1, mean_burst_s > 0 (finite)")
             elif self.burst_factor * self.burst_fraction >= 1:
-                problems.append(
+                problems.add(
                     f"burst_factor x burst_fraction must be < 1 (got {self.burst_factor * self.burst_fraction:g})"
                 )
             elif self.n_jobs / (self.rate_per_h / 3600 * self.mean_burst_s / self.burst_fraction) > MAX_BURST_CYCLES:
-                problems.append(
+                problems.add(
                     f"bursty: n_jobs={self.n_jobs} at rate_per_h={self.rate_per_h:g} needs more than "
                     f"{MAX_BURST_CYCLES} calm/burst cycles of mean_burst_s={self.mean_burst_s:g}; "
                     "raise mean_burst_s or rate_per_h"
                 )
-        if self.deadline_factor is not None and not 0 < self.deadline_factor < math.inf:
-            problems.append(f"deadline_factor must be > 0 (finite) or None, got {self.deadline_factor}")
-        if not 1 <= self.max_tries <= MAX_TRIES:
-            problems.append(f"max_tries must be in 1..{MAX_TRIES}, got {self.max_tries}")
-        if problems:
-            raise ValueError("SyntheticConfig: " + "; ".join(problems))
+        problems.require(
+            self.deadline_factor is None or 0 < self.deadline_factor < math.inf,
+            f"deadline_factor must be > 0 (finite) or None, got {self.deadline_factor}",
+        )
+        problems.require(1 <= self.max_tries <= MAX_TRIES, f"max_tries must be in 1..{MAX_TRIES}, got {self.max_tries}")
+        problems.raise_if_any("SyntheticConfig")
         if self.gpu_types is not None:
             object.__setattr__(self, "gpu_types", tuple(t.strip().lower() for t in self.gpu_types))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.rl.algos import ALGO_FAMILIES, POLICIES
-from arena_gym.fields import build, check_fields
+from arena_gym.fields import Problems, build, check_fields
 
 WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
 VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
@@ -96,29 +96,26 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = self._problems()
-        if problems:
-            raise ValueError("TrainConfig: " + "; ".join(problems))
+        self._problems().raise_if_any("TrainConfig")
 
-    def _problems(self) -> list[str]:
-        problems = []
+    def _problems(self) -> Problems:
+        problems = Problems()
         for name, valid in (
             ("algo", tuple(ALGO_FAMILIES)),
             ("vec", VEC_KINDS),
             ("wandb_mode", WANDB_MODES),
             ("policy", tuple(POLICIES)),
         ):
-            if getattr(self, name) not in valid:
-                problems.append(f"unknown {name} {getattr(self, name)!r} (valid: {', '.join(sorted(valid))})")
+            value = getattr(self, name)
+            problems.require(value in valid, f"unknown {name} {value!r} (valid: {', '.join(sorted(valid))})")
         for name in ("steps", "n_envs", "n_steps", "n_epochs", "bc_epochs"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.batch_size < 2:
-            problems.append(f"batch_size must be >= 2, got {self.batch_size}")
-        if self.n_steps * self.n_envs < 2:
-            problems.append("n_steps x n_envs must be >= 2")
-        if not self.net_arch or min(self.net_arch) < 1:
-            problems.append(f"net_arch needs one or more layer sizes >= 1, got {self.net_arch}")
+            problems.require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        problems.require(self.batch_size >= 2, f"batch_size must be >= 2, got {self.batch_size}")
+        problems.require(self.n_steps * self.n_envs >= 2, "n_steps x n_envs must be >= 2")
+        problems.require(
+            bool(self.net_arch) and min(self.net_arch) >= 1,
+            f"net_arch needs one or more layer sizes >= 1, got {self.net_arch}",
+        )
         for name, lo, hi in (
             ("learning_rate", 0, math.inf),
             ("gamma", 0, 1),
@@ -126,31 +123,38 @@ class TrainConfig:
             ("clip_range", 0, math.inf),
         ):
             value = getattr(self, name)
-            if not (math.isfinite(value) and lo < value <= hi):
-                problems.append(f"{name} must be in ({lo}, {hi}], got {value}")
-        if not (math.isfinite(self.ent_coef) and self.ent_coef >= 0):
-            problems.append(f"ent_coef must be finite and >= 0, got {self.ent_coef}")
-        if min(self.eval_every, self.checkpoint_every, self.bc_warm_start_steps, self.eval_limit) < 0:
-            problems.append("eval_every, eval_limit, checkpoint_every and bc_warm_start_steps must be >= 0")
-        if self.seed < 0:
-            problems.append(f"seed must be >= 0, got {self.seed}")
-        elif self.seed + self.n_envs >= 2**32:  # the reset seeds seed..seed+n_envs are numpy seeds
-            problems.append(f"seed must be < 2**32 - n_envs = {2**32 - self.n_envs}, got {self.seed}")
-        if not self.eval_seeds:
-            problems.append("eval_seeds must name at least one validation seed")
-        elif min(self.eval_seeds) < 0:
-            problems.append(f"eval_seeds must be >= 0, got {min(self.eval_seeds)}")
-        if not self.bc_expert:
-            problems.append("bc_expert must name at least one heuristic")
-        if "split" in self.env_overrides:
-            problems.append(
-                "env_overrides may not set split: training uses the train split, validation the "
-                "validation split, and the test the test split"
+            problems.require(math.isfinite(value) and lo < value <= hi, f"{name} must be in ({lo}, {hi}], got {value}")
+        problems.require(
+            math.isfinite(self.ent_coef) and self.ent_coef >= 0,
+            f"ent_coef must be finite and >= 0, got {self.ent_coef}",
+        )
+        problems.require(
+            min(self.eval_every, self.checkpoint_every, self.bc_warm_start_steps, self.eval_limit) >= 0,
+            "eval_every, eval_limit, checkpoint_every and bc_warm_start_steps must be >= 0",
+        )
+        if problems.require(self.seed >= 0, f"seed must be >= 0, got {self.seed}"):
+            problems.require(  # the reset seeds seed..seed+n_envs are numpy seeds
+                self.seed + self.n_envs < 2**32,
+                f"seed must be < 2**32 - n_envs = {2**32 - self.n_envs}, got {self.seed}",
             )
-        if self.policy != "mlp" and self.algo != "maskable_ppo":
-            problems.append(f"policy {self.policy!r} works with maskable_ppo only, not {self.algo}")
-        if self.bc_warm_start_steps and self.algo in ALGO_FAMILIES and ALGO_FAMILIES[self.algo] != "actor_critic":
-            problems.append(f"behaviour cloning needs an actor-critic algorithm, not {self.algo}")
+        if problems.require(bool(self.eval_seeds), "eval_seeds must name at least one validation seed"):
+            problems.require(min(self.eval_seeds) >= 0, f"eval_seeds must be >= 0, got {min(self.eval_seeds)}")
+        problems.require(bool(self.bc_expert), "bc_expert must name at least one heuristic")
+        problems.require(
+            "split" not in self.env_overrides,
+            "env_overrides may not set split: training uses the train split, validation the "
+            "validation split, and the test the test split",
+        )
+        problems.require(
+            self.policy == "mlp" or self.algo == "maskable_ppo",
+            f"policy {self.policy!r} works with maskable_ppo only, not {self.algo}",
+        )
+        problems.require(
+            not self.bc_warm_start_steps
+            or self.algo not in ALGO_FAMILIES
+            or ALGO_FAMILIES[self.algo] == "actor_critic",
+            f"behaviour cloning needs an actor-critic algorithm, not {self.algo}",
+        )
         return problems
 
     @property

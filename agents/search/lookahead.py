@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,10 +38,14 @@ from agents.belief import KINDS
 from agents.common import configure
 from agents.search.worlds import SampledWorlds, TrueWorld, WorldSource, rollout
 from arena_gym.core.information import information_set, is_clairvoyant
+from arena_gym.fields import Problems
 from arena_gym.protocols import Policy
 from arena_gym.registry import make_policy
 from arena_gym.sim import SimConfig
 from arena_gym.types import Decision, OverheadModel, Snapshot
+
+#: Who decides after a proposal in its rollouts (:class:`LookaheadConfig`'s ``rollout``).
+Rollout = Literal["base", "proposer"]
 
 
 @dataclass(frozen=True)
@@ -70,30 +74,29 @@ class LookaheadConfig:
     margin: float = 0.01
     belief: str = "real"
     adapt: bool = True
-    rollout: str = "base"
+    rollout: Rollout = "base"
     oracle: bool = False
     pin_scale: bool = True
     budget_s: float | None = None
     overhead: OverheadModel = OverheadModel()
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.worlds < 1:
-            problems.append(f"worlds must be >= 1, got {self.worlds}")
-        if not (0 < self.horizon_s < math.inf):
-            problems.append(f"horizon_s must be finite and > 0, got {self.horizon_s}")
-        if not (0 <= self.margin < 1):
-            problems.append(f"margin must be in [0, 1), got {self.margin}")
-        if self.budget_s is not None and not self.budget_s > 0:
-            problems.append(f"budget_s must be > 0 or None, got {self.budget_s}")
-        if self.rollout not in ("base", "proposer"):
-            problems.append(f"rollout must be 'base' or 'proposer', got {self.rollout!r}")
-        if self.base in self.candidates:
-            problems.append(f"the base policy {self.base!r} is not a candidate of itself")
-        if self.belief not in KINDS and not Path(self.belief).is_file():
-            problems.append(f"belief {self.belief!r} is neither a packaged kind ({', '.join(KINDS)}) nor a file")
-        if problems:
-            raise ValueError("LookaheadConfig: " + "; ".join(problems))
+        problems = Problems()
+        problems.require(self.worlds >= 1, f"worlds must be >= 1, got {self.worlds}")
+        problems.require(0 < self.horizon_s < math.inf, f"horizon_s must be finite and > 0, got {self.horizon_s}")
+        problems.require(0 <= self.margin < 1, f"margin must be in [0, 1), got {self.margin}")
+        problems.require(
+            self.budget_s is None or self.budget_s > 0, f"budget_s must be > 0 or None, got {self.budget_s}"
+        )
+        problems.check(self.rollout, Rollout, "rollout")
+        problems.require(
+            self.base not in self.candidates, f"the base policy {self.base!r} is not a candidate of itself"
+        )
+        problems.require(
+            self.belief in KINDS or Path(self.belief).is_file(),
+            f"belief {self.belief!r} is neither a packaged kind ({', '.join(KINDS)}) nor a file",
+        )
+        problems.raise_if_any("LookaheadConfig")
 
 
 @dataclass(frozen=True)

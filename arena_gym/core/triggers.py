@@ -17,6 +17,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from arena_gym.fields import Problems
 from arena_gym.types import JobId, JobSpec
 
 if TYPE_CHECKING:
@@ -47,20 +48,19 @@ class DecisionSchedule:
     @classmethod
     def check(cls, round_s: float | None, event_decisions: bool, horizon_s: float, owner: str = "") -> None:
         """ValueError naming every problem of these settings (after ``owner: `` when given); nothing otherwise."""
-        problems = cls.problems(round_s, event_decisions, horizon_s)
-        if problems:
-            raise ValueError((f"{owner}: " if owner else "") + "; ".join(problems))
+        cls.problems(round_s, event_decisions, horizon_s).raise_if_any(owner)
 
     @staticmethod
-    def problems(round_s: float | None, event_decisions: bool, horizon_s: float) -> list[str]:
-        """What is wrong with these settings (empty when nothing is): one phrase per problem, naming its field."""
-        problems = []
-        if round_s is not None and not (MIN_ROUND_S <= round_s < math.inf):
-            problems.append(f"round_s must be finite and >= {MIN_ROUND_S:g} s, got {round_s}")
-        if round_s is None and not event_decisions:
-            problems.append("with event_decisions off, round_s must be set (otherwise the policy is never asked)")
-        if not horizon_s > 0:
-            problems.append(f"horizon_s must be > 0, got {horizon_s}")
+    def problems(round_s: float | None, event_decisions: bool, horizon_s: float) -> Problems:
+        """What is wrong with these settings (none when nothing is): one phrase per problem, naming its field."""
+        problems = Problems()
+        if round_s is not None:
+            problems.require(
+                MIN_ROUND_S <= round_s < math.inf, f"round_s must be finite and >= {MIN_ROUND_S:g} s, got {round_s}"
+            )
+        elif not event_decisions:
+            problems.add("with event_decisions off, round_s must be set (otherwise the policy is never asked)")
+        problems.require(horizon_s > 0, f"horizon_s must be > 0, got {horizon_s}")
         return problems
 
 

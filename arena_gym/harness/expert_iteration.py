@@ -37,7 +37,7 @@ from agents.rl.artifact import ModelInfo, load_model, read_model_info, save_mode
 from agents.rl.bc import BCConfig, ExpertData, behaviour_clone
 from agents.rl.config import EVAL_SPLIT, TrainConfig
 from agents.rl.dagger import LabelledEpisode, label_episode
-from arena_gym.fields import check_fields
+from arena_gym.fields import Problems, check_fields
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, model_policy
 from arena_gym.harness.selection import Selection
@@ -98,23 +98,21 @@ class ExpertIterationConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = []
-        if self.warm_start is not None and not self.warm_start:
-            problems.append("warm_start must name an SB3 model zip (arena-gym train's best_model.zip)")
+        problems = Problems()
+        problems.require(
+            self.warm_start is None or bool(self.warm_start),
+            "warm_start must name an SB3 model zip (arena-gym train's best_model.zip)",
+        )
         for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.beta <= 1.0:
-            problems.append(f"beta must be in [0, 1], got {self.beta}")
-        if not (self.learning_rate > 0 and 0.0 <= self.holdout < 1.0 and 0.0 < self.gamma <= 1.0):
-            problems.append(
-                f"need learning_rate > 0, 0 <= holdout < 1, 0 < gamma <= 1; got "
-                f"{self.learning_rate}, {self.holdout}, {self.gamma}"
-            )
-        if self.eval_limit < 0:
-            problems.append(f"eval_limit must be >= 0, got {self.eval_limit}")
-        if problems:
-            raise ValueError("ExpertIterationConfig: " + "; ".join(problems))
+            problems.require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        problems.require(0.0 <= self.beta <= 1.0, f"beta must be in [0, 1], got {self.beta}")
+        problems.require(
+            self.learning_rate > 0 and 0.0 <= self.holdout < 1.0 and 0.0 < self.gamma <= 1.0,
+            f"need learning_rate > 0, 0 <= holdout < 1, 0 < gamma <= 1; got "
+            f"{self.learning_rate}, {self.holdout}, {self.gamma}",
+        )
+        problems.require(self.eval_limit >= 0, f"eval_limit must be >= 0, got {self.eval_limit}")
+        problems.raise_if_any("ExpertIterationConfig")
 
     def beta_of(self, round_: int) -> float:
         """The probability of playing the teacher's action in round ``round_`` (from 1)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from arena_gym.fields import Problems
 from arena_gym.types import Allocation, ModelRef, PerfModel, Plan, StagePlan
 from estimator.plan_space import largest_micro_batches, schedules, uniform_meshes
 from estimator.zoo import TransformerSpec
@@ -68,19 +69,17 @@ def candidate_plans(
 def executable_plan(model: ModelRef, global_batch: int, alloc: Allocation, belief: PerfModel) -> ExecutedPlan:
     """The first candidate the runner can execute on the allocation's devices; ValueError when none can."""
     spec = model_spec(model.name)
-    problems = []
+    failed = Problems()  # the candidates that could not run, and why
     for source, plan in candidate_plans(model, global_batch, alloc, belief):
         try:
             executed = resolve_plan(spec, plan, global_batch, alloc.num_gpus)
         except ValueError as exc:
-            problems.append(f"{source}: {exc}")
+            failed.add(f"{source}: {exc}")
             continue
-        if problems:
-            executed = ExecutedPlan(
-                executed.requested, executed.plan, (*executed.notes, f"{source} used; " + "; ".join(problems))
-            )
+        if failed:
+            executed = ExecutedPlan(executed.requested, executed.plan, (*executed.notes, f"{source} used; {failed}"))
         return executed
     raise ValueError(
         f"no executable plan of {model.name} with global batch {global_batch} on "
-        f"{alloc.num_gpus} device(s): {'; '.join(problems) or 'no candidate'}"
+        f"{alloc.num_gpus} device(s): {failed or 'no candidate'}"
     )

@@ -11,6 +11,7 @@ import pytest
 
 from arena_gym.fields import (
     FieldError,
+    Problems,
     build,
     check,
     check_fields,
@@ -187,3 +188,31 @@ def test_hints_of_resolves_string_annotations_per_class() -> None:
 
 def test_fits_is_check_without_the_error() -> None:
     assert fits(3, int) and not fits(True, int) and fits([1.5], list[float]) and not fits("1", float)
+
+
+def test_problems_names_every_problem_on_one_line_after_its_owner() -> None:
+    problems = Problems()
+    assert problems.require(True, "never recorded") and problems.check("fifo", Literal["fifo", "las"], "order")
+    assert not problems.require(False, "n must be >= 1, got 0")
+    assert not problems.check("random", Literal["fifo", "las"], "order")
+    problems.add("seed must be >= 0, got -1")
+    problems.extend(["a", "b"])
+    assert list(problems) == [
+        "n must be >= 1, got 0",
+        "order must be one of fifo, las, got 'random'",
+        "seed must be >= 0, got -1",
+        "a",
+        "b",
+    ]
+    assert len(problems) == 5 and str(problems) == "; ".join(problems)
+    with pytest.raises(ValueError, match="^Cfg: n must be >= 1, got 0; order must be one of fifo, las, got 'random'; "):
+        problems.raise_if_any("Cfg")
+    with pytest.raises(ValueError, match="^n must be >= 1"):
+        problems.raise_if_any()
+
+
+def test_problems_without_a_problem_raise_nothing() -> None:
+    problems = Problems()
+    problems.extend([])
+    assert not problems and str(problems) == ""
+    problems.raise_if_any("Cfg")

@@ -190,7 +190,10 @@ def test_resolve_file_specs_and_transforms(shared_data):
             r"^trace spec 'synthetic:n_jobs=many': bad value 'many' for 'n_jobs': expected an integer$",
         ),
         ("synthetic:n_jobs", r"option 'n_jobs' is not key=value"),
-        ("synthetic:arrival=flat", r"arrival must be one of poisson, bursty"),
+        (
+            "synthetic:arrival=flat",
+            r"^trace spec 'synthetic:arrival=flat': bad value 'flat' for 'arrival': expected one of poisson, bursty$",
+        ),
         ("synthetic:head=0", r"head must be >= 1"),
         ("synthetic:load=-2", r"load must be > 0"),
         ("synthetic:start_s=1e12", r"no jobs left"),

@@ -72,7 +72,7 @@ def test_a_non_clairvoyant_search_refuses_clairvoyant_policies() -> None:
 
 
 def test_proposers_may_roll_their_own_proposals_forward(testbed) -> None:
-    with pytest.raises(ValueError, match="rollout must be 'base' or 'proposer'"):
+    with pytest.raises(ValueError, match="^LookaheadConfig: rollout must be one of base, proposer, got 'other'$"):
         LookaheadConfig(rollout="other")
     policy = Lookahead(rollout="proposer", rng=np.random.default_rng(3), **SMALL)
     record = _run(policy, testbed)
