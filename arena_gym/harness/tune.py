@@ -307,15 +307,39 @@ class TuneSettings:
 def _storage(settings: TuneSettings) -> optuna.storages.BaseStorage:
     import optuna
 
+    sqlite = settings.storage_url().startswith("sqlite")
     with warnings.catch_warnings():  # the heartbeat and its retry callback are marked experimental
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.storages.RDBStorage(
+        storage = optuna.storages.RDBStorage(
             settings.storage_url(),
-            engine_kwargs={"connect_args": {"timeout": 60}} if settings.storage_url().startswith("sqlite") else {},
+            engine_kwargs={"connect_args": {"timeout": 60}} if sqlite else {},
             heartbeat_interval=settings.heartbeat_s,
             grace_period=settings.grace_s,
             heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2),
         )
+    if sqlite:
+        _lock_on_begin(storage.engine)
+    return storage
+
+
+def _lock_on_begin(engine: Any) -> None:
+    """Every transaction on ``engine`` (SQLite) takes the write lock when it begins (``BEGIN IMMEDIATE``).
+
+    SQLite ignores optuna's ``SELECT ... FOR UPDATE``: two workers could both read a waiting trial (a
+    stale one queued to run again) as waiting and both start it. With the lock taken at the start,
+    the second reads it running and samples a trial of its own.
+    """
+    from sqlalchemy import event
+
+    def autocommit_driver(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver's own deferred BEGIN off; ours below
+
+    def begin_immediate(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(engine, "connect", autocommit_driver)
+    event.listen(engine, "begin", begin_immediate)
+    engine.dispose()  # connections opened while optuna set up the tables reconnect with the above
 
 
 def open_study(settings: TuneSettings, worker: int = 0) -> optuna.Study:

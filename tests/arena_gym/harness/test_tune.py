@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import statistics
 import time
 from datetime import datetime, timedelta
@@ -103,6 +104,34 @@ def test_a_trial_whose_worker_died_runs_again(tmp_path) -> None:
     assert trials[orphan.number].state == optuna.trial.TrialState.FAIL
     retried = [t for t in trials.values() if t.system_attrs.get("failed_trial") == orphan.number]
     assert len(retried) == 1 and retried[0].params == orphan.params and retried[0].state.is_finished()
+
+
+def _start_waiting(s: TuneSettings, start_at: float, won) -> None:
+    """One worker's storage: at ``start_at`` it tries to start every waiting trial; ``won`` gets those it started."""
+    storage = tune._storage(s)
+    study_id = storage.get_study_id_from_name(s.study_name)
+    waiting = [t._trial_id for t in storage.get_all_trials(study_id, states=(TrialState.WAITING,))]
+    time.sleep(max(0.0, start_at - time.time()))
+    won.put([i for i in waiting if storage.set_trial_state_values(i, state=TrialState.RUNNING)])
+
+
+@pytest.mark.timeout(120)
+def test_a_waiting_trial_starts_in_one_worker_only(tmp_path) -> None:
+    """Trials queued to run again (a dead worker's) are taken by exactly one of the workers racing for them."""
+    s = settings(tmp_path)
+    (tmp_path / "study").mkdir()
+    study = open_study(s)
+    for i in range(60):
+        study.enqueue_trial({"x": i / 60, "y": 0.0})
+    spawn = multiprocessing.get_context("spawn")
+    won = spawn.Queue()
+    workers = [spawn.Process(target=_start_waiting, args=(s, time.time() + 5.0, won)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    started = [i for _ in workers for i in won.get(timeout=100)]
+    for w in workers:
+        w.join(timeout=10)
+    assert sorted(started) == sorted(t._trial_id for t in study.get_trials()) and len(set(started)) == 60
 
 
 def _ctrl_c(*_args) -> None:
