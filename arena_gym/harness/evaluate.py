@@ -49,7 +49,7 @@ import pandas as pd
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
-from arena_gym.fields import build, check_fields
+from arena_gym.fields import Problems, build, check_fields
 from arena_gym.harness.aggregates import AggregateConfig, aggregate
 from arena_gym.harness.eval_plots import plot_cdfs, plot_vs_reference
 from arena_gym.harness.experiment import NO_OPTIONS, ScenarioOptions, check_trace_name
@@ -129,34 +129,37 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = []
-        if self.workers < 1:
-            problems.append(f"{flag('workers')} must be >= 1, got {self.workers}")
-        if self.ray is not None and self.workers > 1:
-            problems.append(f"give {flag('workers')} (local processes) or {flag('ray')} (a cluster), not both")
-        if not self.policies:
-            problems.append(f"{flag('policies')} must name at least one policy")
-        if self.suite not in SUITE_CHOICES:
-            problems.append(f"{flag('suite')}: unknown suite {self.suite!r}; valid: {', '.join(SUITE_CHOICES)}")
-        if self.suite == "custom" and not self.traces:
-            problems.append(f"{flag('suite')} custom needs at least one {flag('traces')}")
-        if self.suite != "custom" and self.traces:
-            problems.append(f"{flag('traces')} goes with {flag('suite')} custom only")
-        if self.load_basis not in LOAD_BASES:
-            problems.append(f"{flag('load_basis')}: unknown basis {self.load_basis!r}; valid: {', '.join(LOAD_BASES)}")
-        if self.metric not in METRICS:
-            problems.append(f"{flag('metric')}: unknown metric {self.metric!r}; valid: {', '.join(METRICS)}")
-        if self.seed < 0:
-            problems.append(f"{flag('seed')} must be >= 0, got {self.seed}")
-        if self.resamples < 100:
-            problems.append(f"{flag('resamples')} must be >= 100, got {self.resamples}")
+        problems = Problems()
+        problems.require(self.workers >= 1, f"{flag('workers')} must be >= 1, got {self.workers}")
+        problems.require(
+            self.ray is None or self.workers <= 1,
+            f"give {flag('workers')} (local processes) or {flag('ray')} (a cluster), not both",
+        )
+        problems.require(bool(self.policies), f"{flag('policies')} must name at least one policy")
+        problems.require(
+            self.suite in SUITE_CHOICES,
+            f"{flag('suite')}: unknown suite {self.suite!r}; valid: {', '.join(SUITE_CHOICES)}",
+        )
+        if self.suite == "custom":
+            problems.require(bool(self.traces), f"{flag('suite')} custom needs at least one {flag('traces')}")
+        else:
+            problems.require(not self.traces, f"{flag('traces')} goes with {flag('suite')} custom only")
+        problems.require(
+            self.load_basis in LOAD_BASES,
+            f"{flag('load_basis')}: unknown basis {self.load_basis!r}; valid: {', '.join(LOAD_BASES)}",
+        )
+        problems.require(
+            self.metric in METRICS, f"{flag('metric')}: unknown metric {self.metric!r}; valid: {', '.join(METRICS)}"
+        )
+        problems.require(self.seed >= 0, f"{flag('seed')} must be >= 0, got {self.seed}")
+        problems.require(self.resamples >= 100, f"{flag('resamples')} must be >= 100, got {self.resamples}")
         for name in ("limit", "window_jobs"):
-            if getattr(self, name) < 0:
-                problems.append(f"{flag(name)} must be >= 0, got {getattr(self, name)}")
-        if self.wandb_mode not in WANDB_MODES:
-            problems.append(f"{flag('wandb_mode')}: unknown mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}")
-        if problems:
-            raise ValueError("; ".join(problems))
+            problems.require(getattr(self, name) >= 0, f"{flag(name)} must be >= 0, got {getattr(self, name)}")
+        problems.require(
+            self.wandb_mode in WANDB_MODES,
+            f"{flag('wandb_mode')}: unknown mode {self.wandb_mode!r}; valid: {', '.join(WANDB_MODES)}",
+        )
+        problems.raise_if_any()
 
     def build_suite(self, policies: Mapping[str, Policy] | None = None) -> Suite[SuitePart]:
         """The suite this config names (the data folder is checked for suites that need it).

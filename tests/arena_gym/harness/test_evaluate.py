@@ -285,6 +285,11 @@ def test_config_errors_name_the_flag(change: dict, message: str) -> None:
         EvalConfig(policies=("fcfs",), **change)
 
 
+def test_every_config_problem_is_named_on_one_line() -> None:
+    with pytest.raises(ValueError, match="^--seed must be >= 0, got -1; --resamples must be >= 100, got 5$"):
+        EvalConfig(policies=("fcfs",), seed=-1, resamples=5)
+
+
 def test_the_scenario_options_are_checked_on_construction() -> None:
     with pytest.raises(ValueError, match="^--round must be finite and > 0, got 0.0$"):
         ScenarioOptions(round_s=0.0)
