@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from arena_gym.families import families
-from arena_gym.fields import fits, hints_of
+from arena_gym.fields import fits, read_fields
 from arena_gym.types import ModelRef
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
@@ -459,36 +459,28 @@ def get_model(ref: ModelRef | str, extra: Mapping[str, ModelArch] | None = None)
 
 #: Most layers a user model may have (its cost table has a row per layer).
 MAX_LAYERS = 100_000
-#: What a model spec's scalar fields must be (JSON types exactly).
-_SPEC_VALUES = {int: "an integer in 0..2**31-1", bool: "true or false", str: "a string"}
+#: Largest integer a model spec may give (its sizes are multiplied together).
+_MAX_SPEC_INT = 2**31 - 1
 
 
 def model_from_dict(data: Mapping[str, Any]) -> ModelArch:
     """A user model from a dict: TransformerSpec fields (``experts`` > 0 for MoE) or, with
-    ``depth``/``channels``/``width_factor``, WideResNetSpec fields."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"a model spec must be an object, got {type(data).__name__}")
-    data = dict(data)
-    if not isinstance(data.get("name"), str):
-        raise ValueError("model spec needs a 'name' of the form family__size")
-    cls = WideResNetSpec if "channels" in data else TransformerSpec
-    valid = set(cls.__dataclass_fields__)
-    unknown = sorted(set(map(str, data)) - valid)
-    if unknown:
-        raise ValueError(
-            f"model spec {data['name']!r}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
-        )
-    hints = hints_of(cls)
-    for key, value in data.items():  # JSON types exactly: 64.0 is not an integer, true not a number
-        hint = hints[key]
-        if hint in _SPEC_VALUES and not (fits(value, hint) and (hint is not int or 0 <= value < 2**31)):
-            raise ValueError(f"model spec {data['name']!r}: {key} must be {_SPEC_VALUES[hint]}, got {value!r}")
-    if isinstance(data.get("layers"), int) and data["layers"] > MAX_LAYERS:  # one table row per layer
-        raise ValueError(f"model spec {data['name']!r}: layers must be at most {MAX_LAYERS}, got {data['layers']}")
-    try:
-        return build(cls(**data))
-    except (TypeError, KeyError) as exc:
-        raise ValueError(f"model spec {data['name']!r}: {exc}") from None
+    ``depth``/``channels``/``width_factor``, WideResNetSpec fields.
+
+    Read by :func:`arena_gym.fields.read_fields` (JSON types exactly: 64.0 is not an integer, true
+    not a number); a one-line ValueError names the problem (after ``model spec 'NAME'`` where it is a field's).
+    """
+    is_object = isinstance(data, Mapping)
+    name = data.get("name") if is_object else None
+    where = f"model spec {name!r}" if isinstance(name, str) else "model spec"
+    cls = WideResNetSpec if is_object and "channels" in data else TransformerSpec
+    values = read_fields(cls, data, where)
+    for key, value in values.items():
+        if fits(value, int) and not 0 <= value <= _MAX_SPEC_INT:
+            raise ValueError(f"{where}: {key} must be an integer in 0..2**31-1, got {value!r}")
+    if values.get("layers", 0) > MAX_LAYERS:  # one table row per layer
+        raise ValueError(f"{where}: layers must be at most {MAX_LAYERS}, got {values['layers']}")
+    return build(cls(**values))
 
 
 def load_models(path: str | Path, allow_shadowing: bool = False) -> dict[str, ModelArch]:

@@ -116,3 +116,32 @@ def test_user_defined_models():
         model_from_dict({"name": "bad__1B", "layers": 2, "hidden": 64, "heads": 4, "widht": 3})
     with pytest.raises(ValueError, match="multiple of heads"):
         TransformerSpec("bad__1B", layers=2, hidden=65, heads=4)
+
+
+GPT = {"name": "mine__1B", "layers": 2, "hidden": 64, "heads": 4}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([GPT], r"^model spec must be an object, got \[\{"),
+        ({"layers": 2}, r"^model spec: missing field\(s\) name, hidden, heads$"),
+        ({**GPT, "name": 3}, r"^model spec: name must be a string, got 3$"),
+        ({**GPT, "widht": 3}, r"^model spec 'mine__1B': unknown field\(s\) widht; valid: name, layers, hidden, "),
+        ({k: v for k, v in GPT.items() if k != "heads"}, r"^model spec 'mine__1B': missing field\(s\) heads$"),
+        ({**GPT, "hidden": 64.0}, r"^model spec 'mine__1B': hidden must be an integer, got 64.0$"),
+        ({**GPT, "layers": True}, r"^model spec 'mine__1B': layers must be an integer, got True$"),
+        ({**GPT, "remat": 1}, r"^model spec 'mine__1B': remat must be true or false, got 1$"),
+        ({**GPT, "dtype": None}, r"^model spec 'mine__1B': dtype must be a string, got None$"),
+        ({**GPT, "vocab": -1}, r"^model spec 'mine__1B': vocab must be an integer in 0..2\*\*31-1, got -1$"),
+        ({**GPT, "vocab": 2**31}, r"^model spec 'mine__1B': vocab must be an integer in 0..2\*\*31-1, got 2147483648$"),
+        ({**GPT, "layers": 100_001}, r"^model spec 'mine__1B': layers must be at most 100000, got 100001$"),
+        (
+            {"name": "wrn__x", "depth": 50, "channels": 64, "width_factor": "2"},
+            r"^model spec 'wrn__x': width_factor must be an integer, got '2'$",
+        ),
+    ],
+)
+def test_bad_model_specs_are_refused_in_one_line(data, message):
+    with pytest.raises(ValueError, match=message):
+        model_from_dict(data)
