@@ -23,10 +23,12 @@ import math
 import os
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from arena_gym.fields import Problems, check_fields, hints_of
 from traces.canonical import save_canonical
 from traces.formats import FORMATS, GENERATORS, detect_format, get_format, resolve
 from traces.options import coerce_options, parse_options
@@ -36,8 +38,63 @@ from traces.trace import Trace
 
 log = logging.getLogger(__name__)
 
-#: Options every spec accepts, applied after loading (see the module docstring).
-TRANSFORM_HINTS: dict[str, object] = {"start_s": float, "end_s": float, "head": int, "load": float}
+
+@dataclass(frozen=True)
+class Transforms:
+    """The options every spec accepts, applied after loading in this order (see the module docstring);
+    None: not given."""
+
+    start_s: float | None = None
+    end_s: float | None = None
+    head: int | None = None
+    load: float | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        problems = Problems()
+        if self.start_s is not None or self.end_s is not None:
+            lo, hi = self.window
+            problems.require(lo < hi, f"need start_s < end_s, got {lo:g}, {hi:g}")
+        if self.head is not None:
+            problems.require(self.head >= 1, f"head must be >= 1, got {self.head}")
+        if self.load is not None:
+            problems.require(math.isfinite(self.load) and self.load > 0, f"load must be > 0, got {self.load:g}")
+        problems.raise_if_any()
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], context: str) -> Transforms:
+        """The transforms of a spec's raw ``key=value`` options; ValueError (one line) after ``context``.
+
+        A value is read as its field's type without the None (``head=none`` is refused: leave the key out).
+        """
+        given = {name: typing.get_args(hint)[0] for name, hint in hints_of(cls).items()}
+        values = coerce_options(options, given, context)
+        try:
+            return cls(**values)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ValueError(f"{context}: {exc}") from None
+
+    @property
+    def window(self) -> tuple[float, float]:
+        """The submit-time window ``[start_s, end_s)`` kept (unbounded where not given)."""
+        return (
+            -math.inf if self.start_s is None else self.start_s,
+            math.inf if self.end_s is None else self.end_s,
+        )
+
+    def apply(self, trace: Trace) -> Trace:
+        """``trace`` cut to the window (then rebased to its first job), to its first ``head`` jobs, its load scaled."""
+        if self.start_s is not None or self.end_s is not None:
+            trace = trace.window(*self.window).shift_to_zero()
+        if self.head is not None:
+            trace = trace.head(self.head)
+        if self.load is not None:
+            trace = trace.scale_load(self.load)
+        return trace
+
+
+#: The keys of :class:`Transforms`, in a spec beside the source's own options.
+TRANSFORM_KEYS = tuple(hints_of(Transforms))
 #: Arguments that come from the caller, never from text.
 _CALLER_ARGS = ("path", "feasible", "iter_time")
 
@@ -91,29 +148,6 @@ def _split_spec(spec: str) -> tuple[str, str | None, str]:
     return "", spec, ""
 
 
-def _apply_transforms(trace: Trace, values: Mapping[str, object], context: str) -> Trace:
-    start, end = values.get("start_s"), values.get("end_s")
-    if start is not None or end is not None:
-        lo = float(start) if start is not None else -math.inf  # type: ignore[arg-type]
-        hi = float(end) if end is not None else math.inf  # type: ignore[arg-type]
-        if not lo < hi:
-            raise ValueError(f"{context}: need start_s < end_s, got {lo:g}, {hi:g}")
-        trace = trace.window(lo, hi).shift_to_zero()
-    if values.get("head") is not None:
-        n = int(values["head"])  # type: ignore[call-overload]
-        if n < 1:
-            raise ValueError(f"{context}: head must be >= 1, got {n}")
-        trace = trace.head(n)
-    if values.get("load") is not None:
-        factor = float(values["load"])  # type: ignore[arg-type]
-        if not (math.isfinite(factor) and factor > 0):
-            raise ValueError(f"{context}: load must be > 0, got {factor:g}")
-        trace = trace.scale_load(factor)
-    if len(trace) == 0:
-        raise ValueError(f"{context}: no jobs left after start_s/end_s/head")
-    return trace
-
-
 def resolve_trace(
     spec: str | os.PathLike[str],
     *,
@@ -130,13 +164,11 @@ def resolve_trace(
     context = f"trace spec {spec!r}"
     generator, path, opts = _split_spec(spec)
     raw = parse_options(opts, context)
-    transforms = {k: raw.pop(k) for k in list(raw) if k in TRANSFORM_HINTS}
+    transforms = Transforms.from_options({k: raw.pop(k) for k in list(raw) if k in TRANSFORM_KEYS}, context)
 
     if generator:
         make = resolve(GENERATORS[generator])
-        trace = make(
-            raw, seed=seed, feasible=feasible, iter_time=iter_time, context=context, also_valid=tuple(TRANSFORM_HINTS)
-        )
+        trace = make(raw, seed=seed, feasible=feasible, iter_time=iter_time, context=context, also_valid=TRANSFORM_KEYS)
     else:
         assert path is not None
         if os.path.isdir(path):
@@ -153,7 +185,7 @@ def resolve_trace(
         loader = resolve(fmt.loader)
         hints = typing.get_type_hints(loader)
         settable = {k: hints[k] for k in _accepted(loader) if k not in _CALLER_ARGS}
-        values = coerce_options(raw, settable, context, ("format", *TRANSFORM_HINTS))
+        values = coerce_options(raw, settable, context, ("format", *TRANSFORM_KEYS))
         option_seed = values.pop("seed", None)  # a ``seed=`` option of the spec overrides the caller's
         trace = load_trace(
             path,
@@ -164,6 +196,8 @@ def resolve_trace(
             **values,
         )
 
-    trace = _apply_transforms(trace, coerce_options(transforms, TRANSFORM_HINTS, context), context)
+    trace = transforms.apply(trace)
+    if len(trace) == 0:
+        raise ValueError(f"{context}: no jobs left after start_s/end_s/head")
     log.debug("resolved %s: %d jobs over %.1f h", spec, len(trace), trace.span_s / 3600)
     return trace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import traces
 from traces import SyntheticConfig, Trace, load_trace, resolve_trace, save_trace, synthetic
 from traces.formats import CANONICAL_COLUMNS, DEADLINE_SOURCE_COLUMN, FORMATS, resolve
+from traces.io import Transforms
 
 CANON = ",".join(CANONICAL_COLUMNS) + "\n"
 REAL = {
@@ -195,6 +197,15 @@ def test_resolve_file_specs_and_transforms(shared_data):
             r"^trace spec 'synthetic:arrival=flat': bad value 'flat' for 'arrival': expected one of poisson, bursty$",
         ),
         ("synthetic:head=0", r"head must be >= 1"),
+        (
+            "synthetic:head=none",
+            r"^trace spec 'synthetic:head=none': bad value 'none' for 'head': expected an integer$",
+        ),
+        ("synthetic:start_s=", r"^trace spec 'synthetic:start_s=': bad value '' for 'start_s': expected a number$"),
+        (
+            "synthetic:end_s=5,start_s=9,load=inf",
+            r"^trace spec 'synthetic:end_s=5,start_s=9,load=inf': need start_s < end_s, got 9, 5; load must be > 0, got inf$",
+        ),
         ("synthetic:load=-2", r"load must be > 0"),
         ("synthetic:start_s=1e12", r"no jobs left"),
         (
@@ -206,6 +217,14 @@ def test_resolve_file_specs_and_transforms(shared_data):
 def test_resolve_bad_specs(spec, message):
     with pytest.raises(ValueError, match=message):
         resolve_trace(spec)
+
+
+def test_transforms_are_checked_on_construction():
+    assert Transforms(start_s=10, head=3).window == (10.0, math.inf)
+    with pytest.raises(ValueError, match=r"^Transforms.head must be None or an integer, got 1.5$"):
+        Transforms(head=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^head must be >= 1, got 0; load must be > 0, got nan$"):
+        Transforms(head=0, load=math.nan)
 
 
 def test_resolve_bad_file_options(shared_data):
