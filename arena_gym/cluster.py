@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena_gym.fields import fits
+from arena_gym.fields import fits, from_text, hints_of
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 
 
@@ -29,9 +29,10 @@ PRESETS: dict[str, ClusterSpec] = {
     "tiny": ClusterSpec("tiny", _groups({"a40": (2, 2), "a10": (2, 2)})),
 }
 
-#: The cluster-file schema: allowed keys and ranges.
+#: The cluster-file schema: allowed keys (a ``gpu_types`` entry's are NodeGroup's fields after its
+#: type, typed by its annotations) and ranges.
 TOP_KEYS = ("name", "gpu_types")
-GROUP_KEYS = ("nodes", "gpus_per_node", "intra_node_gbps", "inter_node_gbps")
+GROUP_KEYS = tuple(hints_of(NodeGroup))[1:]
 MAX_NODES = 100_000
 MAX_GPUS_PER_NODE = 64
 MAX_GPU_TYPES = 64
@@ -43,6 +44,7 @@ MAX_FILE_BYTES = 1_000_000
 
 
 def _show(value: Any) -> str:
+    """A file's value as the file spells it (``true``, ``NaN``, ``"2"``; a table or list by its kind), cut to 40 characters."""
     text = json.dumps(value) if isinstance(value, (bool, int, float, str)) or value is None else type(value).__name__
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -202,11 +204,11 @@ def resolve_cluster(cluster: str | ClusterSpec, allow_shadowing: bool = False) -
                 f"cluster {cluster!r}: {item!r} is not TYPE=NODES with TYPE one of {', '.join(base.gpu_types)}"
             )
         try:
-            count = int(value)
+            count = from_text(value.strip(), int)
         except ValueError:
             raise ValueError(f"cluster {cluster!r}: node count {value.strip()!r} of {key} is not an integer") from None
-        if not 1 <= count <= 100_000:
-            raise ValueError(f"cluster {cluster!r}: node count of {key} must be in 1..100000, got {count}")
+        if not 1 <= count <= MAX_NODES:
+            raise ValueError(f"cluster {cluster!r}: node count of {key} must be in 1..{MAX_NODES}, got {count}")
         nodes[key] = count
     groups = tuple(dataclasses.replace(g, nodes=nodes.get(g.gpu_type, g.nodes)) for g in base.groups)
     return ClusterSpec(cluster.strip(), groups)

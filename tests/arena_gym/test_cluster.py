@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arena_gym.cluster import PRESETS, load_cluster
+from arena_gym.cluster import PRESETS, load_cluster, resolve_cluster
 
 
 def test_presets_match_the_artifact():
@@ -120,3 +120,29 @@ def test_unknown_cluster_lists_presets():
         load_cluster("nope")
     with pytest.raises(ValueError, match="valid: a40, a10"):
         PRESETS["tiny"].group("h100")
+
+
+def test_variant_node_counts_are_read_as_integers():
+    assert resolve_cluster("tiny[a40=3, A10=1]").groups == resolve_cluster("tiny[a40=3.0,a10=1e0]").groups
+    assert (
+        resolve_cluster("tiny[a40=3]").group("a40").nodes == 3
+        and resolve_cluster("tiny[]").groups == PRESETS["tiny"].groups
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("tiny[a40=true]", r"^cluster 'tiny\[a40=true\]': node count 'true' of a40 is not an integer$"),
+        ("tiny[a40=8.5]", r"^cluster 'tiny\[a40=8.5\]': node count '8.5' of a40 is not an integer$"),
+        ("tiny[a40=nan]", r"node count 'nan' of a40 is not an integer$"),
+        ("tiny[a40=]", r"node count '' of a40 is not an integer$"),
+        ("tiny[a40=0]", r"^cluster 'tiny\[a40=0\]': node count of a40 must be in 1..100000, got 0$"),
+        ("tiny[a40=1e6]", r"node count of a40 must be in 1..100000, got 1000000$"),
+        ("tiny[h100=2]", r"'h100=2' is not TYPE=NODES with TYPE one of a40, a10$"),
+        ("tiny[a40]", r"'a40' is not TYPE=NODES"),
+    ],
+)
+def test_bad_variants_are_refused_in_one_line(spec, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_cluster(spec)
