@@ -75,7 +75,7 @@ def train_and_test(args: argparse.Namespace) -> int:
     from arena_gym.harness.evaluate import EvalConfig
     from arena_gym.harness.runlock import RunLock
     from arena_gym.harness.scoring import baseline_policies
-    from arena_gym.harness.train import prepare_run_dir
+    from arena_gym.harness.trainers.sb3 import prepare_run_dir
 
     # 1. The run, and the test's settings checked before any training.
     try:
@@ -107,7 +107,7 @@ def _train_and_test(args: argparse.Namespace, config: TrainConfig, test_config: 
     from agents.rl.env_factory import env_config
     from arena_gym.harness.evaluate import evaluate
     from arena_gym.harness.suites import env_suite
-    from arena_gym.harness.train import train
+    from arena_gym.harness.trainers.sb3 import train
 
     # 2. Training, with validation against the baselines.
     result = train(config, replace=args.replace)

@@ -24,7 +24,6 @@ from agents.residual.priority import (
     ResidualPriority,
     ResidualWeights,
     arena_with,
-    job_features,
 )
 from arena_gym.core.information import information_set
 from arena_gym.metrics import compute_metrics
@@ -197,8 +196,6 @@ class ResidualArenaEnv(gym.Env):
         out = self._blank()
         jobs, present = out["jobs"], out["present"]
         if views:
-            indexes = self.priority._indexes(shown)
-            refs = [self.priority.belief.reference_time(self.priority._attributes(v)) for v in views]
-            jobs[: len(views)] = job_features(views, [indexes[v.job_id] for v in views], shown, refs)
+            jobs[: len(views)] = self.priority.features(views, shown)
             present[: len(views)] = 1.0
         return out

@@ -216,13 +216,18 @@ class ResidualPriority(GittinsPriority):
 
         return weight
 
+    def features(self, views: list[JobView], snapshot: Snapshot) -> np.ndarray:
+        """The network's inputs (:func:`job_features`) for ``views``, jobs ``snapshot`` lists: one row per view."""
+        indexes = self._indexes(snapshot)
+        refs = [self.belief.reference_time(self._attributes(v)) for v in views]
+        return job_features(views, [indexes[v.job_id] for v in views], snapshot, refs)
+
     def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
         """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
         if self._residuals_for is not snapshot:
-            indexes = self._indexes(snapshot)
+            self._indexes(snapshot)  # the episode log sees the snapshot before known() asks (memoised for features)
             views = [v for v in (*snapshot.pending, *snapshot.running) if self.known(v)]
-            refs = [self.belief.reference_time(self._attributes(v)) for v in views]
-            x = job_features(views, [indexes[v.job_id] for v in views], snapshot, refs)
+            x = self.features(views, snapshot)
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
             self._residuals = {v.job_id: (float(a), float(b)) for v, (a, b) in zip(views, r)}
             self._residuals_for = snapshot

@@ -1,7 +1,7 @@
 """Learned scheduling agents on stable-baselines3 / sb3-contrib, and the evaluation protocol.
 
 - :mod:`agents.rl.config`: ``TrainConfig`` and the options of both training front ends generated from it;
-- :mod:`arena_gym.harness.train`: ``train`` and ``resume`` (``arena-gym train``, ``scripts/train_agent.py``);
+- :mod:`arena_gym.harness.trainers.sb3`: ``train`` and ``resume`` (``arena-gym train``, ``scripts/train_agent.py``);
 - :mod:`agents.rl.policy`: ``load_sb3_policy``, the ``sb3:PATH`` Policy;
 - :mod:`agents.rl.bc`: behaviour-cloning warm start from heuristics;
 - :mod:`arena_gym.harness.callbacks`: validation against the heuristics, learning curve, wandb scalars;

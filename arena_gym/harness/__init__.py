@@ -2,7 +2,7 @@
 
 ``arena_gym.harness.cli`` (the ``arena-gym`` command line), :mod:`~arena_gym.harness.experiment`
 (one simulated run from a ``RunConfig``), :mod:`~arena_gym.harness.compare` and
-:mod:`~arena_gym.harness.evaluate` (scoring policies on workloads), :mod:`~arena_gym.harness.train`
+:mod:`~arena_gym.harness.evaluate` (scoring policies on workloads), :mod:`~arena_gym.harness.trainers`
 (training runs of learned agents), :mod:`~arena_gym.harness.deploy` (a policy on a live testbed),
 results, plots and tracking. It sits on top of ``agents`` | ``real_runner``, ``envs``,
 ``estimator`` | ``traces`` and the core; nothing below imports it (docs/architecture.md).

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class StampedCheckpointCallback(CheckpointCallback):
     """SB3's checkpoints (``model_N_steps.zip``), each with ``model_N_steps.json`` holding the run's config hash.
 
-    A resume loads a checkpoint only under the config that wrote it (:func:`arena_gym.harness.train.resume`).
+    A resume loads a checkpoint only under the config that wrote it (:func:`arena_gym.harness.trainers.sb3.resume`).
     """
 
     def __init__(self, config_hash: str, save_freq: int, save_path: str, name_prefix: str = "model") -> None:

@@ -148,7 +148,7 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(regenerate, "rewrite_tables", reached)
     monkeypatch.setattr(SCRIPTS["run_tour"], "fresh_copy", lambda dest: dest)
     monkeypatch.setattr(SCRIPTS["run_tour"], "run_tour", reached)
-    monkeypatch.setattr(importlib.import_module("arena_gym.harness.train"), "train", reached)
+    monkeypatch.setattr(importlib.import_module("arena_gym.harness.trainers.sb3"), "train", reached)
     monkeypatch.setattr(SCRIPTS["update_docs_tables"], "REPO", DOCS)
     monkeypatch.chdir(ROOT)
 

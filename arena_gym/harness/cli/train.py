@@ -1,7 +1,7 @@
 """``arena-gym train``: every learned agent's trainer, chosen by ``--method`` (:data:`arena_gym.harness.trainers.METHODS`).
 
 ``sb3`` (the default) takes one option per TrainConfig field and the wandb environment; the
-work is in :mod:`arena_gym.harness.train`. The other methods take their config's fields as
+work is in :mod:`arena_gym.harness.trainers.sb3`. The other methods take their config's fields as
 ``--set KEY=VALUE`` and ``--config FILE`` (a run's ``config.json`` or ``arena-gym tune``'s
 ``best_config.json``; ``--set`` wins), and ``--out``. Every method keeps the model with the best
 validation selection score (:mod:`arena_gym.harness.selection`).
@@ -123,7 +123,7 @@ def handle_sb3(args: argparse.Namespace) -> int:
         raise ValueError(str(exc)) from None
     set_wandb_env(wandb_mode(args))
     quiet_generators(args)
-    from arena_gym.harness.train import resume, train
+    from arena_gym.harness.trainers.sb3 import resume, train
 
     if args.resume is not None:
         with RunLock(args.resume, "train", flag="--resume", create=False):

@@ -5,10 +5,10 @@ validation selection score (:mod:`arena_gym.harness.selection`: the geometric-me
 ratio to Arena, lower is better), which a study minimises. :data:`arena_gym.harness.trainers.METHODS`
 names them:
 
-- ``sb3``: a stable-baselines3 agent on the slot action space (:mod:`arena_gym.harness.train`);
+- ``sb3``: a stable-baselines3 agent on the slot action space (:mod:`arena_gym.harness.trainers.sb3`);
 - ``es``: the residual on Arena's Gittins order by evolution strategies (:mod:`~arena_gym.harness.trainers.es`);
 - ``residual-ppo``: PPO fine-tuning of a residual (:mod:`~arena_gym.harness.trainers.residual_ppo`);
-- ``expert-iteration``: DAgger of a slot agent with a search teacher (:mod:`arena_gym.harness.expert_iteration`).
+- ``expert-iteration``: DAgger of a slot agent with a search teacher (:mod:`arena_gym.harness.trainers.expert_iteration`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.rl.config import TrainConfig
-from arena_gym.harness.expert_iteration import ExpertIteration, ExpertIterationConfig
 from arena_gym.harness.trainers.es import ResidualTrainConfig, ResidualTrainer
+from arena_gym.harness.trainers.expert_iteration import ExpertIteration, ExpertIterationConfig
 from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class SB3Method:
 
     def objective(self, config: TrainConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out`` (no wandb); the best validation score."""
-        from arena_gym.harness.train import train
+        from arena_gym.harness.trainers.sb3 import train
 
         scores: list[float] = []
 

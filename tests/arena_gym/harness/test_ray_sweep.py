@@ -237,7 +237,7 @@ def test_expert_iteration_labels_on_ray_equal_local_labels(cluster: Cluster, tmp
     from agents.rl.algos import policy_class
     from agents.rl.artifact import ModelInfo, save_model
     from agents.rl.env_factory import env_config, make_env
-    from arena_gym.harness.expert_iteration import LabelTask, label_task
+    from arena_gym.harness.trainers.expert_iteration import LabelTask, label_task
     from tests.rl_cases import ENV_ID, ENV_OVERRIDES
 
     model = MaskablePPO(

@@ -159,8 +159,8 @@ def stubbed(monkeypatch):
     def reached(*args, **kwargs):
         raise Reached
 
-    train_mod = importlib.import_module("arena_gym.harness.train")  # the package exports functions of these names
-    evaluate_mod = importlib.import_module("arena_gym.harness.evaluate")
+    train_mod = importlib.import_module("arena_gym.harness.trainers.sb3")
+    evaluate_mod = importlib.import_module("arena_gym.harness.evaluate")  # the package exports a function of this name
     monkeypatch.setattr(train_mod, "train", reached)
     monkeypatch.setattr(train_mod, "resume", reached)
     monkeypatch.setattr(evaluate_mod, "evaluate", reached)

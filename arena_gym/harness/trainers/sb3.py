@@ -1,4 +1,4 @@
-"""Training a learned scheduler: TrainConfig -> vectorised envs, optional BC warm start, SB3 learning, validation.
+"""``arena-gym train --method sb3``: TrainConfig -> vectorised envs, optional BC warm start, SB3 learning, validation.
 
 ``train(config)`` writes into ``config.out_dir``: ``config.json`` (config, resolved EnvConfig,
 seed, code version), ``checkpoints/`` (SB3 zips with their optimizer state, plus

@@ -13,7 +13,7 @@ from sb3_contrib import MaskablePPO
 
 from agents.rl.artifact import ModelInfo, load_model, save_model
 from agents.rl.env_factory import env_config, make_env
-from arena_gym.harness.expert_iteration import ExpertIteration, ExpertIterationConfig, LabelTask, label_task
+from arena_gym.harness.trainers.expert_iteration import ExpertIteration, ExpertIterationConfig, LabelTask, label_task
 from tests.rl_cases import ENV_ID
 
 

@@ -12,7 +12,7 @@ import torch
 
 from agents.rl.artifact import load_model, read_model_info
 from arena_gym.harness.experiment import make_policy
-from arena_gym.harness.train import TrainConfig, config_hash, latest_checkpoint, resume, train
+from arena_gym.harness.trainers.sb3 import TrainConfig, config_hash, latest_checkpoint, resume, train
 from tests.rl_cases import ENV_ID
 
 
