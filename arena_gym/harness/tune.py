@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdm.auto import tqdm
 
-from arena_gym.fields import check, from_text, hints_of
+from arena_gym.fields import check, describe, from_text, hints_of
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.trainers import FORMER_NAMES, METHODS
 from arena_gym.outputs import code_version, write_json
@@ -111,9 +111,10 @@ class _FirstChoice:
 class Fixing:
     """A trial whose ``suggest_*`` of a fixed parameter returns the fixed value (not sampled, not recorded).
 
-    Values may be command-line strings: they are read as the parameter's type (a categorical one
-    as the choice printed the same, if any; a budget may lie outside the range searched). Other
-    calls go to the wrapped trial.
+    Values may be command-line strings: they are read as the parameter's type, as :func:`coerce` reads
+    them (:func:`arena_gym.fields.from_text`: ``true`` is no integer; a categorical one as the choice
+    printed the same, if any; a budget may lie outside the range searched). Other calls go to the
+    wrapped trial.
     """
 
     def __init__(self, trial: Any, fixed: Mapping[str, Any]) -> None:
@@ -148,9 +149,9 @@ class Fixing:
     def _number(self, name: str, kind: type) -> Any:
         value = self.fixed[name]
         try:
-            return kind(json.loads(value) if isinstance(value, str) else value)
-        except (TypeError, ValueError):
-            raise ValueError(f"tune: {name}={value!r} is not a {kind.__name__}") from None
+            return from_text(value, kind) if isinstance(value, str) else check(value, kind)
+        except ValueError:
+            raise ValueError(f"tune: {name}={value!r} is not {describe(kind)}") from None
 
 
 def check_storage(url: str) -> None:

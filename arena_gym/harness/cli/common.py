@@ -7,8 +7,9 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
+from arena_gym.fields import describe, from_text
 from arena_gym.harness.experiment import RunConfig, ScenarioOptions
 from arena_gym.harness.names import cluster_help, perf_help
 from arena_gym.harness.out_dirs import KINDS, check_out_dir, check_out_file
@@ -26,53 +27,72 @@ TABLES_SUBDIR = "perf-tables"
 MAX_SEED = 2**32 - 1
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+def text_type(
+    hint: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: float | None = None,
+    finite: bool = False,
+    check: Callable[[Any], Any] | None = None,
+) -> Callable[[str], Any]:
+    """argparse type: option text read by :func:`arena_gym.fields.from_text` as ``hint``, within bounds.
 
+    ``tuple[X, ...]`` takes comma-separated ``X`` items, each bounded and checked. Bounds: ``low`` and
+    ``high`` inclusive, ``above`` exclusive, ``finite``; ``check`` (a value's own rule, the value
+    returned) may refuse one with a ValueError. Errors are one line: ``not an integer: '1.5'``,
+    ``must be in 1..256: '0'``, or ``check``'s message.
+    """
+    item = get_args(hint)[0] if get_origin(hint) is tuple else None
+    kind = hint if item is None else item
+    what = describe(hint) if item is None else "comma-separated " + describe(hint).removeprefix("a tuple of ")
+    words = ["finite"] if finite else []
+    if low is not None and high is not None:
+        words.append(f"in {low}..{high}")
+    else:
+        words += [f"{op} {bound}" for op, bound in ((">", above), (">=", low), ("<=", high)) if bound is not None]
+    rule = " and ".join(words)
 
-def positive_float(text: str) -> float:
-    """argparse type: a float > 0 (``inf`` allowed)."""
-    value = _number(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
-    return value
-
-
-def finite_positive_float(text: str) -> float:
-    """argparse type: a finite float > 0."""
-    value = _number(text)
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be finite and > 0: {text!r}")
-    return value
-
-
-def finite_nonnegative_float(text: str) -> float:
-    """argparse type: a finite float >= 0."""
-    value = _number(text)
-    if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be finite and >= 0: {text!r}")
-    return value
-
-
-def bounded_int(low: int, high: int):
-    """argparse type: an integer in ``low..high``."""
-
-    def parse(text: str) -> int:
+    def one(text: str, whole: str) -> Any:
         try:
-            value = int(text)
+            value = from_text(text, kind)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be in {low}..{high}: {text!r}")
-        return value
+            raise argparse.ArgumentTypeError(f"not {what}: {whole!r}") from None
+        if not (
+            (not finite or math.isfinite(value))
+            and (above is None or value > above)
+            and (low is None or value >= low)
+            and (high is None or value <= high)
+        ):
+            raise argparse.ArgumentTypeError(f"must be {rule}: {text!r}")
+        if check is None:
+            return value
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = f"integer in {low}..{high}"
+    def parse(text: str) -> Any:
+        if item is None:
+            return one(text, text)
+        try:
+            items = from_text(text, tuple[str, ...], sep=",")
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        return tuple(one(x, text) for x in items)
+
     return parse
 
 
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer in ``low..high``."""
+    return text_type(int, low, high)
+
+
+#: argparse types: a float > 0 (``inf`` allowed), a finite float > 0, a finite float >= 0, a seed.
+positive_float = text_type(float, above=0)
+finite_positive_float = text_type(float, above=0, finite=True)
+finite_nonnegative_float = text_type(float, 0, finite=True)
 seed_int = bounded_int(0, MAX_SEED)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arena_gym.harness.cli.common import (
     DEFAULT_TRACE,
+    MAX_SEED,
     add_replace_argument,
     add_run_arguments,
     bounded_int,
@@ -16,7 +17,7 @@ from arena_gym.harness.cli.common import (
     out_dir,
     plot_modules,
     run_config,
-    seed_int,
+    text_type,
 )
 from arena_gym.harness.compare import KIND, CompareConfig, compare
 from arena_gym.harness.names import policy_help
@@ -27,17 +28,6 @@ from arena_gym.harness.runlock import RunLock
 DEFAULT_POLICIES: tuple[str, ...] = ("fcfs", "srtf", "tiresias", "gandiva", "elasticflow-ls", "gavel", "sia", "arena")
 #: An item that continues the previous trace spec's options (``rate_per_h=5`` in ``synthetic:n_jobs=9,rate_per_h=5``).
 _OPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^:/?]*")
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    items = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not items:
-        raise argparse.ArgumentTypeError("expected a comma-separated list")
-    return items
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    return tuple(seed_int(x) for x in _csv(text))
 
 
 def trace_list(text: str) -> list[str]:
@@ -64,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
     parser.add_argument(
         "--policies",
-        type=_csv,
+        type=text_type(tuple[str, ...]),
         default=DEFAULT_POLICIES,
         help=f"comma-separated policies (default: {','.join(DEFAULT_POLICIES)}); each {policy_help()}",
     )
@@ -78,7 +68,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="traces to compare on (instead of --trace): comma-separated, or the option given "
         "several times (e.g. --traces synthetic:n_jobs=50,rate_per_h=5 --traces philly.csv)",
     )
-    parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated seeds")
+    parser.add_argument(
+        "--seeds", type=text_type(tuple[int, ...], 0, MAX_SEED), default=(0,), help="comma-separated seeds"
+    )
     parser.add_argument("--workers", type=bounded_int(1, 256), default=1, help="parallel local processes")
     parser.add_argument(
         "--ray",

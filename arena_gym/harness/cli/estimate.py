@@ -14,8 +14,9 @@ import math
 import sys
 from pathlib import Path
 
+from arena_gym.harness.cli.common import bounded_int, out_file, text_type
 from arena_gym.harness.cli.profile import configure as configure_profile
-from arena_gym.harness.out_dirs import check_out_file
+from arena_gym.harness.names import cluster_help
 from arena_gym.outputs import atomic_write
 from arena_gym.types import ClusterSpec, GpuType, Grid, ModelRef, ResourceShape
 
@@ -27,27 +28,11 @@ REGENERATE = (
 )
 
 
-def _batch(text: str) -> int:
+def _global_batch(value: int) -> int:
+    """The estimator's own batch check (its module imported only when a batch is read)."""
     from estimator.perfmodel import check_batch
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    try:
-        return check_batch(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _max_evals(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= value <= 100_000:
-        raise argparse.ArgumentTypeError(f"must be in 1..100000: {text!r}")
-    return value
+    return check_batch(value)
 
 
 def _grid(text: str) -> Grid:
@@ -66,14 +51,6 @@ def _grid(text: str) -> Grid:
         ) from None
 
 
-def _out_file(text: str) -> str:
-    try:
-        check_out_file(text, flag="")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``query``, ``validate``, ``calibrate`` and ``profile`` sub-subcommands to the ``estimate`` parser."""
     sub = parser.add_subparsers(dest="estimate_command", metavar="ACTION")
@@ -81,9 +58,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     q = sub.add_parser("query", help="print a job's grid table (best plan per shape and stage count)")
     q.add_argument("--model", required=True, help="family__size, e.g. gpt__1.3B")
-    q.add_argument("--batch", type=_batch, required=True, help="global batch size")
+    q.add_argument("--batch", type=text_type(int, check=_global_batch), required=True, help="global batch size")
     q.add_argument("--gpu-type", default=None, help="one GPU type (default: every type of the cluster)")
-    q.add_argument("--cluster", default="arena-1280", help="cluster preset or JSON/TOML file (node sizes, links)")
+    q.add_argument(
+        "--cluster",
+        default="arena-1280",
+        help=f"{cluster_help()}, optionally with node counts [TYPE=NODES,...] (default: arena-1280)",
+    )
     q.add_argument("--params", default=None, help="estimator parameter JSON (default: the committed calibration)")
     q.add_argument(
         "--pareto",
@@ -98,7 +79,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     v.add_argument("--measured", required=True, help="CSV in the measured_iter_time.csv format")
     v.add_argument(
         "--out",
-        type=_out_file,
+        type=out_file,
         default=None,
         help="write the predictions (input columns + predicted_iter_time_s, predicted_oom)",
     )
@@ -122,14 +103,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "times (the other parameters and types keep the committed values); the file --out writes is read by "
         "--perf calibrated:FILE and `estimate query --params FILE`",
     )
-    c.add_argument("--models", default=None, help="with --profile: the profiled models to fit (default: all)")
+    c.add_argument(
+        "--models",
+        type=text_type(tuple[str, ...]),
+        default=None,
+        help="with --profile: the comma-separated profiled models to fit (default: all)",
+    )
     c.add_argument(
         "--dp-memory", default=None, help="also fit the DP view's memory need to a CSV in the dp_memory_gb.csv format"
     )
     c.add_argument(
-        "--out", type=_out_file, default=None, help="write the fitted parameters here (JSON; default: print them)"
+        "--out", type=out_file, default=None, help="write the fitted parameters here (JSON; default: print them)"
     )
-    c.add_argument("--max-evals", type=_max_evals, default=30, help="solver iterations (default 30)")
+    c.add_argument("--max-evals", type=bounded_int(1, 100_000), default=30, help="solver iterations (default 30)")
     c.set_defaults(handler=_calibrate)
 
     p = sub.add_parser(
@@ -151,9 +137,9 @@ def _params(path: str | None):
 
 
 def _cluster(spec: str) -> ClusterSpec:
-    from arena_gym.cluster import load_cluster
+    from arena_gym.cluster import resolve_cluster
 
-    return load_cluster(spec)
+    return resolve_cluster(spec)
 
 
 def _fmt(t: float) -> str:
@@ -292,8 +278,7 @@ def _calibrate_profile(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile)
     base = default_params()
-    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-    result = calibrate_type(one_gpu_points(profile, base, models=models), base, max_nfev=args.max_evals)
+    result = calibrate_type(one_gpu_points(profile, base, models=args.models), base, max_nfev=args.max_evals)
     before, after = result.errors_before(), result.errors_after()
     print(f"{result.gpu_type}: {len(result.points)} one-GPU plans of {args.profile}")
     print(f"{'model':<12} {'batch':>5} {'micro':>5} {'profiled s':>11} {'before s':>10} {'after s':>10} {'error':>7}")

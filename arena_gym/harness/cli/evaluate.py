@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 from pathlib import Path
 
 from arena_gym import REAL_DATA_DIR
@@ -15,32 +14,18 @@ from arena_gym.harness.cli.common import (
     out_dir,
     scenario_options,
     seed_int,
+    text_type,
 )
 from arena_gym.harness.names import policy_help
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.suites import SUITE_CHOICES
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip())
-
-
-def _loads(text: str) -> tuple[float, ...]:
-    """argparse type: comma-separated offered loads, each finite and > 0."""
-    try:
-        values = tuple(float(s) for s in text.split(",") if s.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"loads must be finite and > 0: {text!r}")
-    return values
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``evaluate`` arguments and handler."""
     parser.add_argument(
         "--policies",
-        type=_names,
+        type=text_type(tuple[str, ...]),
         required=True,
         help="comma-separated policies, LABEL=SPEC to name one (e.g. arena,srtf,agent=sb3:run/best_model.zip); "
         f"each {policy_help()}",
@@ -67,9 +52,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --suite custom: which time range of each trace",
     )
     parser.add_argument(
-        "--window-jobs", type=int, default=50, help="with --suite custom: jobs per window (0 = the whole split)"
+        "--window-jobs",
+        type=text_type(int),
+        default=50,
+        help="with --suite custom: jobs per window (0 = the whole split)",
     )
-    parser.add_argument("--loads", type=_loads, default=(0.9,), help="with --suite custom: loads, cycled over windows")
+    parser.add_argument(
+        "--loads",
+        type=text_type(tuple[float, ...], above=0, finite=True),
+        default=(0.9,),
+        help="with --suite custom: comma-separated loads, cycled over windows",
+    )
     parser.add_argument(
         "--load-basis",
         choices=("offered", "factor"),
@@ -80,9 +73,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=REAL_DATA_DIR, help="folder of the real traces")
     parser.add_argument("--reference", default="arena", help="policy the others are compared with")
     parser.add_argument("--metric", default="padded_jct_s", help="per-workload metric of the statistics")
-    parser.add_argument("--limit", type=int, default=0, help="at most N workloads, evenly spaced (0 = all)")
+    parser.add_argument("--limit", type=text_type(int), default=0, help="at most N workloads, evenly spaced (0 = all)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of the policies and the bootstrap (0..2**32-1)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    parser.add_argument("--resamples", type=text_type(int), default=10_000, help="bootstrap resamples")
     parser.add_argument(
         "--out", type=out_dir, default=Path("results/evaluate"), help="results directory (checked writable first)"
     )

@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from arena_gym.harness.cli.common import text_type
 from arena_gym.harness.out_dirs import check_out_file
 from arena_gym.harness.runlock import RunLock
 from arena_gym.types import ModelRef
@@ -65,30 +66,32 @@ class _Reporter:
         )
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``estimate profile``."""
     parser.add_argument("--testbed", required=True, help="testbed preset (cpu-1, cpu-2, cpu-4) or JSON/TOML file")
-    parser.add_argument("--models", required=True, help="comma-separated zoo models, e.g. gpt__tiny,gpt__mini")
+    parser.add_argument(
+        "--models",
+        type=text_type(tuple[str, ...]),
+        required=True,
+        help="comma-separated zoo models, e.g. gpt__tiny,gpt__mini",
+    )
     parser.add_argument("--out", required=True, help="profile to write (JSON)")
     parser.add_argument(
         "--quick", action="store_true", help="fewer sizes and rounds (seconds instead of minutes; noisier)"
     )
-    parser.add_argument("--samples", type=_ints, default=None, help="micro-batch sizes per device, e.g. 1,2,4,8,16")
-    parser.add_argument("--tp", type=_ints, default=None, help="tensor-parallel degrees (default: all the node allows)")
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per item")
+    parser.add_argument(
+        "--samples", type=text_type(tuple[int, ...]), default=None, help="micro-batch sizes per device, e.g. 1,2,4,8,16"
+    )
+    parser.add_argument(
+        "--tp",
+        type=text_type(tuple[int, ...]),
+        default=None,
+        help="tensor-parallel degrees (default: all the node allows)",
+    )
+    parser.add_argument("--rounds", type=text_type(int), default=None, help="timed rounds per item")
     parser.add_argument(
         "--layer-repeats",
-        type=int,
+        type=text_type(int),
         default=None,
         help="calls of each layer back to back per round, the first dropped as warm-up (default 1: timed once)",
     )
@@ -99,9 +102,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="profile compute on every device at once (busy, default) or on one while the others idle",
     )
     parser.add_argument(
-        "--max-bytes-exp", type=int, default=None, help="largest collective size 2^K bytes (default 26)"
+        "--max-bytes-exp", type=text_type(int), default=None, help="largest collective size 2^K bytes (default 26)"
     )
-    parser.add_argument("--batch", type=int, default=16, help="global batch for the cost comparison (default 16)")
+    parser.add_argument(
+        "--batch", type=text_type(int, 1), default=16, help="global batch for the cost comparison (default 16)"
+    )
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="GPU testbeds: cuda (auto)")
     parser.add_argument(
         "--work-dir", default=None, help="keep the ranks' records and logs here (default: a temporary folder)"
@@ -145,10 +150,8 @@ def _profile(args: argparse.Namespace) -> int:
 
     out = check_out_file(args.out)
     testbed = load_testbed(args.testbed)
-    models = check_models([m.strip() for m in args.models.split(",") if m.strip()])
+    models = check_models(args.models)
     settings = _settings(args)
-    if args.batch < 1:
-        raise ValueError(f"--batch must be >= 1, got {args.batch}")
     if args.device == "cpu" and not testbed.is_cpu:
         raise ValueError(f"--device cpu would measure CPU cores for a profile of {testbed.device_type} devices")
     preflight(

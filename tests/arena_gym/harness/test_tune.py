@@ -193,6 +193,18 @@ def test_values_are_coerced_to_the_fields_types() -> None:
         coerce(ResidualTrainConfig, "iterations", "many")
 
 
+def test_fixed_values_are_read_as_coerce_reads_them() -> None:
+    fixing = tune.Fixing(tune._FirstChoice(), {"n": "8.0", "x": "1e-3", "k": 3, "b": "true", "f": True, "c": "2"})
+    assert fixing.suggest_int("n", 1, 10) == 8 and fixing.suggest_float("x", 0.0, 1.0) == 0.001
+    assert fixing.suggest_int("k", 1, 10) == 3 and fixing.suggest_categorical("c", [1, 4]) == 2
+    with pytest.raises(ValueError, match=r"^tune: b='true' is not an integer$"):  # coerce refuses it too
+        fixing.suggest_int("b", 1, 10)
+    with pytest.raises(ValueError, match=r"^tune: f=True is not a number$"):
+        fixing.suggest_float("f", 0.0, 1.0)
+    with pytest.raises(ValueError, match="QuadConfig.steps must be an integer, got True"):
+        coerce(QuadConfig, "steps", "true")
+
+
 def test_a_residual_study_trains_real_trials(shared_data, tmp_path) -> None:
     budget = {"iterations": 1, "windows": 1, "validation_limit": 1, "workers": 1, "pairs": 1}
     s = TuneSettings(

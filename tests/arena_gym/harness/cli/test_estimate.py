@@ -36,6 +36,15 @@ def test_query_prints_the_grid_table(capsys):
     assert "gpt__1.3B" in out and "a100:2x4" in out and "*" in out and "Pareto set" in out and "GiB/GPU" in out
 
 
+def test_query_resolves_a_cluster_with_node_counts_as_compare_does(capsys):
+    argv = ["query", "--model", "gpt__1.3B", "--batch", "128.0", "--gpu-type", "a40", "--cluster"]
+    assert run([*argv, "testbed-64"]) == 0
+    assert "a40:4x2" in capsys.readouterr().out
+    assert run([*argv, "testbed-64[a40=2]"]) == 0  # two a40 nodes of two GPUs: no shape of 8 GPUs
+    out = capsys.readouterr().out
+    assert "a40:2x2" in out and "a40:4x2" not in out
+
+
 def test_validate_writes_predictions(tmp_path, capsys):
     measured = small_measured(tmp_path / "m.csv")
     out = tmp_path / "pred.csv"
@@ -138,6 +147,9 @@ def test_calibrate_from_a_profile_keeps_its_restart_costs(tmp_path):
         (["query", "--model", "gpt__9Z", "--batch", "128"], "unknown model 'gpt__9Z'"),
         (["query", "--model", "gpt__1.3B", "--batch", "128", "--gpu-type", "z100"], "unknown GPU type 'z100'"),
         (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "nowhere"], "unknown cluster"),
+        (["query", "--model", "gpt__1.3B", "--batch", "128", "--cluster", "tiny[h100=2]"], "is not TYPE=NODES"),
+        (["query", "--model", "gpt__1.3B", "--batch", "true"], "argument --batch: not an integer: 'true'"),
+        (["calibrate", "--profile", "p.json", "--models", ","], "argument --models: not comma-separated strings"),
         (["validate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
         (["calibrate", "--measured", "/nonexistent.csv"], "nonexistent.csv"),
         (["calibrate", "--profile", "/nonexistent.json"], "nonexistent.json"),
@@ -151,4 +163,5 @@ def test_bad_input_is_one_line(argv, needle, capsys):
 
     assert main(["estimate", *argv]) == 2
     message = capsys.readouterr().err.strip()
-    assert message.startswith("arena-gym estimate: error:") and needle in message and "\n" not in message
+    assert message.startswith("arena-gym estimate") and ": error: " in message  # "estimate query:" when parsing
+    assert needle in message and "\n" not in message

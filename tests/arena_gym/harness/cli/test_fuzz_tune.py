@@ -18,6 +18,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from arena_gym.fields import from_text
 from arena_gym.harness import tune
 from arena_gym.harness.cli import main
 from tests.arena_gym.harness.cli.test_fuzz_cli import check_error_output
@@ -51,7 +52,7 @@ OPTIONS = {
             "sqlite:///%00",
         ],
     ),
-    "--trials": (["1", "20", "100000"], ["0", "-1", "x", "1e3", "1.5", "", "100001"]),
+    "--trials": (["1", "20", "100000", "1e3"], ["0", "-1", "x", "1.5", "", "100001"]),  # fields.from_text's integers
     "--workers": (["1", "2", "256"], ["0", "-1", "257", "x", ""]),
     "--seed": (["0", "4294967295"], ["-1", "4294967296", "x", "99999999999999999999"]),
     "--startup-trials": (["0", "5"], ["-1", "x"]),
@@ -115,7 +116,7 @@ def _check_settings(settings: tune.TuneSettings, given_values: dict[str, str]) -
     """The study was given exactly the values of the command line."""
     for option, value in given_values.items():
         if option in ("--trials", "--workers", "--seed", "--startup-trials", "--warmup-steps"):
-            assert getattr(settings, option[2:].replace("-", "_")) == int(value), (option, settings)
+            assert getattr(settings, option[2:].replace("-", "_")) == from_text(value, int), (option, settings)
         elif option == "--storage":
             assert settings.storage == value
         elif option in QUAD_FIELDS:
