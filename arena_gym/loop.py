@@ -19,13 +19,14 @@ def run_episode(
     """Run ``policy`` on ``backend`` over ``jobs`` until drained or the horizon; return the record.
 
     The policy sees each snapshot through its information set (:mod:`arena_gym.core.information`):
-    a non-clairvoyant one cannot read any job's true length.
+    a non-clairvoyant one cannot read any job's true length; a clairvoyant one is shown the
+    backend's fork with each snapshot where the backend can fork.
     """
     policy.reset()
     decisions, wall = 0, 0.0
     bar = _DelayedBar(len(jobs), policy.name) if progress else None
     clock = time.perf_counter
-    shown = information_set(policy)
+    shown = information_set(policy, backend)
     decide, apply, advance = policy.decide, backend.apply, backend.advance
     snapshot = backend.reset(jobs)
     while snapshot is not None:

@@ -11,7 +11,7 @@ import enum
 import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NewType, Protocol, overload, runtime_checkable
 
 import numpy as np
@@ -639,11 +639,10 @@ class Snapshot:
     :class:`JobViews`; any sequence of views passed in is wrapped into one. Backends build
     them lazily, so a policy pays only for the views it reads.
 
-    ``fork(horizon_s)``, where the backend can give one (the simulator), returns an independent
-    copy of the backend at this moment, its episode ending at ``horizon_s`` if given: the true
-    state and the true future, for the clairvoyant search ablations. ``observe(viewer)``, where the backend can give it, returns the snapshot as the
-    non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`). A
-    non-clairvoyant policy is shown neither.
+    ``observe(viewer)``, where the backend can give it, returns the snapshot as the
+    non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`); a
+    non-clairvoyant policy is not shown it. A snapshot holds no copy function of its backend:
+    a clairvoyant policy is shown a :class:`ForkableSnapshot` where the backend can fork.
     """
 
     now: float
@@ -656,7 +655,6 @@ class Snapshot:
     departures: tuple[JobId, ...] = ()
     round_index: int = 0
     horizon: float = field(default=math.inf)
-    fork: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     observe: Callable[[str], Snapshot] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -673,3 +671,42 @@ class Snapshot:
         """The view of a pending or running job, or None (unknown, not yet submitted, or finished)."""
         view = self.pending.get(job_id)
         return view if view is not None else self.running.get(job_id)
+
+    def plain(self, **changes: Any) -> Snapshot:
+        """This moment as a plain :class:`Snapshot` with ``changes`` (a :class:`ForkableSnapshot`'s fork dropped)."""
+        return Snapshot(**{**_fields_of(self), **changes})
+
+
+@runtime_checkable
+class Forkable(Protocol):
+    """A backend that can copy itself at a decision point (the simulator; a live cluster cannot)."""
+
+    def fork(self, horizon_s: float | None = None) -> Any:
+        """An independent copy at this moment, its episode ending at ``horizon_s`` if given."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ForkableSnapshot(Snapshot):
+    """A snapshot as a clairvoyant policy is shown it by a backend that can fork (:class:`Forkable`).
+
+    ``fork(horizon_s)`` returns an independent copy of the backend at this moment, its episode
+    ending at ``horizon_s`` if given: the true state and the true future, for the clairvoyant
+    search ablations. Only the information layer builds one
+    (:func:`arena_gym.core.information.information_set`), and only for a clairvoyant policy.
+    """
+
+    fork: Callable[[float | None], Any] = field(kw_only=True, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, fork: Callable[[float | None], Any]) -> ForkableSnapshot:
+        """``snapshot`` with ``fork``."""
+        return cls(**_fields_of(snapshot), fork=fork)
+
+
+def _fields_of(snapshot: Snapshot) -> dict[str, Any]:
+    """A snapshot's :class:`Snapshot` fields by name."""
+    return {name: getattr(snapshot, name) for name in _SNAPSHOT_FIELDS}
+
+
+_SNAPSHOT_FIELDS = tuple(f.name for f in fields(Snapshot))

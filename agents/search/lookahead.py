@@ -197,7 +197,8 @@ class Lookahead:
         for world in self.source.worlds(snapshot, until, sim):
             for i, (decision, roller) in enumerate(zip(proposals, rollers)):
                 policy = self._roller(roller, world.log_scale)
-                scores[i].append(rollout(world.backend.fork(), decision, policy, information_set(policy), now, until))
+                branch = world.backend.fork()
+                scores[i].append(rollout(branch, decision, policy, information_set(policy, branch), now, until))
             if time.perf_counter() > deadline:
                 break
         return scores

@@ -5,7 +5,8 @@ job keeps the state the snapshot shows (allocation, progress, attained service, 
 gets a total length drawn from the belief given the iterations it has attained; future
 arrivals come from the belief's arrival model, given the arrival times seen so far, never
 from the trace. Jobs run at the snapshot's belief model (the truth is not seen) and a running
-job at the rate the snapshot shows. The *true world* is the backend's own fork.
+job at the rate the snapshot shows. The *true world* is the backend's own fork, which the
+information layer shows a clairvoyant policy only (:class:`~arena_gym.types.ForkableSnapshot`).
 
 A search takes its worlds from a :class:`WorldSource`, the one thing that tells the
 non-clairvoyant lookahead from its clairvoyant ablation: :class:`SampledWorlds` (``worlds``
@@ -30,7 +31,7 @@ from agents.belief import EpisodeLog, EpisodeScale, JobAttributes, WorkBelief, l
 from arena_gym.protocols import InvalidDecision, Policy
 from arena_gym.records import EventKind
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, JobId, JobSpec, JobView, Snapshot
+from arena_gym.types import Decision, ForkableSnapshot, JobId, JobSpec, JobView, Snapshot
 
 
 def sampled_world(
@@ -99,7 +100,7 @@ def rollout(
 ) -> float:
     """Apply ``decision`` in ``world`` at ``now``, then let ``policy`` decide until ``until``; the jobs-in-system integral.
 
-    ``shown`` is the policy's information set. An invalid first decision scores ``inf``.
+    ``shown`` is the policy's information set of ``world``. An invalid first decision scores ``inf``.
     """
     try:
         world.apply(decision)
@@ -213,6 +214,6 @@ class TrueWorld:
 
     def worlds(self, snapshot: Snapshot, until: float, config: SimConfig) -> Iterator[World]:
         """The backend's fork, ending at ``until`` (its own settings otherwise)."""
-        if snapshot.fork is None:
+        if not isinstance(snapshot, ForkableSnapshot):
             raise ValueError(f"{self.name}: the oracle plans on the true world, which this backend cannot fork")
         yield World(snapshot.fork(until), None)

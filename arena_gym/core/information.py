@@ -8,9 +8,13 @@ built by hand, a copy of its views with every spec hidden. Each job's
 length cannot be read (reading it, or a view's ``remaining_iterations``, raises
 :class:`~arena_gym.types.HiddenInformation` naming the policy) and a deadline derived from it
 is absent, while attained iterations and service, age, queueing, the request, model, batch, a
-declared deadline, estimates and the cluster state stay readable. The snapshot's ``fork`` (a
-copy of the true backend) and ``observe`` are withheld. docs/information_sets.md lists every
-field.
+declared deadline, estimates and the cluster state stay readable; the snapshot's ``observe`` is
+withheld. docs/information_sets.md lists every field.
+
+No snapshot carries a copy of its backend. Given a backend that can fork
+(:class:`~arena_gym.types.Forkable`, the simulator), a clairvoyant policy's information set
+shows it each snapshot as a :class:`~arena_gym.types.ForkableSnapshot`, with the backend's
+``fork`` (the true state and future, for the clairvoyant search); no other policy is shown one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from arena_gym.types import HiddenSpec, JobId, JobView, JobViews, Snapshot
+from arena_gym.protocols import ClusterBackend
+from arena_gym.types import Forkable, ForkableSnapshot, HiddenSpec, JobId, JobView, JobViews, Snapshot
 
 
 def is_clairvoyant(policy: Any) -> bool:
@@ -43,11 +48,9 @@ class Masker:
         """``snapshot`` as the viewer observes it."""
         if snapshot.observe is not None:
             return snapshot.observe(self.viewer)
-        return dataclasses.replace(
-            snapshot,
+        return snapshot.plain(
             pending=JobViews(tuple(map(self._hide, snapshot.pending))),
             running=JobViews(tuple(map(self._hide, snapshot.running))),
-            fork=None,
             observe=None,
         )
 
@@ -58,8 +61,15 @@ class Masker:
         return dataclasses.replace(view, spec=spec)
 
 
-def information_set(policy: Any) -> Callable[[Snapshot], Snapshot]:
-    """What ``policy`` is shown of each snapshot: the snapshot itself, or what it observes."""
+def information_set(policy: Any, backend: ClusterBackend | None = None) -> Callable[[Snapshot], Snapshot]:
+    """What ``policy`` is shown of each snapshot of ``backend``: the snapshot itself, or what it observes.
+
+    A clairvoyant policy is shown the snapshot with the backend's ``fork`` where ``backend`` can
+    fork (a :class:`~arena_gym.types.ForkableSnapshot`), else the snapshot itself.
+    """
     if is_clairvoyant(policy):
+        if isinstance(backend, Forkable):
+            fork = backend.fork
+            return lambda snapshot: ForkableSnapshot.of(snapshot, fork)
         return lambda snapshot: snapshot
     return Masker(viewer_name(policy)).snapshot

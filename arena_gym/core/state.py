@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -485,12 +484,10 @@ class ClusterState:
         arrivals: Iterable[JobId] = (),
         departures: Iterable[JobId] = (),
         round_index: int = 0,
-        fork: Callable[..., Any] | None = None,
     ) -> Snapshot:
         """A snapshot at ``now``: O(1) to build; its job views are read lazily (valid until the next change).
 
-        ``fork`` is the backend's copy function, for clairvoyant search (see :class:`Snapshot`);
-        the snapshot's ``observe(viewer)`` is :meth:`observed` at the same moment.
+        The snapshot's ``observe(viewer)`` is :meth:`observed` at the same moment.
         """
         arrived, departed = tuple(arrivals), tuple(departures)
         epoch = self._epoch
@@ -505,7 +502,6 @@ class ClusterState:
             departures=departed,
             round_index=round_index,
             horizon=self.horizon,
-            fork=fork,
             observe=lambda viewer: self.observed(viewer, now, arrived, departed, round_index, epoch.value),
         )
 
@@ -521,7 +517,7 @@ class ClusterState:
         """The snapshot at ``now`` as the non-clairvoyant policy ``viewer`` observes it (:mod:`arena_gym.core.observed`).
 
         Its job views come from the viewer's :class:`~arena_gym.core.observed.Observer`, kept
-        up to date here; it has no ``fork`` and no ``observe``. ``epoch``, when given, must be
+        up to date here; it has no ``observe``. ``epoch``, when given, must be
         the state's (RuntimeError: a stale snapshot).
         """
         if epoch is not None and epoch != self._epoch.value:

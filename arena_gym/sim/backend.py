@@ -87,6 +87,7 @@ class SimBackend:
         Cheap: the cluster state and the event heap are copied, the performance models and
         the configuration shared. Snapshots taken before stay bound to this backend. With
         ``horizon_s`` the copy's episode ends then instead (a rollout's window), this one's not.
+        A clairvoyant policy is shown it beside each snapshot (:mod:`arena_gym.core.information`).
         """
         new = SimBackend.__new__(SimBackend)
         new.cluster, new.truth, new.belief, new.config = self.cluster, self.truth, self.belief, self.config
@@ -178,7 +179,7 @@ class SimBackend:
             triggered |= self._process(kind, job_id)
         if triggered:
             round_index = self.triggers.round_index
-            return self.state.snapshot(self._now, self._arrivals, self._departures, round_index, self.fork)
+            return self.state.snapshot(self._now, self._arrivals, self._departures, round_index)
         self._end(horizon if heap else self._now)
         return None
 

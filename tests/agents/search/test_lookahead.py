@@ -127,8 +127,37 @@ def test_the_oracle_is_clairvoyant_and_needs_the_true_world(testbed) -> None:
     assert snapshot is not None
     blind = Lookahead(oracle=True, base="fcfs", candidates=("arena",), **SMALL)  # Arena grows the first job: a search
     blind.reset()
-    with pytest.raises(ValueError, match="cannot fork"):
-        blind.decide(dataclasses.replace(snapshot, fork=None))
+    with pytest.raises(ValueError, match="cannot fork"):  # a backend's own snapshot carries no fork
+        blind.decide(snapshot)
+
+
+def test_the_oracle_plans_on_the_true_world_the_policies_it_runs_never_see(testbed, monkeypatch) -> None:
+    from agents.arena import ArenaPolicy
+    from agents.search.worlds import TrueWorld
+
+    forks: list[bool] = []
+    decide = ArenaPolicy.decide
+
+    def spy(self, snapshot: Snapshot):
+        forks.append(hasattr(snapshot, "fork"))
+        return decide(self, snapshot)
+
+    planned: list[dict[str, int]] = []
+    worlds = TrueWorld.worlds
+
+    def true_worlds(self, snapshot, until, config):
+        for world in worlds(self, snapshot, until, config):
+            planned.append({j.job_id: j.iterations for j in world.backend.state.jobs})
+            yield world
+
+    monkeypatch.setattr(ArenaPolicy, "decide", spy)
+    monkeypatch.setattr(TrueWorld, "worlds", true_worlds)
+    jobs = testbed[2][:12]
+    policy = Lookahead(oracle=True, **SMALL)  # non-clairvoyant Arena and two of its ablations, in the true world
+    _run(policy, testbed, jobs)
+    assert policy.searched == len(planned) > 0
+    assert all(world == {j.job_id: j.iterations for j in jobs} for world in planned)  # true lengths, true future
+    assert forks and not any(forks)
 
 
 @pytest.mark.parametrize("oracle", [False, True])
@@ -141,7 +170,7 @@ def test_the_policies_a_search_runs_see_only_their_information_set(testbed, monk
 
     def spy(self, snapshot: Snapshot):
         seen.extend(isinstance(v.spec, HiddenSpec) for v in (*snapshot.pending, *snapshot.running))
-        seen.append(snapshot.fork is None)
+        seen.append(not hasattr(snapshot, "fork"))
         return decide(self, snapshot)
 
     monkeypatch.setattr(ArenaPolicy, "decide", spy)

@@ -14,7 +14,7 @@ from arena_gym.core.information import Masker, information_set
 from arena_gym.harness import load_jobs
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, JobStatus, Snapshot
+from arena_gym.types import Decision, ForkableSnapshot, JobStatus, Snapshot
 from tests.agents.baseline_cases import TINY
 from tests.helpers import job, uniform_model
 
@@ -120,7 +120,7 @@ def test_sampled_worlds_carry_their_drawn_scale_and_the_true_world_none(testbed)
     fixed = SampledWorlds("synthetic", 2, adapt=False, seed=0)
     fixed.observe(snapshot)
     assert [w.log_scale for w in fixed.worlds(snapshot, until, config)] == [None, None]
-    truth = backend.state.snapshot(snapshot.now, fork=backend.fork)
+    truth = ForkableSnapshot.of(backend.state.snapshot(snapshot.now), backend.fork)
     (world,) = TrueWorld("oracle").worlds(truth, until, config)
     assert world.log_scale is None and world.backend.config.horizon_s == until and world.backend.state.horizon == until
     assert backend.config.horizon_s != until  # the fork's horizon, not the backend's

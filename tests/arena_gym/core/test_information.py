@@ -14,7 +14,7 @@ from arena_gym.loop import run_episode
 from arena_gym.records import EventKind
 from arena_gym.registry import make_policy, policy_registry
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Decision, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
+from arena_gym.types import Decision, ForkableSnapshot, HiddenInformation, HiddenSpec, JobSpec, JobStatus, Snapshot
 from tests.agents.baseline_cases import TINY
 from tests.arena_gym.core.test_doors import CLUSTER, PERF, itp_jobs
 from tests.conftest import REPO
@@ -60,7 +60,7 @@ class Recorder:
             getattr(view.spec, "iterations", None)
         assert isinstance(view.spec, JobSpec) and view.spec.global_batch == 128 and view.spec.requested_gpus == 2
         assert view.iterations_done(snapshot.now) == 0.0 and view.attained_gpu_seconds(snapshot.now) == 0.0
-        assert snapshot.fork is None  # the true backend is withheld
+        assert not hasattr(snapshot, "fork")  # the true backend is withheld
         return Decision()
 
 
@@ -77,13 +77,29 @@ def test_a_clairvoyant_policy_sees_the_truth() -> None:
         def decide(self, snapshot: Snapshot) -> Decision:
             view = next(iter(snapshot.pending))
             assert view.spec.iterations == 50 and view.remaining_iterations(snapshot.now) == 50
-            assert snapshot.fork is not None and snapshot.fork().state.view(view.job_id).spec.iterations == 50
+            assert snapshot.fork(None).state.view(view.job_id).spec.iterations == 50
             self.seen.append(snapshot)
             return Decision()
 
     policy = Oracle()
     run_episode(SimBackend(TINY, uniform_model()), policy, [job("a", 0.0, 50, "a40", 2)])
-    assert policy.seen and information_set(policy)(policy.seen[0]) is policy.seen[0]
+    assert policy.seen and information_set(policy)(policy.seen[0]) is policy.seen[0]  # no backend: no fork to add
+
+
+def test_the_fork_is_shown_only_to_a_clairvoyant_policy_of_a_backend_that_can_fork() -> None:
+    class Seer(Recorder):
+        clairvoyant = True
+
+    backend = SimBackend(TINY, uniform_model())
+    snapshot = backend.reset([job("a", 0.0, 50, "a40", 2)])
+    assert snapshot is not None and not hasattr(snapshot, "fork")  # the backend's own snapshot carries none
+    assert not hasattr(information_set(Recorder(), backend)(snapshot), "fork")  # not even given the backend
+    shown = information_set(Seer(), backend)(snapshot)
+    assert isinstance(shown, ForkableSnapshot) and shown.pending is snapshot.pending and shown.now == snapshot.now
+    assert shown.fork(None).state.view("a").spec.iterations == 50
+    masked = Masker("m").snapshot(shown.plain(pending=tuple(shown.pending), observe=None))  # by hand, from it
+    assert type(masked) is Snapshot and not hasattr(masked, "fork")
+    assert information_set(Seer(), None)(snapshot) is snapshot  # a backend that cannot fork: the snapshot itself
 
 
 def test_observed_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> None:
@@ -100,7 +116,7 @@ def test_observed_views_keep_what_a_scheduler_sees_and_progress_uncapped() -> No
     }
     assert shown.pending.requesting("a40")[0] is hidden and list(shown.pending.by_config().values())[0][0] is hidden
     assert shown.running.placements() == {} and shown.pending.placements() == {}
-    assert shown.fork is None and shown.observe is None
+    assert not hasattr(shown, "fork") and shown.observe is None
     by_hand = Masker("m").snapshot(dataclasses.replace(snapshot, pending=tuple(snapshot.pending), observe=None))
     assert by_hand.pending[0] == hidden and by_hand.pending[0].spec.viewer == "m"  # a hand-built snapshot: copied
     running = dataclasses.replace(view, status=JobStatus.RUNNING, rate=1.0, run_start=0.0)
