@@ -128,13 +128,13 @@ def _worlds_task(task: tuple[int, int]) -> list[dict[str, Any]]:
     sampled = Lookahead("sampled", rng=rng, **never)
     true = Lookahead("true", oracle=True, **never)
     backend = evaluator.backend(workload, sampled.ap_search)
-    shown = information_set(sampled)
+    shown, oracle_shown = information_set(sampled), information_set(true, backend)
     sampled.reset()
     true.reset()
     snapshot = backend.reset(workload.jobs)
     while snapshot is not None:
         decision = sampled.decide(shown(snapshot))
-        assert true.decide(snapshot) == decision  # both take the base decision
+        assert true.decide(oracle_shown(snapshot)) == decision  # both take the base decision
         backend.apply(decision)
         snapshot = backend.advance()
     rows = []

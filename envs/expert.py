@@ -122,12 +122,12 @@ class HeuristicAgent:
         self._base: Any = env.unwrapped
         self._snapshot: Snapshot | None = None
         self._queue: Iterator[int] = iter(())
-        self._shown = information_set(policy)
+        self._shown = information_set(policy, self._base.backend)
 
     def reset(self) -> None:
         """Forget the current decision point and reset the policy (call after ``env.reset``)."""
         self.policy.reset()
-        self._shown = information_set(self.policy)
+        self._shown = information_set(self.policy, self._base.backend)
         self._snapshot = None
         self._queue = iter(())
 

@@ -110,7 +110,7 @@ class ResidualArenaEnv(gym.Env):
                 "present": spaces.Box(0.0, 1.0, (max_jobs,), np.float32),
             }
         )
-        self._shown = information_set(self.policy)
+        self._shown = information_set(self.policy, self.backend)
         self._snapshot: Snapshot | None = None
         self._listed: list[JobView] = []
         self._observed: tuple[Snapshot | None, Snapshot | None] = (None, None)
@@ -134,7 +134,8 @@ class ResidualArenaEnv(gym.Env):
             raise ValueError("reset: options['jobs'] is empty")
         self._n_jobs = len(jobs)
         self.policy.reset()
-        self._shown = information_set(self.policy)  # one per episode: its memo is by job id, and ids repeat
+        # one per episode: its memo is by job id, and ids repeat
+        self._shown = information_set(self.policy, self.backend)
         self.last_record = None
         self._snapshot = self.backend.reset(jobs)
         self._carry = self._to_choice()  # paid with the first step's reward

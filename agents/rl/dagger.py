@@ -48,7 +48,7 @@ class TeacherLabels:
     def __init__(self, teacher: Policy, env: gym.Env) -> None:
         self.teacher = teacher
         self._env: Any = env.unwrapped
-        self._shown = information_set(teacher)
+        self._shown = information_set(teacher, self._env.backend)
         self._snapshot: Snapshot | None = None
         self._advice: list[int] = []
         self._taken: set[int] = set()
@@ -57,7 +57,7 @@ class TeacherLabels:
     def reset(self) -> None:
         """A new episode: the teacher reset, no decision point seen."""
         self.teacher.reset()
-        self._shown = information_set(self.teacher)
+        self._shown = information_set(self.teacher, self._env.backend)
         self._snapshot = None
         self._advice, self._taken = [], set()
         self.decisions = 0
