@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arena_gym.fields import fits, from_text, hints_of
+from arena_gym.fields import build, fits, from_text, hints_of, read_fields, short
 from arena_gym.types import ClusterSpec, GpuType, NodeGroup, is_power_of_two
 
 
@@ -29,91 +31,99 @@ PRESETS: dict[str, ClusterSpec] = {
     "tiny": ClusterSpec("tiny", _groups({"a40": (2, 2), "a10": (2, 2)})),
 }
 
-#: The cluster-file schema: allowed keys (a ``gpu_types`` entry's are NodeGroup's fields after its
-#: type, typed by its annotations) and ranges.
-TOP_KEYS = ("name", "gpu_types")
+#: The cluster-file schema: a ``gpu_types`` entry's keys are NodeGroup's fields after its type (typed by
+#: its annotations); ranges.
 GROUP_KEYS = tuple(hints_of(NodeGroup))[1:]
 MAX_NODES = 100_000
 MAX_GPUS_PER_NODE = 64
 MAX_GPU_TYPES = 64
 MAX_LINK_GBPS = 100_000.0
-#: A GPU type name: ASCII letters, digits, '.', '_', '-' (the catalogue check is the CLI's).
+#: A GPU type name in a cluster file or trace: ASCII letters, digits, '.', '_', '-' (checked before
+#: lower-casing; the catalogue check is the CLI's).
 GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: Largest cluster file read (a real one is a few hundred bytes).
 MAX_FILE_BYTES = 1_000_000
 
 
-def _show(value: Any) -> str:
-    """A file's value as the file spells it (``true``, ``NaN``, ``"2"``; a table or list by its kind), cut to 40 characters."""
-    text = json.dumps(value) if isinstance(value, (bool, int, float, str)) or value is None else type(value).__name__
-    return text if len(text) <= 40 else text[:37] + "..."
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ClusterFile:
+    """A cluster file's top level as read: its name (None: the caller's) and a node group per GPU type."""
+
+    name: str | None = None
+    gpu_types: tuple[NodeGroup, ...]
 
 
-def _integer(value: Any, where: str, lo: int, hi: int, power_of_two: bool = False) -> int:
-    ok = fits(value, int) and lo <= value <= hi
-    if not ok or (power_of_two and not is_power_of_two(value)):
+def _count(value: Any, where: str, hi: int, power_of_two: bool = False) -> int:
+    """A count in 1..``hi`` (a power of two if asked); one line naming ``where`` and the value as the file spells it."""
+    if not (fits(value, int) and 1 <= value <= hi and (is_power_of_two(value) or not power_of_two)):
         kind = "a power of two" if power_of_two else "an integer"
-        raise ValueError(f"{where}: expected {kind} in {lo}..{hi}, got {_show(value)}")
-    return value
+        raise ValueError(f"{where}: expected {kind} in 1..{hi}, got {short(value, as_json=True)}")
+    return int(value)
 
 
 def _bandwidth(value: Any, where: str) -> float:
-    ok = fits(value, float) and math.isfinite(value)
-    if not ok or not 0 < value <= MAX_LINK_GBPS:
+    if not (fits(value, float) and math.isfinite(value) and 0 < value <= MAX_LINK_GBPS):
         raise ValueError(
             f"{where}: expected a number of GB/s in (0, {MAX_LINK_GBPS:g}] (omit it for the "
-            f"GPU type's default), got {_show(value)}"
+            f"GPU type's default), got {short(value, as_json=True)}"
         )
     return float(value)
 
 
-def _unknown_keys(table: dict[str, Any], valid: tuple[str, ...], where: str) -> None:
-    unknown = [str(k) for k in table if k not in valid]
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
+def _label(value: Any, where: str) -> str | None:
+    if value is not None and not (isinstance(value, str) and value.strip() and value.isprintable()):
+        raise ValueError(f"{where}: name: expected a non-empty one-line string, got {short(value, as_json=True)}")
+    return None if value is None else value.strip()
+
+
+def _group_readers(where: str) -> dict[str, Callable[[Any], Any]]:
+    """The readers of a ``gpu_types`` entry's values: type and range in one message naming ``where.<key>``."""
+    return {
+        "nodes": functools.partial(_count, where=f"{where}.nodes", hi=MAX_NODES),
+        "gpus_per_node": functools.partial(
+            _count, where=f"{where}.gpus_per_node", hi=MAX_GPUS_PER_NODE, power_of_two=True
+        ),
+        **{key: functools.partial(_bandwidth, where=f"{where}.{key}") for key in GROUP_KEYS[2:]},
+    }
+
+
+def _node_groups(types: Any, where: str) -> tuple[NodeGroup, ...]:
+    if not isinstance(types, dict) or not types:
+        raise ValueError(
+            f"{where}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}"
+        )
+    if len(types) > MAX_GPU_TYPES:
+        raise ValueError(f"{where}: gpu_types: at most {MAX_GPU_TYPES} GPU types, got {len(types)}")
+    groups: dict[str, NodeGroup] = {}
+    for gpu_type, entry in types.items():
+        if not GPU_TYPE_NAME.fullmatch(gpu_type):
+            raise ValueError(
+                f"{where}: gpu_types: {short(gpu_type, as_json=True)} is not a GPU type name "
+                "(ASCII letters, digits, '.', '_', '-')"
+            )
+        at = f"{where}: gpu_types.{gpu_type}"
+        key = gpu_type.lower()
+        if key in groups:
+            raise ValueError(f"{at}: GPU type {key!r} is listed twice")
+        fields = read_fields(NodeGroup, entry, at, _group_readers(at), names=GROUP_KEYS)
+        groups[key] = NodeGroup(GpuType(key), **fields)
+    return tuple(groups.values())
 
 
 def cluster_from_dict(data: Any, name: str, source: str | None = None) -> ClusterSpec:
     """Build a cluster from ``{"name"?, "gpu_types": {type: {"nodes", "gpus_per_node", links?}}}``.
 
-    ``name`` is used when the data has none. Every value is checked (types, ranges, unknown
-    keys); a problem is a one-line ValueError starting with ``source`` (default ``name``) and
-    the key path, never a silent repair.
+    ``name`` is used when the data has none. Every value is checked (:func:`arena_gym.fields.build`:
+    an object, no unknown or missing keys; types and ranges); a problem is a one-line ValueError
+    starting with ``source`` (default ``name``) and the key path, never a silent repair.
     """
-    where_file = source or name
-    if not isinstance(data, dict):
-        raise ValueError(f"{where_file}: a cluster file must hold a table/object, got {_show(data)}")
-    _unknown_keys(data, TOP_KEYS, where_file)
-    label = data.get("name", None)
-    if label is not None and not (isinstance(label, str) and label.strip() and label.isprintable()):
-        raise ValueError(f"{where_file}: name: expected a non-empty one-line string, got {_show(label)}")
-    types = data.get("gpu_types")
-    if not isinstance(types, dict) or not types:
-        raise ValueError(
-            f"{where_file}: expected a non-empty 'gpu_types' table mapping GPU type to {{nodes, gpus_per_node}}"
-        )
-    if len(types) > MAX_GPU_TYPES:
-        raise ValueError(f"{where_file}: gpu_types: at most {MAX_GPU_TYPES} GPU types, got {len(types)}")
-    groups: dict[str, NodeGroup] = {}
-    for gpu_type, entry in types.items():
-        if not GPU_TYPE_NAME.fullmatch(gpu_type):
-            raise ValueError(
-                f"{where_file}: gpu_types: {_show(gpu_type)} is not a GPU type name (ASCII letters, digits, '.', '_', '-')"
-            )
-        where = f"{where_file}: gpu_types.{gpu_type}"
-        key = gpu_type.lower()
-        if key in groups:
-            raise ValueError(f"{where}: GPU type {key!r} is listed twice")
-        if not isinstance(entry, dict) or "nodes" not in entry or "gpus_per_node" not in entry:
-            raise ValueError(f"{where} needs integer 'nodes' and 'gpus_per_node'")
-        _unknown_keys(entry, GROUP_KEYS, where)
-        groups[key] = NodeGroup(
-            GpuType(key),
-            _integer(entry["nodes"], f"{where}.nodes", 1, MAX_NODES),
-            _integer(entry["gpus_per_node"], f"{where}.gpus_per_node", 1, MAX_GPUS_PER_NODE, power_of_two=True),
-            *(_bandwidth(entry[k], f"{where}.{k}") if k in entry else 0.0 for k in GROUP_KEYS[2:]),
-        )
-    return ClusterSpec(label.strip() if label is not None else name, tuple(groups.values()))
+    where = source or name
+    readers: dict[str, Callable[[Any], Any]] = {
+        "name": functools.partial(_label, where=where),
+        "gpu_types": functools.partial(_node_groups, where=where),
+    }
+    file = build(_ClusterFile, data, where, readers)
+    return ClusterSpec(name if file.name is None else file.name, file.gpu_types)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

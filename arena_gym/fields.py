@@ -34,9 +34,14 @@ class FieldError(TypeError, ValueError):
     """A value that does not fit its annotation (a TypeError and a ValueError, so either may be caught)."""
 
 
-def short(value: Any, limit: int = 60) -> str:
-    """A value's repr, cut to ``limit`` characters."""
-    text = repr(value)
+def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
+    """A value's repr, cut to ``limit`` characters; ``as_json``: a scalar as JSON spells it (``true``, ``null``,
+    ``NaN``, ``"2"``: as a file gave it), a container by its kind (``list``, ``dict``)."""
+    if as_json:
+        scalar = isinstance(value, (bool, int, float, str)) or value is None
+        text = json.dumps(value) if scalar else type(value).__name__
+    else:
+        text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arena_gym.cluster import GPU_TYPE_NAME
 from arena_gym.families import families, family_aliases
 from arena_gym.types import MAX_TIME_S, DeadlineSource, GpuType, JobId, JobSpec, ModelRef, is_power_of_two
 from traces.trace import Trace
@@ -32,8 +33,6 @@ MAX_EXACT_INT = 2**53 - 1
 MAX_GPUS = 65536
 #: Largest global batch a trace may hold.
 MAX_BATCH = 2**24
-#: What a GPU type name may look like (checked before lower-casing; the catalogue check is the harness's).
-GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: The spellings of a deadline source a trace cell may hold (any case).
 DEADLINE_SOURCES: dict[str, DeadlineSource] = {s.value: s for s in DeadlineSource}
 #: Magnitude beyond which an integer literal is only compared, never built exactly (``1e999999999``).

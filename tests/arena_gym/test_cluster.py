@@ -41,12 +41,14 @@ def a10(**fields) -> str:
     [
         ("{not json", "cannot parse cluster file"),
         ('{"gpu_types": {}}', "non-empty 'gpu_types'"),
-        ('{"gpu_types": {"a10": {"nodes": 2}}}', "needs integer 'nodes' and 'gpus_per_node'"),
+        ('{"name": "x"}', r": missing field\(s\) gpu_types$"),
+        ('{"gpu_types": {"a10": {"nodes": 2}}}', r"gpu_types.a10: missing field\(s\) gpus_per_node$"),
+        ('{"gpu_types": {"a10": 2}}', r"gpu_types.a10 must be an object, got 2$"),
         (
             '{"gpu_types": {"a10": {"nodes": 2, "gpus_per_node": 3}}}',
             r"gpu_types.a10.gpus_per_node: expected a power of two in 1..64, got 3",
         ),
-        ("[1, 2]", "must hold a table"),
+        ("[1, 2]", r"bad.json must be an object, got \[1, 2\]$"),
         # nonsense that used to be repaired silently or crash later
         (a10(intra_node_gbps=-5), r"gpu_types.a10.intra_node_gbps: expected a number of GB/s in \(0, 100000\]"),
         (a10(inter_node_gbps=float("nan")), r"gpu_types.a10.inter_node_gbps: .* got NaN"),
@@ -68,11 +70,11 @@ def a10(**fields) -> str:
         ),
         (
             a10(nodez=1),
-            r"gpu_types.a10: unknown key\(s\) 'nodez'; valid: nodes, gpus_per_node, intra_node_gbps, inter_node_gbps",
+            r"gpu_types.a10: unknown field\(s\) nodez; valid: nodes, gpus_per_node, intra_node_gbps, inter_node_gbps$",
         ),
         (
             '{"gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}, "nmae": "x"}',
-            r"unknown key\(s\) 'nmae'; valid: name, gpu_types",
+            r"bad.json: unknown field\(s\) nmae; valid: name, gpu_types$",
         ),
         (
             '{"name": 7, "gpu_types": {"a10": {"nodes": 1, "gpus_per_node": 2}}}',

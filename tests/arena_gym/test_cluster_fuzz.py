@@ -122,9 +122,10 @@ def one_bad_value(draw):
         if draw(st.booleans()):
             types[gpu_type][key] = 1
         else:
-            data[key], where = 1, "unknown key"
+            data[key], where = 1, "unknown field"
     elif kind == "missing":
         del types[gpu_type][draw(st.sampled_from(["nodes", "gpus_per_node"]))]
+        where = f"{where}: missing field"
     elif kind == "type-name":
         bad_name = draw(st.sampled_from(["", "a 40", "à40", "x/y", "-a40", "a40!"]))
         types[bad_name] = types.pop(gpu_type)

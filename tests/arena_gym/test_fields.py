@@ -20,6 +20,7 @@ from arena_gym.fields import (
     from_text,
     hints_of,
     read_fields,
+    short,
 )
 
 JobName = NewType("JobName", str)
@@ -179,6 +180,27 @@ def test_read_fields_reads_a_section_holding_some_fields() -> None:
     assert read_fields(_Config, {"rate": 2}, "sec", names=("rate", "note")) == {"rate": 2.0}
     with pytest.raises(FieldError, match="^sec: unknown field\\(s\\) name; valid: rate, note$"):
         read_fields(_Config, {"name": "a"}, "sec", names=("rate", "note"))
+
+
+@pytest.mark.parametrize(
+    ("value", "as_repr", "as_json"),
+    [
+        (True, "True", "true"),
+        (None, "None", "null"),
+        (float("nan"), "nan", "NaN"),
+        (1e30, "1e+30", "1e+30"),
+        ("2", "'2'", '"2"'),
+        ("\u00e040", "'\u00e040'", '"\\u00e040"'),
+        ([1], "[1]", "list"),
+        ({"x": 1}, "{'x': 1}", "dict"),
+    ],
+)
+def test_short_spells_a_value_as_python_or_as_json(value: Any, as_repr: str, as_json: str) -> None:
+    assert (short(value), short(value, as_json=True)) == (as_repr, as_json)
+
+
+def test_short_cuts_to_the_limit() -> None:
+    assert short("x" * 100, 10) == "'xxxxxx..." and short("x" * 100, 10, as_json=True) == '"xxxxxx...'
 
 
 def test_hints_of_resolves_string_annotations_per_class() -> None:
