@@ -3,13 +3,14 @@
 The core's public API, importable from here (each name loads its module on first use, so
 ``import arena_gym`` is cheap and never imports torch, stable-baselines3 or matplotlib)::
 
-    from arena_gym import SimBackend, compute_metrics, load_cluster, make_perf, make_policy, run_episode
+    from arena_gym import compute_metrics, make_policy, run_episode
     from arena_gym.harness import load_jobs
+    from arena_gym.scenario import build_scenario
 
-    cluster = load_cluster("tiny")
-    perf = make_perf("estimator", cluster)
-    jobs = load_jobs("synthetic:n_jobs=20", cluster, perf, seed=0)
-    record = run_episode(SimBackend(cluster, perf), make_policy("arena"), jobs)
+    scenario = build_scenario("tiny", "estimator")  # cluster, performance model, simulator settings
+    jobs = load_jobs("synthetic:n_jobs=20", scenario.cluster, scenario.truth, seed=0)
+    policy = make_policy("arena")
+    record = run_episode(scenario.backend(policy.ap_search), policy, jobs)
     avg_jct_s = compute_metrics(record)["avg_jct_s"]
 
 Everything else stays importable from its module; the runs, comparisons and evaluations are in

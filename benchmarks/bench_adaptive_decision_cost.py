@@ -37,13 +37,12 @@ from typing import Any
 import numpy as np
 from bench_decision_cost import Timed, alternate  # this folder is on the path of a script run from it
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import RunConfig, load_jobs
 from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, write_json
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend
+from arena_gym.registry import make_policy
+from arena_gym.scenario import Scenario, build_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -57,11 +56,10 @@ SEED = 0
 GOAL = 2.0
 
 
-def run_timed(name: str, cluster: Any, perf: Any, jobs: tuple) -> tuple[list[float], str]:
+def run_timed(name: str, scenario: Scenario, jobs: tuple) -> tuple[list[float], str]:
     """One episode of policy ``name``: the CPU seconds of its decisions and the hash of its jobs' finish times."""
     timed = Timed(make_policy(name, SEED))
-    config = RunConfig(policy=name).sim_config(timed.ap_search)  # compare's default semantics
-    record = run_episode(SimBackend(cluster, perf, config=config), timed, jobs)
+    record = run_episode(scenario.backend(timed.ap_search), timed, jobs)
     finishes = sorted((e.job_id, repr(e.time)) for e in record.events if e.kind.value == "finish")
     return timed.seconds, hashlib.sha256(repr(finishes).encode()).hexdigest()[:16]
 
@@ -81,17 +79,17 @@ def main() -> None:
         sys.exit(f"bench_adaptive_decision_cost: no trace at {trace} (give --trace, e.g. a synthetic one)")
     logging.getLogger("arena_gym.sim").setLevel(logging.ERROR)
     policies = [p for p in args.policies.split(",") if p]
-    cluster = load_cluster(args.cluster)
-    perf = make_perf("estimator", cluster, SEED)
-    jobs = load_jobs(trace, cluster, perf, SEED)
+    sim = RunConfig(policy=policies[0]).sim_config()  # compare's default semantics
+    scenario = build_scenario(args.cluster, "estimator", seed=SEED, sim=sim)
+    jobs = load_jobs(trace, scenario.cluster, scenario.truth, SEED)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     for name in policies:  # warm-up
-        run_timed(name, cluster, perf, jobs)
+        run_timed(name, scenario, jobs)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in policies}
     for rep in range(args.reps):
         for name in alternate(policies, rep):
-            seconds, outcome = run_timed(name, cluster, perf, jobs)
+            seconds, outcome = run_timed(name, scenario, jobs)
             ms = 1000.0 * np.asarray(seconds)
             runs[name].append(
                 {"decisions": len(ms), "mean_ms": ms.mean(), "median_ms": np.median(ms), "outcome": outcome}

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from arena_gym.cluster import load_cluster
+from arena_gym.cluster import resolve_cluster
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.registry import make_policy
+from arena_gym.scenario import build_scenario
+from arena_gym.sim import SimConfig
 from traces import load_trace
 
 #: (name, round period, decide on arrivals/completions) of each decision mode.
@@ -40,15 +42,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    cluster = load_cluster(args.cluster)
+    cluster = resolve_cluster(args.cluster)
     t0 = time.perf_counter()
-    perf = make_perf(args.perf, cluster, args.seed)
+    scenario = build_scenario(cluster, args.perf, seed=args.seed)
     jobs = load_trace(args.trace).jobs
     if args.jobs:
         jobs = jobs[: args.jobs]
     print(
         f"trace {args.trace}: {len(jobs)} jobs; cluster {cluster.name} ({cluster.total_gpus} GPUs); "
-        f"perf {perf.name}; horizon {args.horizon_s:.0f} s; setup {time.perf_counter() - t0:.1f} s"
+        f"perf {scenario.truth.name}; horizon {args.horizon_s:.0f} s; setup {time.perf_counter() - t0:.1f} s"
     )
     header = (
         f"{'policy':<8} {'mode':<6} {'wall_s':>7} {'decisions':>9} {'ms/dec':>7} {'finished':>8} "
@@ -59,13 +61,8 @@ def main() -> None:
     for name in args.policies.split(","):
         for mode, round_s, on_events in MODES:
             policy = make_policy(name, args.seed)
-            config = SimConfig(
-                round_s=round_s,
-                event_decisions=on_events,
-                horizon_s=jobs[0].submit_time + args.horizon_s,
-                overhead_class=policy.ap_search,
-            )
-            backend = SimBackend(cluster, perf, config=config)
+            sim = SimConfig(round_s=round_s, event_decisions=on_events, horizon_s=jobs[0].submit_time + args.horizon_s)
+            backend = replace(scenario, sim=sim).backend(policy.ap_search)
             start = time.perf_counter()
             record = run_episode(backend, policy, jobs)
             wall = time.perf_counter() - start

@@ -18,23 +18,21 @@ import argparse
 import time
 from pathlib import Path
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.protocols import PerfModel
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import ClusterSpec
+from arena_gym.registry import make_policy
+from arena_gym.scenario import Scenario, build_scenario
+from arena_gym.sim import SimConfig
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BASELINES = ("tiresias", "gandiva", "elasticflow-ls", "gavel", "sia")
 
 
-def bench(policy_name: str, jobs: tuple, cluster: ClusterSpec, perf: PerfModel, horizon: float) -> None:
+def bench(policy_name: str, jobs: tuple, scenario: Scenario) -> None:
     """Run one policy and print its figures."""
     policy = make_policy(policy_name)
-    backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon, overhead_class=policy.ap_search))
+    backend = scenario.backend(policy.ap_search)
     t0, c0 = time.perf_counter(), time.process_time()
     record = run_episode(backend, policy, jobs)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -60,15 +58,14 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.is_dir():
         raise SystemExit(f"needs the shared data folder {DATA}")
-    cluster = load_cluster(args.cluster)
-    perf = make_perf(args.perf, cluster)
-    jobs = load_jobs(args.trace, cluster, perf, seed=0)
+    scenario = build_scenario(args.cluster, args.perf, sim=SimConfig(horizon_s=args.horizon))
+    jobs = load_jobs(args.trace, scenario.cluster, scenario.truth, seed=0)
     print(
-        f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={cluster.name} perf={perf.name} "
+        f"trace={Path(args.trace).name} jobs={len(jobs)} cluster={scenario.cluster.name} perf={scenario.truth.name} "
         f"horizon={args.horizon:.0f}s"
     )
     for name in args.policies.split(","):
-        bench(name.strip(), jobs, cluster, perf, args.horizon)
+        bench(name.strip(), jobs, scenario)
 
 
 if __name__ == "__main__":

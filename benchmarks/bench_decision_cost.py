@@ -54,7 +54,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arena_gym.cluster import load_cluster
 from arena_gym.core.information import is_clairvoyant
 from arena_gym.harness.cli.common import DEFAULT_TRACE
 from arena_gym.harness.cli.compare import DEFAULT_POLICIES  # make run's policies, timed on the small windows
@@ -65,8 +64,8 @@ from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, write_json
 from arena_gym.protocols import Policy
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend
+from arena_gym.registry import make_policy
+from arena_gym.scenario import build_scenario
 from arena_gym.types import ClusterSpec, Decision, GpuType, NodeGroup, Snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,11 +147,6 @@ class Timed:
         return decision
 
 
-def cluster_spec(name: str) -> ClusterSpec:
-    """A preset, or the synthetic 10,000-GPU cluster."""
-    return SYNTH_10K if name == SYNTH_10K.name else load_cluster(name)
-
-
 def ms_stats(seconds: Sequence[float]) -> dict[str, float]:
     """Decisions, median and p95 milliseconds of a list of per-decision seconds."""
     if not seconds:
@@ -177,18 +171,17 @@ def part_queue(reps: int, quick: bool) -> list[dict[str, Any]]:
     """Part 1: per (cluster, policy, queue-length bin), median and p95 ms per decision."""
     rows = []
     for case in queue_cases(quick):
-        cluster = cluster_spec(case.cluster)
-        perf = make_perf("estimator", cluster, SEED)
-        jobs = load_jobs(case.trace, cluster, perf, SEED)
-        config = RunConfig(policy="fcfs")
+        spec = SYNTH_10K if case.cluster == SYNTH_10K.name else case.cluster  # a preset, or the 10,000 GPUs
+        scenario = build_scenario(spec, "estimator", seed=SEED, sim=RunConfig(policy="fcfs").sim_config())
+        jobs = load_jobs(case.trace, scenario.cluster, scenario.truth, SEED)
         for name in case.policies:  # warm-up: fills the performance tables the trace needs
             policy = make_policy(name, SEED)
-            run_episode(SimBackend(cluster, perf, config=config.sim_config(policy.ap_search)), policy, jobs[:300])
+            run_episode(scenario.backend(policy.ap_search), policy, jobs[:300])
         per_rep: dict[tuple[str, int], list[dict[str, float]]] = {}
         for rep in range(reps):
             for name in alternate(case.policies, rep):
                 timed = Timed(make_policy(name, SEED))
-                run_episode(SimBackend(cluster, perf, config=config.sim_config(timed.ap_search)), timed, jobs)
+                run_episode(scenario.backend(timed.ap_search), timed, jobs)
                 queued = np.asarray(timed.queued)
                 for low, high in zip(BINS, (*BINS[1:], math.inf)):
                     mask = (queued >= low) & (queued < high)
@@ -202,7 +195,7 @@ def part_queue(reps: int, quick: bool) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "cluster": case.cluster,
-                    "gpus": cluster.total_gpus,
+                    "gpus": scenario.cluster.total_gpus,
                     "trace": case.trace,
                     "jobs": len(jobs),
                     "policy": name,
@@ -356,15 +349,13 @@ def part_processes(reps: int, data: Path, quick: bool) -> dict[str, Any]:
 
 def part_make_run(reps: int) -> dict[str, Any]:
     """Arena's and FCFS's median and p95 ms per decision on the ``make run`` workload (in process, warm)."""
-    cluster = load_cluster("testbed-64")
-    perf = make_perf("estimator", cluster, SEED)
-    jobs = load_jobs(DEFAULT_TRACE, cluster, perf, SEED)
-    config = RunConfig(policy="fcfs")
+    scenario = build_scenario("testbed-64", "estimator", seed=SEED, sim=RunConfig(policy="fcfs").sim_config())
+    jobs = load_jobs(DEFAULT_TRACE, scenario.cluster, scenario.truth, SEED)
     per_rep: dict[str, list[dict[str, float]]] = {}
     for rep in range(reps + 1):
         for name in alternate(("fcfs", "arena"), rep):
             timed = Timed(make_policy(name, SEED))
-            run_episode(SimBackend(cluster, perf, config=config.sim_config(timed.ap_search)), timed, jobs)
+            run_episode(scenario.backend(timed.ap_search), timed, jobs)
             if rep > 0:  # the first repetition is the warm-up
                 per_rep.setdefault(name, []).append(ms_stats(timed.seconds))
     stats = {name: median_over(s) for name, s in per_rep.items()}

@@ -44,15 +44,13 @@ import pandas as pd
 from bench_decision_cost import alternate  # this folder, on the path when run as a script
 
 from agents.arena import ArenaConfig, ArenaPolicy
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import RunConfig, load_jobs, play
 from arena_gym.harness.out_dirs import machine, shown_path
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.stats import summary_table
 from arena_gym.harness.suites import get_suite
 from arena_gym.outputs import code_version, write_json
-from arena_gym.registry import make_perf
-from arena_gym.sim import SimBackend
+from arena_gym.scenario import build_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -68,18 +66,16 @@ def capped(cap: int) -> ArenaPolicy:
 
 def part_overloaded(caps: Sequence[int], reps: int, n_jobs: int) -> list[dict[str, Any]]:
     """Part 1: per cap, median CPU seconds of the episode and its (deterministic) JCTs."""
-    cluster = load_cluster("arena-1280")
-    perf = make_perf("estimator", cluster, SEED)
-    jobs = load_jobs(f"synthetic:n_jobs={n_jobs},rate_per_h=200", cluster, perf, SEED)
-    sim = RunConfig(policy="arena").sim_config(capped(DEFAULT_CAP).ap_search)
+    scenario = build_scenario("arena-1280", "estimator", seed=SEED, sim=RunConfig(policy="arena").sim_config())
+    jobs = load_jobs(f"synthetic:n_jobs={n_jobs},rate_per_h=200", scenario.cluster, scenario.truth, SEED)
     warm = jobs[: max(1, n_jobs // 10)]
-    play(capped(DEFAULT_CAP), warm, SimBackend(cluster, perf, config=sim))
+    play(capped(DEFAULT_CAP), warm, scenario.backend(capped(DEFAULT_CAP).ap_search))
     cpu: dict[int, list[float]] = {cap: [] for cap in caps}
     outcome: dict[int, dict[str, float]] = {}
     for rep in range(reps):
         for cap in alternate(caps, rep):
             t0 = time.process_time()
-            episode = play(capped(cap), jobs, SimBackend(cluster, perf, config=sim))
+            episode = play(capped(cap), jobs, scenario.backend(capped(cap).ap_search))
             cpu[cap].append(time.process_time() - t0)
             m = episode.metrics
             found = {k: float(m[k]) for k in ("avg_jct_s", "p95_jct_s", "jobs_finished", "reconfigurations")}

@@ -23,13 +23,12 @@ import csv
 import time
 from pathlib import Path
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.outputs import code_version
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.registry import make_policy
+from arena_gym.scenario import Scenario, build_scenario
 
 COLUMNS = (
     "policy",
@@ -51,10 +50,10 @@ COLUMNS = (
 )
 
 
-def run_one(policy_name: str, jobs: tuple, cluster, perf, seed: int) -> dict[str, float]:
+def run_one(policy_name: str, jobs: tuple, scenario: Scenario, seed: int) -> dict[str, float]:
     """One episode; its timings and counts."""
     policy = make_policy(policy_name, seed)
-    backend = SimBackend(cluster, perf, config=SimConfig(overhead_class=policy.ap_search))
+    backend = scenario.backend(policy.ap_search)
     w0, c0 = time.perf_counter(), time.process_time()
     record = run_episode(backend, policy, jobs)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
@@ -85,8 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     policies = args.policies.split(",")
-    cluster = load_cluster(args.cluster)
-    perf = make_perf(args.perf, cluster, args.seed)
+    scenario = build_scenario(args.cluster, args.perf, seed=args.seed)
+    cluster, perf = scenario.cluster, scenario.truth
     version = code_version()
     print(
         f"cluster {cluster.name} ({cluster.total_gpus} GPUs), perf {perf.name}, {args.rate:g} jobs/h, seed {args.seed}, "
@@ -100,7 +99,7 @@ def main() -> None:
     rows = []
     warm = load_jobs(f"synthetic:n_jobs={min(sizes)},rate_per_h={args.rate:g}", cluster, perf, args.seed)
     for name in policies:
-        run_one(name, warm, cluster, perf, args.seed)
+        run_one(name, warm, scenario, args.seed)
     for size in sizes:
         g0 = time.perf_counter()
         jobs = load_jobs(f"synthetic:n_jobs={size},rate_per_h={args.rate:g}", cluster, perf, args.seed)
@@ -114,7 +113,7 @@ def main() -> None:
                 "seed": args.seed,
                 "gen_s": gen,
                 "code_version": version,
-                **run_one(name, jobs, cluster, perf, args.seed),
+                **run_one(name, jobs, scenario, args.seed),
             }
             first = next((r for r in rows if r["policy"] == name), row)
             row["vs_smallest"] = row["us_per_event"] / first["us_per_event"]

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from arena_gym.cluster import load_cluster
 from arena_gym.core.information import information_set
 from arena_gym.harness import load_jobs
 from arena_gym.harness.out_dirs import machine
@@ -38,8 +37,8 @@ from arena_gym.harness.suites import get_suite
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
 from arena_gym.outputs import code_version, write_json
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend
+from arena_gym.registry import make_policy
+from arena_gym.scenario import build_scenario
 from arena_gym.types import Decision, Snapshot
 
 OUT = Path(__file__).resolve().parent / "results" / "search"
@@ -47,13 +46,12 @@ OUT = Path(__file__).resolve().parent / "results" / "search"
 
 def fork_times(cluster_name: str, trace: str, steps: int, reps: int) -> dict:
     """Median and p95 milliseconds of ``fork()`` after ``steps`` FCFS decisions, and the state's size."""
-    cluster = load_cluster(cluster_name)
-    perf = make_perf("estimator", cluster)
-    jobs = load_jobs(trace, cluster, perf, seed=1)
+    scenario = build_scenario(cluster_name)
+    jobs = load_jobs(trace, scenario.cluster, scenario.truth, seed=1)
     policy = make_policy("fcfs")
     policy.reset()
     shown = information_set(policy)
-    backend = SimBackend(cluster, perf)
+    backend = scenario.backend()  # the default overhead class (pruned), not FCFS's own
     snapshot = backend.reset(jobs)
     for _ in range(steps):
         if snapshot is None:

@@ -11,26 +11,25 @@ import argparse
 import time
 from pathlib import Path
 
-from arena_gym.cluster import load_cluster
 from arena_gym.harness.experiment import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.metrics import compute_metrics
-from arena_gym.registry import make_perf, make_policy
-from arena_gym.sim import SimBackend, SimConfig
+from arena_gym.registry import make_policy
+from arena_gym.scenario import build_scenario
+from arena_gym.sim import SimConfig
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def bench(name: str, trace: Path, cluster_name: str, perf_spec: str, horizon: float) -> None:
-    cluster = load_cluster(cluster_name)
-    perf = make_perf(perf_spec, cluster)
+    scenario = build_scenario(cluster_name, perf_spec, sim=SimConfig(horizon_s=horizon))
     t0 = time.perf_counter()
-    jobs = load_jobs(str(trace), cluster, perf, seed=0)
+    jobs = load_jobs(str(trace), scenario.cluster, scenario.truth, seed=0)
     load_s = time.perf_counter() - t0
     walls = []
     for _ in range(2):  # the first run also fills the estimator's lazy tables; the second is the simulator alone
         policy = make_policy("fcfs")
-        backend = SimBackend(cluster, perf, config=SimConfig(horizon_s=horizon, overhead_class=policy.ap_search))
+        backend = scenario.backend(policy.ap_search)
         t0 = time.perf_counter()
         record = run_episode(backend, policy, jobs)
         walls.append(time.perf_counter() - t0)

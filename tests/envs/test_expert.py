@@ -13,8 +13,8 @@ from arena_gym.harness.experiment import make_policy
 from arena_gym.loop import run_episode
 from arena_gym.metrics import WALL_CLOCK_KEYS, compute_metrics
 from arena_gym.registry import policy_registry, resolve
-from arena_gym.sim import SimBackend
 from envs.expert import HeuristicAgent, PlayResult, expert_actions
+from envs.scenario import env_scenario
 
 #: Modules of registered policies that are no heuristics: learned agents, and the search policies (which roll
 #: heuristics forward: tests/agents/search).
@@ -51,7 +51,7 @@ def play_expert(perf, policy_name: str) -> tuple[PlayResult, int]:
 def simulate(env: gym.Env, policy_name: str) -> dict[str, float]:
     """The metrics of run_episode with the policy on the env's last workload (as `arena-gym simulate` runs it)."""
     base = env.unwrapped
-    backend = SimBackend(base.cluster, base.truth, base.belief, base.config.sim_config())
+    backend = env_scenario(base.config, base.cluster).backend()
     return compute_metrics(run_episode(backend, make_policy(policy_name), base.jobs))
 
 
