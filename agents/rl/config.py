@@ -10,13 +10,15 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from agents.rl.algos import ALGO_FAMILIES, POLICIES
 from arena_gym.fields import Problems, build, check_fields
 
-WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
-VEC_KINDS: tuple[str, ...] = ("dummy", "subproc")
+#: The wandb modes a run may use.
+WandbMode = Literal["disabled", "offline", "online"]
+WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
+VecKind = Literal["dummy", "subproc"]
 #: Splits of the training env, the validation runs during training, and the final test (envs.config.SPLITS).
 TRAIN_SPLIT, EVAL_SPLIT, TEST_SPLIT = "train", "validation", "test"
 
@@ -47,7 +49,7 @@ class TrainConfig:
     )
     steps: int = field(default=100_000, metadata=_opt("environment steps over all envs"))
     n_envs: int = field(default=2, metadata=_opt("parallel environments"))
-    vec: str = field(default="dummy", metadata=_opt("VecEnv kind: dummy (measured faster here) or subproc"))
+    vec: VecKind = field(default="dummy", metadata=_opt("VecEnv kind: dummy (measured faster here) or subproc"))
     seed: int = field(default=0, metadata=_opt("seed of the model and the training workloads"))
     learning_rate: float = field(default=3e-4, metadata=_opt("learning rate", "--lr"))
     policy: str = field(
@@ -90,7 +92,7 @@ class TrainConfig:
     )
     bc_epochs: int = field(default=20, metadata=_opt("behaviour-cloning epochs"))
     out_dir: str = field(default="results/train", metadata=_opt("run directory", "--out"))
-    wandb_mode: str = field(default="disabled", metadata=_opt("wandb mode (--wandb means offline)"))
+    wandb_mode: WandbMode = field(default="disabled", metadata=_opt("wandb mode (--wandb means offline)"))
     wandb_project: str = field(default="arena-gym", metadata=_opt("wandb project"))
     progress: bool = field(default=True, metadata=_opt("no progress bar", "--no-progress"))
 
@@ -102,8 +104,6 @@ class TrainConfig:
         problems = Problems()
         for name, valid in (
             ("algo", tuple(ALGO_FAMILIES)),
-            ("vec", VEC_KINDS),
-            ("wandb_mode", WANDB_MODES),
             ("policy", tuple(POLICIES)),
         ):
             value = getattr(self, name)

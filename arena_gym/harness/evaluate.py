@@ -47,6 +47,7 @@ from typing import Any
 
 import pandas as pd
 
+from agents.rl.config import WANDB_MODES
 from arena_gym import REAL_DATA_DIR
 from arena_gym.cluster import resolve_cluster
 from arena_gym.fields import Problems, build, check_fields
@@ -87,7 +88,6 @@ KIND = "evaluate"
 
 #: Metrics the summary can rank by (lower is better).
 METRICS: tuple[str, ...] = ("padded_jct_s", "avg_jct_s", "p95_jct_s", "makespan_s")
-WANDB_MODES: tuple[str, ...] = ("disabled", "offline", "online")
 
 
 @dataclass(frozen=True)

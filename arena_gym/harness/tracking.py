@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 import pandas as pd
 
+from agents.rl.config import WANDB_MODES, WandbMode
 from arena_gym.outputs import jsonable
-
-#: The wandb modes a run may use.
-WandbMode = Literal["online", "offline", "disabled"]
 
 
 def wandb_mode(text: str) -> WandbMode:
     """``text`` as a wandb mode; ValueError naming the valid ones otherwise."""
-    if text not in get_args(WandbMode):
-        raise ValueError(f"unknown wandb mode {text!r}; valid: {', '.join(get_args(WandbMode))}")
+    if text not in WANDB_MODES:
+        raise ValueError(f"unknown wandb mode {text!r}; valid: {', '.join(WANDB_MODES)}")
     return cast(WandbMode, text)
 
 

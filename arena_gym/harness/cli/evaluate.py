@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from agents.rl.config import WANDB_MODES
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.cli.common import (
     add_replace_argument,
@@ -81,7 +82,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_replace_argument(parser, "evaluate")
     parser.add_argument("--wandb", action="store_true", help="log the tables and plots to wandb (offline)")
-    parser.add_argument("--wandb-mode", choices=("disabled", "offline", "online"), default=None, help="wandb mode")
+    parser.add_argument("--wandb-mode", choices=WANDB_MODES, default=None, help="wandb mode")
     parser.add_argument(
         "--workers",
         type=bounded_int(1, 256),

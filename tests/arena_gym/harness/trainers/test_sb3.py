@@ -57,8 +57,8 @@ def test_train_with_bc_and_periodic_evaluation(tmp_path: Path, env_overrides: di
     "kwargs, message",
     [
         ({"algo": "a2c"}, "unknown algo"),
-        ({"vec": "ray"}, "unknown vec"),
-        ({"wandb_mode": "loud"}, "unknown wandb_mode"),
+        ({"vec": "ray"}, "vec must be one of dummy, subproc, got .ray."),
+        ({"wandb_mode": "loud"}, "wandb_mode must be one of disabled, offline, online, got .loud."),
         ({"n_envs": 0}, "n_envs must be >= 1"),
         ({"batch_size": 1}, "batch_size must be >= 2"),
         ({"net_arch": ()}, "net_arch"),
