@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from arena_gym.fields import build, check, check_fields
+from arena_gym.fields import Problems, build, check, check_fields
 from arena_gym.harness.flags import flag
 from arena_gym.loop import run_episode
 from arena_gym.metrics import Replay, compute_metrics, replay
@@ -48,13 +48,15 @@ class ScenarioOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = []
-        if self.horizon_s is not None and not self.horizon_s > 0:
-            problems.append(f"{flag('horizon_s')} must be > 0, got {self.horizon_s}")
-        if self.round_s is not None and not 0 < self.round_s < math.inf:
-            problems.append(f"{flag('round_s')} must be finite and > 0, got {self.round_s}")
-        if problems:
-            raise ValueError("; ".join(problems))
+        problems = Problems()
+        problems.require(
+            self.horizon_s is None or self.horizon_s > 0, f"{flag('horizon_s')} must be > 0, got {self.horizon_s}"
+        )
+        problems.require(
+            self.round_s is None or 0 < self.round_s < math.inf,
+            f"{flag('round_s')} must be finite and > 0, got {self.round_s}",
+        )
+        problems.raise_if_any()
 
     @classmethod
     def read(cls, data: Any, context: str) -> ScenarioOptions:
