@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, job_features, residual_policy
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, residual_policy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
@@ -70,9 +70,7 @@ def test_features_are_bounded_and_the_index_is_centred(testbed) -> None:
         def decide(self, snapshot: Snapshot):
             views = [*snapshot.pending, *snapshot.running]
             if views:
-                indexes = priority._indexes(snapshot)
-                refs = [priority.belief.reference_time(priority._attributes(v)) for v in views]
-                seen.append(job_features(views, [indexes[v.job_id] for v in views], snapshot, refs))
+                seen.append(priority.features(views, snapshot))
             return self.inner.decide(snapshot)
 
     run_episode(SimBackend(cluster, perf, config=SimConfig()), Probe(), jobs)
