@@ -160,7 +160,7 @@ def job_outcomes(record: EpisodeRecord) -> list[JobOutcome]:
 
 
 def timeline(record: EpisodeRecord) -> Timeline:
-    """Replay the event log into a step timeline (one point per distinct event time).
+    """The event log as a step timeline (one point per distinct event time).
 
     A job makes progress (counts in throughput, running GPUs and running jobs) from its RUN to
     its next ALLOCATE, FAIL, PREEMPT or FINISH; PROGRESS events update its rate. Sums are kept
@@ -229,22 +229,22 @@ def timeline(record: EpisodeRecord) -> Timeline:
 
 
 @dataclass(frozen=True)
-class Replay:
-    """An episode's event log replayed once: what metrics, result files and plots all read."""
+class LogReading:
+    """An episode's event log read once (outcomes and timeline): what metrics, result files and plots all use."""
 
     record: EpisodeRecord
     outcomes: list[JobOutcome]
     timeline: Timeline
 
 
-def replay(record: EpisodeRecord) -> Replay:
-    """Replay ``record`` once (:func:`job_outcomes` and :func:`timeline`) for several readers."""
-    return Replay(record, job_outcomes(record), timeline(record))
+def read_log(record: EpisodeRecord) -> LogReading:
+    """Read ``record``'s event log once (:func:`job_outcomes` and :func:`timeline`) for several readers."""
+    return LogReading(record, job_outcomes(record), timeline(record))
 
 
-def replayed(record: EpisodeRecord, done: Replay | None) -> Replay:
-    """``done`` if it is the replay of this very record, else a fresh :func:`replay`."""
-    return done if done is not None and done.record is record else replay(record)
+def read_once(record: EpisodeRecord, done: LogReading | None) -> LogReading:
+    """``done`` if it is the reading of this very record, else a fresh :func:`read_log`."""
+    return done if done is not None and done.record is record else read_log(record)
 
 
 def percentile(ordered: np.ndarray, q: float) -> float:
@@ -290,16 +290,16 @@ def padded_mean_jcts(jcts: Mapping[str, Sequence[float]], reference: str = "max"
     return out
 
 
-def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: Replay | None = None) -> dict[str, float]:
+def compute_metrics(record: EpisodeRecord, bin_s: float = 300.0, done: LogReading | None = None) -> dict[str, float]:
     """The flat metrics of an episode (keys carry units: ``_s``, samples/s for throughput).
 
     ``avg_throughput`` is the time average of the cluster's samples/s over the time at least one job
     makes progress (the same rule in simulated and live runs, whatever their scale); ``avg_throughput_span``
     averages over the whole span, idle time included.
 
-    ``done`` is the record's :func:`replay` when the caller has it already.
+    ``done`` is the record's :func:`read_log` when the caller has it already.
     """
-    rep = replayed(record, done)
+    rep = read_once(record, done)
     outcomes, tl = rep.outcomes, rep.timeline
     jcts = np.array(finished_jcts(outcomes), dtype=float)
     ordered = np.sort(jcts)

@@ -11,7 +11,7 @@ from typing import Any
 from arena_gym.fields import Problems, build, check, check_fields
 from arena_gym.harness.flags import flag
 from arena_gym.loop import run_episode
-from arena_gym.metrics import Replay, compute_metrics, replay
+from arena_gym.metrics import LogReading, compute_metrics, read_log
 from arena_gym.perf import trace_hooks
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord
@@ -145,33 +145,33 @@ class RunConfig:
 class RunResult:
     """A finished run: its config, the episode record and the metrics.
 
-    ``replay`` is the record's replayed event log the metrics came from, kept so that the
-    result files and plots need not replay it again (ignored unless it is this record's).
+    ``reading`` is the record's event log as read for the metrics (:func:`arena_gym.metrics.read_log`), kept
+    so that the result files and plots need not read it again (ignored unless it is this record's).
     """
 
     config: RunConfig
     record: EpisodeRecord
     metrics: dict[str, float]
-    replay: Replay | None = field(default=None, compare=False, repr=False)
+    reading: LogReading | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class Episode:
-    """One scored episode: its record, the replayed event log and the metrics computed from it."""
+    """One scored episode: its record, its event log as read and the metrics computed from it."""
 
     record: EpisodeRecord
-    replay: Replay
+    reading: LogReading
     metrics: dict[str, float]
 
 
 def play(policy: Policy, jobs: tuple[JobSpec, ...], backend: SimBackend, progress: bool = False) -> Episode:
-    """``policy`` on ``jobs`` on a fresh simulator ``backend``, replayed and scored.
+    """``policy`` on ``jobs`` on a fresh simulator ``backend``, its event log read and scored.
 
     The one episode runner of the harness: ``compare``/``simulate`` (:func:`run`) and the
     evaluation protocol (:class:`arena_gym.harness.scoring.Evaluator`) both score through it.
     """
     record = run_episode(backend, policy, jobs, progress)
-    done = replay(record)
+    done = read_log(record)
     return Episode(record, done, compute_metrics(record, done=done))
 
 
@@ -248,4 +248,4 @@ def run(
         jobs = load_jobs(config.trace, scenario.cluster, scenario.truth, config.seed, config.allow_shadowing)
     policy = make_policy(config.policy, config.seed)
     episode = play(policy, jobs, scenario.backend(policy.ap_search), progress)
-    return RunResult(config, episode.record, episode.metrics, episode.replay)
+    return RunResult(config, episode.record, episode.metrics, episode.reading)

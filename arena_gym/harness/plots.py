@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from arena_gym.metrics import Replay, finished_jcts, replayed
+from arena_gym.metrics import LogReading, finished_jcts, read_once
 from arena_gym.records import EpisodeRecord
 
 #: At most this many points per line: longer runs are binned more coarsely (a plot is ~800 px wide).
@@ -45,12 +45,12 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _replays(records: Sequence[EpisodeRecord], done: Sequence[Replay] | None) -> list[Replay]:
+def _readings(records: Sequence[EpisodeRecord], done: Sequence[LogReading] | None) -> list[LogReading]:
     known = list(done or ())
-    return [replayed(rec, known[i] if i < len(known) else None) for i, rec in enumerate(records)]
+    return [read_once(rec, known[i] if i < len(known) else None) for i, rec in enumerate(records)]
 
 
-def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Replay]) -> None:
+def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[LogReading]) -> None:
     for rec, rep in zip(records, reps):
         jcts = np.sort(finished_jcts(rep.outcomes)) / 3600.0
         if len(jcts):
@@ -69,7 +69,7 @@ def _draw_jct_cdf(ax: Axes, records: Sequence[EpisodeRecord], reps: Sequence[Rep
 def _draw_series(
     ax: Axes,
     records: Sequence[EpisodeRecord],
-    reps: Sequence[Replay],
+    reps: Sequence[LogReading],
     series: str,
     ylabel: str,
     bin_s: float,
@@ -108,13 +108,13 @@ SERIES_PLOTS = (
 )
 
 
-def plot_all(records: Sequence[EpisodeRecord], out_dir: Path, done: Sequence[Replay] | None = None) -> list[Path]:
-    """The three standard plots into ``out_dir`` (``done``: the records' replays, if known).
+def plot_all(records: Sequence[EpisodeRecord], out_dir: Path, done: Sequence[LogReading] | None = None) -> list[Path]:
+    """The three standard plots into ``out_dir`` (``done``: the records' log readings, if known).
 
     One figure is redrawn for each file (each PNG is what a figure of its own would show): its
     axes and tick artists are built once.
     """
-    reps = _replays(records, done)
+    reps = _readings(records, done)
     fig = _figure(*JCT_SIZE)
     ax = fig.add_subplot()
     _draw_jct_cdf(ax, records, reps)

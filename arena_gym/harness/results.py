@@ -16,12 +16,12 @@ import numpy as np
 from arena_gym.harness.experiment import RunResult
 from arena_gym.metrics import (
     JobOutcome,
-    Replay,
+    LogReading,
     Timeline,
     finished_jcts,
     job_outcomes,
     padded_mean_jcts,
-    replayed,
+    read_once,
     timeline,
 )
 from arena_gym.outputs import code_version, write_json, write_rows
@@ -163,7 +163,7 @@ def write_run(out_dir: Path, result: RunResult, plots: bool = True, kind: str | 
         },
     )
     write_json(out_dir / "metrics.json", result.metrics)
-    done: Replay = replayed(result.record, result.replay)
+    done: LogReading = read_once(result.record, result.reading)
     jobs = jobs_rows(result.record, done.outcomes)
     write_rows(out_dir / "jobs.csv", JOB_COLUMNS, ([row[c] for c in JOB_COLUMNS] for row in jobs))
     columns = timeline_columns(result.record, done.timeline)
@@ -188,7 +188,7 @@ def leaderboard(results: Sequence[RunResult], pad_reference: str | None = None) 
     if pad_reference:
         groups: dict[tuple[str, int], dict[str, list[float]]] = {}
         for r in results:
-            jcts = finished_jcts(replayed(r.record, r.replay).outcomes)
+            jcts = finished_jcts(read_once(r.record, r.reading).outcomes)
             groups.setdefault((r.config.trace, r.config.seed), {})[r.record.policy] = jcts
         padded = {k: padded_mean_jcts(v, pad_reference) for k, v in groups.items()}
     for r in results:

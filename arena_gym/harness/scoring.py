@@ -251,7 +251,7 @@ class Evaluator:
             **policy_facts(policy),
             **metric_row(metrics),
         }
-        return row, finished_jcts(episode.replay.outcomes)
+        return row, finished_jcts(episode.reading.outcomes)
 
     def bounds_of(self, workload: Workload) -> tuple[float, float]:
         """(LB1, LP) average-JCT bounds of a workload, charged Arena's pruned overhead class."""

@@ -19,8 +19,8 @@ from arena_gym.metrics import (
     job_outcomes,
     padded_mean_jcts,
     percentile,
-    replay,
-    replayed,
+    read_log,
+    read_once,
     timeline,
 )
 from arena_gym.records import EpisodeRecord, Event, EventKind
@@ -181,7 +181,7 @@ def test_percentile_of_values_with_nan_is_nan():
     assert math.isnan(percentile(np.sort(np.array([1.0, math.nan, 3.0])), 50))
 
 
-def test_a_replay_is_reused_only_for_its_own_record():
+def test_a_log_reading_is_reused_only_for_its_own_record():
     jobs = [job("A", 0, 10, "a40", 2), job("B", 5, 10, "a40", 2)]
     events = [
         ev(0, E.SUBMIT, "A"),
@@ -194,10 +194,10 @@ def test_a_replay_is_reused_only_for_its_own_record():
         ev(90, E.FINISH, "B", 2),
     ]
     rec = record(events, jobs, 90.0)
-    done = replay(rec)
+    done = read_log(rec)
     assert compute_metrics(rec, done=done) == compute_metrics(rec)
-    assert replayed(rec, done) is done
-    other = record(events[:4], jobs, 90.0)  # an equal-looking but different record gets its own replay
-    assert replayed(other, done) is not done
+    assert read_once(rec, done) is done
+    other = record(events[:4], jobs, 90.0)  # an equal-looking but different record gets its own reading
+    assert read_once(other, done) is not done
     assert compute_metrics(other, done=done) == compute_metrics(other)
     assert compute_metrics(other)["jobs_finished"] == 0 and compute_metrics(rec)["jobs_finished"] == 2

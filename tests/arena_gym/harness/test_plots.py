@@ -9,7 +9,7 @@ import pytest
 from arena_gym.cluster import PRESETS
 from arena_gym.harness import plots
 from arena_gym.harness.plots import plot_all
-from arena_gym.metrics import replay
+from arena_gym.metrics import read_log
 from arena_gym.records import EpisodeRecord, Event, EventKind
 from arena_gym.types import MAX_TIME_S, JobId
 from tests.helpers import job
@@ -55,7 +55,7 @@ def test_the_plots_of_plot_all_match_fresh_figures(tmp_path):
     shared.mkdir()
     fresh.mkdir()
     plot_all(recs, shared)
-    reps = [replay(rec) for rec in recs]
+    reps = [read_log(rec) for rec in recs]
     fig = plots._figure(*plots.JCT_SIZE)
     plots._draw_jct_cdf(fig.add_subplot(), recs, reps)
     plots._save(fig, fresh / "jct_cdf.png")
