@@ -16,7 +16,7 @@ It implements :class:`arena_gym.protocols.ClusterBackend` on top of the shared
 * faults: a rank that exits non-zero, a generation whose progress goes stale, or one that never
   starts is killed (every rank, by pid) and relaunched from its latest checkpoint on the same
   devices (a FAIL event), at most ``max_retries`` times per job;
-* every operation on the core and every generation is journaled (:mod:`real_runner.live.journal`)
+* every operation on the cluster state and every generation is journaled (:mod:`real_runner.live.journal`)
   before processes are launched for it, so :meth:`reset` on the journal of an interrupted
   deployment rebuilds the state, reattaches to the generations still running, relaunches the
   others from their checkpoints and goes on.
@@ -27,7 +27,7 @@ the simulator drives, so both decide at the same times (rounds from the first su
 stopping after two stalled ones, the horizon).
 This module is the protocol and the controller's cycle; :mod:`.reports` translates progress
 records, :mod:`.processes` runs the generations and handles their faults, :mod:`.resume` takes
-over an interrupted deployment, :mod:`.state` keeps the clock and the journaled core.
+over an interrupted deployment, :mod:`.state` keeps the clock and the journaled state.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from real_runner.live.planning import executable_plan
 from real_runner.live.processes import Processes
 from real_runner.live.reports import ProgressReader
 from real_runner.live.resume import resume
-from real_runner.live.state import LiveCore, LiveError
+from real_runner.live.state import JournaledState, LiveError
 from real_runner.live.status import JobLine, LiveStatus, live_status
 from real_runner.plans import ExecutedPlan
 from real_runner.testbed import Testbed
@@ -124,9 +124,9 @@ class LiveBackend:
         self.state = ClusterState(self.cluster, perf, self.belief, self.config.horizon_s)
         self.on_status, self.interrupt = on_status, interrupt
         self._sleep = sleep
-        self.core = LiveCore(self.state, self.journal, clock)
-        self.reader = ProgressReader(self.core, self.config, self._finished)
-        self.processes = Processes(self.core, self.reader, launcher, self.config, self.env, not testbed.is_cpu, sleep)
+        self.books = JournaledState(self.state, self.journal, clock)
+        self.reader = ProgressReader(self.books, self.config, self._finished)
+        self.processes = Processes(self.books, self.reader, launcher, self.config, self.env, not testbed.is_cpu, sleep)
         self.triggers = Triggers(self.config.schedule)
         self._submitted: set[JobId] = set()
         self._arrivals: list[JobId] = []
@@ -149,10 +149,10 @@ class LiveBackend:
         if journaled is None and (self.journal.ops() or self.journal.generations()):
             raise JournalError(f"journal {self.journal.path}: holds operations but no workload (damaged)")
         if journaled is None:
-            self.core.start(self.core.clock())
+            self.books.start(self.books.clock())
             with self.journal.transaction():
                 self.journal.set_meta("workload", [job_to_dict(j) for j in jobs])
-                self.journal.set_meta("t0", self.core.t0)
+                self.journal.set_meta("t0", self.books.t0)
                 self.journal.set_meta("status", "running")
         else:
             try:
@@ -162,18 +162,18 @@ class LiveBackend:
             if workload != list(jobs):
                 raise ValueError(f"journal {self.journal.path} holds another workload than the one to resume")
             self.resumed = True
-            resumed = resume(self.core, self.processes, self.devices)
+            resumed = resume(self.books, self.processes, self.devices)
             self._submitted = set(resumed.submitted)
-            self.triggers.resume(self.core.t, self._submitted)
+            self.triggers.resume(self.books.t, self._submitted)
             self._prior_decisions, self._prior_wall = resumed.decisions, resumed.decide_wall_s
         if self.resumed:
-            self._cycle(self.core.now())
+            self._cycle(self.books.now())
             return self._snapshot()
         return self.advance()
 
     def now(self) -> float:
         """Seconds since the deployment began (wall clock)."""
-        return self.core.t
+        return self.books.t
 
     def apply(self, decision: Decision) -> None:
         """Validate the whole decision, commit it, then stop and launch the processes it implies.
@@ -183,7 +183,7 @@ class LiveBackend:
         """
         if decision.is_empty:
             return
-        t = self.core.now()
+        t = self.books.now()
         checked = self.state.validate(decision)
         jobs = self.processes.jobs
         plans: dict[JobId, ExecutedPlan] = {}
@@ -194,13 +194,13 @@ class LiveBackend:
             except ValueError as exc:
                 raise InvalidDecision(f"job {job_id}: {exc}") from None
         self.state.commit(checked, t)
-        self.core.op_t = t
+        self.books.op_t = t
         moved = [*checked.preemptions, *(job_id for job_id, _, _ in checked.allocations)]
         previous = {job_id: self.devices.slots(job_id) for job_id in moved}
         for job_id in moved:
             self.devices.release(job_id)
         with self.journal.transaction():
-            self.core.journal_ops()
+            self.books.journal_ops()
             for job_id in moved:
                 job = jobs[job_id]
                 if job.current is not None:
@@ -217,7 +217,7 @@ class LiveBackend:
         while True:
             if self.interrupt is not None and self.interrupt():
                 raise KeyboardInterrupt
-            t = self.core.now()
+            t = self.books.now()
             if self._cycle(t):
                 return self._snapshot()
             if self.triggers.idle(self.state) and not self.processes.alive():
@@ -248,7 +248,7 @@ class LiveBackend:
         with self.journal.transaction():
             self.journal.set_meta("decisions", decisions)
             self.journal.set_meta("decide_wall_s", decide_wall_s)
-        return self.state.record(policy, 0.0, self.core.t, decisions, decide_wall_s)
+        return self.state.record(policy, 0.0, self.books.t, decisions, decide_wall_s)
 
     # ------------------------------------------------------------------ control
     def stop_all(self, wait_s: float | None = None) -> None:
@@ -259,7 +259,7 @@ class LiveBackend:
 
     def next_due(self) -> float:
         """The wall-clock time (``clock()``'s seconds) at which an arrival, a round or the horizon is next due (inf: none)."""
-        return self.core.t0 + self.triggers.next_due(self.state)
+        return self.books.t0 + self.triggers.next_due(self.state)
 
     def progress_path(self, job_id: str) -> Path:
         """Where a job's progress channel is (all its generations)."""
@@ -272,7 +272,7 @@ class LiveBackend:
 
     def status(self) -> LiveStatus:
         """What runs, waits and is done, with each submitted unfinished job's progress and rate."""
-        return live_status(self.core.t, self.state, self.processes.jobs, self._submitted)
+        return live_status(self.books.t, self.state, self.processes.jobs, self._submitted)
 
     # ------------------------------------------------------------------ the cycle
     def _cycle(self, t: float) -> bool:
@@ -283,8 +283,8 @@ class LiveBackend:
             while triggers.next_arrival <= t:
                 spec = triggers.take_arrival()
                 assert spec is not None
-                when = max(spec.submit_time, self.core.op_t)
-                self.core.op(Submit(when, spec.job_id))
+                when = max(spec.submit_time, self.books.op_t)
+                self.books.op(Submit(when, spec.job_id))
                 self._submitted.add(spec.job_id)
                 self._arrivals.append(spec.job_id)
                 triggered |= triggers.events
@@ -295,7 +295,7 @@ class LiveBackend:
             if triggers.next_round <= t and triggers.round_live(self.state):
                 triggers.count_round(self.state)
                 triggered = True
-        self.processes.launch_planned(self.core.now())
+        self.processes.launch_planned(self.books.now())
         if self.on_status is not None and t >= self._next_status:
             self._next_status = t + self.config.status_every_s
             self.on_status(self.status())
@@ -307,11 +307,11 @@ class LiveBackend:
         self._departures.append(job_id)
 
     def _snapshot(self) -> Snapshot:
-        return self.state.snapshot(self.core.t, self._arrivals, self._departures, self.triggers.round_index)
+        return self.state.snapshot(self.books.t, self._arrivals, self._departures, self.triggers.round_index)
 
     def _end(self) -> None:
         with self.journal.transaction():
-            self.core.op(Close(self.core.t))
+            self.books.op(Close(self.books.t))
             self.journal.set_meta("status", "finished" if self.state.unfinished == 0 else "ended")
 
     def _identity(self, job: JobSpec) -> JobIdentity:

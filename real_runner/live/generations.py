@@ -106,7 +106,7 @@ class LiveJob:
         self.retries = 0
         self.step = 0
         self.ckpt_step: int | None = None
-        self.win = (math.nan, 0)  # (time, step) of the last rate reported to the core
+        self.win = (math.nan, 0)  # (time, step) of the last rate reported (a PROGRESS operation)
 
     @property
     def reader(self) -> Generation | None:

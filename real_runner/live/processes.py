@@ -6,7 +6,7 @@ have exited and no other process is left on its slots, stopped gracefully (SIGTE
 exit 0) when its job is moved or preempted, and reaped when every rank has exited. Faults: a rank
 that exits non-zero (the others are killed), a generation whose progress goes stale or that never
 starts (killed), or one that exits without completing, is relaunched from the job's latest
-checkpoint on the same devices (a FAIL on the core), at most ``config.max_retries`` times per job;
+checkpoint on the same devices (a FAIL on the cluster state), at most ``config.max_retries`` times per job;
 while an older generation of the job still stops, the FAIL waits for it (it may still save the
 checkpoint the relaunch resumes from, the step the FAIL names).
 """
@@ -26,7 +26,7 @@ from real_runner.launchers.base import Launcher, LaunchRequest, RankSlot
 from real_runner.live.config import LiveConfig
 from real_runner.live.generations import Generation, LiveJob
 from real_runner.live.reports import ProgressReader
-from real_runner.live.state import LiveCore, LiveError
+from real_runner.live.state import JournaledState, LiveError
 from real_runner.plans import ExecutedPlan
 from real_runner.spec import WorkerSpec
 from real_runner.worker import EXIT_BAD_INPUT
@@ -40,7 +40,7 @@ class Processes:
 
     def __init__(
         self,
-        core: LiveCore,
+        books: JournaledState,
         reader: ProgressReader,
         launcher: Launcher,
         config: LiveConfig,
@@ -48,7 +48,7 @@ class Processes:
         cuda: bool,
         sleep: Callable[[float], None],
     ) -> None:
-        self.core, self.reader, self.launcher, self.config = core, reader, launcher, config
+        self.books, self.reader, self.launcher, self.config = books, reader, launcher, config
         self.env, self.cuda, self.sleep = env, cuda, sleep
         self.jobs: dict[JobId, LiveJob] = {}
         self._to_launch: list[Generation] = []
@@ -81,7 +81,7 @@ class Processes:
             gen.handle = self.launcher.launch(self.request(job, gen))
             gen.phase = "held"
             gen.launched_at = t
-            with self.core.journal.transaction():
+            with self.books.journal.transaction():
                 self.put(gen)
             log.info(
                 "job %s generation %d launched on %s: %s",
@@ -103,8 +103,8 @@ class Processes:
 
     def stop_all(self, wait_s: float) -> None:
         """Stop every generation gracefully, wait up to ``wait_s`` for them, then kill what is left."""
-        t = self.core.now()
-        with self.core.journal.transaction():
+        t = self.books.now()
+        with self.books.journal.transaction():
             for job in self.jobs.values():
                 for gen in job.gens:
                     if gen.phase in ("held", "released"):
@@ -114,14 +114,14 @@ class Processes:
         deadline = time.monotonic() + wait_s
         while self.alive() and time.monotonic() < deadline:
             self.sleep(self.config.poll_s)
-            self.core.now()  # the deployment's clock follows the wait
+            self.books.now()  # the deployment's clock follows the wait
             self.reap()
         for job in self.jobs.values():
             for gen in job.gens:
                 if gen.alive and gen.handle is not None:
                     log.warning("job %s generation %d did not stop in time; killing it", gen.job_id, gen.number)
                     gen.handle.kill()
-        self.core.now()
+        self.books.now()
         self.reap(wait=True)
 
     def kill_all(self) -> None:
@@ -135,7 +135,7 @@ class Processes:
 
     def put(self, gen: Generation) -> None:
         """Journal a generation as it stands."""
-        self.core.journal.put_generation(gen.job_id, gen.number, gen.phase, gen.facts())
+        self.books.journal.put_generation(gen.job_id, gen.number, gen.phase, gen.facts())
 
     def alive(self) -> bool:
         """Whether any generation has a rank running."""
@@ -143,7 +143,7 @@ class Processes:
 
     def reap(self, wait: bool = False) -> None:
         """Mark generations whose ranks all exited (``wait``: until they have)."""
-        with self.core.journal.transaction():
+        with self.books.journal.transaction():
             for job in self.jobs.values():
                 for gen in job.gens:
                     while gen.alive and gen.handle is not None:
@@ -206,7 +206,7 @@ class Processes:
             self._maybe_release(job, current)
         for gen in job.gens:
             if gen.alive:
-                self._check_time(job, gen, self.core.now())
+                self._check_time(job, gen, self.books.now())
         job.gens = [g for g in job.gens if g.alive or g is job.current]
         return triggered
 
@@ -228,8 +228,8 @@ class Processes:
         self.reader.read(job)
         assert gen.handle is not None
         gen.phase = "released"
-        gen.released_at = self.core.now()
-        self.core.journal.set_offset(job.spec.job_id, job.tail.offset)
+        gen.released_at = self.books.now()
+        self.books.journal.set_offset(job.spec.job_id, job.tail.offset)
         self.put(gen)
         gen.handle.release()
 
@@ -251,7 +251,7 @@ class Processes:
             return
         self.reader.read(job)  # everything it wrote before it exited
         self.exited(gen)
-        if gen is not job.current or self.core.state.status(job.spec.job_id) is JobStatus.FINISHED:
+        if gen is not job.current or self.books.state.status(job.spec.job_id) is JobStatus.FINISHED:
             return
         if EXIT_BAD_INPUT in codes and gen.failing is None:
             last = gen.handle.log_tail(codes.index(EXIT_BAD_INPUT)).strip().splitlines()[-1:]
@@ -287,7 +287,7 @@ class Processes:
             job.retries,
             self.config.max_retries,
         )
-        self.core.op(Fail(self.core.now(), job.spec.job_id, step, reason))
+        self.books.op(Fail(self.books.now(), job.spec.job_id, step, reason))
         self.plan(job, gen.alloc, gen.slots, gen.executed)
 
     def _check_time(self, job: LiveJob, gen: Generation, t: float) -> None:

@@ -23,39 +23,39 @@ from real_runner.live.devices import DeviceMap
 from real_runner.live.generations import Generation, LiveJob
 from real_runner.live.journal import GenerationRow, Journal, JournalError
 from real_runner.live.processes import Processes, latest_checkpoint
-from real_runner.live.state import LiveCore
+from real_runner.live.state import JournaledState
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Resumed:
-    """What the journal says besides the core's state: the jobs submitted, the decisions made and their wall time."""
+    """What the journal says besides the cluster state: the jobs submitted, the decisions made and their wall time."""
 
     submitted: frozenset[JobId]
     decisions: int
     decide_wall_s: float
 
 
-def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
-    """Rebuild ``core`` from its journal and take over the generations of ``processes``' jobs.
+def resume(books: JournaledState, processes: Processes, devices: DeviceMap) -> Resumed:
+    """Rebuild ``books`` from its journal and take over the generations of ``processes``' jobs.
 
     A job found finished while no controller watched departs through ``processes.reader`` (as any completion).
     JournalError (one line, nothing launched or stopped) when the journal is damaged: its database, a row, operations
     that do not replay, a progress offset that is not where its job's channel was read to.
     """
-    journal = core.journal
+    journal = books.journal
     journal.check()
     ops = journal.ops()
     try:
-        replay(ops, core.state)
+        replay(ops, books.state)
     except (ValueError, KeyError) as exc:
         reason = " ".join(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).split())
         raise JournalError(f"journal {journal.path}: its operations do not replay ({reason})") from None
     t0 = journal.meta("t0")
     if not (fits(t0, float) and math.isfinite(t0)):
         raise JournalError(f"journal {journal.path}: its start time t0 is damaged ({t0!r})")
-    core.start(float(t0), ops[-1].t if ops else 0.0)
+    books.start(float(t0), ops[-1].t if ops else 0.0)
     offsets = journal.offsets()
     for job_id, job in processes.jobs.items():
         job.tail.offset = _checked_offset(journal, job, offsets.get(job_id, 0), ops)
@@ -75,11 +75,11 @@ def resume(core: LiveCore, processes: Processes, devices: DeviceMap) -> Resumed:
         with journal.transaction():
             for job_id, job in processes.jobs.items():
                 job.ckpt_step = next((s for s, _ in reversed(checkpoints[job_id])), None)
-                _take_over(core, processes, devices, job, generations[job_id])
+                _take_over(books, processes, devices, job, generations[job_id])
             journal.set_meta("status", "running")
     except sqlite3.Error as exc:
         raise JournalError(f"journal {journal.path}: damaged ({' '.join(str(exc).split())})") from None
-    log.info("resumed the deployment at t=%.1f s: %d job(s) unfinished", core.t, core.state.unfinished)
+    log.info("resumed the deployment at t=%.1f s: %d job(s) unfinished", books.t, books.state.unfinished)
     return Resumed(
         frozenset(op.job_id for op in ops if isinstance(op, Submit)),
         int(journal.meta("decisions", 0)),
@@ -108,21 +108,21 @@ def _checked_offset(journal: Journal, job: LiveJob, offset: int, ops: Sequence[O
 
 
 def _take_over(
-    core: LiveCore,
+    books: JournaledState,
     processes: Processes,
     devices: DeviceMap,
     job: LiveJob,
     rows: Sequence[tuple[GenerationRow, Generation]],
 ) -> None:
     """Reattach to or stop every generation of ``job`` the journal lists; relaunch its current one if it is gone."""
-    job_id, state = job.spec.job_id, core.state
+    job_id, state = job.spec.job_id, books.state
     view = state.view(job_id)
     job.number = max((r.gen for r, _ in rows), default=0)
     holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)  # a finished job's view keeps its allocation
     current = rows[-1][0] if rows and holds else None
     if holds and (current is None or rows[-1][1].alloc != view.allocation):
         raise JournalError(
-            f"journal {core.journal.path}: job {job_id} holds devices but its generation is not journaled"
+            f"journal {books.journal.path}: job {job_id} holds devices but its generation is not journaled"
         )
     for row, gen in rows:
         if row.phase == "exited" and row is not current:
@@ -139,18 +139,18 @@ def _take_over(
             gen.phase = "exited"
             processes.put(gen)
             continue
-        gen.handle, gen.launched_at = handle, core.t
+        gen.handle, gen.launched_at = handle, books.t
         job.gens.append(gen)
         if row is current and row.phase in ("planned", "held", "released"):
             gen.phase = "released" if row.phase == "released" else "held"
             if gen.phase == "released":
-                gen.released_at = gen.last_record_at = core.t
+                gen.released_at = gen.last_record_at = books.t
                 handle.release()  # idempotent: the crash may have come between the journal entry and the release
             log.info("job %s: reattached to generation %d (pids %s)", job_id, gen.number, list(handle.pids))
         else:
             gen.phase = row.phase if row.phase != "planned" else "held"
-            gen.released_at = core.t if row.phase in ("released", "stopping") else math.nan
-            processes.stop(gen, core.t)
+            gen.released_at = books.t if row.phase in ("released", "stopping") else math.nan
+            processes.stop(gen, books.t)
             log.info("job %s: stopping leftover generation %d (pids %s)", job_id, gen.number, list(handle.pids))
         processes.put(gen)
     gone = job.current
@@ -162,6 +162,6 @@ def _take_over(
         return
     if state.status(job_id) is JobStatus.RUNNING:
         step = latest_checkpoint(job)
-        core.op(Fail(core.t, job_id, step, "its processes ended while no controller ran"))
+        books.op(Fail(books.t, job_id, step, "its processes ended while no controller ran"))
         log.info("job %s: its generation %d is gone; relaunching from step %d", job_id, gone.number, step)
     processes.plan(job, gone.alloc, gone.slots, gone.executed)

@@ -1,6 +1,6 @@
-"""The cluster core on a deployment's wall clock: seconds since the start, every operation journaled in order.
+"""The cluster state on a deployment's wall clock: seconds since the start, every operation journaled in order.
 
-:class:`LiveCore` is what the live backend's parts share: the :class:`~arena_gym.core.ClusterState`,
+:class:`JournaledState` is what the live backend's parts share: the :class:`~arena_gym.core.ClusterState`,
 the deployment's :class:`~real_runner.live.journal.Journal` (which holds the state's whole operation
 log, :mod:`arena_gym.core.oplog`), and the clock, whose time never goes back and never runs behind
 the last operation.
@@ -20,14 +20,17 @@ class LiveError(RuntimeError):
     """A deployment cannot go on (a job failed more often than allowed, or its input is bad); it stays resumable."""
 
 
-class LiveCore:
-    """The state, its journal and the deployment's clock (``clock``: epoch seconds; ``t0``: when it began)."""
+class JournaledState:
+    """A cluster state every change of which is journaled, with the deployment's clock.
+
+    ``clock``: epoch seconds; ``t0``: when the deployment began.
+    """
 
     def __init__(self, state: ClusterState, journal: Journal, clock: Callable[[], float]) -> None:
         self.state, self.journal, self.clock = state, journal, clock
         self.t0 = math.nan
         self.t = 0.0  # seconds since the start, as last read
-        self.op_t = 0.0  # time of the last operation on the core
+        self.op_t = 0.0  # time of the last operation applied and journaled
         self._journaled = 0
 
     def start(self, t0: float, op_t: float = 0.0) -> None:
@@ -42,17 +45,17 @@ class LiveCore:
         return self.t
 
     def op(self, op: Op) -> None:
-        """Apply one operation to the core and journal it (the same record replays it on resume)."""
+        """Apply one operation to the state and journal it (the same record replays it on resume)."""
         op.apply(self.state)
         self.journal_ops()
         self.op_t = op.t
 
     def journal_ops(self) -> None:
-        """Journal the operations the core logged since the last call, in the caller's transaction."""
+        """Journal the operations the state logged since the last call, in the caller's transaction."""
         for op in self.state.ops_since(self._journaled):
             self.journal.add_op(op)
         self._journaled = self.state.n_ops
 
     def wall_time(self, epoch_s: float, back_s: float = 0.0) -> float:
-        """An epoch time (less ``back_s``) on the deployment's clock, in order with the core's operations, never ahead of now."""
+        """An epoch time (less ``back_s``) on the deployment's clock, never before the last operation nor ahead of now."""
         return min(self.now(), max(self.op_t, epoch_s - self.t0 - back_s))
