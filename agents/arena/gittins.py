@@ -49,19 +49,20 @@ class GittinsPriority:
         self._pinned: float | None = None  # a log work scale taken as known (see at_scale)
         self._unknown: set[JobId] = set()  # jobs without a reference time (ordered last)
         self._known: set[JobId] = set()  # jobs with one (a job's attributes never change once seen)
+        self._slots: dict[JobId, tuple[int, float, float]] = {}  # a known job's group, scale and reference time
 
     def reset(self) -> None:
         """Forget the episode."""
         self._log.reset()
         self._for, self._memo = None, {}
-        self._unknown, self._known = set(), set()
+        self._unknown, self._known, self._slots = set(), set(), {}
 
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
         twin._log = self._log.fork()
         twin._for, twin._memo = None, {}
-        twin._unknown, twin._known = set(self._unknown), set(self._known)
+        twin._unknown, twin._known, twin._slots = set(self._unknown), set(self._known), dict(self._slots)
         return twin
 
     def at_scale(self, log_scale: float) -> GittinsPriority:
@@ -105,16 +106,32 @@ class GittinsPriority:
         if self._pinned is not None:
             self._shrink = math.exp(-self._pinned)
         elif self.adapt:
-            self._shrink = math.exp(-float(np.dot(self._scale.posterior(log.seen, log.likelihoods), self._scale.grid)))
+            self._shrink = math.exp(-float(np.dot(log.posterior(self._scale), self._scale.grid)))
         else:
             self._shrink = 1.0
-        views = [v for v in (*snapshot.pending, *snapshot.running) if self.known(v)]
-        attained = [v.iterations_done(snapshot.now) * self._shrink for v in views]
-        index = np.atleast_1d(self.belief.gittins_index([log.attributes(v) for v in views], attained)) if views else ()
+        known, seen, slots, shrink = self._known, log.seen, self._slots, self._shrink
+        jobs = [
+            v.spec.job_id for v in (*snapshot.pending, *snapshot.running) if v.spec.job_id in known or self.known(v)
+        ]
         memo = dict.fromkeys(self._unknown, 0.0)
-        memo.update((v.job_id, float(g)) for v, g in zip(views, index))
+        if jobs:
+            if new := [j for j in jobs if j not in slots]:
+                self._slot(new)
+            n = len(jobs)
+            groups = np.fromiter((slots[j][0] for j in jobs), dtype=np.int64, count=n)
+            scales = np.fromiter((slots[j][1] for j in jobs), dtype=float, count=n)
+            references = np.fromiter((slots[j][2] for j in jobs), dtype=float, count=n)
+            attained = [seen[j].work * shrink for j in jobs]  # the work observed is the views' attained work now
+            memo.update(zip(jobs, self.belief.gittins_index_at(groups, scales, references, attained).tolist()))
         self._for, self._memo = snapshot, memo
         return self._memo
+
+    def _slot(self, jobs: list[JobId]) -> None:
+        """Keep the group, scale and reference time of known jobs the log has seen."""
+        attributes = [self._log.seen[j].attributes for j in jobs]
+        groups, scales = self.belief.slots(attributes)
+        references = [self.belief.reference_time(a) for a in attributes]
+        self._slots.update(zip(jobs, zip(groups.tolist(), scales.tolist(), references)))
 
     def known(self, view: JobView) -> bool:
         """Whether the belief has a reference time for the job (a job without one is named once, then ordered last)."""

@@ -11,9 +11,10 @@ unfinished ones' survival probabilities as the likelihood. A sampled world draws
 
 from __future__ import annotations
 
+import bisect
 import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,14 +48,21 @@ class EpisodeScale:
         if len(self.grid) < 2:
             raise ValueError("EpisodeScale.grid needs at least two points")
 
-    def posterior(self, seen: Mapping[JobId, Observation], memo: Likelihoods | None = None) -> np.ndarray:
+    def posterior(
+        self,
+        seen: Mapping[JobId, Observation],
+        memo: Likelihoods | None = None,
+        changed: Iterable[JobId] | None = None,
+    ) -> np.ndarray:
         """Normalised posterior weights over ``grid`` given the observations (of jobs the belief has a reference for).
 
         With ``memo`` a job's likelihood row is computed only when its observation changed since
-        the last call, and finished jobs' rows are summed once (the weights are the same to the last bit).
+        the last call, and finished jobs' rows are summed once (the weights are the same to the last bit);
+        ``changed`` names the jobs whose observation may have changed since then (None: any).
         """
         grid = np.asarray(self.grid)
-        log_post = -0.5 * (grid / self.prior_sd) ** 2 + (memo if memo is not None else Likelihoods()).total(self, seen)
+        memo = memo if memo is not None else Likelihoods()
+        log_post = -0.5 * (grid / self.prior_sd) ** 2 + memo.total(self, seen, changed)
         weights = np.exp(log_post - log_post.max())
         return weights / weights.sum()
 
@@ -71,8 +79,9 @@ class Likelihoods:
     The total is the sum of the finished jobs' rows (group by group in the groups' order, each group's
     rows in job-id order) plus the unfinished jobs' rows (in job-id order): whichever rows
     were computed when, the same observations give the same total to the last bit. Finished jobs' rows
-    never change, so a posterior over a long episode computes and sums only the running jobs' rows
-    anew. A memo for another grid starts empty.
+    (``rows``) never change, so a posterior over a long episode computes and sums only the running jobs' rows
+    anew, from each one's group and scale (kept: a job's attributes do not change). A memo for another grid
+    starts empty.
     """
 
     def __init__(self) -> None:
@@ -80,91 +89,130 @@ class Likelihoods:
 
     def _clear(self, grid: tuple[float, ...] | None) -> None:
         self.grid = grid
-        self.rows: dict[JobId, tuple[Observation, int, np.ndarray]] = {}
+        self.rows: dict[JobId, tuple[Observation, int, np.ndarray]] = {}  # the finished jobs' rows
         self._seen: dict[JobId, Observation] = {}  # every observation looked at, counted or not
         self._skipped: dict[JobId, None] = {}  # the jobs whose observation does not count
-        self._open: dict[JobId, None] = {}  # the jobs with an unfinished row
-        self._finished: dict[int, dict[JobId, np.ndarray]] = {}  # per group, its finished jobs' rows
-        self._sums: dict[int, np.ndarray] = {}  # per group, the sum of those rows
-        self._done: np.ndarray | None = None  # the finished jobs' total
+        self._open: dict[JobId, tuple[JobAttributes, int, float]] = {}  # per unfinished job, its group and scale
+        self._order: tuple[list[JobId], np.ndarray, np.ndarray] | None = None  # _open's jobs sorted, groups, scales
+        # per group, its finished jobs (sorted) and their rows stacked in that order; arrays and lists never written
+        self._finished: dict[int, tuple[list[JobId], np.ndarray]] = {}
+        self._sums: tuple[list[int], np.ndarray] = ([], np.zeros((0, 0 if grid is None else len(grid))))
+        self._done: np.ndarray | None = None  # the finished jobs' total: the sum of ``_sums``' rows
 
     def fork(self) -> Likelihoods:
         """A copy with its own maps (the rows, never written, shared)."""
         twin = Likelihoods()
-        twin.grid, twin.rows, twin._open = self.grid, dict(self.rows), dict(self._open)
+        twin.grid, twin.rows, twin._open, twin._order = self.grid, dict(self.rows), dict(self._open), self._order
         twin._seen, twin._skipped = dict(self._seen), dict(self._skipped)
-        twin._finished = {g: dict(rows) for g, rows in self._finished.items()}
-        twin._sums, twin._done = dict(self._sums), self._done
+        twin._finished, twin._sums, twin._done = dict(self._finished), self._sums, self._done
         return twin
 
-    def total(self, scale: EpisodeScale, seen: Mapping[JobId, Observation]) -> np.ndarray:
-        """The summed log-likelihood rows of the observations in ``seen`` that count (:meth:`EpisodeScale.counts`)."""
+    def total(
+        self, scale: EpisodeScale, seen: Mapping[JobId, Observation], changed: Iterable[JobId] | None = None
+    ) -> np.ndarray:
+        """The summed log-likelihood rows of the observations in ``seen`` that count (:meth:`EpisodeScale.counts`).
+
+        ``changed``: the jobs whose observation in ``seen`` may differ from the last call's (None: any).
+        """
         if self.grid != scale.grid:
             self._clear(scale.grid)
-        rows, looked = self.rows, self._seen
-        changed = [j for j, o in seen.items() if looked.get(j) is not o]
-        stale: list[tuple[JobId, Observation]] = []
-        for j in changed:
-            o, held = seen[j], rows.get(j)
-            looked[j] = o
-            if held is not None and held[0] == o:
-                rows[j] = (o, held[1], held[2])
-            elif scale.counts(o):
-                stale.append((j, o))
-            else:
-                self._forget(j)
-                self._skipped[j] = None
+            changed = None
+        rows, looked, slots = self.rows, self._seen, self._open
+        if changed is None:
+            changed = [j for j, o in seen.items() if looked.get(j) is not o]
+        stale: list[tuple[JobId, Observation]] = []  # finished jobs whose row is computed anew
         dirty: set[int] = set()
+        for j in changed:
+            o = seen.get(j)
+            if o is None or looked.get(j) is o:
+                continue
+            looked[j] = o
+            held = rows.get(j)
+            # a running job with work and its own reference time counts (the common case, checked cheaply)
+            if held is not None or o.finished or not (o.work > 0 and o.attributes.reference_s is not None):
+                if held is not None and held[0] == o:
+                    rows[j] = (o, held[1], held[2])
+                    continue
+                if not scale.counts(o):
+                    dirty |= self._forget(j)
+                    self._skipped[j] = None
+                    continue
+                if o.finished:
+                    stale.append((j, o))
+                    continue
+                if held is not None:
+                    dirty |= self._forget(j)
+            self._skipped.pop(j, None)
+            slot = slots.get(j)
+            if slot is None or slot[0] is not o.attributes:
+                (g,), (unit,) = scale.belief.slots([o.attributes])
+                slots[j], self._order = (o.attributes, int(g), float(unit)), None
+        grid = np.asarray(scale.grid)
         if stale:
             groups, new = scale.belief.scale_likelihood_rows(
-                [o.attributes for _, o in stale],
-                [o.work for _, o in stale],
-                [o.finished for _, o in stale],
-                np.asarray(scale.grid),
+                [o.attributes for _, o in stale], [o.work for _, o in stale], [True] * len(stale), grid
             )
             new.flags.writeable = False
             for (j, o), g, row in zip(stale, groups.tolist(), new):
-                held = rows.get(j)
-                if held is not None and held[0].finished:
-                    dirty |= self._forget(j)
+                dirty |= self._forget(j)
                 self._skipped.pop(j, None)
                 rows[j] = (o, g, row)
-                if o.finished:
-                    self._open.pop(j, None)
-                    self._finished.setdefault(g, {})[j] = row
-                    dirty.add(g)
-                else:
-                    self._open[j] = None
-        running = [j for j in self._open if j in seen]
+                jobs, stacked = self._finished.get(g, ([], np.empty((0, grid.size))))
+                at = bisect.bisect(jobs, j)
+                self._finished[g] = ([*jobs[:at], j, *jobs[at:]], np.insert(stacked, at, row, axis=0))
+                dirty.add(g)
+        if self._order is None:
+            order = sorted(slots)
+            self._order = (
+                order,
+                np.array([slots[j][1] for j in order], dtype=np.int64),
+                np.array([slots[j][2] for j in order], dtype=float),
+            )
+        running, groups, units = self._order
+        if not seen.keys() >= slots.keys():  # some unfinished job is not in ``seen``
+            keep = [k for k, j in enumerate(running) if j in seen]
+            running, groups, units = [running[k] for k in keep], groups[keep], units[keep]
         finished = len(seen) - len(self._skipped.keys() & seen.keys()) - len(running)
-        if finished != sum(map(len, self._finished.values())):  # it holds jobs ``seen`` lacks: start afresh
+        if finished != len(rows):  # it holds jobs ``seen`` lacks: start afresh
             self._clear(scale.grid)
             return self.total(scale, seen)
-        for g in dirty:
-            group = self._finished.get(g)
-            if group:
-                self._sums[g] = np.stack([group[j] for j in sorted(group)]).sum(axis=0)
-            else:
-                self._finished.pop(g, None)
-                self._sums.pop(g, None)
         if dirty or self._done is None:
-            self._done = (
-                np.stack([self._sums[g] for g in sorted(self._sums)]).sum(axis=0)
-                if self._sums
-                else np.zeros(len(scale.grid))
-            )
+            self._done = self._summed(dirty, len(grid))
         if not running:
             return self._done
-        running.sort()
-        return self._done + np.stack([rows[j][2] for j in running]).sum(axis=0)
+        work = np.array([seen[j].work for j in running], dtype=float)
+        rows_now = scale.belief.scale_likelihood_rows_at(groups, units, work, np.zeros(len(running), bool), grid)
+        return self._done + rows_now.sum(axis=0)
+
+    def _summed(self, dirty: set[int], width: int) -> np.ndarray:
+        """The finished jobs' total, the sums of the ``dirty`` groups' rows taken anew."""
+        order, sums = self._sums
+        for g in sorted(dirty):
+            at, group = bisect.bisect_left(order, g), self._finished.get(g)
+            present = at < len(order) and order[at] == g
+            if group is not None and present:
+                sums = sums.copy()
+                sums[at] = group[1].sum(axis=0)
+            elif group is not None:
+                order, sums = [*order[:at], g, *order[at:]], np.insert(sums, at, group[1].sum(axis=0), axis=0)
+            elif present:
+                order, sums = [*order[:at], *order[at + 1 :]], np.delete(sums, at, axis=0)
+        self._sums = (order, sums)
+        return sums.sum(axis=0) if order else np.zeros(width)
 
     def _forget(self, job: JobId) -> set[int]:
-        """Drop a job's row; the group whose finished rows it left (empty: none)."""
+        """Drop a job's row or slot; the group whose finished rows it left (empty: none)."""
         held = self.rows.pop(job, None)
-        self._open.pop(job, None)
-        if held is None or not held[0].finished:
+        if self._open.pop(job, None) is not None:
+            self._order = None
+        if held is None:
             return set()
-        self._finished.get(held[1], {}).pop(job, None)
+        jobs, stacked = self._finished[held[1]]
+        at = jobs.index(job)
+        if len(jobs) == 1:
+            del self._finished[held[1]]
+        else:
+            self._finished[held[1]] = ([*jobs[:at], *jobs[at + 1 :]], np.delete(stacked, at, axis=0))
         return {held[1]}
 
 
@@ -183,10 +231,11 @@ class EpisodeLog:
         self._last: dict[JobId, JobView] = {}
         self._estimates = Estimates(dp=False)
         self.likelihoods = Likelihoods()
+        self._changed: set[JobId] = set()  # the jobs observed anew since :meth:`posterior` last read them
 
     def reset(self) -> None:
         """Forget the episode."""
-        self.arrivals, self.seen, self._last = {}, {}, {}
+        self.arrivals, self.seen, self._last, self._changed = {}, {}, {}, set()
         self._estimates.clear()
         self.likelihoods = Likelihoods()
 
@@ -198,25 +247,37 @@ class EpisodeLog:
         """
         twin = copy.copy(self)
         twin.arrivals, twin.seen, twin._last = dict(self.arrivals), dict(self.seen), dict(self._last)
-        twin.likelihoods = self.likelihoods.fork()
+        twin.likelihoods, twin._changed = self.likelihoods.fork(), set(self._changed)
         return twin
+
+    def posterior(self, scale: EpisodeScale) -> np.ndarray:
+        """``scale``'s posterior given the jobs seen (:meth:`EpisodeScale.posterior` with the log's memo).
+
+        Only the jobs observed anew since the last call are looked at again: the same weights to the last bit.
+        """
+        changed, self._changed = self._changed, set()
+        return scale.posterior(self.seen, self.likelihoods, changed)
 
     def observe(self, snapshot: Snapshot) -> None:
         """Note the snapshot's departures, arrivals and every job's attained work."""
-        now = snapshot.now
+        now, observed, last, changed = snapshot.now, self.seen, self._last, self._changed
         self._estimates.bind(snapshot.perf)
         for job in snapshot.departures:
-            last, seen = self._last.pop(job, None), self.seen.get(job)
-            if last is not None and seen is not None:
-                self.seen[job] = Observation(seen.attributes, max(seen.work, last.iterations_done(now)), True)
+            view, seen = last.pop(job, None), observed.get(job)
+            if view is not None and seen is not None:
+                observed[job] = Observation(seen.attributes, max(seen.work, view.iterations_done(now)), True)
+                changed.add(job)
         for view in (*snapshot.pending, *snapshot.running):
-            job, seen = view.job_id, self.seen.get(view.job_id)
+            job = view.spec.job_id
+            seen = observed.get(job)
             if seen is None:
                 self.arrivals.setdefault(job, view.spec.submit_time)
-                self.seen[job] = Observation(self._attributes(view, snapshot), view.iterations_done(now), False)
+                observed[job] = Observation(self._attributes(view, snapshot), view.iterations_done(now), False)
+                changed.add(job)
             elif (work := view.iterations_done(now)) != seen.work or seen.finished:  # else unchanged: memos skip it
-                self.seen[job] = Observation(seen.attributes, work, False)
-            self._last[job] = view
+                observed[job] = Observation(seen.attributes, work, False)
+                changed.add(job)
+            last[job] = view
 
     def attributes(self, view: JobView) -> JobAttributes:
         """The attributes of a job seen in the last snapshot."""

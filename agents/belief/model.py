@@ -156,13 +156,21 @@ class WorkBelief:
         self, jobs: JobLike | Sequence[JobLike], values: float | Sequence[float] | np.ndarray, what: str
     ) -> tuple[list[JobAttributes], bool, np.ndarray, np.ndarray, np.ndarray]:
         attrs, single = _attributes_of(jobs)
-        v = np.broadcast_to(np.asarray(values, dtype=float), (len(attrs),))
-        if not (np.isfinite(v).all() and (v >= 0).all()):
-            raise ValueError(f"{what} must be finite and >= 0")
+        v = _checked(np.broadcast_to(np.asarray(values, dtype=float), (len(attrs),)), what)
+        return attrs, single, *self._slots(attrs), v
+
+    def slots(self, jobs: Sequence[JobLike]) -> tuple[np.ndarray, np.ndarray]:
+        """Each job's group (its index in ``groups``) and units of work per iteration: what the ``*_at`` readers take.
+
+        A caller that reads the same jobs again and again keeps them instead of the jobs' attributes.
+        """
+        return self._slots(_attributes_of(list(jobs))[0])
+
+    def _slots(self, attrs: list[JobAttributes]) -> tuple[np.ndarray, np.ndarray]:
         keyed = [self._key(a) for a in attrs]
         groups = np.fromiter((g for _, g, _ in keyed), dtype=np.int64, count=len(attrs))
         scales = np.fromiter((s for _, _, s in keyed), dtype=float, count=len(attrs))
-        return attrs, single, groups, scales, v
+        return groups, scales
 
     def _key(self, a: JobAttributes) -> tuple[JobAttributes, int, float]:
         """(``a``, its group, its units of work per iteration), kept per attributes object (a policy keeps one per job)."""
@@ -190,17 +198,31 @@ class WorkBelief:
         job's group, work and whether it finished: rows computed apart are the same to the last bit.
         """
         _, _, groups, scales, v = self._prepare(list(jobs), work, "work")
+        return groups, self.scale_likelihood_rows_at(groups, scales, v, finished, grid)
+
+    def scale_likelihood_rows_at(
+        self,
+        groups: np.ndarray,
+        scales: np.ndarray,
+        work: Sequence[float] | np.ndarray,
+        finished: Sequence[bool] | np.ndarray,
+        grid: np.ndarray,
+    ) -> np.ndarray:
+        """The rows of :meth:`scale_likelihood_rows` for jobs given by their :meth:`slots` (the same to the last bit)."""
+        v = _checked(np.asarray(work, dtype=float), "work")
         done = np.asarray(finished, dtype=bool)
-        rows = np.empty((len(v), grid.size))
         with np.errstate(divide="ignore"):
             u = np.log(v * scales)
         shifted = np.maximum(u[:, None] - grid[None, :], -700.0)
+        if not done.any():  # running jobs only (every decision's case): no copy
+            return self._log_survival(groups, shifted)
+        rows = np.empty((len(v), grid.size))
         if not done.all():
             rows[~done] = self._log_survival(groups[~done], shifted[~done])
         for g in np.unique(groups[done]):
             mask = done & (groups == g)
             rows[mask] = self.groups[g].log_pdf(shifted[mask].ravel()).reshape(-1, grid.size)
-        return groups, rows
+        return rows
 
     def _log_survival(self, groups: np.ndarray, u: np.ndarray) -> np.ndarray:
         """``log P(log S > u[r, c])`` in group ``groups[r]``: interpolated, exact past the end of the group's table."""
@@ -274,11 +296,20 @@ class WorkBelief:
         One job: a float; a sequence: an array.
         """
         attrs, single, groups, scales, a = self._prepare(jobs, attained, "attained")
-        tables, rows = self._tables_for("gittins", groups, _gittins_tables)
-        per_unit = tables.at(rows, a * scales)
         refs = scales if self.unit == "request_seconds" else np.array([self.reference_time(j) for j in attrs])
-        out = per_unit * scales / refs
+        out = self._gittins_at(groups, scales, refs, a)
         return float(out[0]) if single else out
+
+    def gittins_index_at(
+        self, groups: np.ndarray, scales: np.ndarray, references: np.ndarray, attained: Sequence[float] | np.ndarray
+    ) -> np.ndarray:
+        """:meth:`gittins_index` of jobs given by their :meth:`slots` and reference times (the same to the last bit)."""
+        a = _checked(np.asarray(attained, dtype=float), "attained")
+        return self._gittins_at(groups, scales, scales if self.unit == "request_seconds" else references, a)
+
+    def _gittins_at(self, groups: np.ndarray, scales: np.ndarray, refs: np.ndarray, a: np.ndarray) -> np.ndarray:
+        tables, rows = self._tables_for("gittins", groups, _gittins_tables)
+        return tables.at(rows, a * scales) * scales / refs
 
     def future_jobs(
         self,
@@ -304,6 +335,12 @@ class WorkBelief:
             JobSpec(job_id, a.model, a.global_batch, int(total), float(t), a.gpu_type, a.num_gpus)
             for job_id, a, total, t in zip(ids, attrs, totals, times)
         )
+
+
+def _checked(values: np.ndarray, what: str) -> np.ndarray:
+    if not (np.isfinite(values).all() and (values >= 0).all()):
+        raise ValueError(f"{what} must be finite and >= 0")
+    return values
 
 
 def _gittins_tables(groups: tuple[WorkGroup, ...]) -> GittinsTables:

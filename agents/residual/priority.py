@@ -24,7 +24,7 @@ from agents.arena import ArenaPolicy
 from agents.arena.gittins import GittinsPriority
 from agents.belief import WorkBelief, load_belief
 from arena_gym.fields import check, check_fields, read_fields, short
-from arena_gym.types import JobId, JobStatus, JobView, Snapshot
+from arena_gym.types import JobId, JobSpec, JobStatus, JobView, Snapshot
 from envs.encoder import log_count, model_size_feature, squash
 
 #: Per-job inputs of the residual network (none derived from a job's total or remaining work).
@@ -143,27 +143,41 @@ class ResidualWeights:
         return cls(**values)
 
 
-def job_features(views: list[JobView], indexes: list[float], snapshot: Snapshot, references: list[float]) -> np.ndarray:
-    """The ``(jobs, features)`` matrix of :data:`RESIDUAL_FEATURES` for ``views`` (their indexes and reference times)."""
-    now = snapshot.now
+def fixed_features(spec: JobSpec, reference: float) -> tuple[float, float, float, float]:
+    """The features a job keeps all its life: requested GPUs, model size, batch and reference time, in that order."""
+    return (
+        log_count(spec.requested_gpus),
+        model_size_feature(spec.model.size),
+        min(1.0, math.log2(spec.global_batch) / 12.0),
+        squash(reference, 1.0),
+    )
+
+
+def job_features(
+    views: list[JobView],
+    indexes: list[float],
+    attained: list[float],
+    snapshot: Snapshot,
+    fixed: list[tuple[float, float, float, float]],
+) -> np.ndarray:
+    """The ``(jobs, features)`` matrix of :data:`RESIDUAL_FEATURES` for ``views`` (their indexes, iterations done
+    at the snapshot and :func:`fixed_features`)."""
+    now, holding, log10 = snapshot.now, (JobStatus.RUNNING, JobStatus.RECONFIGURING), math.log10
     logs = np.log10(np.maximum(np.asarray(indexes, dtype=float), 1e-300))
     centred = np.clip(logs - logs.mean(), -3.0, 3.0) if len(views) else logs
     rows = []
-    for view, rel, ref in zip(views, centred, references):
-        alloc, spec = view.allocation, view.spec
+    for view, rel, done, kept in zip(views, centred.tolist(), attained, fixed):
+        alloc = view.allocation
         rows.append(
             (
                 1.0,
-                float(rel),
-                min(1.0, math.log10(1.0 + view.iterations_done(now)) / 6.0),
-                squash(now - spec.submit_time, 3600.0),
+                rel,
+                min(1.0, log10(1.0 + done) / 6.0),
+                squash(now - view.spec.submit_time, 3600.0),
                 squash(view.queued_s(now), 3600.0),
-                float(view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)),
+                float(view.status in holding),
                 log_count(alloc.num_gpus if alloc is not None else None),
-                log_count(spec.requested_gpus),
-                model_size_feature(spec.model.size),
-                min(1.0, math.log2(spec.global_batch) / 12.0),
-                squash(ref, 1.0),
+                *kept,
                 view.preemptions / (view.preemptions + 1.0),
             )
         )
@@ -184,17 +198,18 @@ class ResidualPriority(GittinsPriority):
         self._rows = np.array([weights.order, weights.urgency])
         self._residuals_for: Snapshot | None = None
         self._residuals: dict[JobId, tuple[float, float]] = {}
+        self._fixed: dict[JobId, tuple[float, float, float, float]] = {}  # a known job's :func:`fixed_features`
 
     def reset(self) -> None:
         """Forget the episode."""
         super().reset()
-        self._residuals_for, self._residuals = None, {}
+        self._residuals_for, self._residuals, self._fixed = None, {}, {}
 
     def fork(self) -> ResidualPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = super().fork()
         assert isinstance(twin, ResidualPriority)
-        twin._residuals_for, twin._residuals = None, {}
+        twin._residuals_for, twin._residuals, twin._fixed = None, {}, dict(self._fixed)
         return twin
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
@@ -218,18 +233,30 @@ class ResidualPriority(GittinsPriority):
 
     def features(self, views: list[JobView], snapshot: Snapshot) -> np.ndarray:
         """The network's inputs (:func:`job_features`) for ``views``, jobs ``snapshot`` lists: one row per view."""
-        indexes = self._indexes(snapshot)
-        refs = [self.belief.reference_time(self._attributes(v)) for v in views]
-        return job_features(views, [indexes[v.job_id] for v in views], snapshot, refs)
+        indexes, slots, kept = self._indexes(snapshot), self._slots, self._fixed
+        jobs = [v.spec.job_id for v in views]
+        fixed = []
+        for job, view in zip(jobs, views):
+            found = kept.get(job)
+            if found is None:
+                slot = slots.get(job)  # a listed known job's group, scale and reference time
+                reference = slot[2] if slot is not None else self.belief.reference_time(self._attributes(view))
+                found = fixed_features(view.spec, reference)
+                if slot is not None:
+                    kept[job] = found
+            fixed.append(found)
+        seen = self._log.seen  # the snapshot's views' attained work (it observed them)
+        return job_features(views, [indexes[j] for j in jobs], [seen[j].work for j in jobs], snapshot, fixed)
 
     def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
         """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
         if self._residuals_for is not snapshot:
             self._indexes(snapshot)  # the episode log sees the snapshot before known() asks (memoised for features)
-            views = [v for v in (*snapshot.pending, *snapshot.running) if self.known(v)]
+            known = self._known
+            views = [v for v in (*snapshot.pending, *snapshot.running) if v.spec.job_id in known or self.known(v)]
             x = self.features(views, snapshot)
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
-            self._residuals = {v.job_id: (float(a), float(b)) for v, (a, b) in zip(views, r)}
+            self._residuals = dict(zip([v.spec.job_id for v in views], map(tuple, r.tolist())))
             self._residuals_for = snapshot
         found = self._residuals
 

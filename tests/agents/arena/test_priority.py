@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from agents.arena import ArenaPolicy
@@ -176,3 +177,31 @@ def test_weighted_fits_halve_the_job_whose_loss_costs_fewest_completions(weighte
     sizes = {str(j): a.num_gpus for j, a in rec.at(10.0).allocations}
     assert sizes == {halved: 1, "C": 1}
     assert len(out) == 3
+
+
+def test_the_adaptive_order_reads_what_a_fresh_posterior_and_index_give_at_every_decision(monkeypatch) -> None:
+    from agents.arena.gittins import arena_gittins
+    from agents.belief.adaptive import EpisodeLog, EpisodeScale
+
+    memoised_posterior, memoised_indexes = EpisodeLog.posterior, GittinsPriority._indexes
+    checked: list[int] = []
+
+    def posterior(log: EpisodeLog, scale: EpisodeScale) -> np.ndarray:
+        weights = memoised_posterior(log, scale)
+        assert np.array_equal(weights, scale.posterior(dict(log.seen)))  # no memo: every job's row afresh
+        return weights
+
+    def indexes(priority: GittinsPriority, snapshot) -> dict:
+        memo = memoised_indexes(priority, snapshot)
+        views = [v for v in (*snapshot.pending, *snapshot.running) if priority.known(v)]
+        attained = [v.iterations_done(snapshot.now) * priority._shrink for v in views]
+        afresh = priority.belief.gittins_index([priority._log.attributes(v) for v in views], attained)
+        assert [memo[v.job_id] for v in views] == np.atleast_1d(afresh).tolist()
+        checked.append(len(views))
+        return memo
+
+    monkeypatch.setattr(EpisodeLog, "posterior", posterior)
+    monkeypatch.setattr(GittinsPriority, "_indexes", indexes)
+    many = [job(f"J{i}", 7.0 * i, 40 + 90 * (i % 4), "a40", 1 + i % 2) for i in range(12)]
+    _, out, _ = simulate(ONE, PERF, arena_gittins(adapt=True), many)
+    assert len(out) == len(many) and len(checked) > len(many) and max(checked) > 2

@@ -90,3 +90,25 @@ def test_a_memo_asked_about_other_jobs_gives_their_posterior_to_the_last_bit() -
     twin = memo.fork()
     assert np.array_equal(scale.posterior(first, twin), scale.posterior(first))
     assert not np.array_equal(scale.posterior(first), scale.posterior(second))
+
+
+@pytest.mark.parametrize("kind", ["real", "synthetic"])
+def test_the_slot_readers_give_what_the_attribute_readers_give(kind: str) -> None:
+    belief = default_belief(kind)  # request_seconds and iterations: the index's reference time differs
+    jobs = [
+        JobAttributes(ModelRef("gpt", "1.3B"), 128, GpuType("a10"), 4, reference_s=0.8),
+        JobAttributes(ModelRef("moe", "2.4B"), 64, None, None, reference_s=1.1),
+        JOB,
+        JOB,
+    ]
+    work, finished, grid = [0.0, 3e4, 7.5, 120.0], [False, True, False, True], np.asarray(EpisodeScale(belief).grid)
+    groups, scales = belief.slots(jobs)
+    references = np.array([belief.reference_time(a) for a in jobs])
+    expected_groups, rows = belief.scale_likelihood_rows(jobs, work, finished, grid)
+    assert np.array_equal(groups, expected_groups)
+    assert np.array_equal(belief.scale_likelihood_rows_at(groups, scales, work, finished, grid), rows)
+    assert np.array_equal(belief.gittins_index_at(groups, scales, references, work), belief.gittins_index(jobs, work))
+    with pytest.raises(ValueError, match="attained must be finite and >= 0"):
+        belief.gittins_index_at(groups, scales, references, [0.0, -1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="work must be finite and >= 0"):
+        belief.scale_likelihood_rows_at(groups, scales, [0.0, np.nan, 0.0, 0.0], finished, grid)
