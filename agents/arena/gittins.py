@@ -45,6 +45,7 @@ class GittinsPriority:
         self._log = EpisodeLog()
         self._for: Snapshot | None = None  # the snapshot the memoised indexes are of
         self._memo: dict[JobId, float] = {}
+        self._listed: list[JobView] = []  # that snapshot's pending and running views of known jobs, in its order
         self._shrink = 1.0
         self._pinned: float | None = None  # a log work scale taken as known (see at_scale)
         self._unknown: set[JobId] = set()  # jobs without a reference time (ordered last)
@@ -54,14 +55,14 @@ class GittinsPriority:
     def reset(self) -> None:
         """Forget the episode."""
         self._log.reset()
-        self._for, self._memo = None, {}
+        self._for, self._memo, self._listed = None, {}, []
         self._unknown, self._known, self._slots = set(), set(), {}
 
     def fork(self) -> GittinsPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = copy.copy(self)
         twin._log = self._log.fork()
-        twin._for, twin._memo = None, {}
+        twin._for, twin._memo, twin._listed = None, {}, []
         twin._unknown, twin._known, twin._slots = set(self._unknown), set(self._known), dict(self._slots)
         return twin
 
@@ -102,7 +103,7 @@ class GittinsPriority:
         if self._for is snapshot:
             return self._memo
         log = self._log
-        log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
+        views = log.observe(snapshot)  # the jobs' reference times, and with adapt the episode's scale
         if self._pinned is not None:
             self._shrink = math.exp(-self._pinned)
         elif self.adapt:
@@ -110,9 +111,8 @@ class GittinsPriority:
         else:
             self._shrink = 1.0
         known, seen, slots, shrink = self._known, log.seen, self._slots, self._shrink
-        jobs = [
-            v.spec.job_id for v in (*snapshot.pending, *snapshot.running) if v.spec.job_id in known or self.known(v)
-        ]
+        listed = [v for v in views if v.spec.job_id in known or self.known(v)]
+        jobs = [v.spec.job_id for v in listed]
         memo = dict.fromkeys(self._unknown, 0.0)
         if jobs:
             if new := [j for j in jobs if j not in slots]:
@@ -123,7 +123,7 @@ class GittinsPriority:
             references = np.fromiter((slots[j][2] for j in jobs), dtype=float, count=n)
             attained = [seen[j].work * shrink for j in jobs]  # the work observed is the views' attained work now
             memo.update(zip(jobs, self.belief.gittins_index_at(groups, scales, references, attained).tolist()))
-        self._for, self._memo = snapshot, memo
+        self._for, self._memo, self._listed = snapshot, memo, listed
         return self._memo
 
     def _slot(self, jobs: list[JobId]) -> None:

@@ -258,8 +258,8 @@ class EpisodeLog:
         changed, self._changed = self._changed, set()
         return scale.posterior(self.seen, self.likelihoods, changed)
 
-    def observe(self, snapshot: Snapshot) -> None:
-        """Note the snapshot's departures, arrivals and every job's attained work."""
+    def observe(self, snapshot: Snapshot) -> tuple[JobView, ...]:
+        """Note the snapshot's departures, arrivals and every job's attained work; its pending and running views."""
         now, observed, last, changed = snapshot.now, self.seen, self._last, self._changed
         self._estimates.bind(snapshot.perf)
         for job in snapshot.departures:
@@ -267,7 +267,8 @@ class EpisodeLog:
             if view is not None and seen is not None:
                 observed[job] = Observation(seen.attributes, max(seen.work, view.iterations_done(now)), True)
                 changed.add(job)
-        for view in (*snapshot.pending, *snapshot.running):
+        views = (*snapshot.pending, *snapshot.running)
+        for view in views:
             job = view.spec.job_id
             seen = observed.get(job)
             if seen is None:
@@ -278,6 +279,7 @@ class EpisodeLog:
                 observed[job] = Observation(seen.attributes, work, False)
                 changed.add(job)
             last[job] = view
+        return views
 
     def attributes(self, view: JobView) -> JobAttributes:
         """The attributes of a job seen in the last snapshot."""

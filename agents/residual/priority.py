@@ -251,9 +251,8 @@ class ResidualPriority(GittinsPriority):
     def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
         """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
         if self._residuals_for is not snapshot:
-            self._indexes(snapshot)  # the episode log sees the snapshot before known() asks (memoised for features)
-            known = self._known
-            views = [v for v in (*snapshot.pending, *snapshot.running) if v.spec.job_id in known or self.known(v)]
+            self._indexes(snapshot)  # memoised for features, with the snapshot's views of known jobs
+            views = self._listed
             x = self.features(views, snapshot)
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
             self._residuals = dict(zip([v.spec.job_id for v in views], map(tuple, r.tolist())))
