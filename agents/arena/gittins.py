@@ -89,11 +89,14 @@ class GittinsPriority:
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """The index per sample of service: index x reference iteration time / global batch."""
         indexes, now, belief = self._indexes(snapshot), snapshot.now, self.belief
+        unknown, slots = self._unknown, self._slots
 
         def weight(view: JobView) -> float:
-            if view.job_id in self._unknown:
+            job = view.spec.job_id
+            if job in unknown:
                 return 0.0
-            reference = belief.reference_time(self._attributes(view))
+            slot = slots.get(job)  # a listed job's reference time, kept
+            reference = slot[2] if slot is not None else belief.reference_time(self._attributes(view))
             return self._index(indexes, view, now) * reference / view.spec.global_batch
 
         return weight
