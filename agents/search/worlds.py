@@ -193,9 +193,7 @@ class SampledWorlds:
     def _log_scales(self) -> np.ndarray:
         """``count`` draws of the episode's log work scale from its posterior given the jobs seen."""
         scale = EpisodeScale(self.belief)
-        return self._rng.choice(
-            np.asarray(scale.grid), size=self.count, p=scale.posterior(self._log.seen, self._log.likelihoods)
-        )
+        return self._rng.choice(np.asarray(scale.grid), size=self.count, p=self._log.posterior(scale))
 
 
 class TrueWorld:
