@@ -315,6 +315,8 @@ class WideResNetSpec:
             )
         if self.image_size % 32 or self.channels < 1 or self.width_factor < 1:
             raise ValueError(f"model {self.name}: image size must be a multiple of 32, channels and width >= 1")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"model {self.name}: unknown dtype {self.dtype!r}; valid: {', '.join(DTYPE_BYTES)}")
 
 
 _WRN_STAGES = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}

@@ -48,10 +48,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         if origin is tuple:
             kwargs.update(type=_text_type(hint), default=default, metavar="A,B,...")
             kwargs["help"] += f" (default: {','.join(map(str, default))})"
-        elif origin is not None:
+        elif origin is not None and origin is not typing.Literal:
             kwargs.update(action="append", default=[], metavar="KEY=VALUE")
         else:
             kwargs.update(type=_text_type(hint), default=default)
+            if origin is typing.Literal:
+                kwargs["metavar"] = "{" + ",".join(map(str, typing.get_args(hint))) + "}"
             kwargs["help"] += f" (default: {default})"
         parser.add_argument(flag, **kwargs)
     parser.add_argument(
@@ -127,7 +129,7 @@ def config_from_args(args: argparse.Namespace, **fixed: Any) -> TrainConfig:
     hints = hints_of(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name)
-        if typing.get_origin(hints[f.name]) not in (None, tuple):
+        if typing.get_origin(hints[f.name]) not in (None, tuple, typing.Literal):
             value = key_values(value, f.metadata.get("flag") or f.name, lambda _key, text: from_text(text, Any))
         values[f.name] = value
     values["wandb_mode"] = wandb_mode(args)

@@ -1,4 +1,5 @@
-"""Every committed profile loads to what the reader gave before it read through :mod:`arena_gym.fields`.
+"""Every committed profile loads to what the reader gave before it read through :mod:`arena_gym.fields`
+(a profile committed since, to what it gave when committed).
 
 Per file: (version, models, compute curves, grouped curves, order curves, collective tables, the first 16 hex
 digits of the SHA-256 of the profile written again), as the earlier hand-written reader loaded it.
@@ -91,6 +92,7 @@ EXPECTED = {
     "profiler/profile-cpu-2-v4-f.json": (4, 2, 8, 14, 4, 5, "18cf04ab3f5d5022"),
     "profiler/profile-cpu-2-v4-g.json": (4, 2, 8, 14, 4, 5, "13a97023705c6107"),
     "profiler/profile-cpu-2-v4.json": (4, 2, 8, 14, 4, 5, "5504b6c28177836c"),
+    "profiler/profile-cpu-2-v5.json": (5, 2, 8, 14, 4, 5, "fbb2e37307c83502"),  # taken after the reader moved
     "profiler/profile-cpu-2.json": (3, 2, 8, 14, 0, 5, "214203e4e65665c8"),
 }
 

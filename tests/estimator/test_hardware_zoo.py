@@ -140,6 +140,11 @@ GPT = {"name": "mine__1B", "layers": 2, "hidden": 64, "heads": 4}
             {"name": "wrn__x", "depth": 50, "channels": 64, "width_factor": "2"},
             r"^model spec 'wrn__x': width_factor must be an integer, got '2'$",
         ),
+        (
+            {"name": "wrn__x", "depth": 50, "channels": 64, "width_factor": 2, "dtype": "8"},
+            r"^model wrn__x: unknown dtype '8'; valid: fp16, bf16, fp32$",
+        ),
+        ({**GPT, "dtype": "int4"}, r"^model mine__1B: unknown dtype 'int4'; valid: fp16, bf16, fp32$"),
     ],
 )
 def test_bad_model_specs_are_refused_in_one_line(data, message):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from agents.rl.config import TrainConfig
-from arena_gym.harness.train_options import config_file
+from arena_gym.harness.train_options import add_train_arguments, config_file, config_from_args
 from arena_gym.harness.trainers import METHODS
 from arena_gym.outputs import write_json
 from arena_gym.registry import resolve
@@ -27,3 +28,15 @@ def test_a_runs_config_json_reads_back_as_its_train_section(tmp_path: Path) -> N
     assert TrainConfig(**config_file(path, TrainConfig)) == config
     with pytest.raises(ValueError, match=r"^--config .*config.json: no 'config' object of TrainConfig fields$"):
         config_file(path, TrainConfig, sections=("config",))
+
+
+def test_a_choice_field_is_one_option_of_its_choices(capsys) -> None:
+    parser = argparse.ArgumentParser(prog="train")
+    add_train_arguments(parser)
+    args = parser.parse_args(["--vec", "subproc", "--wandb-mode", "offline"])
+    config = config_from_args(args)
+    assert (config.vec, config.wandb_mode) == ("subproc", "offline")
+    assert config_from_args(parser.parse_args([])).vec == "dummy"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--vec", "ray"])
+    assert "argument --vec: 'ray': expected one of dummy, subproc" in capsys.readouterr().err
