@@ -16,21 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.rl.config import TrainConfig
-from arena_gym.fields import describe, from_text, hints_of, read_fields
-from arena_gym.harness.cli.common import key_values
-
-
-def _text_type(hint: Any) -> Any:
-    """An argparse ``type`` reading the option's text as ``hint`` (tuples: items joined with ``,``)."""
-
-    def parse(text: str) -> Any:
-        try:
-            return from_text(text, hint, sep=",")
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
-
-    parse.__name__ = describe(hint)
-    return parse
+from arena_gym.fields import from_text, hints_of, read_fields
+from arena_gym.harness.cli.common import key_values, text_type
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,12 +33,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, action="store_false" if default else "store_true", **kwargs)
             continue
         if origin is tuple:
-            kwargs.update(type=_text_type(hint), default=default, metavar="A,B,...")
+            kwargs.update(type=text_type(hint), default=default, metavar="A,B,...")
             kwargs["help"] += f" (default: {','.join(map(str, default))})"
         elif origin is not None and origin is not typing.Literal:
             kwargs.update(action="append", default=[], metavar="KEY=VALUE")
         else:
-            kwargs.update(type=_text_type(hint), default=default)
+            kwargs.update(type=text_type(hint), default=default)
             if origin is typing.Literal:
                 kwargs["metavar"] = "{" + ",".join(map(str, typing.get_args(hint))) + "}"
             kwargs["help"] += f" (default: {default})"

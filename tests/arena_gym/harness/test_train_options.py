@@ -39,4 +39,4 @@ def test_a_choice_field_is_one_option_of_its_choices(capsys) -> None:
     assert config_from_args(parser.parse_args([])).vec == "dummy"
     with pytest.raises(SystemExit):
         parser.parse_args(["--vec", "ray"])
-    assert "argument --vec: 'ray': expected one of dummy, subproc" in capsys.readouterr().err
+    assert "argument --vec: not one of dummy, subproc: 'ray'" in capsys.readouterr().err
