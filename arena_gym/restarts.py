@@ -50,12 +50,17 @@ class RestartCost:
             raise ValueError(f"RestartCost.held_s ({self.held_s:g}) must not exceed start_s ({self.start_s:g})")
 
     def seconds(self, kind: RestartKind) -> float:
-        """What a (re)start of ``kind`` pays: the start; a resume adds the load; a move also waits for the
-        old generation's save, overlapped with the new one's pre-launch (``held_s``)."""
+        """What a (re)start of ``kind`` pays: the start; a resume adds the load; a move waits for the old
+        generation's save, overlapped with the new one's pre-launch (``held_s``), and loads.
+
+        Every generation ends with a checkpoint save (its last one, or the one a preemption asks for),
+        which the simulator cannot charge at its end (it frees the GPUs at once): a first start and a
+        resume pay it up front. A move pays none beyond its wait: the old generation's save was paid at
+        its start, and the wall time it adds here stands for the new generation's own."""
         if kind is RestartKind.FIRST:
-            return self.start_s
+            return self.start_s + self.save_s
         if kind is RestartKind.RESUME:
-            return self.start_s + self.load_s
+            return self.start_s + self.load_s + self.save_s
         return max(self.save_s, self.held_s) + self.start_s - self.held_s + self.load_s
 
 

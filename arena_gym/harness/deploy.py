@@ -351,7 +351,16 @@ def finish(dep: Deployment, backend: LiveBackend, record: EpisodeRecord) -> Depl
         sim_record = simulate_same(dep.jobs, dep.policy, dep.cluster, dep.perf, overheads, dep.config.round_s)
         sim_metrics = compute_metrics(sim_record)
         fresh = make_policy(dep.config.policy, dep.config.seed)
-        pred_record = simulate_predicted(dep.jobs, fresh, dep.cluster, dep.perf, dep.config.round_s)
+        live = dep.config.live_config()
+        pred_record = simulate_predicted(
+            dep.jobs,
+            fresh,
+            dep.cluster,
+            dep.perf,
+            dep.config.round_s,
+            live.checkpoint_every_s,
+            live.checkpoint_every_steps,
+        )
         pred_metrics = compute_metrics(pred_record)
         starts = predicted_starts(dep.perf, dep.cluster, dep.jobs)
         comparison = compare_runs(record, sim_record, overheads, pred_record, starts)

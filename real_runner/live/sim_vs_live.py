@@ -7,7 +7,8 @@ belief and, for the training steps, as the truth:
 * the *predicted* one (:func:`simulate_predicted`) is the simulator's own claim, made before any
   live run: every (re)start pays what the performance model knows of it (a version-5 profile's
   measured start, checkpoint save and load, :class:`arena_gym.restarts.RestartCosts`; else the
-  checkpoint-resume constant, 0 s), nothing else; it checks the overhead model too;
+  checkpoint-resume constant, 0 s), and every step its share of the periodic checkpoint saves the
+  deployment's settings ask for, at the measured save time; it checks the overhead model too;
 * the calibrated *twin* (:func:`simulate_same`) charges what the live job paid beyond its steps,
   measured from the live run (:class:`LiveOverheads`): every (re)start pays the mean live start
   cost (launch to first step, plus the checkpoint a generation saves when it ends), and every step
@@ -31,7 +32,7 @@ from arena_gym.metrics import job_outcomes
 from arena_gym.perf import ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
-from arena_gym.restarts import RestartCosts
+from arena_gym.restarts import RestartCost, RestartCosts, RestartKind
 from arena_gym.scenario import build_scenario
 from arena_gym.sim import SimConfig
 from arena_gym.types import (
@@ -132,25 +133,62 @@ def simulate_same(
     return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 
+@dataclass(frozen=True)
+class PeriodicSaves(ScaledPerfModel):
+    """``base`` with every iteration time stretched by the periodic checkpoint saves the runner's workers make,
+    each as long as the model's measured ``save_s`` (``base``'s :class:`~arena_gym.restarts.RestartCosts`; no
+    figure, no stretch). A worker saves when ``every_s`` seconds have passed since its last save and at every
+    ``every_steps``-th step (0: off), so it saves at the higher of the two rates, and at their sum where
+    the step saves are the rarer (they do not wait for the timer, which every save restarts). A generation
+    is charged ``steps / interval`` saves where the runner makes the whole number of them (up to one save
+    less per generation); the generation's last save is its closing one (:meth:`RestartCost.seconds`)."""
+
+    base: PerfModel
+    every_s: float = 0.0
+    every_steps: int = 0
+
+    @property
+    def name(self) -> str:
+        """The base model's name, marked."""
+        return f"{self.base.name}+saves"
+
+    def restart_cost(self, model: ModelRef, gpu_type: str) -> RestartCost | None:
+        """The base model's restart costs (so the simulator still charges them)."""
+        return self.base.restart_cost(model, gpu_type) if isinstance(self.base, RestartCosts) else None
+
+    def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
+        cost = self.restart_cost(model, shape.gpu_type)
+        if cost is None:
+            return 1.0
+        by_time = 1.0 / self.every_s if self.every_s > 0 else 0.0
+        by_steps = 1.0 / (self.every_steps * self.base.iter_time(model, batch, shape)) if self.every_steps else 0.0
+        rate = by_time + by_steps if 0 < by_steps < by_time else max(by_time, by_steps)
+        return 1.0 + cost.save_s * rate
+
+
 def simulate_predicted(
     jobs: Sequence[JobSpec],
     policy: Policy,
     cluster: ClusterSpec,
     perf: PerfModel,
     round_s: float | None = None,
+    checkpoint_every_s: float = 0.0,
+    checkpoint_every_steps: int = 0,
 ) -> EpisodeRecord:
     """Run ``policy`` on the simulator with the same jobs, as the simulator predicts them before any live run:
-    ``perf`` is belief and truth, and every (re)start costs what ``perf`` knows of it and nothing else (its
-    :class:`~arena_gym.restarts.RestartCosts` by the kind of (re)start; else the 0 s checkpoint resume). No
-    plan-search term is charged (overhead class ``none``): the live runner has none beyond the policy's own
-    decision time."""
+    ``perf`` is the belief, and with the runner's periodic checkpoint saves (:class:`PeriodicSaves`, at the
+    deployment's checkpoint settings) the truth; every (re)start costs what ``perf`` knows of it and nothing
+    else (its :class:`~arena_gym.restarts.RestartCosts` by the kind of (re)start; else the 0 s checkpoint
+    resume). No plan-search term is charged (overhead class ``none``): the live runner has none beyond the
+    policy's own decision time."""
     config = SimConfig(round_s=round_s, overhead_class=OverheadClass.NONE)
-    return run_episode(build_scenario(cluster, perf, sim=config).backend(), policy, jobs)
+    truth = PeriodicSaves(perf, checkpoint_every_s, checkpoint_every_steps)
+    return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 
 def predicted_starts(perf: PerfModel, cluster: ClusterSpec, jobs: Sequence[JobSpec]) -> dict[str, float]:
-    """Per model of ``jobs``, the first start ``perf`` predicts on the cluster's device type (a profile's
-    ``start_s``); models it has no figure for are left out."""
+    """Per model of ``jobs``, what ``perf`` charges its first start on the cluster's device type (a profile's
+    ``start_s`` and the generation's closing ``save_s``); models it has no figure for are left out."""
     if not isinstance(perf, RestartCosts):
         return {}
     out = {}
@@ -158,7 +196,7 @@ def predicted_starts(perf: PerfModel, cluster: ClusterSpec, jobs: Sequence[JobSp
         for group in cluster.groups:
             cost = perf.restart_cost(model, group.gpu_type)
             if cost is not None:
-                out[name] = cost.start_s
+                out[name] = cost.seconds(RestartKind.FIRST)
                 break
     return out
 

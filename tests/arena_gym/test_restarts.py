@@ -10,9 +10,9 @@ from arena_gym.types import OverheadClass, OverheadModel
 COST = RestartCost(start_s=5.0, held_s=3.0, save_s=2.0, load_s=1.5)
 
 
-def test_a_first_start_pays_the_start_a_resume_adds_the_load():
-    assert COST.seconds(RestartKind.FIRST) == 5.0
-    assert COST.seconds(RestartKind.RESUME) == 6.5
+def test_a_first_start_pays_the_start_a_resume_adds_the_load_both_pay_their_generations_closing_save():
+    assert COST.seconds(RestartKind.FIRST) == 5.0 + 2.0
+    assert COST.seconds(RestartKind.RESUME) == 5.0 + 1.5 + 2.0
 
 
 def test_a_move_waits_for_the_save_only_beyond_the_pre_launch():

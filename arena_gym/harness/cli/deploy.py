@@ -337,8 +337,9 @@ def _report(dep: Deployment, result: DeployResult, out: Path) -> None:
             print(headline(f"{result.record.policy} (pred)", result.pred_metrics))
             starts = ", ".join(f"{m} {v:.1f} s" for m, v in sorted(cmp.pred_start_s.items()))
             print(
-                f"predicted vs live ({dep.perf_spec}; charged as the model predicts, first start "
-                f"{starts or 'not known: 0 s'}): average JCT {cmp.avg_jct_pred_s:.1f} s predicted, "
+                f"predicted vs live ({dep.perf_spec}; charged as the model predicts, first start and closing save "
+                f"{starts or 'not known: 0 s'}, a save every {dep.config.checkpoint_every_s:g} s): "
+                f"average JCT {cmp.avg_jct_pred_s:.1f} s predicted, "
                 f"error {100 * cmp.avg_jct_pred_error:+.1f}%, "
                 f"per-job median |error| {100 * float(cmp.jobs['pred_jct_error'].abs().median()):.1f}%"
             )

@@ -43,7 +43,8 @@ def test_a_one_job_deploys_prediction_charges_the_profiles_start_and_every_repor
     result = finish(dep, backend, record)
 
     step_s = perf.iter_time(TINY, 16, ResourceShape(GpuType("cpu"), 1, 1))
-    predicted = 100 * step_s + COST.start_s  # by hand: the steps, then the profile's first start, nothing live
+    # by hand: the steps with a save every 10 s of them, the profile's first start and closing save, nothing live
+    predicted = 100 * step_s * (1 + COST.save_s / config.checkpoint_every_s) + COST.start_s + COST.save_s
     (row,) = result.comparison.jobs.itertuples(index=False)
     assert row.pred_jct_s == pytest.approx(predicted, abs=1e-9)
     assert row.live_jct_s == pytest.approx(100 * step_s + LIVE_START_S, abs=0.01)  # live paid 3 s, not 4
@@ -60,7 +61,7 @@ def test_a_one_job_deploys_prediction_charges_the_profiles_start_and_every_repor
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["sim_pred_avg_jct_s"] == pytest.approx(predicted) and "sim_pred_avg_jct_error" in metrics
     summary = json.loads((out / "sim_vs_live.json").read_text())
-    assert summary["avg_jct_pred_s"] == pytest.approx(predicted) and summary["pred_start_s_gpt__tiny"] == 4.0
+    assert summary["avg_jct_pred_s"] == pytest.approx(predicted) and summary["pred_start_s_gpt__tiny"] == 4.5
     assert summary["avg_jct_pred_error"] == pytest.approx(m["sim_pred_avg_jct_error"])
     assert summary["avg_jct_sim_s"] == pytest.approx(row.sim_jct_s)  # the twin's figures stay
     table = pd.read_csv(out / "sim_vs_live.csv")
@@ -71,5 +72,8 @@ def test_a_one_job_deploys_prediction_charges_the_profiles_start_and_every_repor
     _report(dep, result, out)
     printed = capsys.readouterr().out
     assert "fcfs (pred): 1/1 jobs finished" in printed
-    assert f"predicted vs live ({spec}; charged as the model predicts, first start gpt__tiny 4.0 s)" in printed
+    assert (
+        f"predicted vs live ({spec}; charged as the model predicts, first start and closing save gpt__tiny 4.5 s, "
+        "a save every 10 s)" in printed
+    )
     assert f"average JCT {predicted:.1f} s predicted" in printed and "pred JCT s" in printed
