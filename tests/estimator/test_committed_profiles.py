@@ -93,6 +93,7 @@ EXPECTED = {
     "profiler/profile-cpu-2-v4-g.json": (4, 2, 8, 14, 4, 5, "13a97023705c6107"),
     "profiler/profile-cpu-2-v4.json": (4, 2, 8, 14, 4, 5, "5504b6c28177836c"),
     "profiler/profile-cpu-2-v5.json": (5, 2, 8, 14, 4, 5, "fbb2e37307c83502"),  # taken after the reader moved
+    "profiler/profile-cpu-2-v5-b.json": (5, 2, 8, 14, 4, 5, "343c6d9e40c98226"),
     "profiler/profile-cpu-2.json": (3, 2, 8, 14, 0, 5, "214203e4e65665c8"),
 }
 

@@ -110,7 +110,9 @@ def test_the_prediction_charges_periodic_saves_at_the_measured_save_time(every_s
     jobs = [JobSpec(JobId("a"), TINY, 16, 100, 0.0, CPU, 1)]
     perf = profiled()
     step_s = perf.iter_time(TINY, 16, ResourceShape(CPU, 1, 1))
-    predicted = simulate_predicted(jobs, FCFS(), CPU2, perf, checkpoint_every_s=every_s, checkpoint_every_steps=every_steps)
+    predicted = simulate_predicted(
+        jobs, FCFS(), CPU2, perf, checkpoint_every_s=every_s, checkpoint_every_steps=every_steps
+    )
     expected_step = step_s * (1 + COST.save_s * saves_per_step_s(step_s))
     assert jct(predicted) == pytest.approx(100 * expected_step + COST.seconds(RestartKind.FIRST), rel=1e-9)
 
