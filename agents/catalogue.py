@@ -52,6 +52,11 @@ POLICIES: dict[str, Entry] = {
         {"preempt_lower": True},
         "arena-gittins preempting any lower-index running job for a waiting one",
     ),
+    "arena-gittins-adapt": Entry(
+        "agents.arena.gittins:arena_gittins",
+        {"adapt": True},
+        "arena-gittins at the episode's inferred work scale, Arena's GPU cap (non-clairvoyant)",
+    ),
     "arena-32": Entry("agents.arena:ArenaPolicy", {"max_job_gpus": 32}, "Arena letting a job hold up to 32 GPUs"),
     "arena-gittins-32": Entry(
         "agents.arena.gittins:arena_gittins",

@@ -1,0 +1,66 @@
+"""The ablation benchmark: the one-row weights, the ladder's comparisons and its files, on two synthetic windows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.residual.priority import ResidualWeights
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_ablation", REPO / "benchmarks" / "bench_ablation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_one_row_network_keeps_that_row_and_zeroes_the_other():
+    b = bench()
+    weights = ResidualWeights.load(b.WEIGHTS)
+    order = b.one_row_weights(weights, "order")
+    assert order.order == weights.order and not any(order.urgency) and any(weights.urgency)
+    urgency = b.one_row_weights(weights, "urgency")
+    assert urgency.urgency == weights.urgency and not any(urgency.order)
+    assert urgency.clip == weights.clip and urgency.belief == weights.belief
+    assert "zeroed" in urgency.trained["ablation"]
+    with pytest.raises(ValueError, match="keep must be order or urgency"):
+        b.one_row_weights(weights, "sizing")
+
+
+@pytest.mark.xdist_group("processes")
+def test_the_ladder_compares_each_rung_with_the_one_before_on_the_same_windows(tmp_path, monkeypatch):
+    b = bench()
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "ablation"
+    assert (
+        b.main(["--suite", "synthetic", "--limit", "2", "--workers", "1", "--resamples", "200", "--out", str(out)]) == 0
+    )
+    table = pd.read_csv(out / "ablation.csv")
+    table["compared_with"] = table["compared_with"].fillna("")
+    assert list(table["rung"]) == [name for name, _, _ in b.LADDER] + [name for name, _, _, _ in b.SIDE]
+    assert list(table["compared_with"]) == ["", *[name for name, _, _ in b.LADDER[:-1]], "arena", "urgency"]
+    wide = pd.read_csv(out / "evaluate" / "per_workload.csv").pivot_table(
+        index="workload", columns="policy", values="padded_jct_s", aggfunc="first"
+    )
+    assert len(wide) == 2
+    for row in table.itertuples(index=False):
+        assert row.arena_mean_ratio == pytest.approx(float(np.mean(wide[row.rung] / wide["arena"])))
+        if row.compared_with:
+            step = wide[row.rung] / wide[row.compared_with]
+            assert row.step_mean_ratio == pytest.approx(float(np.mean(step)))
+            assert row.step_wins == int((step < 1).sum()) and row.step_losses == int((step > 1).sum())
+    assert table.loc[table["rung"] == "arena", "arena_mean_ratio"].item() == 1.0
+    saved = ResidualWeights.load(out / "weights" / "residual-order.json")
+    assert saved.order == ResidualWeights.load(b.WEIGHTS).order and not any(saved.urgency)
+    record = json.loads((out / "ablation.json").read_text())
+    assert record["config"]["suite"] == "synthetic" and record["code_version"]
+    assert record["config"]["policies"]["learned-order"].endswith("residual-order.json")
+    assert (out / "ablation.md").read_text().startswith("| rung | adds |")
