@@ -153,6 +153,13 @@ def fixed_features(spec: JobSpec, reference: float) -> tuple[float, float, float
     )
 
 
+def _squash(x: np.ndarray, scale: float) -> np.ndarray:
+    """:func:`envs.encoder.squash` of every entry, to the last bit."""
+    finite = np.isfinite(x)
+    clipped = np.maximum(np.where(finite, x, 0.0), 0.0)
+    return np.where(finite, clipped / (clipped + scale), 1.0)
+
+
 def job_features(
     views: list[JobView],
     indexes: list[float],
@@ -161,27 +168,40 @@ def job_features(
     fixed: list[tuple[float, float, float, float]],
 ) -> np.ndarray:
     """The ``(jobs, features)`` matrix of :data:`RESIDUAL_FEATURES` for ``views`` (their indexes, iterations done
-    at the snapshot and :func:`fixed_features`)."""
-    now, holding, log10 = snapshot.now, (JobStatus.RUNNING, JobStatus.RECONFIGURING), math.log10
+    at the snapshot and :func:`fixed_features`), built a column at a time."""
+    now, holding = snapshot.now, (JobStatus.RUNNING, JobStatus.RECONFIGURING)
+    out = np.empty((len(views), len(RESIDUAL_FEATURES)))
+    if not views:
+        return out
     logs = np.log10(np.maximum(np.asarray(indexes, dtype=float), 1e-300))
-    centred = np.clip(logs - logs.mean(), -3.0, 3.0) if len(views) else logs
-    rows = []
-    for view, rel, done, kept in zip(views, centred.tolist(), attained, fixed):
-        alloc = view.allocation
-        rows.append(
+    # per job: submit time, queueing seconds, holds GPUs, GPUs held, preemptions
+    raw = np.array(
+        [
             (
-                1.0,
-                rel,
-                min(1.0, log10(1.0 + done) / 6.0),
-                squash(now - view.spec.submit_time, 3600.0),
-                squash(view.queued_s(now), 3600.0),
-                float(view.status in holding),
-                log_count(alloc.num_gpus if alloc is not None else None),
-                *kept,
-                view.preemptions / (view.preemptions + 1.0),
+                v.spec.submit_time,
+                v.queued_s(now),
+                v.status in holding,
+                a.num_gpus if (a := v.allocation) is not None else 0,
+                v.preemptions,
             )
-        )
-    return np.asarray(rows, dtype=float).reshape(len(views), len(RESIDUAL_FEATURES))
+            for v in views
+        ],
+        dtype=float,
+    )
+    held = raw[:, 3].tolist()
+    counts = {n: log_count(int(n)) for n in set(held)}
+    out[:, 0] = 1.0
+    out[:, 1] = np.clip(logs - logs.mean(), -3.0, 3.0)
+    out[:, 2] = np.minimum(
+        1.0, np.array(list(map(math.log10, (1.0 + np.asarray(attained, dtype=float)).tolist()))) / 6.0
+    )
+    out[:, 3] = _squash(now - raw[:, 0], 3600.0)
+    out[:, 4] = _squash(raw[:, 1], 3600.0)
+    out[:, 5] = raw[:, 2]
+    out[:, 6] = [counts[n] for n in held]
+    out[:, 7:11] = fixed
+    out[:, 11] = raw[:, 4] / (raw[:, 4] + 1.0)
+    return out
 
 
 class ResidualPriority(GittinsPriority):
@@ -235,16 +255,14 @@ class ResidualPriority(GittinsPriority):
         """The network's inputs (:func:`job_features`) for ``views``, jobs ``snapshot`` lists: one row per view."""
         indexes, slots, kept = self._indexes(snapshot), self._slots, self._fixed
         jobs = [v.spec.job_id for v in views]
-        fixed = []
-        for job, view in zip(jobs, views):
-            found = kept.get(job)
-            if found is None:
-                slot = slots.get(job)  # a listed known job's group, scale and reference time
-                reference = slot[2] if slot is not None else self.belief.reference_time(self._attributes(view))
-                found = fixed_features(view.spec, reference)
-                if slot is not None:
-                    kept[job] = found
-            fixed.append(found)
+        fixed = [kept.get(job) for job in jobs]
+        for i in [i for i, found in enumerate(fixed) if found is None]:
+            job, view = jobs[i], views[i]
+            slot = slots.get(job)  # a listed known job's group, scale and reference time
+            reference = slot[2] if slot is not None else self.belief.reference_time(self._attributes(view))
+            fixed[i] = fixed_features(view.spec, reference)
+            if slot is not None:
+                kept[job] = fixed[i]
         seen = self._log.seen  # the snapshot's views' attained work (it observed them)
         return job_features(views, [indexes[j] for j in jobs], [seen[j].work for j in jobs], snapshot, fixed)
 

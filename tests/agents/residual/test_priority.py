@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, residual_policy
+from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, _squash, residual_policy
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
 from arena_gym.registry import make_perf, make_policy
 from arena_gym.sim import SimBackend, SimConfig
-from arena_gym.types import Snapshot
+from arena_gym.types import JobStatus, Snapshot
+from envs.encoder import log_count, squash
 
 TRACE = "synthetic:mix=testbed,n_jobs=30,rate_per_h=60,iter_log_mean=6.5,iter_log_sigma=1.2,iter_min=50,iter_max=20000"
 N = len(RESIDUAL_FEATURES)
@@ -56,6 +57,14 @@ def test_features_are_bounded_and_the_index_is_centred(testbed) -> None:
     cluster, perf, jobs = testbed
     priority = ResidualPriority(make_policy("arena-gittins-32-f").priority.belief, ResidualWeights())
     seen: list[np.ndarray] = []
+    by_job: list[np.ndarray] = []  # the columns that read the view alone, each job's by the scalar definitions
+    columns = [RESIDUAL_FEATURES.index(c) for c in ("age", "waiting", "holds_gpus", "gpus", "preemptions")]
+
+    def per_job(view, now: float) -> tuple[float, ...]:
+        held = view.allocation.num_gpus if view.allocation is not None else None
+        holds = view.status in (JobStatus.RUNNING, JobStatus.RECONFIGURING)
+        age, waiting = squash(now - view.spec.submit_time, 3600.0), squash(view.queued_s(now), 3600.0)
+        return age, waiting, float(holds), log_count(held), view.preemptions / (view.preemptions + 1.0)
 
     class Probe:
         name, ap_search, clairvoyant = "probe", "pruned", False
@@ -71,6 +80,7 @@ def test_features_are_bounded_and_the_index_is_centred(testbed) -> None:
             views = [*snapshot.pending, *snapshot.running]
             if views:
                 seen.append(priority.features(views, snapshot))
+                by_job.append(np.array([per_job(v, snapshot.now) for v in views]))
             return self.inner.decide(snapshot)
 
     run_episode(SimBackend(cluster, perf, config=SimConfig()), Probe(), jobs)
@@ -83,6 +93,14 @@ def test_features_are_bounded_and_the_index_is_centred(testbed) -> None:
     unclipped = [m[:, 1] for m in seen if np.abs(m[:, 1]).max() < 3.0]
     assert unclipped and all(abs(col.mean()) < 1e-9 for col in unclipped)
     assert any(col.std() > 0.1 for col in unclipped)  # the index does tell jobs apart
+    built = np.concatenate(by_job)
+    assert np.array_equal(rows[:, columns], built)  # the column-wise build is the scalar one, to the last bit
+    assert built[:, 0].max() > 0.0 and built[:, 3].max() > 0.0  # ages and held GPUs were exercised
+
+
+def test_the_vectorised_squash_is_the_scalar_one_to_the_last_bit() -> None:
+    values = np.array([0.0, -0.0, -5.0, 1e-300, 0.3, 3600.0, 1e12, math.inf, -math.inf, math.nan])
+    assert _squash(values, 3600.0).tolist() == [squash(float(v), 3600.0) for v in values]
 
 
 def test_weights_round_trip_through_a_file_and_the_registry(tmp_path) -> None:
