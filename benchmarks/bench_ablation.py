@@ -29,9 +29,16 @@ interval by trace, traces weighted equally) and with Arena. Simulated JCTs are d
 timing is measured. Writes into ``--out``: ``weights/`` (the one-row files), ``evaluate/`` (the
 evaluate results), ``ablation.csv``, ``ablation.json`` (config, seed, code version) and ``ablation.md``.
 
+Options it does not know go to ``arena-gym evaluate`` as they are, e.g. the paper's benchmark, the
+whole Philly trace as recorded on ``arena-1280`` (one workload: no interval)::
+
+    python benchmarks/bench_ablation.py --suite custom --trace ../shared/data/arena/traces/philly.csv \
+        --cluster arena-1280 --split all --window-jobs 0 --load-basis factor --loads 1 \
+        --out benchmarks/results/ablation/philly-arena-1280
+
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_ablation.py [--suite frozen-test] [--workers 2] [--limit N]
+    OMP_NUM_THREADS=1 python benchmarks/bench_ablation.py [--suite frozen-test] [--workers 2] [--limit N] [EVALUATE OPTIONS]
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ from arena_gym.outputs import code_version, write_json
 
 REPO = Path(__file__).resolve().parents[1]
 WEIGHTS = REPO / "benchmarks" / "results" / "residual" / "train-tuned" / "residual.json"
-OUT = REPO / "benchmarks" / "results" / "ablation" / "frozen-test"
+RESULTS = REPO / "benchmarks" / "results" / "ablation"
 METRIC = "padded_jct_s"
 SEED = 0
 
@@ -156,15 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="evaluate's worker processes")
     parser.add_argument("--limit", type=int, default=0, help="at most N windows, evenly spaced (0 = all)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=None, help="results folder (default: results/ablation/SUITE)")
+    args, passed = parser.parse_known_args(argv)
+    args.out = args.out or RESULTS / args.suite
     load_before = os.getloadavg()
     specs = policy_specs(args.weights, args.out)
     policies = ",".join(f"{name}={spec}" for name, spec in specs.items())
     command = [sys.executable, "-m", "arena_gym", "evaluate", "--suite", args.suite, "--reference", "arena"]
     command += ["--policies", policies, "--workers", str(args.workers), "--limit", str(args.limit)]
     command += ["--seed", str(SEED), "--resamples", str(args.resamples), "--no-bounds", "--replace"]
-    command += ["--out", str(args.out / "evaluate")]
+    command += ["--out", str(args.out / "evaluate"), *passed]
     print("$", " ".join(command[1:]), flush=True)
     subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     table = ladder_table(pd.read_csv(args.out / "evaluate" / "per_workload.csv"), args.resamples)
@@ -174,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(
         args.out / "ablation.json",
         {
-            "config": {**config, "policies": specs, "seed": SEED, "metric": METRIC},
+            "config": {**config, "evaluate_options": passed, "policies": specs, "seed": SEED, "metric": METRIC},
             "code_version": code_version(),
             "machine": machine(load_before),
             "rows": json.loads(table.to_json(orient="records")),

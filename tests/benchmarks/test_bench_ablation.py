@@ -41,7 +41,22 @@ def test_the_ladder_compares_each_rung_with_the_one_before_on_the_same_windows(t
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "ablation"
     assert (
-        b.main(["--suite", "synthetic", "--limit", "2", "--workers", "1", "--resamples", "200", "--out", str(out)]) == 0
+        b.main(
+            [
+                "--suite",
+                "synthetic",
+                "--limit",
+                "2",
+                "--workers",
+                "1",
+                "--resamples",
+                "200",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
     )
     table = pd.read_csv(out / "ablation.csv")
     table["compared_with"] = table["compared_with"].fillna("")
@@ -62,5 +77,7 @@ def test_the_ladder_compares_each_rung_with_the_one_before_on_the_same_windows(t
     assert saved.order == ResidualWeights.load(b.WEIGHTS).order and not any(saved.urgency)
     record = json.loads((out / "ablation.json").read_text())
     assert record["config"]["suite"] == "synthetic" and record["code_version"]
+    assert record["config"]["evaluate_options"] == ["--no-progress"]  # passed to evaluate as they are
+    assert json.loads((out / "evaluate" / "config.json").read_text())["evaluate"]["progress"] is False
     assert record["config"]["policies"]["learned-order"].endswith("residual-order.json")
     assert (out / "ablation.md").read_text().startswith("| rung | adds |")
