@@ -52,6 +52,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from agents.residual.priority import RESIDUAL_FEATURES, ResidualWeights
@@ -128,7 +129,7 @@ def ladder_table(per_workload: pd.DataFrame, resamples: int = 10_000, seed: int 
                 f"{prefix}_wins": cmp.wins,
                 f"{prefix}_losses": cmp.losses,
             }
-        for trace, ratios in (wide[name] / wide["arena"]).groupby(traces):
+        for trace, ratios in (wide[name] / wide["arena"]).groupby(np.asarray(traces)):
             row[f"arena_ratio_{trace}"] = float(ratios.mean())
         rows.append(row)
     return pd.DataFrame(rows)
