@@ -343,6 +343,52 @@ def _lock_on_begin(engine: Any) -> None:
     engine.dispose()  # connections opened while optuna set up the tables reconnect with the above
 
 
+def fail_unbeaten_trials(study: optuna.Study, grace_s: float) -> list[int]:
+    """Fail, and queue to run again, the running trials that started over ``grace_s`` ago with no heartbeat.
+
+    A worker killed after its trial was created and before its heartbeat thread first wrote leaves
+    a trial that optuna's stale check never sees (it looks only at trials with a heartbeat): it
+    would count as running for ever, and a study short of trials would wait for it for ever. The
+    ids of the trials failed here (a trial another worker failed first is left to it).
+    """
+    import copy
+    from datetime import timedelta
+
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.storages._rdb import models  # optuna's schema: which trials have a heartbeat
+    from optuna.trial import TrialState
+    from sqlalchemy.orm import Session
+
+    storage = study._storage
+    rdb = getattr(storage, "_backend", storage)  # the study wraps its storage in a cache
+    cutoff = datetime.now() - timedelta(seconds=grace_s)
+    old = [
+        t._trial_id
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if t.datetime_start is not None and t.datetime_start < cutoff
+    ]
+    if not old:
+        return []
+    beats = models.TrialHeartbeatModel
+    with Session(rdb.engine) as session:
+        beaten = {i for (i,) in session.query(beats.trial_id).filter(beats.trial_id.in_(old))}
+    failed = []
+    for trial_id in old:
+        if trial_id in beaten:
+            continue
+        with contextlib.suppress(UpdateFinishedTrialError):
+            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
+                failed.append(trial_id)
+    retry = rdb.get_heartbeat_stale_trial_callback()
+    for trial_id in failed:
+        log.warning(
+            "trial %d: running with no heartbeat for over %g s (its worker died); it runs again", trial_id, grace_s
+        )
+        if retry is not None:
+            retry(study, copy.deepcopy(storage.get_trial(trial_id)))
+    return failed
+
+
 def open_study(settings: TuneSettings, worker: int = 0) -> optuna.Study:
     """The study in its storage (created on first use); ValueError when the storage's study has other settings."""
     import optuna
@@ -449,6 +495,7 @@ def run_worker(
         with warnings.catch_warnings():  # marked experimental, like the heartbeat it reads
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
+        fail_unbeaten_trials(study, settings.grace_s)
         if counted(study, running=True) < settings.trials:
             study.optimize(objective, n_trials=1, gc_after_trial=True)
             if on_trial is not None:
