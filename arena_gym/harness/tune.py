@@ -360,7 +360,7 @@ def fail_unbeaten_trials(study: optuna.Study, grace_s: float) -> list[int]:
     from sqlalchemy.orm import Session
 
     storage = study._storage
-    rdb = getattr(storage, "_backend", storage)  # the study wraps its storage in a cache
+    rdb: Any = getattr(storage, "_backend", storage)  # an RDBStorage; the study wraps it in a cache
     cutoff = datetime.now() - timedelta(seconds=grace_s)
     old = [
         t._trial_id
