@@ -103,7 +103,7 @@ def policy_specs(weights_path: Path, out: Path) -> dict[str, str]:
     for keep in ("order", "urgency"):
         files[keep] = one_row_weights(weights, keep).save(folder / f"residual-{keep}.json")
     specs = {}
-    for name, _, spec in [(n, w, s) for n, w, s in LADDER] + [(n, w, s) for n, w, s, _ in SIDE]:
+    for name, _, spec in (*LADDER, *(side[:3] for side in SIDE)):
         role = spec.removeprefix("weights:")
         specs[name] = f"residual:{shown_path(files[role], Path.cwd())}" if role != spec else spec
     return specs
@@ -137,9 +137,8 @@ def ladder_table(per_workload: pd.DataFrame, resamples: int = 10_000, seed: int 
 
 def markdown(table: pd.DataFrame) -> str:
     """The table as the docs show it: per rung its step and its standing against Arena."""
-    traces = [
-        c.removeprefix("arena_ratio_") for c in table.columns if c.startswith("arena_ratio_") and "trace" not in c
-    ]
+    pooled = {"arena_ratio_trace", "arena_ratio_trace_low", "arena_ratio_trace_high"}
+    traces = [c.removeprefix("arena_ratio_") for c in table.columns if c.startswith("arena_ratio_") and c not in pooled]
     head = ["rung", "adds", "vs the rung before (by trace, 95% CI)", "wins/losses", "vs Arena", *traces]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.itertuples(index=False):
@@ -173,13 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "arena_gym", "evaluate", "--suite", args.suite, "--reference", "arena"]
     command += ["--policies", policies, "--workers", str(args.workers), "--limit", str(args.limit)]
     command += ["--seed", str(SEED), "--resamples", str(args.resamples), "--no-bounds", "--replace"]
-    command += ["--out", str(args.out / "evaluate"), *passed]
+    command += ["--out", shown_path(args.out / "evaluate", Path.cwd()), *passed]  # evaluate records it
     print("$", " ".join(command[1:]), flush=True)
     subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     table = ladder_table(pd.read_csv(args.out / "evaluate" / "per_workload.csv"), args.resamples)
     table.to_csv(args.out / "ablation.csv", index=False)
     (args.out / "ablation.md").write_text(markdown(table))
-    config = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    config = {k: shown_path(v, REPO) if isinstance(v, Path) else v for k, v in vars(args).items()}
     write_json(
         args.out / "ablation.json",
         {

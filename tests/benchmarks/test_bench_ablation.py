@@ -78,6 +78,10 @@ def test_the_ladder_compares_each_rung_with_the_one_before_on_the_same_windows(t
     record = json.loads((out / "ablation.json").read_text())
     assert record["config"]["suite"] == "synthetic" and record["code_version"]
     assert record["config"]["evaluate_options"] == ["--no-progress"]  # passed to evaluate as they are
-    assert json.loads((out / "evaluate" / "config.json").read_text())["evaluate"]["progress"] is False
+    evaluated = json.loads((out / "evaluate" / "config.json").read_text())["evaluate"]
+    assert evaluated["progress"] is False
+    # paths recorded relative to where they lie (the repository, the working directory), no machine paths
+    assert record["config"]["weights"] == "benchmarks/results/residual/train-tuned/residual.json"
+    assert evaluated["out_dir"] == "ablation/evaluate"
     assert record["config"]["policies"]["learned-order"].endswith("residual-order.json")
     assert (out / "ablation.md").read_text().startswith("| rung | adds |")
