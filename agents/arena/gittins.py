@@ -88,16 +88,12 @@ class GittinsPriority:
 
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """The index per sample of service: index x reference iteration time / global batch."""
-        indexes, now, belief = self._indexes(snapshot), snapshot.now, self.belief
-        unknown, slots = self._unknown, self._slots
+        indexes, now, unknown = self._indexes(snapshot), snapshot.now, self._unknown
 
         def weight(view: JobView) -> float:
-            job = view.spec.job_id
-            if job in unknown:
+            if view.spec.job_id in unknown:
                 return 0.0
-            slot = slots.get(job)  # a listed job's reference time, kept
-            reference = slot[2] if slot is not None else belief.reference_time(self._attributes(view))
-            return self._index(indexes, view, now) * reference / view.spec.global_batch
+            return self._index(indexes, view, now) * self._reference(view) / view.spec.global_batch
 
         return weight
 
@@ -164,6 +160,11 @@ class GittinsPriority:
                 self.belief.gittins_index(self._attributes(view), view.iterations_done(now) * self._shrink)
             )
         return found
+
+    def _reference(self, view: JobView) -> float:
+        """The job's reference seconds per iteration: kept for a listed known job, else the belief's."""
+        slot = self._slots.get(view.spec.job_id)
+        return slot[2] if slot is not None else self.belief.reference_time(self._attributes(view))
 
     def _attributes(self, view: JobView) -> JobLike:
         """What the episode log knows of the job (its reference time included), else the view itself."""

@@ -253,15 +253,13 @@ class ResidualPriority(GittinsPriority):
 
     def features(self, views: list[JobView], snapshot: Snapshot) -> np.ndarray:
         """The network's inputs (:func:`job_features`) for ``views``, jobs ``snapshot`` lists: one row per view."""
-        indexes, slots, kept = self._indexes(snapshot), self._slots, self._fixed
+        indexes, kept = self._indexes(snapshot), self._fixed
         jobs = [v.spec.job_id for v in views]
         fixed = [kept.get(job) for job in jobs]
         for i in [i for i, found in enumerate(fixed) if found is None]:
             job, view = jobs[i], views[i]
-            slot = slots.get(job)  # a listed known job's group, scale and reference time
-            reference = slot[2] if slot is not None else self.belief.reference_time(self._attributes(view))
-            fixed[i] = fixed_features(view.spec, reference)
-            if slot is not None:
+            fixed[i] = fixed_features(view.spec, self._reference(view))
+            if job in self._slots:  # a listed known job: its reference time is kept, so are its features
                 kept[job] = fixed[i]
         seen = self._log.seen  # the snapshot's views' attained work (it observed them)
         return job_features(views, [indexes[j] for j in jobs], [seen[j].work for j in jobs], snapshot, fixed)
