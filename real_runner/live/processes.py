@@ -2,11 +2,11 @@
 
 Every generation is journaled (planned) before it is launched; it is launched *held* (its ranks
 import torch while the previous generation saves), released once its job's older generations
-have exited and no other process is left on its slots, stopped gracefully (SIGTERM: checkpoint,
-exit 0) when its job is moved or preempted, and reaped when every rank has exited. Faults: a rank
-that exits non-zero (the others are killed), a generation whose progress goes stale or that never
-starts (killed), or one that exits without completing, is relaunched from the job's latest
-checkpoint on the same devices (a FAIL on the cluster state), at most ``config.max_retries`` times per job;
+have exited and no other process is left on its slots, stopped when its job is moved or preempted
+(gracefully once released, SIGTERM: checkpoint, exit 0; killed while still held), and reaped when
+every rank has exited. Faults: a rank that exits non-zero (the others are killed), a generation
+whose progress goes stale or that never starts (killed), or one that exits without completing, is
+relaunched from the job's latest checkpoint on the same devices (a FAIL on the cluster state), at most ``config.max_retries`` times per job;
 while an older generation of the job still stops, the FAIL waits for it (it may still save the
 checkpoint the relaunch resumes from, the step the FAIL names).
 """
@@ -92,7 +92,19 @@ class Processes:
             )
 
     def stop(self, gen: Generation, t: float) -> None:
-        """Stop a generation gracefully: a held one exits at once, a released one checkpoints first."""
+        """Stop a generation: a held one is killed at once, as it has neither trained nor read a checkpoint, and its
+        torch import would go on taking the cores or host CPU its successor starts on; else :meth:`stop_gracefully`."""
+        if gen.phase == "held" and gen.handle is not None:
+            gen.handle.kill()
+            gen.phase = "stopping"
+            gen.stop_at = t
+            self.put(gen)
+        else:
+            self.stop_gracefully(gen, t)
+
+    def stop_gracefully(self, gen: Generation, t: float) -> None:
+        """Stop a generation by SIGTERM: a released one checkpoints first, a held one exits once its import is done
+        (how a resumed deployment stops its leftovers: one journaled held may have been released before the crash)."""
         if gen.phase == "planned":
             gen.phase = "exited"
         elif gen.alive and gen.handle is not None:

@@ -150,7 +150,7 @@ def _take_over(
         else:
             gen.phase = row.phase if row.phase != "planned" else "held"
             gen.released_at = books.t if row.phase in ("released", "stopping") else math.nan
-            processes.stop(gen, books.t)
+            processes.stop_gracefully(gen, books.t)
             log.info("job %s: stopping leftover generation %d (pids %s)", job_id, gen.number, list(handle.pids))
         processes.put(gen)
     gone = job.current
