@@ -19,7 +19,8 @@ from estimator.profile import Profile, load_profile
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 EXPECTED = {
-    "live_ab/live_ab-profile-cpu-2.json": (5, 2, 8, 14, 4, 5, "f73910b4b7c5f165"),
+    "live_ab/live_ab-profile-cpu-2.json": (5, 2, 8, 14, 4, 5, "b31c78c47f8b6d3f"),
+    "live_ab/live_ab-profile-cpu-2-ee2f47c.json": (5, 2, 8, 14, 4, 5, "f73910b4b7c5f165"),
     "profiler/bench_profiler_interleaved-profile-pass1.json": (3, 2, 8, 14, 0, 5, "64858184dcecf5e0"),
     "profiler/bench_profiler_interleaved-profile-pass2.json": (3, 2, 8, 14, 0, 5, "e745f826144365eb"),
     "profiler/bench_profiler_interleaved-profile-pass3.json": (3, 2, 8, 14, 0, 5, "be4ef668447d2ecd"),
