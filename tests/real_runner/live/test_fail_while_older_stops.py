@@ -10,6 +10,7 @@ checkpoint it had saved since (step 9). The journal's FAIL named the wrong step:
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 from arena_gym.core.oplog import Fail, Progress
 from arena_gym.loop import run_episode
@@ -50,6 +51,16 @@ class ShrinkOnArrival:
         return Decision()
 
 
+def run_shrink_on_arrival(run_dir: Path, arrival: float) -> None:
+    """Deploy L (100 steps) and S (10 steps, arriving at ``arrival``) under :class:`ShrinkOnArrival` on fake
+    generations, a step record and a checkpoint every 10 steps, into ``run_dir``."""
+    jobs = [job("L", 0, 100, "a40", 4), job("S", arrival, 10, "a40", 2)]
+    backend = fake_live_backend(A40, PERF, run_dir, SimConfig(overhead_class="none"), checkpoint_every_steps=10)
+    backend.launcher.report_every_s = 0.0  # type: ignore[attr-defined]  # a step record every step, as a worker
+    run_episode(backend, ShrinkOnArrival(), jobs)
+    backend.close()
+
+
 def test_a_relaunch_after_a_held_generation_fails_is_rolled_back_to_where_it_resumes(tmp_path, monkeypatch) -> None:
     slow_stop = FakeGeneration.terminate
 
@@ -69,11 +80,7 @@ def test_a_relaunch_after_a_held_generation_fails_is_rolled_back_to_where_it_res
 
     monkeypatch.setattr(FakeGeneration, "terminate", stop_late)
     monkeypatch.setattr(FakeLauncher, "launch", killed_while_held)
-    jobs = [job("L", 0, 100, "a40", 4), job("S", 35.5, 10, "a40", 2)]
-    backend = fake_live_backend(A40, PERF, tmp_path, SimConfig(overhead_class="none"), checkpoint_every_steps=10)
-    backend.launcher.report_every_s = 0.0  # type: ignore[attr-defined]  # a step record every step, as a worker
-    run_episode(backend, ShrinkOnArrival(), jobs)
-    backend.close()
+    run_shrink_on_arrival(tmp_path, 35.5)
     journal = Journal(tmp_path / Journal.FILENAME)
     ops = journal.ops()
     journal.close()

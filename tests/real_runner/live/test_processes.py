@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import signal
 
-from arena_gym.loop import run_episode
-from arena_gym.sim import SimConfig
 from real_runner.launchers.fake import FakeGeneration, FakeLauncher
 from real_runner.live.audit import audit_steps
 from real_runner.progress import read_progress
-from tests.fake_live import fake_live_backend
-from tests.helpers import job
-from tests.real_runner.live.test_fail_while_older_stops import A40, PERF, ShrinkOnArrival
+from tests.real_runner.live.test_fail_while_older_stops import run_shrink_on_arrival
 
 
 def test_a_generation_moved_before_its_release_is_killed_and_its_successor_starts(tmp_path, monkeypatch) -> None:
@@ -28,11 +24,7 @@ def test_a_generation_moved_before_its_release_is_killed_and_its_successor_start
 
     monkeypatch.setattr(FakeLauncher, "launch", keep)
     monkeypatch.setattr(FakeGeneration, "held_ready", importing)
-    jobs = [job("L", 0, 100, "a40", 4), job("S", 1.0, 10, "a40", 2)]
-    backend = fake_live_backend(A40, PERF, tmp_path, SimConfig(overhead_class="none"), checkpoint_every_steps=10)
-    backend.launcher.report_every_s = 0.0  # type: ignore[attr-defined]  # a step record every step, as a worker
-    run_episode(backend, ShrinkOnArrival(), jobs)
-    backend.close()
+    run_shrink_on_arrival(tmp_path, 1.0)  # L on four devices at t = 0, shrunk to two when S arrives
     by_gen = {(g.request.job_id, g.request.generation): g for g in launched}
     assert sorted(by_gen) == [("L", 1), ("L", 2), ("S", 1)]
     # the held generation was killed (SIGKILL, not asked to checkpoint) and never started; L trained only on two devices
