@@ -57,6 +57,11 @@ POLICIES: dict[str, Entry] = {
         {"adapt": True},
         "arena-gittins at the episode's inferred work scale, Arena's GPU cap (non-clairvoyant)",
     ),
+    "arena-gittins-f": Entry(
+        "agents.arena.gittins:arena_gittins",
+        {"adapt": True, "weighted_fits": True},
+        "arena-gittins-32-f with Arena's GPU cap (16 per job): the cap's share of its gain (non-clairvoyant)",
+    ),
     "arena-32": Entry("agents.arena:ArenaPolicy", {"max_job_gpus": 32}, "Arena letting a job hold up to 32 GPUs"),
     "arena-gittins-32": Entry(
         "agents.arena.gittins:arena_gittins",
