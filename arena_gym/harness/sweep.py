@@ -48,9 +48,13 @@ def _advance(bar: Any, reruns: int = 0) -> float:
     return time.monotonic()
 
 
-def _ignore_sigint() -> None:
-    """Worker initialiser: Ctrl-C is the parent's to handle (it then terminates the workers)."""
+def _worker_signals() -> None:
+    """Worker initialiser: Ctrl-C is the parent's to handle (it then terminates the workers), and SIGTERM ends the
+    worker at once. A Python handler inherited from the parent would run only once the worker is back in Python
+    code, which a long C call (an LP bound, a numpy kernel) delays for minutes: the parent's terminate would wait
+    on it, and a worker whose parent was killed would go on."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _one_line(text: object) -> str:
@@ -178,7 +182,7 @@ def run_tasks(
         if ray is not None:
             results = _run_on_ray(fn, tasks, ray, bar, unit)
         elif workers > 1 and len(tasks) > 1:
-            pool = multiprocessing.get_context().Pool(min(workers, len(tasks)), initializer=_ignore_sigint)
+            pool = multiprocessing.get_context().Pool(min(workers, len(tasks)), initializer=_worker_signals)
             try:
                 results = _from_pool(pool.imap(fn, tasks), len(tasks), min(workers, len(tasks)), bar)
                 pool.close()

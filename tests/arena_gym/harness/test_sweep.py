@@ -5,8 +5,13 @@ The sweep on a real two-node Ray cluster, one node killed mid-sweep, is tests/ar
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +23,28 @@ from arena_gym.harness.sweep import run_tasks
 
 def _square(x: int) -> int:
     return x * x
+
+
+def _spin(x: int) -> int:
+    return sum(range(10**13)) + x  # one C call of hours: no Python signal handler runs inside it
+
+
+#: A command's shape: SIGTERM raises in the main process (as the CLI sets it), two workers spin in C.
+SPINNING = """
+import sys
+from arena_gym.harness.cli import _sigterm_as_interrupt
+from arena_gym.harness.sweep import run_tasks
+from tests.arena_gym.harness.test_sweep import _spin
+with _sigterm_as_interrupt():
+    try:
+        run_tasks(_spin, [0, 1], workers=2)
+    except KeyboardInterrupt:
+        sys.exit(143)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def _fail_on_three(x: int) -> int:
@@ -76,3 +103,24 @@ def test_ray_and_local_workers_exclude_each_other(tmp_path, capsys, command) -> 
     assert "not both" in capsys.readouterr().err
     with pytest.raises(ValueError, match="not both"):
         EvalConfig(policies=("arena",), workers=2, ray="auto")
+
+
+@pytest.mark.timeout(120)
+def test_a_terminated_sweep_ends_its_workers_even_inside_a_long_c_call() -> None:
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    run = subprocess.Popen([sys.executable, "-c", SPINNING], cwd=repo, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _children(run.pid)) < 2:
+            assert time.monotonic() < deadline and run.poll() is None, "the workers did not start"
+            time.sleep(0.1)
+        time.sleep(1.0)  # inside the sum by now
+        run.send_signal(signal.SIGTERM)  # the command alone, as `kill PID` sends it
+        assert run.wait(timeout=30) == 143  # the pool's terminate did not wait on the spinning workers
+        for pid in workers:
+            assert not Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the command"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
