@@ -82,7 +82,9 @@ class GittinsPriority:
         indexes, now = self._indexes(snapshot), snapshot.now
 
         def key(view: JobView) -> tuple:
-            return -self._index(indexes, view, now), view.spec.submit_time, view.job_id
+            spec = view.spec
+            found = indexes.get(spec.job_id)  # :meth:`_index`'s answer for a listed job, read here first
+            return -(found if found is not None else self._index(indexes, view, now)), spec.submit_time, spec.job_id
 
         return key
 
@@ -91,9 +93,12 @@ class GittinsPriority:
         indexes, now, unknown = self._indexes(snapshot), snapshot.now, self._unknown
 
         def weight(view: JobView) -> float:
-            if view.spec.job_id in unknown:
+            spec = view.spec
+            if spec.job_id in unknown:
                 return 0.0
-            return self._index(indexes, view, now) * self._reference(view) / view.spec.global_batch
+            found = indexes.get(spec.job_id)
+            index = found if found is not None else self._index(indexes, view, now)
+            return index * self._reference(view) / spec.global_batch
 
         return weight
 

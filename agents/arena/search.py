@@ -97,9 +97,14 @@ class ArenaSearch:
     ) -> Callable[[JobId, Placement], float | None]:
         """``change`` times the job's urgency (the index keeps victims in that order across fits)."""
 
+        urgencies = self._urgencies
+
         def weighted(job: JobId, placement: Placement) -> float | None:
             raw = change(job, placement)
-            return None if raw is None else raw * self._urgency(job)
+            if raw is None:
+                return None
+            found = urgencies.get(job)  # :meth:`_urgency`'s memo, read here first
+            return raw * (found if found is not None else self._urgency(job))
 
         return weighted
 

@@ -11,7 +11,7 @@ learned residual.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -43,14 +43,9 @@ class _ActionPriority(ResidualPriority):
         super().__init__(load_belief(weights.belief), weights)
         self.scales: dict[JobId, tuple[float, float]] = {}
 
-    def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
-        """The multipliers the env set for this decision point (1 for a job the action did not list)."""
-        found = self.scales
-
-        def scale(view: JobView) -> tuple[float, float]:
-            return found.get(view.job_id, (1.0, 1.0))
-
-        return scale
+    def _scales(self, snapshot: Snapshot) -> dict[JobId, tuple[float, float]]:
+        """The multipliers the env set for this decision point (none, so 1, for a job the action did not list)."""
+        return self.scales
 
 
 class ResidualArenaEnv(gym.Env):

@@ -234,20 +234,22 @@ class ResidualPriority(GittinsPriority):
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """``(-index x exp(order residual), submit time, job id)``."""
-        base, scale = super().keys(snapshot), self._scales(snapshot)
+        base, found = super().keys(snapshot), self._scales(snapshot)
 
         def key(view: JobView) -> tuple:
             index, submit, job = base(view)
-            return index * scale(view)[0], submit, job
+            scale = found.get(job)
+            return (index if scale is None else index * scale[0]), submit, job
 
         return key
 
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """The Gittins urgency x exp(urgency residual)."""
-        base, scale = super().urgency(snapshot), self._scales(snapshot)
+        base, found = super().urgency(snapshot), self._scales(snapshot)
 
         def weight(view: JobView) -> float:
-            return base(view) * scale(view)[1]
+            scale = found.get(view.spec.job_id)
+            return base(view) if scale is None else base(view) * scale[1]
 
         return weight
 
@@ -264,8 +266,8 @@ class ResidualPriority(GittinsPriority):
         seen = self._log.seen  # the snapshot's views' attained work (it observed them)
         return job_features(views, [indexes[j] for j in jobs], [seen[j].work for j in jobs], snapshot, fixed)
 
-    def _scales(self, snapshot: Snapshot) -> Callable[[JobView], tuple[float, float]]:
-        """Each listed job's (order, urgency) multipliers; 1 for a view the snapshot does not list."""
+    def _scales(self, snapshot: Snapshot) -> dict[JobId, tuple[float, float]]:
+        """Each listed job's (order, urgency) multipliers by job id (a view the snapshot does not list has none: 1)."""
         if self._residuals_for is not snapshot:
             self._indexes(snapshot)  # memoised for features, with the snapshot's views of known jobs
             views = self._listed
@@ -273,12 +275,7 @@ class ResidualPriority(GittinsPriority):
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
             self._residuals = dict(zip([v.spec.job_id for v in views], map(tuple, r.tolist())))
             self._residuals_for = snapshot
-        found = self._residuals
-
-        def scale(view: JobView) -> tuple[float, float]:
-            return found.get(view.job_id, (1.0, 1.0))
-
-        return scale
+        return self._residuals
 
 
 def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
