@@ -18,6 +18,7 @@ the target's own trainer takes with ``--config``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import inspect
 import json
@@ -29,7 +30,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -351,9 +352,6 @@ def fail_unbeaten_trials(study: optuna.Study, grace_s: float) -> list[int]:
     would count as running for ever, and a study short of trials would wait for it for ever. The
     ids of the trials failed here (a trial another worker failed first is left to it).
     """
-    import copy
-    from datetime import timedelta
-
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.storages._rdb import models  # optuna's schema: which trials have a heartbeat
     from optuna.trial import TrialState

@@ -6,9 +6,10 @@ have exited and no other process is left on its slots, stopped when its job is m
 (gracefully once released, SIGTERM: checkpoint, exit 0; killed while still held), and reaped when
 every rank has exited. Faults: a rank that exits non-zero (the others are killed), a generation
 whose progress goes stale or that never starts (killed), or one that exits without completing, is
-relaunched from the job's latest checkpoint on the same devices (a FAIL on the cluster state), at most ``config.max_retries`` times per job;
-while an older generation of the job still stops, the FAIL waits for it (it may still save the
-checkpoint the relaunch resumes from, the step the FAIL names).
+relaunched from the job's latest checkpoint on the same devices (a FAIL on the cluster state), at
+most ``config.max_retries`` times per job; while an older generation of the job still stops, the
+FAIL waits for it (it may still save the checkpoint the relaunch resumes from, the step the FAIL
+names).
 """
 
 from __future__ import annotations
