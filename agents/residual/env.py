@@ -76,8 +76,11 @@ class ResidualArenaEnv(gym.Env):
     ## Arguments
 
     ``ResidualArenaEnv(config: EnvConfig | None = None, max_jobs: int = 64, clip: float = 3.0,
-    **overrides)``: the workload, cluster and simulation settings are the :class:`EnvConfig`'s
-    (its agent-interface fields are not used); ``reset(options={"jobs": [...]})`` replays jobs.
+    **overrides)``: the workload, clusters and simulation settings are the :class:`EnvConfig`'s
+    (its agent-interface fields are not used). An episode runs on the config's cluster or one of
+    its ``cluster_variants`` (any GPU types and sizes: the spaces do not depend on the cluster), a
+    drawn workload's; ``reset(options={"jobs": [...], "cluster": NAME})`` replays jobs on a named
+    one (default: the config's cluster).
     """
 
     metadata = {"render_modes": []}
@@ -90,12 +93,14 @@ class ResidualArenaEnv(gym.Env):
         if not 1 <= max_jobs <= 4096:
             raise ValueError(f"ResidualArenaEnv: max_jobs must be in 1..4096, got {max_jobs}")
         self.max_jobs = max_jobs
-        scenario = env_scenario(self.config)
-        self.cluster = scenario.cluster
+        scenarios = [env_scenario(self.config, c) for c in self.config.clusters]
+        self.cluster = scenarios[0].cluster
         self.priority = _ActionPriority(ResidualWeights(clip=clip))
         self.policy = arena_with(self.priority, "residual-env")
-        self.backend = scenario.backend(self.policy.ap_search)
-        self.workloads = WorkloadSampler(self.config, self.cluster, scenario.truth)
+        self._backends = {s.cluster.name: s.backend(self.policy.ap_search) for s in scenarios}
+        self._clusters = [s.cluster for s in scenarios]
+        self.backend = self._backends[self.cluster.name]
+        self.workloads = WorkloadSampler(self.config, self.cluster, scenarios[0].truth)
         self.clip = clip
         n = len(RESIDUAL_FEATURES)
         self.action_space = spaces.Box(-clip, clip, (max_jobs, 2), np.float32)
@@ -116,17 +121,26 @@ class ResidualArenaEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode on a drawn workload (or ``options["jobs"]``) and run to Arena's first choice."""
+        """Start an episode on a drawn workload (or ``options["jobs"]`` on ``options["cluster"]``) and run to Arena's
+        first choice."""
         super().reset(seed=seed)
-        unknown = set(options or {}) - {"jobs"}
+        options = options or {}
+        unknown = set(options) - {"jobs", "cluster"}
         if unknown:
-            raise ValueError(f"reset: unknown option(s) {', '.join(sorted(unknown))}; valid: jobs")
-        jobs = (options or {}).get("jobs")
+            raise ValueError(f"reset: unknown option(s) {', '.join(sorted(unknown))}; valid: jobs, cluster")
+        jobs, cluster = options.get("jobs"), options.get("cluster", self.cluster.name)
+        if cluster not in self._backends or (jobs is None and "cluster" in options):
+            raise ValueError(
+                f"reset: options['cluster'] must name one of {', '.join(self._backends)} and go with 'jobs', "
+                f"got {cluster!r}"
+            )
         if jobs is None:
-            jobs = self.workloads.sample(int(self.np_random.integers(2**63)), [self.cluster]).jobs
+            drawn = self.workloads.sample(int(self.np_random.integers(2**63)), self._clusters)
+            jobs, cluster = drawn.jobs, drawn.cluster
         jobs = tuple(jobs)
         if not jobs:
             raise ValueError("reset: options['jobs'] is empty")
+        self.backend = self._backends[cluster]
         self._n_jobs = len(jobs)
         self.policy.reset()
         # one per episode: its memo is by job id, and ids repeat

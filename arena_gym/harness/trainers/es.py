@@ -33,6 +33,7 @@ from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.sweep import connect_ray
 from arena_gym.harness.trainers.windows import BASE_SPEC, ReferenceScores, ResidualData, real_windows
 from arena_gym.outputs import code_version, write_json
 
@@ -99,10 +100,12 @@ class ResidualTrainer:
     def __init__(self, config: ResidualTrainConfig, out: str | Path) -> None:
         self.config = config
         self.out = check_out_dir(out, kind=KIND)
+        if config.ray is not None:
+            connect_ray(config.ray)
         self.train, self.validation = real_windows(
-            config.traces, config.loads, config.data_dir, config.validation_limit
+            config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
         )
-        self.scores = ReferenceScores(config.seed, config.workers)
+        self.scores = ReferenceScores(config.seed, config.workers, config.ray)
 
     @staticmethod
     def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:
@@ -111,15 +114,17 @@ class ResidualTrainer:
     def run(self, progress: bool = True, on_iteration: IterationHook | None = None) -> ResidualWeights:
         """Train; write ``residual.json`` (the best network on validation), ``history.csv`` / ``.png`` and ``config.json``.
 
-        Candidate weight files live in a temporary folder the local worker processes read;
-        ``on_iteration`` sees every iteration's best validation ratio so far (a tuner prunes there).
+        Candidate weight files live in a temporary folder inside the output directory, which the
+        episodes' processes read (on Ray, every node must see that directory at the same path, or
+        at the same path relative to the driver's working directory); ``on_iteration`` sees every
+        iteration's best validation ratio so far (a tuner prunes there).
         """
         self.out.mkdir(parents=True, exist_ok=True)
         write_json(
             self.out / "config.json",
             {"kind": KIND, "code_version": code_version(), "seed": self.config.seed, "config": self.config},
         )
-        with tempfile.TemporaryDirectory(prefix="residual-es-") as folder:
+        with tempfile.TemporaryDirectory(prefix="candidates-", dir=self.out) as folder:
             score, it, weights = self._iterate(Path(folder), progress, on_iteration)
         trained: dict[str, Any] = {
             "method": "antithetic evolution strategies, ranked fitness (mean log padded-JCT ratio to the base)",

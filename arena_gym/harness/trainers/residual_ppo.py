@@ -12,7 +12,9 @@ first policy updates follow a critic that has seen the policy's returns), a low 
 rate, and a penalty on the KL from the warm start's policy with an adaptive coefficient
 (``kl_target``; :class:`agents.residual.network.TeacherAnchor`). Returns relative to the base
 policy's on the same window (``returns``) take the arrival sequence's variance out of them. The
-network with the best selection score is kept.
+network with the best selection score is kept. The rollouts run in this process (``n_envs``
+envs, each episode on its window's cluster); the scored episodes (the base's per window,
+the validations) run in ``workers`` processes or on the Ray cluster at ``ray``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from agents.residual.network import ResidualPolicy, TeacherAnchor
 from agents.residual.priority import ResidualWeights
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.sweep import connect_ray
 from arena_gym.harness.trainers.windows import ReferenceScores, ResidualData, real_windows
 from arena_gym.outputs import code_version, write_json
 from envs import Workload
@@ -107,7 +110,7 @@ class ResidualPPOConfig(ResidualData):
 
 
 class WindowEnv(gym.Wrapper):
-    """Each episode replays one of ``workloads``, drawn at random (the env's seed).
+    """Each episode replays one of ``workloads`` on its cluster, drawn at random (the env's seed).
 
     With ``scales`` (the base policy's average JCT in hours on each workload) the returns are
     relative to the base's on the same window: every reward is divided by the window's scale and
@@ -129,7 +132,8 @@ class WindowEnv(gym.Wrapper):
             self._draw = np.random.default_rng(seed)
         index = int(self._draw.integers(len(self.workloads)))
         self._scale = self.scales[index] if self.scales is not None else None
-        return self.env.reset(seed=seed, options={**(options or {}), "jobs": self.workloads[index].jobs})
+        window = self.workloads[index]
+        return self.env.reset(seed=seed, options={**(options or {}), "jobs": window.jobs, "cluster": window.cluster})
 
     def step(self, action: Any) -> Any:
         """The env's step, its reward relative to the window's base when scaled."""
@@ -221,10 +225,12 @@ class ResidualPPOTrainer:
         self.config = config
         self.out = check_out_dir(out, kind=KIND)
         self.start = ResidualWeights.load(config.warm_start) if config.warm_start else ResidualWeights()
+        if config.ray is not None:
+            connect_ray(config.ray)
         self.train, self.validation = real_windows(
-            config.traces, config.loads, config.data_dir, config.validation_limit
+            config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
         )
-        self.scores = ReferenceScores(config.seed, config.workers)
+        self.scores = ReferenceScores(config.seed, config.workers, config.ray)
         self.history: list[dict[str, Any]] = []
         self.best: tuple[float, int, ResidualWeights] | None = None  # (validation ratio, steps, weights)
         self._began = 0.0
@@ -236,7 +242,9 @@ class ResidualPPOTrainer:
     def _env(self) -> gym.Env:
         from agents.residual.env import ResidualArenaEnv
 
-        env = ResidualArenaEnv(self.train.config, max_jobs=self.config.max_jobs, clip=self.start.clip)
+        first, *others = self.config.clusters
+        config = self.train.config.replace(cluster=first, cluster_variants=tuple(others))
+        env = ResidualArenaEnv(config, max_jobs=self.config.max_jobs, clip=self.start.clip)
         return WindowEnv(env, list(self.train.workloads), self._scales)
 
     def run(self, progress: bool = True) -> ResidualWeights:
@@ -277,7 +285,7 @@ class ResidualPPOTrainer:
             model.policy.anchor = TeacherAnchor(self.start, cfg.log_std_init, cfg.kl_coef, cfg.kl_target)
             self._kl = KLControl(cfg.critic_warmup)
         self._began = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="residual-ppo-") as folder:
+        with tempfile.TemporaryDirectory(prefix="candidates-", dir=self.out) as folder:
             self._folder = Path(folder)
             callbacks = CallbackList(
                 [

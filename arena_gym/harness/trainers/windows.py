@@ -3,7 +3,9 @@
 Both trainers (:mod:`~arena_gym.harness.trainers.es`, :mod:`~arena_gym.harness.trainers.residual_ppo`)
 train on the train windows against the base policy (``arena-gittins-32-f``, a zero residual)
 and select on the validation windows by the selection score of every trainer
-(:mod:`arena_gym.harness.selection`).
+(:mod:`arena_gym.harness.selection`). The windows are cut on each of the config's clusters (the
+offered loads scale the arrivals to each cluster's capacity); with more than one, a window's
+label starts with its cluster's name.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Any
 import numpy as np
 
 from arena_gym import REAL_DATA_DIR
+from arena_gym.cluster import resolve_cluster
 from arena_gym.fields import check_fields
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import log_ratios
-from arena_gym.harness.suites import custom_suite, get_suite
+from arena_gym.harness.suites import SuitePart, custom_suite, get_suite
+from envs.workload import Workload
 
 #: The five real traces' train windows, as the search's tuning read them.
 TRAIN_TRACES: tuple[str, ...] = (
@@ -35,15 +39,20 @@ TRAIN_TRACES: tuple[str, ...] = (
 @dataclass(frozen=True)
 class ResidualData:
     """What both residual trainers' configs share: the real ``traces`` (files under ``data_dir``) at the offered
-    ``loads``, validation on ``validation_limit`` windows (evenly spaced; 0 = all), ``workers`` local processes
-    and the ``seed``. Every field is checked against its annotation."""
+    ``loads`` on each of the ``clusters`` (presets, files or ``preset[type=nodes]`` variants), validation on
+    ``validation_limit`` windows per cluster (evenly spaced; 0 = all), ``workers`` local processes or the Ray
+    cluster at ``ray`` (an address or ``auto``; ``workers`` is then not used) for the episodes, and the
+    ``seed``. Every field is checked against its annotation; a cluster that does not resolve is refused here.
+    """
 
     traces: tuple[str, ...] = TRAIN_TRACES
     loads: tuple[float, ...] = (0.6, 0.9, 1.2)
+    clusters: tuple[str, ...] = ("testbed-64",)
     data_dir: str = REAL_DATA_DIR
     seed: int = 0
     workers: int = 2
     validation_limit: int = 0
+    ray: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -56,6 +65,15 @@ class ResidualData:
             raise ValueError(f"{name}.workers must be >= 1, got {self.workers}")
         if self.validation_limit < 0:
             raise ValueError(f"{name}.validation_limit must be >= 0, got {self.validation_limit}")
+        if not self.clusters or len(set(self.clusters)) < len(self.clusters):
+            raise ValueError(f"{name}.clusters must name at least one cluster, each once, got {self.clusters}")
+        for cluster in self.clusters:
+            try:
+                resolve_cluster(cluster)
+            except ValueError as exc:
+                raise ValueError(f"{name}.clusters: {exc}") from None
+        if self.ray == "":
+            raise ValueError(f"{name}.ray must be a Ray address or 'auto', got ''")
 
 
 #: The policy a zero residual is: the trainers' fitness is measured against it.
@@ -67,8 +85,8 @@ REFERENCE = "~reference"
 class ReferenceScores:
     """Policies scored beside a reference policy on the same workloads; a reference runs once per workload (it is deterministic)."""
 
-    def __init__(self, seed: int, workers: int) -> None:
-        self.seed, self.workers = seed, workers
+    def __init__(self, seed: int, workers: int, ray: str | None = None) -> None:
+        self.seed, self.workers, self.ray = seed, workers, ray
         self._done: dict[tuple[str, str], list[float]] = {}  # (reference spec, workload label) -> finished JCTs
 
     def log_ratios(
@@ -91,7 +109,7 @@ class ReferenceScores:
             return
         rows: list[dict[str, Any]] = []
         Evaluator(evaluator.config, missing).score_specs(
-            {REFERENCE: reference}, self.seed, self.workers, progress, jct_rows=rows
+            {REFERENCE: reference}, self.seed, self.workers, progress, rows, self.ray
         )
         self._done.update({(reference, w.label): [] for w in missing})
         for row in rows:
@@ -102,7 +120,7 @@ class ReferenceScores:
     ) -> list[dict[str, list[float]]]:
         self._run(evaluator, reference, progress)
         rows: list[dict[str, Any]] = []
-        evaluator.score_specs(specs, self.seed, self.workers, progress, jct_rows=rows)
+        evaluator.score_specs(specs, self.seed, self.workers, progress, rows, self.ray)
         out: list[dict[str, list[float]]] = [
             {label: [] for label in specs} | {REFERENCE: list(self._done[reference, w.label])}
             for w in evaluator.workloads
@@ -114,10 +132,29 @@ class ReferenceScores:
 
 
 def real_windows(
-    traces: Sequence[str], loads: Sequence[float], data_dir: str, validation_limit: int = 0
+    traces: Sequence[str],
+    loads: Sequence[float],
+    data_dir: str,
+    validation_limit: int = 0,
+    clusters: Sequence[str] = ("testbed-64",),
 ) -> tuple[Evaluator, Evaluator]:
-    """The train windows of ``traces`` at the offered ``loads``, and ``validation_limit`` validation windows (0 = all)."""
-    part = custom_suite(traces, split="train", load_levels=loads).parts[0]
-    part = dataclasses.replace(part, config=part.config.replace(data_dir=data_dir))
+    """The train windows of ``traces`` at the offered ``loads``, and ``validation_limit`` validation windows (0 = all)
+    of the real traces (the ``real-validation`` suite's), both cut on each of ``clusters`` in turn."""
+    train = custom_suite(traces, split="train", load_levels=loads).parts[0]
+    train = dataclasses.replace(train, config=train.config.replace(data_dir=data_dir))
     validation = dataclasses.replace(get_suite("real-validation", data_dir).parts[0], limit=validation_limit)
-    return Evaluator(part.config, part.workloads()), Evaluator(validation.config, validation.workloads())
+    return (
+        Evaluator(train.config, _on_clusters(train, clusters)),
+        Evaluator(validation.config, _on_clusters(validation, clusters)),
+    )
+
+
+def _on_clusters(part: SuitePart, clusters: Sequence[str]) -> list[Workload]:
+    """``part``'s workloads on each of ``clusters``, labelled ``CLUSTER/LABEL`` when there are several."""
+    if len(clusters) == 1:
+        return dataclasses.replace(part, cluster=clusters[0]).workloads()
+    return [
+        dataclasses.replace(w, label=f"{cluster}/{w.label}")
+        for cluster in clusters
+        for w in dataclasses.replace(part, cluster=cluster).workloads()
+    ]

@@ -72,8 +72,8 @@ def test_the_gymnasium_checker_passes_and_bad_input_is_refused(jobs) -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match="shape"):
         env.step(np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="unknown option"):
-        env.reset(options={"cluster": "x"})
+    with pytest.raises(ValueError, match="unknown option\\(s\\) trace; valid: jobs, cluster$"):
+        env.reset(options={"trace": "x"})
     with pytest.raises(ValueError, match="max_jobs"):
         ResidualArenaEnv(max_jobs=0)
 
@@ -86,3 +86,30 @@ def test_sb3_ppo_learns_on_it(jobs) -> None:
     obs, _ = env.reset(options={"jobs": jobs})
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (16, 2) and env.action_space.contains(action.astype(np.float32))
+
+
+def test_an_episode_runs_on_the_cluster_its_options_or_its_draw_name(jobs) -> None:
+    env = ResidualArenaEnv(cluster="testbed-64", cluster_variants=("arena-1280",))
+    zeros = np.zeros(env.action_space.shape, np.float32)
+    base = make_policy("arena-gittins-32-f")
+    big = load_cluster("arena-1280")
+    env.reset(options={"jobs": jobs, "cluster": "arena-1280"})
+    while env.step(zeros)[2:4] == (False, False):
+        pass
+    record = run_episode(
+        SimBackend(big, make_perf("estimator", big), config=SimConfig(overhead_class=base.ap_search)), base, jobs
+    )
+    assert env.last_record is not None and env.last_record.events == record.events  # zero actions there too
+    _, _, small = _episode(env, jobs, zeros)  # no cluster named: the config's
+    assert env.backend.cluster.name == "testbed-64" and env.last_record.events != record.events
+    drawn = set()
+    for seed in range(12):
+        env.reset(seed=seed)
+        drawn.add(env.backend.cluster.name)
+    assert drawn == {"testbed-64", "arena-1280"}
+    for options, problem in (
+        ({"jobs": jobs, "cluster": "tiny"}, "must name one of testbed-64, arena-1280 and go with 'jobs', got 'tiny'"),
+        ({"cluster": "arena-1280"}, "go with 'jobs', got 'arena-1280'"),
+    ):
+        with pytest.raises(ValueError, match=problem):
+            env.reset(options=options)

@@ -22,9 +22,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
@@ -255,3 +256,24 @@ def test_expert_iteration_labels_on_ray_equal_local_labels(cluster: Cluster, tmp
     for (far, _), (near, _) in zip(remote, map(label_task, tasks), strict=True):
         assert len(far.data) > 0
         assert (far.data.actions == near.data.actions).all() and far.decisions == near.decisions
+
+
+def test_evolution_strategies_on_ray_train_the_network_of_a_local_run(cluster: Cluster, shared_data, tmp_path) -> None:
+    """Every episode of an ES iteration (two clusters' windows) runs as a Ray task; the weights are a local run's."""
+    from arena_gym.harness.trainers.es import ResidualTrainConfig, ResidualTrainer
+
+    config = ResidualTrainConfig(
+        data_dir=str(shared_data),
+        clusters=("testbed-64", "arena-1280"),
+        iterations=1,
+        pairs=1,
+        windows=2,
+        validation_limit=1,
+        workers=1,
+        seed=3,
+    )
+    far = ResidualTrainer(replace(config, ray=cluster.address), tmp_path / "ray").run(progress=False)
+    near = ResidualTrainer(config, tmp_path / "local").run(progress=False)
+    assert far.vector.tolist() == near.vector.tolist() and np.abs(far.vector).sum() > 0
+    assert far.trained["validation_geomean_ratio"] == near.trained["validation_geomean_ratio"]
+    assert far.trained["config"]["ray"] == cluster.address

@@ -96,3 +96,23 @@ def test_with_progress_an_iteration_shows_its_scored_windows_before_it_ends(shar
     events.clear()
     ResidualTrainer(config, tmp_path / "quiet").run(progress=False, on_iteration=lambda it, _: events.append("end"))
     assert events == ["end"]
+
+
+def test_a_run_across_clusters_selects_on_the_validation_windows_of_each(shared_data, tmp_path) -> None:
+    clusters = ("testbed-64", "arena-1280")
+    config = ResidualTrainConfig(
+        data_dir=str(shared_data), iterations=1, pairs=1, windows=2, validation_limit=1, workers=1, clusters=clusters
+    )
+    trainer = ResidualTrainer(config, tmp_path / "run")
+    assert {w.cluster for w in trainer.train.workloads} == set(clusters)
+    assert [w.cluster for w in trainer.validation.workloads] == list(clusters)
+    weights = trainer.run(progress=False)
+    assert weights.trained["validation_windows"] == 2 and tuple(weights.trained["config"]["clusters"]) == clusters
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert saved["clusters"] == list(clusters) and saved["ray"] is None
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "config.json",
+        "history.csv",
+        "history.png",
+        "residual.json",
+    ]  # the candidates' folder is gone

@@ -114,7 +114,9 @@ def _episode_return(env: WindowEnv) -> float:
 
 def test_relative_returns_measure_the_window_against_its_base() -> None:
     cluster = load_cluster("testbed-64")
-    window = SimpleNamespace(jobs=load_jobs(TRACE, cluster, make_perf("estimator", cluster), seed=5))
+    window = SimpleNamespace(
+        jobs=load_jobs(TRACE, cluster, make_perf("estimator", cluster), seed=5), cluster=cluster.name
+    )
     base = ResidualArenaEnv(cluster="testbed-64", max_jobs=32)
     absolute = _episode_return(WindowEnv(base, [window]))  # zero actions: the base itself
     assert absolute < 0  # minus its average JCT in hours
@@ -122,6 +124,18 @@ def test_relative_returns_measure_the_window_against_its_base() -> None:
     assert _episode_return(WindowEnv(base, [window], [-2 * absolute])) == pytest.approx(0.5, rel=1e-9)
     with pytest.raises(ValueError, match="2 scales for 1 workloads"):
         WindowEnv(base, [window], [1.0, 2.0])
+
+
+def test_a_window_is_replayed_on_its_own_cluster() -> None:
+    cluster = load_cluster("testbed-64")
+    jobs = load_jobs(TRACE, cluster, make_perf("estimator", cluster), seed=5)
+    windows = [SimpleNamespace(jobs=jobs, cluster=name) for name in ("testbed-64", "arena-1280")]
+    env = WindowEnv(ResidualArenaEnv(cluster="testbed-64", cluster_variants=("arena-1280",), max_jobs=32), windows)
+    seen = set()
+    for seed in range(8):
+        env.reset(seed=seed)
+        seen.add(env.unwrapped.backend.cluster.name)
+    assert seen == {"testbed-64", "arena-1280"}
 
 
 @pytest.mark.parametrize(
