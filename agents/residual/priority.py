@@ -266,14 +266,17 @@ class ResidualPriority(GittinsPriority):
         seen = self._log.seen  # the snapshot's views' attained work (it observed them)
         return job_features(views, [indexes[j] for j in jobs], [seen[j].work for j in jobs], snapshot, fixed)
 
+    def listed_features(self, snapshot: Snapshot) -> np.ndarray:
+        """The features of the jobs whose multipliers ``snapshot`` sets (the known jobs it lists), a row each."""
+        self._indexes(snapshot)  # memoised for features, with the snapshot's views of known jobs
+        return self.features(self._listed, snapshot)
+
     def _scales(self, snapshot: Snapshot) -> dict[JobId, tuple[float, float]]:
         """Each listed job's (order, urgency) multipliers by job id (a view the snapshot does not list has none: 1)."""
         if self._residuals_for is not snapshot:
-            self._indexes(snapshot)  # memoised for features, with the snapshot's views of known jobs
-            views = self._listed
-            x = self.features(views, snapshot)
+            x = self.listed_features(snapshot)
             r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
-            self._residuals = dict(zip([v.spec.job_id for v in views], map(tuple, r.tolist())))
+            self._residuals = dict(zip([v.spec.job_id for v in self._listed], map(tuple, r.tolist())))
             self._residuals_for = snapshot
         return self._residuals
 

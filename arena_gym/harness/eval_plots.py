@@ -59,6 +59,24 @@ def plot_es_history(history: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_policy_iteration(history: pd.DataFrame, path: Path) -> Path:
+    """Policy iteration: the residual's validation ratio to Arena per round (round 0: the warm start), and the share
+    of the round's searches a candidate won."""
+    fig, (score, won) = plt.subplots(1, 2, figsize=(10, 4))
+    score.plot(history["round"], history["validation_geomean_ratio"], "-o", ms=4)
+    score.axhline(1.0, color="grey", lw=1, ls="--", label="Arena")
+    score.set_xlabel("round")
+    score.set_ylabel("validation average JCT / Arena's (geometric mean)")
+    score.grid(alpha=0.3)
+    score.legend()
+    searched = history[history["searches"] > 0]
+    won.bar(searched["round"], searched["candidate_won"] / searched["searches"])
+    won.set_xlabel("round")
+    won.set_ylabel("searches a candidate won")
+    won.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_finetune(histories: Mapping[str, pd.DataFrame], path: Path) -> Path:
     """Fine-tuning runs: each run's validation ratio to the base against environment steps (1 = the base)."""
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -30,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("arena_gym.harness.cli.estimate:configure", "query, validate or calibrate the performance estimator"),
     "train": (
         "arena_gym.harness.cli.train:configure",
-        "train a learned agent: --method sb3 (default), es, residual-ppo or expert-iteration",
+        "train a learned agent: --method sb3 (default), es, residual-ppo, expert-iteration or policy-iteration",
     ),
     "tune": ("arena_gym.harness.cli.tune:configure", "a hyperparameter study (Optuna) of a learned agent's trainer"),
     "fit-belief": (

@@ -10,6 +10,7 @@ METHODS: dict[str, str] = {
     "es": "arena_gym.harness.trainers.methods:ES",
     "residual-ppo": "arena_gym.harness.trainers.methods:RESIDUAL_PPO",
     "expert-iteration": "arena_gym.harness.trainers.methods:EXPERT_ITERATION",
+    "policy-iteration": "arena_gym.harness.trainers.methods:POLICY_ITERATION",
 }
 #: The methods' names before they were methods: ``arena-gym tune --target`` still takes them (studies keep their name).
 FORMER_NAMES: dict[str, str] = {"residual": "es", "ppo": "sb3"}

@@ -277,3 +277,14 @@ def test_evolution_strategies_on_ray_train_the_network_of_a_local_run(cluster: C
     assert far.vector.tolist() == near.vector.tolist() and np.abs(far.vector).sum() > 0
     assert far.trained["validation_geomean_ratio"] == near.trained["validation_geomean_ratio"]
     assert far.trained["config"]["ray"] == cluster.address
+
+
+def test_policy_iteration_searches_on_ray_label_as_in_this_process(cluster: Cluster) -> None:
+    """A window's search task carries its weights (no file of the driver's is read there) and labels the same."""
+    from arena_gym.harness.trainers.policy_iteration import search_window
+    from tests.arena_gym.harness.trainers.test_policy_iteration import search_task
+
+    tasks = [search_task(seed) for seed in (1, 2)]
+    for far, near in zip(run_tasks(search_window, tasks, ray=cluster.address), map(search_window, tasks), strict=True):
+        assert far.searches == near.searches >= 1 and far.changed == near.changed
+        assert (far.features == near.features).all() and (far.winner == near.winner).all()

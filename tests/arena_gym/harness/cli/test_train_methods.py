@@ -22,7 +22,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_every_method_is_a_tune_target_under_its_name() -> None:
-    assert set(METHODS) == {"sb3", "es", "residual-ppo", "expert-iteration"}
+    assert set(METHODS) == {"sb3", "es", "residual-ppo", "expert-iteration", "policy-iteration"}
     assert all(TUNE_TARGETS[name] == target for name, target in METHODS.items())
 
 

@@ -58,7 +58,7 @@ def test_bad_settings_are_one_line_and_exit_2(capsys, tmp_path, extra: list[str]
 def test_an_unknown_target_names_the_valid_ones(capsys, tmp_path) -> None:
     assert main(["tune", "--target", "nope", "--out", str(tmp_path / "s")]) == 2
     assert (
-        "unknown tune target 'nope'; valid: sb3, es, residual-ppo, expert-iteration, residual, ppo or module:attr"
+        "unknown tune target 'nope'; valid: sb3, es, residual-ppo, expert-iteration, policy-iteration, residual, ppo or module:attr"
         in capsys.readouterr().err
     )
 
