@@ -15,8 +15,8 @@ score, and the best residual is kept (the warm start, round 0, included).
 
 Non-clairvoyant by construction: the lookahead's worlds are sampled from the belief given the work
 attained, and the features are the residual's own. Each window is one task, in ``workers`` local
-processes or on the Ray cluster at ``ray``; a task carries the weights themselves, so no node needs
-the driver's files.
+processes or on the Ray cluster at ``ray``; a search task carries the weights themselves, while the
+validations read them from a folder inside the output directory (on Ray, every node must see it).
 """
 
 from __future__ import annotations
