@@ -27,6 +27,7 @@ import logging
 import math
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ class LabellingLookahead(Lookahead):
     """The lookahead, keeping at each search the base residual's features of the jobs it sets multipliers for."""
 
     def __init__(self, config: LookaheadConfig, rng: np.random.Generator) -> None:
-        super().__init__("policy-iteration", config, rng)
+        super().__init__("lookahead-residual", config, rng)
         assert isinstance(self.base, ArenaPolicy) and isinstance(self.base.priority, ResidualPriority)
         self.priority: ResidualPriority = self.base.priority
         self.proposer: dict[str, int] = {p.name: i for i, p in enumerate((self.base, *self.candidates))}
@@ -127,14 +128,26 @@ class LabellingLookahead(Lookahead):
         return decision
 
 
+def proposals(theta: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarray:
+    """The flat weights a round proposes: ``theta``, then ``theta + sigma * e`` and ``theta - sigma * e`` per direction."""
+    return np.stack([theta, *[theta + sign * sigma * e for e in eps for sign in (1.0, -1.0)]])
+
+
+def teacher(
+    base: ResidualWeights, candidates: Sequence[ResidualWeights], worlds: int, horizon_s: float, seed: int
+) -> LabellingLookahead:
+    """The lookahead over the residual ``base`` and its ``candidates`` (the policy a round improves ``base`` by)."""
+    with tempfile.TemporaryDirectory(prefix="policy-iteration-") as folder:
+        specs = [f"residual:{w.save(Path(folder) / f'w{i}.json')}" for i, w in enumerate((base, *candidates))]
+        config = LookaheadConfig(
+            base=specs[0], candidates=tuple(specs[1:]), worlds=worlds, horizon_s=horizon_s, margin=0.0
+        )
+        return LabellingLookahead(config, np.random.default_rng(seed))
+
+
 def search_window(task: SearchTask) -> Labels:
     """Run the lookahead on one window (a worker's task): its labels."""
-    with tempfile.TemporaryDirectory(prefix="policy-iteration-") as folder:
-        specs = [f"residual:{w.save(Path(folder) / f'w{i}.json')}" for i, w in enumerate((task.base, *task.candidates))]
-        config = LookaheadConfig(
-            base=specs[0], candidates=tuple(specs[1:]), worlds=task.worlds, horizon_s=task.horizon_s, margin=0.0
-        )
-        search = LabellingLookahead(config, np.random.default_rng(task.seed))
+    search = teacher(task.base, task.candidates, task.worlds, task.horizon_s, task.seed)
     scenario = cluster_scenario(task.config, task.workload.cluster)
     run_episode(scenario.backend(search.ap_search), search, task.workload.jobs)
     width = len(RESIDUAL_FEATURES)
@@ -235,8 +248,8 @@ class PolicyIteration:
         cfg = self.config
         picked = rng.choice(len(self.train.workloads), size=min(cfg.windows, len(self.train.workloads)), replace=False)
         eps = rng.standard_normal((cfg.pairs, len(theta)))
-        proposals = np.stack([theta, *[theta + sign * cfg.sigma * e for e in eps for sign in (1.0, -1.0)]])
-        weights = [self.start.with_vector(p) for p in proposals]
+        proposed = proposals(theta, eps, cfg.sigma)
+        weights = [self.start.with_vector(p) for p in proposed]
         tasks = [
             SearchTask(
                 self.train.config,
@@ -250,7 +263,7 @@ class PolicyIteration:
             for i in sorted(picked)
         ]
         parts = run_tasks(search_window, tasks, cfg.workers, progress, unit="window", ray=cfg.ray)
-        return merge(parts), proposals
+        return merge(parts), proposed
 
     def _validate(self, theta: np.ndarray, folder: Path, name: str) -> float:
         spec = f"residual:{self.start.with_vector(theta).save(folder / f'{name}.json')}"
