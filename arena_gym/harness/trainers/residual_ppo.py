@@ -12,14 +12,17 @@ first policy updates follow a critic that has seen the policy's returns), a low 
 rate, and a penalty on the KL from the warm start's policy with an adaptive coefficient
 (``kl_target``; :class:`agents.residual.network.TeacherAnchor`). Returns relative to the base
 policy's on the same window (``returns``) take the arrival sequence's variance out of them. The
-network with the best selection score is kept. The rollouts run in this process (``n_envs``
-envs, each episode on its window's cluster); the scored episodes (the base's per window,
-the validations) run in ``workers`` processes or on the Ray cluster at ``ray``.
+network with the best selection score is kept. Each episode runs on its window's cluster. With
+``ray`` (a Ray cluster's address) the ``n_envs`` rollout envs live in actors there
+(:class:`~arena_gym.harness.trainers.ray_envs.RayVecEnv`) and the scored episodes (the base's per
+window, the validations) are Ray tasks; otherwise the envs step in this process and the scored
+episodes run in ``workers`` processes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -34,6 +37,7 @@ import numpy as np
 import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from agents.residual.network import ResidualPolicy, TeacherAnchor
 from agents.residual.priority import ResidualWeights
@@ -42,7 +46,7 @@ from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
 from arena_gym.harness.sweep import connect_ray
 from arena_gym.harness.trainers.windows import ReferenceScores, ResidualData, real_windows
 from arena_gym.outputs import code_version, write_json
-from envs import Workload
+from envs import EnvConfig, Workload
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +111,15 @@ class ResidualPPOConfig(ResidualData):
             raise ValueError("ResidualPPOConfig: gamma must be in (0, 1], log_std_init finite")
         if not self.net_arch or min(self.net_arch) < 1:
             raise ValueError(f"ResidualPPOConfig.net_arch needs layer sizes >= 1, got {self.net_arch}")
+
+
+def window_env(
+    config: EnvConfig, max_jobs: int, clip: float, workloads: list[Workload], scales: list[float] | None
+) -> gym.Env:
+    """The residual env on ``config``'s clusters, replaying ``workloads`` (:class:`WindowEnv`; a picklable factory)."""
+    from agents.residual.env import ResidualArenaEnv
+
+    return WindowEnv(ResidualArenaEnv(config, max_jobs=max_jobs, clip=clip), workloads, scales)
 
 
 class WindowEnv(gym.Wrapper):
@@ -239,19 +252,24 @@ class ResidualPPOTrainer:
         self._scales: list[float] | None = None
         self._progress = False
 
-    def _env(self) -> gym.Env:
-        from agents.residual.env import ResidualArenaEnv
-
-        first, *others = self.config.clusters
+    def _envs(self) -> VecEnv:
+        """``n_envs`` window envs: in this process, or each in an actor on the Ray cluster at ``ray``."""
+        cfg = self.config
+        first, *others = cfg.clusters
         config = self.train.config.replace(cluster=first, cluster_variants=tuple(others))
-        env = ResidualArenaEnv(config, max_jobs=self.config.max_jobs, clip=self.start.clip)
-        return WindowEnv(env, list(self.train.workloads), self._scales)
+        make = functools.partial(
+            window_env, config, cfg.max_jobs, self.start.clip, list(self.train.workloads), self._scales
+        )
+        if cfg.ray is not None:
+            from arena_gym.harness.trainers.ray_envs import RayVecEnv
+
+            return RayVecEnv([make] * cfg.n_envs, cfg.ray)
+        return DummyVecEnv([make] * cfg.n_envs)
 
     def run(self, progress: bool = True) -> ResidualWeights:
         """Fine-tune; write the files; the best network on validation (``progress``: bars of the steps and validations)."""
         from stable_baselines3 import PPO
         from stable_baselines3.common.callbacks import CallbackList
-        from stable_baselines3.common.vec_env import DummyVecEnv
 
         from agents.residual.network import set_weights
         from arena_gym.harness.callbacks import ProgressBarCallback
@@ -264,7 +282,7 @@ class ResidualPPOTrainer:
         )
         if cfg.returns == "relative":
             self._scales = self.scores.mean_jct_h(self.train, progress=progress)
-        venv = DummyVecEnv([self._env] * cfg.n_envs)
+        venv = self._envs()
         venv.seed(cfg.seed)
         model = PPO(
             ResidualPolicy,

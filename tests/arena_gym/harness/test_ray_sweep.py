@@ -25,7 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
@@ -288,3 +290,73 @@ def test_policy_iteration_searches_on_ray_label_as_in_this_process(cluster: Clus
     for far, near in zip(run_tasks(search_window, tasks, ray=cluster.address), map(search_window, tasks), strict=True):
         assert far.searches == near.searches >= 1 and far.changed == near.changed
         assert (far.features == near.features).all() and (far.winner == near.winner).all()
+
+
+def test_envs_in_ray_actors_step_as_envs_in_this_process(cluster: Cluster) -> None:
+    """RayVecEnv: the same observations, rewards, ends of episode (reset at once, the last observation kept) and
+    attributes as DummyVecEnv, from the same factory and seeds."""
+    import functools
+
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from arena_gym.harness.trainers.ray_envs import RayVecEnv
+    from arena_gym.harness.trainers.residual_ppo import window_env
+    from tests.arena_gym.harness.trainers.test_policy_iteration import search_task
+
+    task = search_task()
+    make = functools.partial(window_env, task.config, 16, 3.0, [task.workload], None)
+    far, near = RayVecEnv([make, make], cluster.address), DummyVecEnv([make, make])
+    try:
+        for venv in (far, near):
+            venv.seed(5)
+        rng = np.random.default_rng(0)
+        obs = [far.reset(), near.reset()]
+        assert all((obs[0][k] == obs[1][k]).all() for k in obs[1])
+        ended = 0
+        for _ in range(60):
+            actions = rng.uniform(-3.0, 3.0, (2, 16, 2)).astype(np.float32)
+            far.step_async(actions)
+            near.step_async(actions)
+            (fo, fr, fd, fi), (no, nr, nd, ni) = far.step_wait(), near.step_wait()
+            assert all((fo[k] == no[k]).all() for k in no) and (fr == nr).all() and (fd == nd).all()
+            for f, n, done in zip(fi, ni, nd, strict=True):
+                assert f["TimeLimit.truncated"] == n["TimeLimit.truncated"]
+                if done:
+                    ended += 1
+                    assert all((f["terminal_observation"][k] == n["terminal_observation"][k]).all() for k in no)
+        assert ended >= 2  # episodes ended and restarted
+        assert far.get_attr("max_jobs") == near.get_attr("max_jobs") == [16, 16]
+        assert far.env_is_wrapped(gym.Wrapper) == [True, True]
+    finally:
+        far.close()
+        near.close()
+
+
+def test_residual_ppo_on_ray_trains_the_network_of_a_local_run(cluster: Cluster, shared_data, tmp_path) -> None:
+    """Rollouts in Ray actors and scored episodes as Ray tasks: the weights and history of a run in one process."""
+    from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
+    from tests.arena_gym.harness.trainers.test_residual_ppo import START
+
+    config = ResidualPPOConfig(
+        warm_start=str(START.save(tmp_path / "start.json")),
+        data_dir=str(shared_data),
+        traces=("data:arena/traces/testbed.csv?iteration_divisor=1",),
+        steps=128,
+        n_envs=2,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        eval_every=64,
+        learning_rate=1e-2,
+        validation_limit=1,
+        workers=1,
+        seed=2,
+    )
+    far = ResidualPPOTrainer(replace(config, ray=cluster.address), tmp_path / "ray").run(progress=False)
+    near = ResidualPPOTrainer(config, tmp_path / "local").run(progress=False)
+    assert far.vector.tolist() == near.vector.tolist()
+    history = [pd.read_csv(tmp_path / d / "history.csv") for d in ("ray", "local")]
+    columns = [c for c in history[1].columns if c not in ("elapsed_s",)]
+    assert history[0][columns].equals(history[1][columns]) and len(history[1]) >= 2
+    moved = np.array(json.loads(history[1]["weights"].iloc[-1])) - START.vector
+    assert np.abs(moved).max() > 1e-3  # the rollouts moved the network
