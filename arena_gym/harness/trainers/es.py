@@ -33,8 +33,7 @@ from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
-from arena_gym.harness.sweep import connect_ray
-from arena_gym.harness.trainers.windows import BASE_SPEC, ReferenceScores, ResidualData, real_windows
+from arena_gym.harness.trainers.windows import BASE_SPEC, ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
 
 log = logging.getLogger(__name__)
@@ -100,12 +99,7 @@ class ResidualTrainer:
     def __init__(self, config: ResidualTrainConfig, out: str | Path) -> None:
         self.config = config
         self.out = check_out_dir(out, kind=KIND)
-        if config.ray is not None:
-            connect_ray(config.ray)
-        self.train, self.validation = real_windows(
-            config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
-        )
-        self.scores = ReferenceScores(config.seed, config.workers, config.ray)
+        self.train, self.validation, self.scores = windows_and_scores(config)
 
     @staticmethod
     def _spec(weights: ResidualWeights, folder: Path, name: str) -> str:

@@ -43,8 +43,8 @@ from arena_gym.harness.eval_plots import plot_policy_iteration
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import cluster_scenario
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
-from arena_gym.harness.sweep import connect_ray, run_tasks
-from arena_gym.harness.trainers.windows import ReferenceScores, ResidualData, real_windows
+from arena_gym.harness.sweep import run_tasks
+from arena_gym.harness.trainers.windows import ResidualData, windows_and_scores
 from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, write_json
 from arena_gym.types import Decision, Snapshot
@@ -193,12 +193,7 @@ class PolicyIteration:
         self.config = config
         self.start = ResidualWeights.load(config.warm_start) if config.warm_start else ResidualWeights()
         self.out = check_out_dir(out, kind=KIND)
-        if config.ray is not None:
-            connect_ray(config.ray)
-        self.train, self.validation = real_windows(
-            config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
-        )
-        self.scores = ReferenceScores(config.seed, config.workers, config.ray)
+        self.train, self.validation, self.scores = windows_and_scores(config)
 
     def run(self, progress: bool = True) -> ResidualWeights:
         """Iterate; write ``residual.json`` (the best on validation), ``history.csv`` / ``.png`` and ``config.json``."""

@@ -43,8 +43,7 @@ from agents.residual.network import ResidualPolicy, TeacherAnchor
 from agents.residual.priority import ResidualWeights
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
-from arena_gym.harness.sweep import connect_ray
-from arena_gym.harness.trainers.windows import ReferenceScores, ResidualData, real_windows
+from arena_gym.harness.trainers.windows import ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
 from envs import EnvConfig, Workload
 
@@ -238,12 +237,7 @@ class ResidualPPOTrainer:
         self.config = config
         self.out = check_out_dir(out, kind=KIND)
         self.start = ResidualWeights.load(config.warm_start) if config.warm_start else ResidualWeights()
-        if config.ray is not None:
-            connect_ray(config.ray)
-        self.train, self.validation = real_windows(
-            config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
-        )
-        self.scores = ReferenceScores(config.seed, config.workers, config.ray)
+        self.train, self.validation, self.scores = windows_and_scores(config)
         self.history: list[dict[str, Any]] = []
         self.best: tuple[float, int, ResidualWeights] | None = None  # (validation ratio, steps, weights)
         self._began = 0.0

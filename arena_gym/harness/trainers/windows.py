@@ -24,6 +24,7 @@ from arena_gym.fields import check_fields
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import log_ratios
 from arena_gym.harness.suites import SuitePart, custom_suite, get_suite
+from arena_gym.harness.sweep import connect_ray
 from envs.workload import Workload
 
 #: The five real traces' train windows, as the search's tuning read them.
@@ -129,6 +130,17 @@ class ReferenceScores:
         for row in rows:
             out[at[row["workload"]]][row["policy"]].append(row["jct_s"])
         return out
+
+
+def windows_and_scores(config: ResidualData) -> tuple[Evaluator, Evaluator, ReferenceScores]:
+    """A trainer's train and validation windows (:func:`real_windows`) and its memo of reference scores, once
+    connected to the Ray cluster ``config.ray`` names, if any (an unreachable one fails first, in one line)."""
+    if config.ray is not None:
+        connect_ray(config.ray)
+    train, validation = real_windows(
+        config.traces, config.loads, config.data_dir, config.validation_limit, config.clusters
+    )
+    return train, validation, ReferenceScores(config.seed, config.workers, config.ray)
 
 
 def real_windows(
