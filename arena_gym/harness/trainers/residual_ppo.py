@@ -297,20 +297,22 @@ class ResidualPPOTrainer:
             model.policy.anchor = TeacherAnchor(self.start, cfg.log_std_init, cfg.kl_coef, cfg.kl_target)
             self._kl = KLControl(cfg.critic_warmup)
         self._began = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="candidates-", dir=self.out) as folder:
-            self._folder = Path(folder)
-            callbacks = CallbackList(
-                [
-                    CriticWarmup(cfg.critic_warmup),
-                    *([self._kl] if self._kl is not None else []),
-                    Validation(self, cfg.eval_every),
-                    ProgressBarCallback(cfg.steps, progress),
-                ]
-            )
-            model.learn(total_timesteps=cfg.steps, callback=callbacks)
-            if self.history[-1]["timesteps"] < model.num_timesteps:
-                self.validate(model, model.num_timesteps)
-        venv.close()
+        try:  # the envs are closed (on Ray: their actors ended) however the run ends
+            with tempfile.TemporaryDirectory(prefix="candidates-", dir=self.out) as folder:
+                self._folder = Path(folder)
+                callbacks = CallbackList(
+                    [
+                        CriticWarmup(cfg.critic_warmup),
+                        *([self._kl] if self._kl is not None else []),
+                        Validation(self, cfg.eval_every),
+                        ProgressBarCallback(cfg.steps, progress),
+                    ]
+                )
+                model.learn(total_timesteps=cfg.steps, callback=callbacks)
+                if self.history[-1]["timesteps"] < model.num_timesteps:
+                    self.validate(model, model.num_timesteps)
+        finally:
+            venv.close()
         assert self.best is not None  # validated at the start
         score, steps, weights = self.best
         final = weights.with_vector(
