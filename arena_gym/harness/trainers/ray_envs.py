@@ -1,9 +1,11 @@
 """A stable-baselines3 VecEnv whose envs live in Ray actors, so a trainer's rollouts step on a Ray cluster.
 
-Each env is built by its factory inside an actor (one CPU) and keeps SB3's step semantics there:
+Each env is built by its factory inside an actor and keeps SB3's step semantics there:
 a finished episode is reset at once, its last observation in the info as ``terminal_observation``
 and ``TimeLimit.truncated`` set. The envs of a step run in parallel; the learner stays in the
-driver. The factories must pickle (module-level functions or partials of them).
+driver. The actors take Ray's default resources (a CPU to be placed, none held while they run), so
+Ray tasks the trainer starts beside them (its validations) are never left without a CPU, however
+small the cluster. The factories must pickle (module-level functions or partials of them).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class RayVecEnv(VecEnv):
         import ray
 
         self._ray = ray
-        actor = ray.remote(num_cpus=1)(EnvActor)
+        actor = ray.remote(EnvActor)  # Ray's default: a CPU to be placed, none held while it runs (tasks still fit)
         self.actors: list[Any] = [actor.remote(fn) for fn in env_fns]
         observation_space, action_space = ray.get(self.actors[0].spaces.remote())
         super().__init__(len(env_fns), observation_space, action_space)
