@@ -98,7 +98,6 @@ class ResidualArenaEnv(gym.Env):
         self.priority = _ActionPriority(ResidualWeights(clip=clip))
         self.policy = arena_with(self.priority, "residual-env")
         self._backends = {s.cluster.name: s.backend(self.policy.ap_search) for s in scenarios}
-        self._clusters = [s.cluster for s in scenarios]
         self.backend = self._backends[self.cluster.name]
         self.workloads = WorkloadSampler(self.config, self.cluster, scenarios[0].truth)
         self.clip = clip
@@ -135,7 +134,8 @@ class ResidualArenaEnv(gym.Env):
                 f"got {cluster!r}"
             )
         if jobs is None:
-            drawn = self.workloads.sample(int(self.np_random.integers(2**63)), self._clusters)
+            clusters = [b.cluster for b in self._backends.values()]
+            drawn = self.workloads.sample(int(self.np_random.integers(2**63)), clusters)
             jobs, cluster = drawn.jobs, drawn.cluster
         jobs = tuple(jobs)
         if not jobs:

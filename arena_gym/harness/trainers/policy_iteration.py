@@ -160,14 +160,14 @@ def search_window(task: SearchTask) -> Labels:
     )
 
 
-def distil(theta: np.ndarray, proposals: np.ndarray, labels: Labels, ridge: float, clip: float) -> np.ndarray:
+def distil(theta: np.ndarray, proposed: np.ndarray, labels: Labels, ridge: float, clip: float) -> np.ndarray:
     """The weights whose outputs fit the winners' clipped log-multipliers on the labelled features in least squares,
-    pulled towards ``theta`` by ``ridge`` x the features' mean square (``proposals``: every proposal's flat weights,
-    the base's first)."""
+    pulled towards ``theta`` by ``ridge`` x the features' mean square (``proposed``: every proposal's flat weights,
+    the base's first, as :func:`proposals` makes them)."""
     x, width = labels.features, len(RESIDUAL_FEATURES)
     if not len(x):
         return theta
-    rows = proposals.reshape(len(proposals), 2, width)[labels.winner]  # (samples, 2, features)
+    rows = proposed.reshape(len(proposed), 2, width)[labels.winner]  # (samples, 2, features)
     targets = np.clip(np.einsum("sf,smf->sm", x, rows), -clip, clip)
     gram = x.T @ x
     pull = ridge * np.trace(gram) / width
@@ -209,17 +209,16 @@ class PolicyIteration:
             best = (self._validate(theta, Path(folder), "round0"), 0, theta)
             history.append(self._row(0, best[0], None, theta, began))
             for round_ in tqdm(range(1, cfg.rounds + 1), desc="policy iteration", unit="round", disable=not progress):
-                labels = self._search(theta, rng, round_, progress)
-                theta = distil(theta, labels[1], labels[0], cfg.ridge, self.start.clip)
+                labels, proposed = self._search(theta, rng, round_, progress)
+                theta = distil(theta, proposed, labels, cfg.ridge, self.start.clip)
                 score = self._validate(theta, Path(folder), f"round{round_}")
-                history.append(self._row(round_, score, labels[0], theta, began))
+                history.append(self._row(round_, score, labels, theta, began))
                 pd.DataFrame(history).to_csv(self.out / "history.csv", index=False)
-                log.info("round %d: %d searches, validation %.4f", round_, labels[0].searches, score)
+                log.info("round %d: %d searches, validation %.4f", round_, labels.searches, score)
                 if score < best[0]:
                     best = (score, round_, theta)
                 elif round_ - best[1] >= cfg.patience:
                     break
-        pd.DataFrame(history).to_csv(self.out / "history.csv", index=False)
         trained = {
             "method": "policy iteration: a lookahead over perturbed residuals, distilled by ridge regression",
             "warm_start": cfg.warm_start,
