@@ -213,7 +213,12 @@ class KLControl(BaseCallback):
 
 
 class Validation(BaseCallback):
-    """At the start and every ``every`` steps: the mean actor's selection score on validation."""
+    """At the start and every ``every`` steps: the mean actor's selection score on validation.
+
+    A validation runs when a rollout starts, so the actor it scores has had the update of every
+    step it counts (a step's hook runs before its rollout's update); the trainer validates the
+    last update after ``learn``.
+    """
 
     def __init__(self, trainer: ResidualPPOTrainer, every: int) -> None:
         super().__init__()
@@ -223,10 +228,12 @@ class Validation(BaseCallback):
         self.trainer.validate(self.model, 0)
         self.next = self.every
 
-    def _on_step(self) -> bool:
+    def _on_rollout_start(self) -> None:
         if self.num_timesteps >= self.next:
             self.trainer.validate(self.model, self.num_timesteps)
             self.next = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
         return True
 
 

@@ -69,6 +69,19 @@ def test_without_a_warm_up_the_actor_moves(shared_data, tmp_path) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_a_validation_scores_the_actor_after_the_update_of_every_step_it_counts(shared_data, tmp_path) -> None:
+    # the first update trains the critic alone, the second moves the actor: the validation at
+    # step 128 scores the warm start, the one at 256 (the last, after learn) the moved actor
+    config = tiny(shared_data, tmp_path, learning_rate=1e-2, critic_warmup=1)
+    ResidualPPOTrainer(config, tmp_path / "run").run(progress=False)
+    history = pd.read_csv(tmp_path / "run" / "history.csv")
+    assert history["timesteps"].tolist() == [0, 128, 256]
+    weights = [np.array(json.loads(w)) for w in history["weights"]]
+    assert weights[1] == pytest.approx(START.vector, abs=1e-6) and history["log_std"].iloc[1] == -2.0
+    assert np.abs(weights[2] - START.vector).max() > 1e-3 and history["log_std"].iloc[2] != -2.0
+
+
+@pytest.mark.timeout(300)
 def test_the_kl_penalty_is_measured_and_its_coefficient_adapted(shared_data, tmp_path) -> None:
     config = tiny(
         shared_data,
@@ -90,16 +103,16 @@ def test_the_kl_penalty_is_measured_and_its_coefficient_adapted(shared_data, tmp
     direct = trainer.train.__class__(trainer.train.config, [first]).score_specs({"b": "arena-gittins-32-f"}, 0, 1)
     assert trainer._scales[0] == pytest.approx(float(direct["avg_jct_s"].iloc[0]) / 3600, rel=1e-9)
     history = pd.read_csv(tmp_path / "run" / "history.csv")
-    # a validation at step 128k falls in rollout k + 1 and sees the KL measured at the end of rollout k
-    assert history["kl"].iloc[:2].isna().all()
+    # a validation at step 128k follows rollout k and its update, and sees the KL measured on rollout k
+    assert history["timesteps"].tolist() == [0, 128, 256, 384, 512] and np.isnan(history["kl"].iloc[0])
     # the first rollout is the warm start's own, the second follows the warm-up's frozen update:
     # both have KL 0 and leave the coefficient as it was (halving it would only weaken the anchor)
-    assert history["kl"].iloc[2:4].to_numpy() == pytest.approx([0.0, 0.0], abs=1e-9)
-    assert (history["kl_coef"].iloc[2:4] == 100.0).all()
+    assert history["kl"].iloc[1:3].to_numpy() == pytest.approx([0.0, 0.0], abs=1e-9)
+    assert (history["kl_coef"].iloc[1:3] == 100.0).all()
     # the third follows the first update that moved the actor: the coefficient adapts to its KL
-    kl, target = history["kl"].iloc[4], config.kl_target
+    kl, target = history["kl"].iloc[3], config.kl_target
     assert kl > 0
-    assert history["kl_coef"].iloc[4] == (200.0 if kl > 1.5 * target else 50.0 if kl < target / 1.5 else 100.0)
+    assert history["kl_coef"].iloc[3] == (200.0 if kl > 1.5 * target else 50.0 if kl < target / 1.5 else 100.0)
 
 
 def _episode_return(env: WindowEnv) -> float:
