@@ -23,7 +23,10 @@ config), ``finetune.png`` (the curves) and ``finetune.json`` (the figures, confi
 
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_finetune.py [--steps 16384] [--eval-every 2048]
+    OMP_NUM_THREADS=1 python benchmarks/bench_finetune.py [--steps 16384] [--eval-every 2048] [--replace]
+
+An earlier run's folders are refused before any work unless ``--replace``; each is replaced only
+once its new run is complete.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ import pandas as pd
 
 from arena_gym import REAL_DATA_DIR
 from arena_gym.harness.eval_plots import plot_finetune
-from arena_gym.harness.out_dirs import machine
-from arena_gym.harness.trainers.residual_ppo import ResidualPPOConfig, ResidualPPOTrainer
+from arena_gym.harness.out_dirs import check_out_dir, filled_dir, machine
+from arena_gym.harness.trainers.residual_ppo import KIND, ResidualPPOConfig, ResidualPPOTrainer
 from arena_gym.outputs import code_version, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +70,8 @@ def run(args: tuple[str, ResidualPPOConfig, Path]) -> tuple[str, float]:
     for quiet in ("traces", "envs.workload"):
         logging.getLogger(quiet).setLevel(logging.WARNING)
     began = time.perf_counter()
-    ResidualPPOTrainer(args[1], args[2]).run(progress=False)
+    with filled_dir(args[2]) as work:
+        ResidualPPOTrainer(args[1], work).run(progress=False)
     return args[0], time.perf_counter() - began
 
 
@@ -86,6 +90,12 @@ def summary(history: pd.DataFrame, wall_s: float) -> dict:
     }
 
 
+def check_outs(out: Path, replace: bool) -> None:
+    """Refuse (one-line ValueError) a variant's folder that is not a residual-ppo run, or is one and not ``replace``."""
+    for name in VARIANTS:
+        check_out_dir(out / name, kind=KIND, replace=replace)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm-start", default="benchmarks/results/residual/train-tuned/residual.json")
@@ -94,7 +104,12 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--replace", action="store_true", help="replace an earlier run's folders")
     args = parser.parse_args()
+    try:
+        check_outs(args.out, args.replace)
+    except ValueError as exc:
+        raise SystemExit(f"bench_finetune: {exc}") from None
     base = ResidualPPOConfig(
         warm_start=args.warm_start,
         data_dir=args.data_dir,
