@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from arena_gym.protocols import PerfModel
+from arena_gym.restarts import RestartCost, RestartCosts
 from arena_gym.types import ClusterSpec, Grid, JobSpec, ModelRef, Plan, ResourceShape, best_locality, localities
 
 #: Largest noise level: a factor of e^(10 x 6.8) already spans every sensible misestimate,
@@ -49,7 +50,7 @@ class NoisyPerfModel(ScaledPerfModel):
 
     The error for a point is a pure function of (seed, model, batch, shape), so every query
     of the same point sees the same misestimate and runs are reproducible. Feasibility is not
-    changed: infeasible stays infeasible.
+    changed: infeasible stays infeasible. A base's measured (re)start costs are kept (no error on them).
     """
 
     base: PerfModel
@@ -64,6 +65,10 @@ class NoisyPerfModel(ScaledPerfModel):
     def name(self) -> str:
         """The base model's name with the noise level."""
         return f"noisy({self.base.name},{self.sigma})"
+
+    def restart_cost(self, model: ModelRef, gpu_type: str) -> RestartCost | None:
+        """The base model's measured restart costs, if it has them."""
+        return self.base.restart_cost(model, gpu_type) if isinstance(self.base, RestartCosts) else None
 
     def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
         key = f"{self.seed}|{model.name}|{batch}|{shape}".encode()

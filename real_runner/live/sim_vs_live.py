@@ -29,7 +29,7 @@ import pandas as pd
 
 from arena_gym.loop import run_episode
 from arena_gym.metrics import job_outcomes
-from arena_gym.perf import ScaledPerfModel
+from arena_gym.perf import NoisyPerfModel, ScaledPerfModel
 from arena_gym.protocols import Policy
 from arena_gym.records import EpisodeRecord, EventKind
 from arena_gym.restarts import RestartCost, RestartCosts, RestartKind
@@ -174,15 +174,22 @@ def simulate_predicted(
     round_s: float | None = None,
     checkpoint_every_s: float = 0.0,
     checkpoint_every_steps: int = 0,
+    step_noise: float = 0.0,
+    noise_seed: int = 0,
 ) -> EpisodeRecord:
     """Run ``policy`` on the simulator with the same jobs, as the simulator predicts them before any live run:
     ``perf`` is the belief, and with the runner's periodic checkpoint saves (:class:`PeriodicSaves`, at the
     deployment's checkpoint settings) the truth; every (re)start costs what ``perf`` knows of it and nothing
     else (its :class:`~arena_gym.restarts.RestartCosts` by the kind of (re)start; else the 0 s checkpoint
     resume). No plan-search term is charged (overhead class ``none``): the live runner has none beyond the
-    policy's own decision time."""
+    policy's own decision time.
+
+    ``step_noise`` > 0 asks what the prediction would be in a world whose step times are off: the truth's
+    iteration times then carry :class:`~arena_gym.perf.NoisyPerfModel`'s fixed log-normal error of that sigma
+    per (model, batch, shape), drawn by ``noise_seed``; the policy still plans with ``perf``."""
     config = SimConfig(round_s=round_s, overhead_class=OverheadClass.NONE)
-    truth = PeriodicSaves(perf, checkpoint_every_s, checkpoint_every_steps)
+    steps = NoisyPerfModel(perf, step_noise, noise_seed) if step_noise > 0 else perf
+    truth = PeriodicSaves(steps, checkpoint_every_s, checkpoint_every_steps)
     return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 

@@ -10,6 +10,7 @@ import pytest
 from arena_gym.cluster import PRESETS
 from arena_gym.perf import NoisyPerfModel
 from arena_gym.registry import make_perf
+from arena_gym.restarts import RestartCost, RestartCosts
 from arena_gym.types import GpuType, ModelRef, ResourceShape
 from tests.helpers import GPT, table_model
 
@@ -32,6 +33,23 @@ def test_noisy_errors_are_lognormal_with_the_given_sigma():
     noisy = NoisyPerfModel(BASE, 0.3, seed=0)
     logs = np.log([noisy._factor(ModelRef("gpt", str(i)), 128, shape()) for i in range(4000)])
     assert abs(logs.mean()) < 0.03 and logs.std() == pytest.approx(0.3, rel=0.06)
+
+
+def test_noisy_model_keeps_its_bases_measured_restart_costs_and_adds_none():
+    cost = RestartCost(start_s=4.0, held_s=3.0, save_s=0.5, load_s=1.5)
+
+    class Profiled:  # BASE's times, with measured (re)start costs for gpt on a40
+        def __getattr__(self, name):
+            return getattr(BASE, name)
+
+        def restart_cost(self, model, gpu_type):
+            return cost if (model, gpu_type) == (GPT, "a40") else None
+
+    noisy = NoisyPerfModel(Profiled(), 0.2, seed=1)
+    assert isinstance(noisy, RestartCosts)
+    assert noisy.restart_cost(GPT, "a40") is cost and noisy.restart_cost(GPT, "a10") is None
+    assert noisy.iter_time(GPT, 128, shape()) == NoisyPerfModel(BASE, 0.2, seed=1).iter_time(GPT, 128, shape())
+    assert NoisyPerfModel(BASE, 0.2).restart_cost(GPT, "a40") is None  # a base without figures: the constants
 
 
 def test_noisy_spec_wraps_the_truth_and_rejects_garbage():

@@ -10,6 +10,7 @@ import pytest
 
 from agents.fcfs import FCFS
 from arena_gym.metrics import job_outcomes
+from arena_gym.perf import NoisyPerfModel
 from arena_gym.restarts import RestartCost, RestartKind
 from arena_gym.types import ClusterSpec, GpuType, JobId, JobSpec, ModelRef, NodeGroup, ResourceShape
 from estimator.profiled import ProfiledPerfModel
@@ -63,6 +64,8 @@ def test_the_prediction_takes_nothing_measured_live_and_a_model_without_figures_
         "round_s",
         "checkpoint_every_s",
         "checkpoint_every_steps",
+        "step_noise",
+        "noise_seed",
     ]
     cluster = ClusterSpec("one", (NodeGroup(GpuType("a40"), 1, 2),))
     perf = uniform_model(types=("a40",), counts=(1, 2))
@@ -70,6 +73,19 @@ def test_the_prediction_takes_nothing_measured_live_and_a_model_without_figures_
     plain = simulate_same(jobs, FCFS(), cluster, perf, LiveOverheads())
     assert jct(simulate_predicted(jobs, FCFS(), cluster, perf)) == pytest.approx(jct(plain))
     assert predicted_starts(perf, cluster, jobs) == {}
+
+
+def test_step_noise_stretches_the_truths_steps_by_the_noisy_factor_and_keeps_the_starts():
+    jobs = [JobSpec(JobId("a"), TINY, 16, 100, 0.0, CPU, 1)]
+    perf, one = profiled(), ResourceShape(CPU, 1, 1)
+    step_s = perf.iter_time(TINY, 16, one)
+    factor = NoisyPerfModel(perf, 0.1, 7).iter_time(TINY, 16, one) / step_s
+    assert factor != pytest.approx(1.0, abs=1e-3)
+    noisy = simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=7)
+    assert jct(noisy) == pytest.approx(100 * step_s * factor + 4.5, abs=1e-9)  # the profile's start still charged
+    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=7)) == jct(noisy)
+    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=8)) != jct(noisy)
+    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, noise_seed=8)) == jct(simulate_predicted(jobs, FCFS(), CPU2, perf))
 
 
 def test_the_comparison_carries_the_prediction_beside_the_twin():

@@ -1,0 +1,119 @@
+"""The A/B noise benchmark: its refusals, the run's predictions it reproduces, and its committed figures re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from tests.helpers import load_script
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "bench_live_ab_noise.py"
+COMMITTED = REPO / "benchmarks" / "results" / "live_ab" / "noise.json"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_script("bench_live_ab_noise", "benchmarks")
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict:
+    return json.loads(COMMITTED.read_text())
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=300, env=ENV
+    )
+
+
+def test_a_file_that_is_not_a_live_ab_run_is_refused_in_one_line(bench: ModuleType, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    for text, message in [
+        ("{", "cannot read it"),
+        (json.dumps({"config": {}}), "not a bench_live_ab.py results file"),
+        (
+            json.dumps(
+                {
+                    "config": {"a": "arena", "b": "fcfs", "perf": "estimator"},
+                    "ratios": [],
+                    "code_version": "x",
+                    "deploys": [{"label": "arena", "error": "exit 1"}],
+                }
+            ),
+            "a deploy failed",
+        ),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(SystemExit, match=message):
+            bench.read_run(bad)
+    done = run("--run", str(tmp_path / "absent.json"), "--out", str(tmp_path / "out.json"))
+    assert done.returncode != 0 and "cannot read it" in done.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"), [(("--draws", "1"), "--draws must be in 2.."), (("--sigmas", "0"), "distinct sigmas")]
+)
+def test_bad_arguments_are_refused_before_any_simulation(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
+    done = run(*args, "--out", str(tmp_path / "out.json"))
+    assert done.returncode == 2 and message in done.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_committed_runs_predictions_reproduce_and_a_changed_one_is_refused(
+    bench: ModuleType, committed: dict
+) -> None:
+    live_ab = bench.read_run(REPO / committed["config"]["run"])
+    predictions = bench.Predictions(live_ab)
+    assert bench.check_reproduces(live_ab, predictions) == pytest.approx(committed["noise_free_avg_jct_s"], rel=1e-12)
+    changed = {**live_ab, "deploys": [{**live_ab["deploys"][0], "sim_avg_jct_s": 1.0}]}
+    with pytest.raises(SystemExit, match="does not reproduce"):
+        bench.check_reproduces(changed, predictions)
+
+
+def test_the_committed_draws_and_table_follow_from_the_code(bench: ModuleType, committed: dict) -> None:
+    live_ab = bench.read_run(REPO / committed["config"]["run"])
+    predictions = bench.Predictions(live_ab)
+    deploys, labels = live_ab["deploys"], list(predictions.specs)
+    sigma = committed["config"]["sigmas"][-1]
+    drawn = committed["avg_jct_s"][f"{sigma:g}"]
+    b = next(i for i, d in enumerate(deploys) if d["label"] != labels[0])
+    a = next(i for i, d in enumerate(deploys) if d["seed"] == deploys[b]["seed"] and d["label"] == labels[0])
+    for k in range(2):  # a sample: B's first two draws in its own world and in its seed's A world
+        own = predictions.avg_jct(deploys[b], sigma, bench.STRIDE * b + k)
+        assert own == pytest.approx(drawn["independent"][b][k], rel=1e-12)
+        shared = predictions.avg_jct(deploys[b], sigma, bench.STRIDE * a + k)
+        assert shared == pytest.approx(drawn["shared"][b][k], rel=1e-12)
+    rows = bench.ratio_table(live_ab, labels, committed["avg_jct_s"], committed["noise_free_avg_jct_s"], 5.0)
+    assert rows == pytest.approx(committed["rows"])
+
+
+def test_a_short_run_writes_every_pair_per_sigma_and_world(tmp_path: Path) -> None:
+    out = tmp_path / "noise.json"
+    done = run("--draws", "2", "--sigmas", "0.05", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    assert len(rows) == 2 * 6 and {r["world"] for r in rows} == {"independent", "shared"}
+    for r in rows:
+        assert r["q05"] <= r["median"] <= r["q95"] and 0 <= r["within_goal_share"] <= 1
+    per_deploy = result["avg_jct_s"]["0.05"]
+    assert all(len(draws) == 2 for draws in per_deploy["independent"])
+    a = [
+        i
+        for i, d in enumerate(json.loads((REPO / result["config"]["run"]).read_text())["deploys"])
+        if d["label"] == "arena"
+    ]
+    assert all(per_deploy["shared"][i] == per_deploy["independent"][i] for i in a)  # A's world is its own
+    assert not np.allclose(per_deploy["independent"][0], result["noise_free_avg_jct_s"][0])  # the noise moved it
+    assert (tmp_path / "noise.csv").is_file()
