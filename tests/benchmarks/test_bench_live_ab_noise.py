@@ -95,7 +95,7 @@ def test_the_committed_draws_and_table_follow_from_the_code(bench: ModuleType, c
         shared = predictions.avg_jct(deploys[b], sigma, bench.STRIDE * a + k)
         assert shared == pytest.approx(drawn["shared"][b][k], rel=1e-12)
     rows = bench.ratio_table(live_ab, labels, committed["avg_jct_s"], committed["noise_free_avg_jct_s"], 5.0)
-    assert rows == pytest.approx(committed["rows"])
+    assert rows == committed["rows"]  # JSON keeps every float to the last bit
 
 
 def test_a_short_run_writes_every_pair_per_sigma_and_world(tmp_path: Path) -> None:
