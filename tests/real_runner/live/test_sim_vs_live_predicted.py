@@ -85,7 +85,9 @@ def test_step_noise_stretches_the_truths_steps_by_the_noisy_factor_and_keeps_the
     assert jct(noisy) == pytest.approx(100 * step_s * factor + 4.5, abs=1e-9)  # the profile's start still charged
     assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=7)) == jct(noisy)
     assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=8)) != jct(noisy)
-    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, noise_seed=8)) == jct(simulate_predicted(jobs, FCFS(), CPU2, perf))
+    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, noise_seed=8)) == jct(
+        simulate_predicted(jobs, FCFS(), CPU2, perf)
+    )
 
 
 def test_the_comparison_carries_the_prediction_beside_the_twin():
