@@ -3,6 +3,7 @@ and the hooks trace samplers use."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import struct
@@ -46,36 +47,48 @@ class ScaledPerfModel:
 
 @dataclass(frozen=True)
 class NoisyPerfModel(ScaledPerfModel):
-    """``base`` with a fixed multiplicative log-normal error per (model, batch, shape).
+    """``base`` with a fixed multiplicative log-normal error per (model, batch, shape), of std ``sigma``.
 
     The error for a point is a pure function of (seed, model, batch, shape), so every query
     of the same point sees the same misestimate and runs are reproducible. Feasibility is not
-    changed: infeasible stays infeasible. A base's measured (re)start costs are kept (no error on them).
+    changed: infeasible stays infeasible. A base's measured (re)start costs are kept; with
+    ``start_sigma`` > 0 each model's process start (``start_s`` and its ``held_s`` part) on a GPU type
+    carries a fixed log-normal error of that std too, a pure function of (seed, model, GPU type).
     """
 
     base: PerfModel
     sigma: float
     seed: int = 0
+    start_sigma: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0 <= self.sigma <= MAX_SIGMA:
-            raise ValueError(f"noise sigma must be in 0..{MAX_SIGMA:g}, got {self.sigma}")
+        for what, value in (("noise sigma", self.sigma), ("start noise sigma", self.start_sigma)):
+            if not 0 <= value <= MAX_SIGMA:
+                raise ValueError(f"{what} must be in 0..{MAX_SIGMA:g}, got {value}")
 
     @property
     def name(self) -> str:
-        """The base model's name with the noise level."""
-        return f"noisy({self.base.name},{self.sigma})"
+        """The base model's name with the noise levels."""
+        starts = f",starts {self.start_sigma}" if self.start_sigma else ""
+        return f"noisy({self.base.name},{self.sigma}{starts})"
 
     def restart_cost(self, model: ModelRef, gpu_type: str) -> RestartCost | None:
-        """The base model's measured restart costs, if it has them."""
-        return self.base.restart_cost(model, gpu_type) if isinstance(self.base, RestartCosts) else None
+        """The base model's measured restart costs, if it has them, each start off by its fixed error."""
+        cost = self.base.restart_cost(model, gpu_type) if isinstance(self.base, RestartCosts) else None
+        if cost is None or not self.start_sigma:
+            return cost
+        factor = _lognormal(f"{self.seed}|start|{model.name}|{gpu_type}", self.start_sigma)
+        return dataclasses.replace(cost, start_s=cost.start_s * factor, held_s=cost.held_s * factor)
 
     def _factor(self, model: ModelRef, batch: int, shape: ResourceShape) -> float:
-        key = f"{self.seed}|{model.name}|{batch}|{shape}".encode()
-        u1, u2 = struct.unpack("<II", hashlib.blake2b(key, digest_size=8).digest())
-        # Box-Muller from two uniform draws in (0, 1)
-        a, b = (u1 + 0.5) / 2**32, (u2 + 0.5) / 2**32
-        return math.exp(self.sigma * math.sqrt(-2.0 * math.log(a)) * math.cos(2 * math.pi * b))
+        return _lognormal(f"{self.seed}|{model.name}|{batch}|{shape}", self.sigma)
+
+
+def _lognormal(key: str, sigma: float) -> float:
+    """``exp(sigma * z)``, ``z`` a standard normal drawn from ``key`` alone (Box-Muller from its hash)."""
+    u1, u2 = struct.unpack("<II", hashlib.blake2b(key.encode(), digest_size=8).digest())
+    a, b = (u1 + 0.5) / 2**32, (u2 + 0.5) / 2**32  # two uniform draws in (0, 1)
+    return math.exp(sigma * math.sqrt(-2.0 * math.log(a)) * math.cos(2 * math.pi * b))
 
 
 def noisy_perf_model(path: str, base: PerfModel | None, seed: int = 0) -> NoisyPerfModel:

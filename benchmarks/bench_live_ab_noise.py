@@ -1,28 +1,30 @@
-"""Benchmark: how far a live A/B run's simulated ratios move when the world's step times are a few percent off.
+"""Benchmark: how far a live A/B run's simulated ratios move when the world's times are a few percent off.
 
 The live A/B benchmark (``bench_live_ab.py``) sets a goal per seed: the live ratio of two policies'
-average JCTs within 5 points of the simulator's prediction. A live testbed's step times differ from
-the profile the policies plan with (pass to pass, a few percent), and on a 16-job trace of
-few-second jobs one flipped decision moves a ratio by more than that. This measures the prediction's
-own sensitivity, with no live run: for every deploy of a committed A/B run (its trace, policy and
-performance model), ``--draws`` simulations of the prediction whose truth's iteration times carry a
-fixed log-normal error of ``sigma`` per (model, batch, shape) (``simulate_predicted``'s
-``step_noise``), for every sigma of ``--sigmas``; the policies still plan with the profile.
+average JCTs within 5 points of the simulator's prediction. A live testbed's step and start times
+differ from the profile the policies plan with (pass to pass, a few percent), and on a 16-job trace
+of few-second jobs one flipped decision moves a ratio by more than that. This measures the
+prediction's own sensitivity, with no live run: for every deploy of a committed A/B run (its trace,
+policy and performance model), ``--draws`` simulations of the prediction whose truth carries a fixed
+log-normal error of ``sigma`` (``simulate_predicted``'s noise; the policies still plan with the
+profile) on one source of ``--sources``: ``steps`` (the iteration times, per model, batch and shape)
+or ``starts`` (the process starts, per model and device type), for every sigma of ``--sigmas``.
 
 Two kinds of world per draw: ``independent`` (each deploy its own error, as A and B are run apart
-live) and ``shared`` (B in A's world: only the decisions' sensitivity). Per seed, B, sigma and
-world: the noise-free ratio (it must reproduce the run's simulated ratio, else the code changed
+live) and ``shared`` (B in A's world: only the decisions' sensitivity). Per source, sigma, world,
+seed and B: the noise-free ratio (it must reproduce the run's simulated ratio, else the code changed
 since the run and the benchmark refuses), the 5th, 50th and 95th percentiles of the draws' ratios,
 the share of draws within the goal's points of the noise-free ratio, and the fraction of draws
-below the run's live ratio. Per sigma and world, the sum of those shares: the pairs the goal would
-meet in expectation were the testbed the simulator with that error. The run's own spread of step
-times is printed beside: the standard deviation of ``log live_to_model_step_ratio`` over its deploys.
+below the run's live ratio. Per source, sigma and world, the sum of those shares: the pairs the goal
+would meet in expectation were the testbed the simulator with that error. The run's own spread is
+printed beside: the standard deviation of ``log live_to_model_step_ratio`` over its deploys, and its
+measured starts (the twins' ``start_s``) against the profile's.
 
-Protocol: the run's seed-0 policies (as its deploys), draw ``k`` of deploy ``d`` (the run's order)
-seeded ``1_000_003 * d + k`` (a shared world: A's seed), common to every sigma. About 25 ms a
-simulation: the defaults (3 seeds, A and two Bs, 200 draws, 3 sigmas) take about 3 minutes.
-Writes ``--out`` (JSON: config, seed, code version, machine, rows and every draw's average JCT) and
-the rows as CSV beside it.
+Protocol: the run's policies with seed 0 (as its deploys); draw ``k`` of deploy ``d`` (the run's
+order) seeded ``1_000_003 * d + k`` (in a shared world, A's seed), common to every source and sigma.
+About 25 ms a simulation: the defaults (3 seeds, A and two Bs, 200 draws, 3 sigmas, 2 sources) take
+about 6 minutes. Writes ``--out`` (JSON: config, seed, code version, machine, rows and every draw's
+average JCT) and the rows as CSV beside it.
 
 Usage::
 
@@ -61,6 +63,8 @@ REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "benchmarks" / "results" / "live_ab" / "live_ab.json"
 OUT = REPO / "benchmarks" / "results" / "live_ab" / "noise.json"
 SIGMAS = (0.01, 0.03, 0.1)
+#: What the noise perturbs: step times (per model, batch and shape), or process starts (per model and GPU type).
+SOURCES = ("steps", "starts")
 WORLDS = ("independent", "shared")
 #: Draw seeds of deploys this far apart (more draws than this would overlap).
 STRIDE = 1_000_003
@@ -96,8 +100,11 @@ class Predictions:
         self.perf_spec = run["config"]["perf"]
         self._inputs: dict[tuple[str, str], tuple[Any, ...]] = {}
 
-    def avg_jct(self, deploy: Mapping[str, Any], sigma: float = 0.0, noise_seed: int = 0) -> float:
-        """The deploy's predicted average JCT, its truth's steps off by ``sigma`` (drawn by ``noise_seed``)."""
+    def avg_jct(
+        self, deploy: Mapping[str, Any], source: str = "steps", sigma: float = 0.0, noise_seed: int = 0
+    ) -> float:
+        """The deploy's predicted average JCT, its truth's ``source`` (:data:`SOURCES`) off by ``sigma`` (drawn by
+        ``noise_seed``)."""
         config = DeployConfig(
             policy=self.specs[deploy["label"]], trace=deploy["trace"], testbed=deploy["testbed"], perf=self.perf_spec
         )
@@ -111,7 +118,8 @@ class Predictions:
             config.round_s,
             live.checkpoint_every_s,
             live.checkpoint_every_steps,
-            step_noise=sigma,
+            step_noise=sigma if source == "steps" else 0.0,
+            start_noise=sigma if source == "starts" else 0.0,
             noise_seed=noise_seed,
         )
         return compute_metrics(record)["avg_jct_s"]
@@ -145,29 +153,32 @@ def check_reproduces(run: Mapping[str, Any], predictions: Predictions) -> list[f
 
 
 def draw_jcts(
-    run: Mapping[str, Any], predictions: Predictions, sigmas: Sequence[float], draws: int
-) -> dict[str, dict[str, list[list[float]]]]:
-    """Per sigma and world (:data:`WORLDS`), per deploy (the run's order), the average JCT of every draw."""
+    run: Mapping[str, Any], predictions: Predictions, sources: Sequence[str], sigmas: Sequence[float], draws: int
+) -> dict[str, dict[str, dict[str, list[list[float]]]]]:
+    """Per source, sigma and world (:data:`WORLDS`), per deploy (the run's order), the average JCT of every draw."""
     deploys, a_label = run["deploys"], next(iter(predictions.specs))
     a_of = {d["seed"]: i for i, d in enumerate(deploys) if d["label"] == a_label}
     bs = sum(d["label"] != a_label for d in deploys)
-    bar = tqdm(total=len(sigmas) * (len(deploys) + bs) * draws, desc="simulations", unit="sim", leave=False)
+    total = len(sources) * len(sigmas) * (len(deploys) + bs) * draws
+    bar = tqdm(total=total, desc="simulations", unit="sim", leave=False)
 
-    def drawn(deploy: Mapping[str, Any], sigma: float, first: int) -> list[float]:
+    def drawn(deploy: Mapping[str, Any], source: str, sigma: float, first: int) -> list[float]:
         row = []
         for k in range(draws):
-            row.append(predictions.avg_jct(deploy, sigma, first + k))
+            row.append(predictions.avg_jct(deploy, source, sigma, first + k))
             bar.update()
         return row
 
-    out = {}
-    for sigma in sigmas:
-        independent = [drawn(d, sigma, STRIDE * i) for i, d in enumerate(deploys)]
-        shared = [  # B in its seed's A world; A's draws are its own
-            independent[i] if d["label"] == a_label else drawn(d, sigma, STRIDE * a_of[d["seed"]])
-            for i, d in enumerate(deploys)
-        ]
-        out[f"{sigma:g}"] = {"independent": independent, "shared": shared}
+    out: dict[str, dict[str, dict[str, list[list[float]]]]] = {}
+    for source in sources:
+        out[source] = {}
+        for sigma in sigmas:
+            independent = [drawn(d, source, sigma, STRIDE * i) for i, d in enumerate(deploys)]
+            shared = [  # B in its seed's A world; A's draws are its own
+                independent[i] if d["label"] == a_label else drawn(d, source, sigma, STRIDE * a_of[d["seed"]])
+                for i, d in enumerate(deploys)
+            ]
+            out[source][f"{sigma:g}"] = {"independent": independent, "shared": shared}
     bar.close()
     return out
 
@@ -175,40 +186,50 @@ def draw_jcts(
 def ratio_table(
     run: Mapping[str, Any],
     labels: Sequence[str],
-    jcts: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    jcts: Mapping[str, Mapping[str, Mapping[str, Sequence[Sequence[float]]]]],
     clean: Sequence[float],
     goal: float,
 ) -> list[dict[str, Any]]:
-    """Per sigma, world, seed and B: the noise-free ratio, the draws' percentiles, shares and the live ratio's place."""
+    """Per source, sigma, world, seed and B: the noise-free ratio, the draws' percentiles, the share within the goal,
+    and the live ratio's place among the draws."""
     deploys = run["deploys"]
     index = {(d["seed"], d["label"]): i for i, d in enumerate(deploys)}
     live = {(r["seed"], r["b"]): r["live_ratio"] for r in run["ratios"]}
     a, bs = labels[0], labels[1:]
     rows = []
-    for sigma, worlds in jcts.items():
-        for world, per_deploy in worlds.items():
-            for seed in sorted({d["seed"] for d in deploys}):
-                ia = index[(seed, a)]
-                for b in bs:
-                    ib = index[(seed, b)]
-                    ratios = np.asarray(per_deploy[ib]) / np.asarray(per_deploy[ia])
-                    exact = clean[ib] / clean[ia]
-                    rows.append(
-                        {
-                            "sigma": float(sigma),
-                            "world": world,
-                            "seed": seed,
-                            "b": b,
-                            "sim_ratio": exact,
-                            "q05": float(np.quantile(ratios, 0.05)),
-                            "median": float(np.median(ratios)),
-                            "q95": float(np.quantile(ratios, 0.95)),
-                            "within_goal_share": float(np.mean(np.abs(ratios - exact) <= goal / 100.0)),
-                            "live_ratio": live[(seed, b)],
-                            "live_below_share": float(np.mean(ratios < live[(seed, b)])),
-                        }
-                    )
+    for source, by_sigma in jcts.items():
+        for sigma, worlds in by_sigma.items():
+            for world, per_deploy in worlds.items():
+                for seed in sorted({d["seed"] for d in deploys}):
+                    ia = index[(seed, a)]
+                    for b in bs:
+                        ib = index[(seed, b)]
+                        ratios = np.asarray(per_deploy[ib]) / np.asarray(per_deploy[ia])
+                        exact = clean[ib] / clean[ia]
+                        rows.append(
+                            {
+                                "source": source,
+                                "sigma": float(sigma),
+                                "world": world,
+                                "seed": seed,
+                                "b": b,
+                                "sim_ratio": exact,
+                                "q05": float(np.quantile(ratios, 0.05)),
+                                "median": float(np.median(ratios)),
+                                "q95": float(np.quantile(ratios, 0.95)),
+                                "within_goal_share": float(np.mean(np.abs(ratios - exact) <= goal / 100.0)),
+                                "live_ratio": live[(seed, b)],
+                                "live_below_share": float(np.mean(ratios < live[(seed, b)])),
+                            }
+                        )
     return rows
+
+
+def _sources(text: str) -> list[str]:
+    sources = [s.strip() for s in text.split(",") if s.strip()]
+    if not sources or not set(sources) <= set(SOURCES) or len(set(sources)) != len(sources):
+        raise argparse.ArgumentTypeError(f"expected distinct sources of {', '.join(SOURCES)}, got {text!r}")
+    return sources
 
 
 def _floats(text: str) -> list[float]:
@@ -227,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", type=Path, default=RUN, help="a bench_live_ab.py results JSON")
     p.add_argument("--draws", type=int, default=200, help="noisy worlds per deploy, sigma and kind of world")
     p.add_argument("--sigmas", type=_floats, default=list(SIGMAS), help="comma-separated log-normal step-time errors")
+    p.add_argument("--sources", type=_sources, default=list(SOURCES), help="comma-separated: steps, starts")
     p.add_argument("--out", type=Path, default=OUT, help="the results JSON (a CSV of the rows beside it)")
     args = p.parse_args(argv)
     if not 2 <= args.draws < STRIDE:
@@ -238,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     predictions = Predictions(run)
     labels = list(predictions.specs)
     clean = check_reproduces(run, predictions)
-    jcts = draw_jcts(run, predictions, args.sigmas, args.draws)
+    jcts = draw_jcts(run, predictions, args.sources, args.sigmas, args.draws)
     rows = ratio_table(run, labels, jcts, clean, goal)
     spread = statistics.stdev(math.log(d["live_to_model_step_ratio"]) for d in run["deploys"])
     table = pd.DataFrame(rows)
@@ -246,11 +268,16 @@ def main(argv: list[str] | None = None) -> int:
         f"run {shown_path(args.run, REPO)} (code {run['code_version']}): {len(run['deploys'])} deploys; "
         f"its live step times vs the profile: log-sd {spread:.3f} over deploys"
     )
+    starts = [d["twin_start_s"] for d in run["deploys"]]
+    profiled = ", ".join(f"{m} {v:.2f} s" for m, v in sorted(run["deploys"][0]["sim_start_s"].items()))
+    print(
+        f"its measured starts: {min(starts):.2f}-{max(starts):.2f} s a deploy; the profile's first starts: {profiled}"
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    expected = table.groupby(["sigma", "world"])["within_goal_share"].sum()
-    for (sigma, world), pairs in expected.items():
+    expected = table.groupby(["source", "sigma", "world"], sort=False)["within_goal_share"].sum()
+    for (source, sigma, world), pairs in expected.items():
         print(
-            f"sigma {sigma:g}, {world} worlds: {pairs:.2f} of {len(run['ratios'])} pairs within {goal:g} points "
+            f"{source}, sigma {sigma:g}, {world} worlds: {pairs:.2f} of {len(run['ratios'])} pairs within {goal:g} points "
             "in expectation"
         )
     out = write_json(
@@ -262,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                 "run_code_version": run["code_version"],
                 "draws": args.draws,
                 "sigmas": args.sigmas,
+                "sources": args.sources,
                 "worlds": list(WORLDS),
                 "goal_points": goal,
                 "stride": STRIDE,
@@ -273,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
             "run_step_log_sd": spread,
             "noise_free_avg_jct_s": clean,
             "rows": rows,
-            "expected_within_goal": [{"sigma": s, "world": w, "pairs": v} for (s, w), v in expected.items()],
+            "expected_within_goal": [
+                {"source": src, "sigma": s, "world": w, "pairs": v} for (src, s, w), v in expected.items()
+            ],
             "avg_jct_s": jcts,
         },
     )

@@ -175,6 +175,7 @@ def simulate_predicted(
     checkpoint_every_s: float = 0.0,
     checkpoint_every_steps: int = 0,
     step_noise: float = 0.0,
+    start_noise: float = 0.0,
     noise_seed: int = 0,
 ) -> EpisodeRecord:
     """Run ``policy`` on the simulator with the same jobs, as the simulator predicts them before any live run:
@@ -184,12 +185,14 @@ def simulate_predicted(
     resume). No plan-search term is charged (overhead class ``none``): the live runner has none beyond the
     policy's own decision time.
 
-    ``step_noise`` > 0 asks what the prediction would be in a world whose step times are off: the truth's
-    iteration times then carry :class:`~arena_gym.perf.NoisyPerfModel`'s fixed log-normal error of that sigma
-    per (model, batch, shape), drawn by ``noise_seed``; the policy still plans with ``perf``."""
+    ``step_noise`` or ``start_noise`` > 0 asks what the prediction would be in a world whose times are off:
+    the truth's iteration times (per model, batch and shape) and process starts (per model and GPU type)
+    then carry :class:`~arena_gym.perf.NoisyPerfModel`'s fixed log-normal errors of those sigmas, drawn by
+    ``noise_seed``; the policy still plans with ``perf``."""
     config = SimConfig(round_s=round_s, overhead_class=OverheadClass.NONE)
-    steps = NoisyPerfModel(perf, step_noise, noise_seed) if step_noise > 0 else perf
-    truth = PeriodicSaves(steps, checkpoint_every_s, checkpoint_every_steps)
+    noisy = step_noise > 0 or start_noise > 0
+    world = NoisyPerfModel(perf, step_noise, noise_seed, start_noise) if noisy else perf
+    truth = PeriodicSaves(world, checkpoint_every_s, checkpoint_every_steps)
     return run_episode(build_scenario(cluster, truth, perf, sim=config).backend(), policy, jobs)
 
 

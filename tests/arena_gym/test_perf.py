@@ -35,7 +35,7 @@ def test_noisy_errors_are_lognormal_with_the_given_sigma():
     assert abs(logs.mean()) < 0.03 and logs.std() == pytest.approx(0.3, rel=0.06)
 
 
-def test_noisy_model_keeps_its_bases_measured_restart_costs_and_adds_none():
+def test_noisy_model_keeps_its_bases_measured_restart_costs_off_by_the_start_noise_alone():
     cost = RestartCost(start_s=4.0, held_s=3.0, save_s=0.5, load_s=1.5)
 
     class Profiled:  # BASE's times, with measured (re)start costs for gpt on a40
@@ -50,6 +50,18 @@ def test_noisy_model_keeps_its_bases_measured_restart_costs_and_adds_none():
     assert noisy.restart_cost(GPT, "a40") is cost and noisy.restart_cost(GPT, "a10") is None
     assert noisy.iter_time(GPT, 128, shape()) == NoisyPerfModel(BASE, 0.2, seed=1).iter_time(GPT, 128, shape())
     assert NoisyPerfModel(BASE, 0.2).restart_cost(GPT, "a40") is None  # a base without figures: the constants
+    starts = NoisyPerfModel(Profiled(), 0.2, seed=1, start_sigma=0.3)
+    slow = starts.restart_cost(GPT, "a40")
+    assert slow is not None and slow == NoisyPerfModel(Profiled(), 0.0, seed=1, start_sigma=0.3).restart_cost(
+        GPT, "a40"
+    )
+    factor = slow.start_s / cost.start_s
+    assert factor != pytest.approx(1.0, abs=1e-3) and slow.held_s == pytest.approx(cost.held_s * factor)
+    assert (slow.save_s, slow.load_s) == (cost.save_s, cost.load_s)  # checkpoints keep their figures
+    assert starts.iter_time(GPT, 128, shape()) == noisy.iter_time(GPT, 128, shape())  # steps: the same draw
+    assert NoisyPerfModel(Profiled(), 0.2, seed=2, start_sigma=0.3).restart_cost(GPT, "a40") != slow
+    with pytest.raises(ValueError, match="start noise sigma must be in"):
+        NoisyPerfModel(BASE, 0.1, start_sigma=-1.0)
 
 
 def test_noisy_spec_wraps_the_truth_and_rejects_garbage():

@@ -62,7 +62,12 @@ def test_a_file_that_is_not_a_live_ab_run_is_refused_in_one_line(bench: ModuleTy
 
 
 @pytest.mark.parametrize(
-    ("args", "message"), [(("--draws", "1"), "--draws must be in 2.."), (("--sigmas", "0"), "distinct sigmas")]
+    ("args", "message"),
+    [
+        (("--draws", "1"), "--draws must be in 2.."),
+        (("--sigmas", "0"), "distinct sigmas"),
+        (("--sources", "steps,gpus"), "expected distinct sources of steps, starts"),
+    ],
 )
 def test_bad_arguments_are_refused_before_any_simulation(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
     done = run(*args, "--out", str(tmp_path / "out.json"))
@@ -86,34 +91,34 @@ def test_the_committed_draws_and_table_follow_from_the_code(bench: ModuleType, c
     predictions = bench.Predictions(live_ab)
     deploys, labels = live_ab["deploys"], list(predictions.specs)
     sigma = committed["config"]["sigmas"][-1]
-    drawn = committed["avg_jct_s"][f"{sigma:g}"]
     b = next(i for i, d in enumerate(deploys) if d["label"] != labels[0])
     a = next(i for i, d in enumerate(deploys) if d["seed"] == deploys[b]["seed"] and d["label"] == labels[0])
-    for k in range(2):  # a sample: B's first two draws in its own world and in its seed's A world
-        own = predictions.avg_jct(deploys[b], sigma, bench.STRIDE * b + k)
-        assert own == pytest.approx(drawn["independent"][b][k], rel=1e-12)
-        shared = predictions.avg_jct(deploys[b], sigma, bench.STRIDE * a + k)
-        assert shared == pytest.approx(drawn["shared"][b][k], rel=1e-12)
+    for source in committed["config"]["sources"]:  # a sample: B's first draw in its own world and in A's
+        drawn = committed["avg_jct_s"][source][f"{sigma:g}"]
+        own = predictions.avg_jct(deploys[b], source, sigma, bench.STRIDE * b)
+        assert own == pytest.approx(drawn["independent"][b][0], rel=1e-12)
+        shared = predictions.avg_jct(deploys[b], source, sigma, bench.STRIDE * a + 1)
+        assert shared == pytest.approx(drawn["shared"][b][1], rel=1e-12)
     rows = bench.ratio_table(live_ab, labels, committed["avg_jct_s"], committed["noise_free_avg_jct_s"], 5.0)
     assert rows == committed["rows"]  # JSON keeps every float to the last bit
 
 
-def test_a_short_run_writes_every_pair_per_sigma_and_world(tmp_path: Path) -> None:
+def test_a_short_run_writes_every_pair_per_source_sigma_and_world(tmp_path: Path) -> None:
     out = tmp_path / "noise.json"
-    done = run("--draws", "2", "--sigmas", "0.05", "--out", str(out))
+    done = run("--draws", "2", "--sigmas", "0.05", "--sources", "starts", "--out", str(out))
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     rows = result["rows"]
-    assert len(rows) == 2 * 6 and {r["world"] for r in rows} == {"independent", "shared"}
+    assert len(rows) == 2 * 6 and {(r["source"], r["world"]) for r in rows} == {
+        ("starts", "independent"),
+        ("starts", "shared"),
+    }
     for r in rows:
         assert r["q05"] <= r["median"] <= r["q95"] and 0 <= r["within_goal_share"] <= 1
-    per_deploy = result["avg_jct_s"]["0.05"]
+    per_deploy = result["avg_jct_s"]["starts"]["0.05"]
     assert all(len(draws) == 2 for draws in per_deploy["independent"])
-    a = [
-        i
-        for i, d in enumerate(json.loads((REPO / result["config"]["run"]).read_text())["deploys"])
-        if d["label"] == "arena"
-    ]
+    deploys = json.loads((REPO / result["config"]["run"]).read_text())["deploys"]
+    a = [i for i, d in enumerate(deploys) if d["label"] == "arena"]
     assert all(per_deploy["shared"][i] == per_deploy["independent"][i] for i in a)  # A's world is its own
     assert not np.allclose(per_deploy["independent"][0], result["noise_free_avg_jct_s"][0])  # the noise moved it
     assert (tmp_path / "noise.csv").is_file()

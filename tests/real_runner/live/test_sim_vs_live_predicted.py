@@ -65,6 +65,7 @@ def test_the_prediction_takes_nothing_measured_live_and_a_model_without_figures_
         "checkpoint_every_s",
         "checkpoint_every_steps",
         "step_noise",
+        "start_noise",
         "noise_seed",
     ]
     cluster = ClusterSpec("one", (NodeGroup(GpuType("a40"), 1, 2),))
@@ -75,7 +76,7 @@ def test_the_prediction_takes_nothing_measured_live_and_a_model_without_figures_
     assert predicted_starts(perf, cluster, jobs) == {}
 
 
-def test_step_noise_stretches_the_truths_steps_by_the_noisy_factor_and_keeps_the_starts():
+def test_noise_stretches_the_truths_steps_and_starts_by_the_noisy_factors():
     jobs = [JobSpec(JobId("a"), TINY, 16, 100, 0.0, CPU, 1)]
     perf, one = profiled(), ResourceShape(CPU, 1, 1)
     step_s = perf.iter_time(TINY, 16, one)
@@ -85,9 +86,12 @@ def test_step_noise_stretches_the_truths_steps_by_the_noisy_factor_and_keeps_the
     assert jct(noisy) == pytest.approx(100 * step_s * factor + 4.5, abs=1e-9)  # the profile's start still charged
     assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=7)) == jct(noisy)
     assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, step_noise=0.1, noise_seed=8)) != jct(noisy)
-    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, noise_seed=8)) == jct(
-        simulate_predicted(jobs, FCFS(), CPU2, perf)
-    )
+    clean = jct(simulate_predicted(jobs, FCFS(), CPU2, perf))
+    assert jct(simulate_predicted(jobs, FCFS(), CPU2, perf, noise_seed=8)) == clean
+    start = NoisyPerfModel(perf, 0.0, 7, start_sigma=0.2).restart_cost(TINY, "cpu")
+    assert start is not None and start.start_s != pytest.approx(COST.start_s, abs=1e-3)
+    slow_start = jct(simulate_predicted(jobs, FCFS(), CPU2, perf, start_noise=0.2, noise_seed=7))
+    assert slow_start == pytest.approx(100 * step_s + start.start_s + COST.save_s, abs=1e-9)  # steps as profiled
 
 
 def test_the_comparison_carries_the_prediction_beside_the_twin():
