@@ -15,8 +15,9 @@ live) and ``shared`` (B in A's world: only the decisions' sensitivity). Per sour
 seed and B: the noise-free ratio (it must reproduce the run's simulated ratio, else the code changed
 since the run and the benchmark refuses), the 5th, 50th and 95th percentiles of the draws' ratios,
 the share of draws within the goal's points of the noise-free ratio, and the fraction of draws
-below the run's live ratio. Per source, sigma and world, the sum of those shares: the pairs the goal
-would meet in expectation were the testbed the simulator with that error. The run's own spread is
+below the run's live ratio; the same for the mean ratio over the seeds (``seed`` ``mean``). Per
+source, sigma and world, the sum of the seeds' shares: the pairs the goal would meet in expectation
+were the testbed the simulator with that error. The run's own spread is
 printed beside: the standard deviation of ``log live_to_model_step_ratio`` over its deploys, and its
 measured starts (the twins' ``start_s``) against the profile's.
 
@@ -190,36 +191,45 @@ def ratio_table(
     clean: Sequence[float],
     goal: float,
 ) -> list[dict[str, Any]]:
-    """Per source, sigma, world, seed and B: the noise-free ratio, the draws' percentiles, the share within the goal,
-    and the live ratio's place among the draws."""
+    """Per source, sigma, world, B and seed, then for the mean over the seeds (``seed`` ``mean``; draw ``k`` of
+    every seed averaged): the noise-free ratio, the draws' percentiles, the share within the goal, and the
+    live ratio's place among the draws."""
     deploys = run["deploys"]
     index = {(d["seed"], d["label"]): i for i, d in enumerate(deploys)}
     live = {(r["seed"], r["b"]): r["live_ratio"] for r in run["ratios"]}
+    seeds = sorted({d["seed"] for d in deploys})
     a, bs = labels[0], labels[1:]
     rows = []
     for source, by_sigma in jcts.items():
         for sigma, worlds in by_sigma.items():
             for world, per_deploy in worlds.items():
-                for seed in sorted({d["seed"] for d in deploys}):
-                    ia = index[(seed, a)]
-                    for b in bs:
-                        ib = index[(seed, b)]
-                        ratios = np.asarray(per_deploy[ib]) / np.asarray(per_deploy[ia])
-                        exact = clean[ib] / clean[ia]
+                for b in bs:
+                    ratios, exact = {}, {}
+                    for seed in seeds:
+                        ia, ib = index[(seed, a)], index[(seed, b)]
+                        ratios[seed] = np.asarray(per_deploy[ib]) / np.asarray(per_deploy[ia])
+                        exact[seed] = clean[ib] / clean[ia]
+                    ratios["mean"] = np.mean([ratios[seed] for seed in seeds], axis=0)
+                    exact["mean"] = float(np.mean([exact[seed] for seed in seeds]))
+                    live_of = {
+                        **{seed: live[(seed, b)] for seed in seeds},
+                        "mean": np.mean([live[(s, b)] for s in seeds]),
+                    }
+                    for seed, drawn in ratios.items():
                         rows.append(
                             {
                                 "source": source,
                                 "sigma": float(sigma),
                                 "world": world,
-                                "seed": seed,
                                 "b": b,
-                                "sim_ratio": exact,
-                                "q05": float(np.quantile(ratios, 0.05)),
-                                "median": float(np.median(ratios)),
-                                "q95": float(np.quantile(ratios, 0.95)),
-                                "within_goal_share": float(np.mean(np.abs(ratios - exact) <= goal / 100.0)),
-                                "live_ratio": live[(seed, b)],
-                                "live_below_share": float(np.mean(ratios < live[(seed, b)])),
+                                "seed": seed,
+                                "sim_ratio": exact[seed],
+                                "q05": float(np.quantile(drawn, 0.05)),
+                                "median": float(np.median(drawn)),
+                                "q95": float(np.quantile(drawn, 0.95)),
+                                "within_goal_share": float(np.mean(np.abs(drawn - exact[seed]) <= goal / 100.0)),
+                                "live_ratio": float(live_of[seed]),
+                                "live_below_share": float(np.mean(drawn < live_of[seed])),
                             }
                         )
     return rows
@@ -274,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         f"its measured starts: {min(starts):.2f}-{max(starts):.2f} s a deploy; the profile's first starts: {profiled}"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    expected = table.groupby(["source", "sigma", "world"], sort=False)["within_goal_share"].sum()
+    per_seed = table[table["seed"] != "mean"]
+    expected = per_seed.groupby(["source", "sigma", "world"], sort=False)["within_goal_share"].sum()
     for (source, sigma, world), pairs in expected.items():
         print(
             f"{source}, sigma {sigma:g}, {world} worlds: {pairs:.2f} of {len(run['ratios'])} pairs within {goal:g} points "

@@ -109,12 +109,18 @@ def test_a_short_run_writes_every_pair_per_source_sigma_and_world(tmp_path: Path
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     rows = result["rows"]
-    assert len(rows) == 2 * 6 and {(r["source"], r["world"]) for r in rows} == {
+    assert len(rows) == 2 * 8 and {(r["source"], r["world"]) for r in rows} == {
         ("starts", "independent"),
         ("starts", "shared"),
     }
     for r in rows:
         assert r["q05"] <= r["median"] <= r["q95"] and 0 <= r["within_goal_share"] <= 1
+    means = [r for r in rows if r["seed"] == "mean"]
+    assert len(means) == 4  # per world and B, the mean over the three seeds
+    for m in means:
+        seeds = [r for r in rows if (r["world"], r["b"]) == (m["world"], m["b"]) and r["seed"] != "mean"]
+        assert m["sim_ratio"] == pytest.approx(np.mean([r["sim_ratio"] for r in seeds]))
+        assert m["live_ratio"] == pytest.approx(np.mean([r["live_ratio"] for r in seeds]))
     per_deploy = result["avg_jct_s"]["starts"]["0.05"]
     assert all(len(draws) == 2 for draws in per_deploy["independent"])
     deploys = json.loads((REPO / result["config"]["run"]).read_text())["deploys"]
