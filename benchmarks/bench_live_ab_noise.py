@@ -69,6 +69,18 @@ SOURCES = ("steps", "starts")
 WORLDS = ("independent", "shared")
 #: Draw seeds of deploys this far apart (more draws than this would overlap).
 STRIDE = 1_000_003
+#: What the benchmark reads of a run's deploys and ratio rows.
+DEPLOY_KEYS = (
+    "label",
+    "seed",
+    "trace",
+    "testbed",
+    "sim_avg_jct_s",
+    "live_to_model_step_ratio",
+    "twin_start_s",
+    "sim_start_s",
+)
+RATIO_KEYS = ("seed", "b", "live_ratio")
 #: The noise-free prediction must reproduce the run's to this relative tolerance.
 REPRODUCES = 1e-9
 
@@ -84,6 +96,10 @@ def read_run(path: Path) -> dict[str, Any]:
         raise SystemExit(f"error: live A/B run {path}: not a bench_live_ab.py results file")
     if not run["deploys"] or any("error" in d for d in run["deploys"]):
         raise SystemExit(f"error: live A/B run {path}: a deploy failed or none is recorded")
+    for what, rows, needed in (("deploy", run["deploys"], DEPLOY_KEYS), ("ratio row", run["ratios"], RATIO_KEYS)):
+        lacking = sorted({k for row in rows for k in needed if k not in row})
+        if lacking:
+            raise SystemExit(f"error: live A/B run {path}: a {what} lacks {', '.join(lacking)}")
     return run
 
 
@@ -94,7 +110,7 @@ def specs_of(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 class Predictions:
-    """The predicted simulation of the run's deploys, as its deploy command made it, with or without step noise."""
+    """The predicted simulation of the run's deploys, as its deploy command made it, with or without noise."""
 
     def __init__(self, run: Mapping[str, Any]) -> None:
         self.specs = specs_of(run["config"])

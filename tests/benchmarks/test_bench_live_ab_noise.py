@@ -52,6 +52,17 @@ def test_a_file_that_is_not_a_live_ab_run_is_refused_in_one_line(bench: ModuleTy
             ),
             "a deploy failed",
         ),
+        (
+            json.dumps(
+                {
+                    "config": {"a": "arena", "b": "fcfs", "perf": "estimator"},
+                    "ratios": [{"seed": 0, "b": "fcfs"}],
+                    "code_version": "x",
+                    "deploys": [{"label": "arena", "seed": 0}],
+                }
+            ),
+            "a deploy lacks live_to_model_step_ratio, sim_avg_jct_s, sim_start_s, testbed, trace, twin_start_s",
+        ),
     ]:
         bad.write_text(text)
         with pytest.raises(SystemExit, match=message):
@@ -100,6 +111,7 @@ def test_the_committed_draws_and_table_follow_from_the_code(bench: ModuleType, c
         shared = predictions.avg_jct(deploys[b], source, sigma, bench.STRIDE * a + 1)
         assert shared == pytest.approx(drawn["shared"][b][1], rel=1e-12)
     rows = bench.ratio_table(live_ab, labels, committed["avg_jct_s"], committed["noise_free_avg_jct_s"], 5.0)
+
     def key(row: dict) -> tuple:
         return row["source"], row["sigma"], row["world"], row["b"], str(row["seed"])
 
