@@ -503,9 +503,11 @@ def run_worker(
 
 
 def _worker_process(settings: TuneSettings, worker: int) -> None:
-    """A spawned worker: Ctrl-C ends it quietly with :data:`EXIT_INTERRUPTED` (optuna has failed its trial, or its
-    heartbeat goes stale). Ctrl-C inside optuna's own bookkeeping may surface as another error raised while handling
-    it (an unbound local in its ``finally``); that is the interrupt too."""
+    """A spawned worker: Ctrl-C, or a first SIGTERM (a process-group kill: a batch system stopping the command),
+    ends it quietly with :data:`EXIT_INTERRUPTED` once optuna has failed its trial, so that a rerun takes the
+    trial up at once rather than after the heartbeat's grace. Ctrl-C inside optuna's own bookkeeping may surface
+    as another error raised while handling it (an unbound local in its ``finally``); that is the interrupt too."""
+    signal.signal(signal.SIGTERM, _interrupt_once)
     try:
         run_worker(settings, worker)
     except KeyboardInterrupt:
@@ -516,8 +518,14 @@ def _worker_process(settings: TuneSettings, worker: int) -> None:
         raise
 
 
+def _interrupt_once(signum: int, frame: object) -> None:
+    """A worker's SIGTERM handler: the first one is Ctrl-C; any later one ends the process at once."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt
+
+
 def _stop(workers: list[Any], first_s: float = 2.0, patience_s: float = 10.0) -> None:
-    """End the workers still running so that each marks its trial failed: Ctrl-C (SIGINT), SIGTERM after ``patience_s``.
+    """End the workers still running so that each marks its trial failed: Ctrl-C (SIGINT), SIGKILL after ``patience_s``.
 
     Workers a terminal's Ctrl-C already reached are given ``first_s`` to finish on their own.
     """
@@ -531,7 +539,7 @@ def _stop(workers: list[Any], first_s: float = 2.0, patience_s: float = 10.0) ->
     for w in workers:
         w.join(max(0.0, deadline - time.monotonic()))
         if w.is_alive():
-            w.terminate()
+            w.kill()
             w.join()
 
 
