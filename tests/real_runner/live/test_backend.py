@@ -94,6 +94,7 @@ def backend(tmp_path: Path, config: LiveConfig, on_status=None) -> LiveBackend:
     )
 
 
+@pytest.mark.slow  # about 2 minutes, in the serial group of process-spawning tests: make test-slow runs it
 def test_resize_preemption_and_resume_continue_each_loss_trajectory(tmp_path) -> None:
     pins: dict[int, set[int]] = {}
 
