@@ -183,8 +183,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Without ``argv`` (the program itself: ``arena-gym``, ``python -m arena_gym``) the code the
     command loads is frozen out of the cyclic garbage collector (see :func:`_freeze_loaded_code`).
     """
-    program = argv is None
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with _sigterm_as_interrupt():
+            return _parse_and_run(list(sys.argv[1:] if argv is None else argv), program=argv is None)
+    except (KeyboardInterrupt, ImportError) as exc:  # stopped before the command's own guard: parsing, loading
+        interrupt = _interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        return _stopped("arena-gym", interrupt)
+
+
+def _parse_and_run(argv: list[str], program: bool) -> int:
     try:
         parser = build_parser(argv)  # help texts list the registries, whose catalogues may fail to load
     except ValueError as exc:
@@ -212,13 +221,34 @@ def guarded(prog: str, body: Callable[[], int | None]) -> int:
     except (ValueError, OSError, KeyError) as exc:
         print(f"{prog}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ModuleNotFoundError as exc:
-        hint = install_hint(exc.name or "")
+    except ImportError as exc:
+        interrupt = _interrupt_behind(exc)
+        if interrupt is not None:
+            return _stopped(prog, interrupt)
+        hint = install_hint(exc.name or "") if isinstance(exc, ModuleNotFoundError) else None
         if hint is None:
             raise
         print(f"{prog}: error: this command needs {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        print(f"{prog}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        return _stopped(prog, exc)
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM that ``exc`` was raised from, if any: an extension module whose initialisation the
+    signal interrupts (pybind11's, for one) reports ``ImportError: initialization failed`` caused by it."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _stopped(prog: str, interrupt: KeyboardInterrupt) -> int:
+    """One line for a command stopped by Ctrl-C or SIGTERM; its exit code (130 or 143)."""
+    terminated = isinstance(interrupt, Terminated)
+    print(f"{prog}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED

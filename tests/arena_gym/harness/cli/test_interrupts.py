@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from arena_gym.harness import cli
+from arena_gym.harness.cli import Terminated, guarded
 from tests.arena_gym.harness.quadratic_target import SPEC
 from tests.helpers import default_sigint
 
@@ -106,3 +108,57 @@ def test_train_es_stopped_at_random_points_leaves_nothing_a_rerun_trips_on(share
     code, err = _stopped(argv, tmp_path, signum, 240.0)
     assert code == 0, err  # the rerun is not refused and runs to the end
     assert (tmp_path / "run" / "residual.json").is_file()
+
+
+#: A policy module whose import is stopped by Ctrl-C inside code CPython runs for an extension (``PyRun_String``),
+#: as torch's import does: under ``python -m`` that used to end the process by SIGINT (exit -2), not with 130.
+STOPPED_IN_AN_EXTENSION = """import ctypes
+run = ctypes.pythonapi.PyRun_String
+run.restype = ctypes.py_object
+run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+run(b"raise KeyboardInterrupt", 257, {}, {})  # 257: Py_file_input
+"""
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_inside_an_extensions_code_still_exits_130_under_python_m(tmp_path) -> None:
+    (tmp_path / "stopped_policy.py").write_text(STOPPED_IN_AN_EXTENSION)
+    argv = ["simulate", "--policy", "stopped_policy:P", "--trace", "synthetic:n_jobs=4", "--cluster", "tiny"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    done = subprocess.run(
+        [sys.executable, "-m", "arena_gym", *argv, "--out", "run", "--no-plots"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100,
+    )  # fmt: skip
+    _check_stopped(done.returncode, done.stderr, signal.SIGINT)
+    assert done.returncode == 130 and not (tmp_path / "run").exists(), done.stderr
+
+
+@pytest.mark.parametrize(
+    "interrupt, code, word", [(KeyboardInterrupt(), 130, "interrupted"), (Terminated(), 143, "terminated")]
+)
+def test_an_import_the_signal_stopped_is_the_signal_not_a_traceback(capsys, interrupt, code, word) -> None:
+    def extension_init() -> None:  # what pybind11 reports when a signal stops a module's initialisation
+        raise ImportError("initialization failed") from interrupt
+
+    assert guarded("prog", extension_init) == code
+    assert capsys.readouterr().err == f"prog: {word}\n"
+
+
+def test_an_import_error_of_its_own_is_not_taken_for_an_interrupt() -> None:
+    def broken() -> None:
+        raise ImportError("initialization failed") from RuntimeError("a real fault")
+
+    with pytest.raises(ImportError, match="initialization failed"):
+        guarded("prog", broken)
+
+
+@pytest.mark.parametrize("interrupt, code", [(KeyboardInterrupt(), 130), (ImportError("initialization failed"), 130)])
+def test_ctrl_c_while_the_command_line_is_parsed_is_one_line(capsys, monkeypatch, interrupt, code) -> None:
+    def stopped(argv: object) -> None:
+        if isinstance(interrupt, ImportError):
+            raise interrupt from KeyboardInterrupt()
+        raise interrupt
+
+    monkeypatch.setattr(cli, "build_parser", stopped)
+    assert cli.main(["simulate", "--policy", "arena"]) == code
+    assert capsys.readouterr().err == "arena-gym: interrupted\n"
