@@ -73,26 +73,38 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object], 
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """Package version plus the git commit (``+dirty`` when the tree has changes), if available.
+    """Package version plus the git commit (``.dirty`` when tracked files have changes), if available.
 
     Asked once per process (a comparison writes one results directory per run)."""
     from arena_gym import __version__ as version
 
-    here = Path(__file__).resolve().parent
+    commit = git_commit(Path(__file__).resolve().parent)
+    return f"{version}+{commit}" if commit else version
+
+
+def git_commit(folder: Path) -> str | None:
+    """The short commit of the git checkout holding ``folder``, ``.dirty`` appended when a tracked file differs from
+    it; None outside a checkout or without git.
+
+    One git process that writes nothing (``--no-optional-locks``): ``git describe --dirty`` rewrites the index, and a
+    signal that stops the command while it does (Ctrl-C to the process group) left ``.git/index.lock`` behind, so
+    that the user's next git command refused to run."""
     try:
-        # one git process: the short commit, "-dirty" when tracked files differ from it (tags ignored)
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--exclude=*"],
-            cwd=here,
+        status = subprocess.run(
+            ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+            cwd=folder,
             capture_output=True,
             text=True,
             timeout=5,
             check=True,
-        ).stdout.strip()
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
-        return version
-    commit, dirty = described.removesuffix("-dirty"), described.endswith("-dirty")
-    return f"{version}+{commit}{'.dirty' if dirty else ''}"
+        return None
+    oid = next((line.split()[2] for line in status if line.startswith("# branch.oid ")), "(initial)")
+    if oid == "(initial)":
+        return None
+    dirty = any(not line.startswith("#") for line in status)
+    return f"{oid[:7]}{'.dirty' if dirty else ''}"
 
 
 def jsonable(value: Any) -> Any:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 
 import pytest
 
-from arena_gym.outputs import atomic_write, write_rows
+from arena_gym.outputs import atomic_write, git_commit, write_rows
 
 
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
@@ -38,3 +40,26 @@ def test_write_rows_writes_what_pandas_writes(tmp_path):
     pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "pandas.csv", index=False)
     assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
     assert (tmp_path / "ours.csv").read_text().splitlines()[2] == '"b,c",,0.30000000000000004,False,0'
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_commit_names_the_commit_and_changes_and_writes_nothing(tmp_path):
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    assert git_commit(tmp_path) is None  # no commit yet
+    (tmp_path / "a.txt").write_text("one")
+    git("add", "a.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD")[:7]
+    (tmp_path / "untracked.txt").write_text("not part of the commit")
+    assert git_commit(tmp_path) == head
+    index = tmp_path / ".git" / "index"
+    before = index.stat().st_mtime_ns
+    (tmp_path / "a.txt").write_text("two")
+    assert git_commit(tmp_path) == f"{head}.dirty"
+    (tmp_path / "a.txt").write_text("one")  # the same content again, with a new time stamp
+    assert git_commit(tmp_path) == head
+    assert index.stat().st_mtime_ns == before  # the index was not refreshed: no index.lock to leave behind
+    assert git_commit(tmp_path.parent / "no-such-folder") is None
