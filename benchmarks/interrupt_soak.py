@@ -8,7 +8,8 @@ Each stop is classed by the command line's contract:
 * ``kept``: exit 130 (SIGINT) or 143 (SIGTERM), one line ``arena-gym ...: interrupted|terminated``, no traceback,
   nothing left beside ``--out``;
 * ``finished``: exit 0, the signal came after the end;
-* ``broken``: anything else (death by the signal itself, a traceback, a stray file).
+* ``broken``: anything else (death by the signal itself, a traceback, a stray file, a ``.git/index.lock`` left in
+  this checkout: the soak removes such a lock, which was absent before the stop, so that the next stop can run).
 
 It prints the counts per signal and writes ``interrupts.json`` (config, seed, code version, machine load, every
 stop) into ``--out``. Exit code 0 when no stop was ``broken``, 1 otherwise. Needs ../shared/data (the windows).
@@ -44,7 +45,18 @@ SETS = ("iterations=2", "pairs=1", "windows=1", "validation_limit=1", "workers=1
 CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 
-def stop_once(data: Path, signame: str, after_s: float) -> dict[str, Any]:
+def index_lock() -> Path | None:
+    """Where git would leave this checkout's index lock (None outside a git checkout)."""
+    try:
+        where = subprocess.run(
+            ["git", "rev-parse", "--git-path", "index.lock"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return REPO / where
+
+
+def stop_once(data: Path, signame: str, after_s: float, lock: Path | None) -> dict[str, Any]:
     """Run the training in a fresh folder, send ``signame`` to its group after ``after_s``; the stop's row."""
     sets = [*SETS, f"data_dir={data}"]
     argv = [sys.executable, "-m", "arena_gym", "train", "--method", "es", *[a for s in sets for a in ("--set", s)]]
@@ -60,6 +72,9 @@ def stop_once(data: Path, signame: str, after_s: float) -> dict[str, Any]:
             os.killpg(run.pid, getattr(signal, signame))
         _, err = run.communicate(timeout=120)
         stray = sorted(p.name for p in Path(folder).iterdir() if p.name != "run")
+    if lock is not None and lock.exists():
+        stray.append(".git/index.lock")
+        lock.unlink()
     lines = [x for x in err.splitlines() if x.startswith("arena-gym ")]
     kept = (
         run.returncode == CODES[signame]
@@ -86,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--stops must be >= 1 and --window 0 < FROM < TO, got {args.stops} and {args.window}")
     if not (args.data_dir / "itp").is_dir():
         p.error(f"--data-dir {args.data_dir} has no itp/ folder of traces")
+    lock = index_lock()
+    if lock is not None and lock.exists():
+        p.error(f"{lock} exists: another git command is running here, or one was killed; end it or remove the file")
     rng = random.Random(args.seed)
     plan = [(rng.choice(sorted(CODES)), round(rng.uniform(*args.window), 3)) for _ in range(args.stops)]
     started, load_before = time.perf_counter(), os.getloadavg()
-    rows = [stop_once(args.data_dir, s, t) for s, t in tqdm(plan, desc="stops", unit="stop")]
+    rows = [stop_once(args.data_dir, s, t, lock) for s, t in tqdm(plan, desc="stops", unit="stop")]
     counts = Counter((r["signal"], r["outcome"]) for r in rows)
     for (signame, outcome), n in sorted(counts.items()):
         print(f"{signame}: {outcome} {n}")
