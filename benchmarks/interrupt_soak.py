@@ -56,6 +56,11 @@ def index_lock() -> Path | None:
     return REPO / where
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C's default action, which a shell's background job would otherwise pass on as ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop_once(data: Path, signame: str, after_s: float, lock: Path | None) -> dict[str, Any]:
     """Run the training in a fresh folder, send ``signame`` to its group after ``after_s``; the stop's row."""
     sets = [*SETS, f"data_dir={data}"]
@@ -64,7 +69,7 @@ def stop_once(data: Path, signame: str, after_s: float, lock: Path | None) -> di
     with tempfile.TemporaryDirectory(prefix="interrupt-soak-") as folder:
         run = subprocess.Popen(
             [*argv, "--out", "run"], cwd=folder, env=env, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
         )  # fmt: skip
         try:
             run.wait(timeout=after_s)

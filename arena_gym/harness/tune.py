@@ -26,9 +26,10 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -422,23 +423,95 @@ def counted(study: optuna.Study, running: bool = False) -> int:
     return len(study.get_trials(deepcopy=False, states=states))
 
 
-def _objective(settings: TuneSettings, target: TuneTarget, progress: bool) -> Callable[[optuna.Trial], float]:
+def _objective(
+    settings: TuneSettings, target: TuneTarget, progress: bool, stops: SafePoints
+) -> Callable[[optuna.Trial], float]:
     import optuna
 
     shown = {"progress": progress} if "progress" in inspect.signature(target.objective).parameters else {}
 
     def objective(trial: optuna.Trial) -> float:
-        config = settings.config(target, target.sample(Fixing(trial, settings.fixed)))
+        with stops.open():
+            with stops.closed():  # the sampled values are written to the study
+                config = settings.config(target, target.sample(Fixing(trial, settings.fixed)))
 
-        def report(step: int, value: float) -> None:
-            trial.report(value, step)
-            if trial.should_prune():
-                raise optuna.TrialPruned(f"validation {value:.4f} at step {step}")
+            def report(step: int, value: float) -> None:
+                with stops.closed():
+                    trial.report(value, step)
+                    prune = trial.should_prune()
+                if prune:
+                    raise optuna.TrialPruned(f"validation {value:.4f} at step {step}")
 
-        out = Path(settings.out).resolve() / "trials" / f"trial-{trial.number:04d}"
-        return target.objective(config, out, report, **shown)
+            out = Path(settings.out).resolve() / "trials" / f"trial-{trial.number:04d}"
+            return target.objective(config, out, report, **shown)
 
     return objective
+
+
+class SafePoints:
+    """Ctrl-C and SIGTERM while a worker runs trials, delivered where no trial is left half-recorded.
+
+    Inside :meth:`open` (a trial's objective, a wait between trials) a signal is delivered at once: the
+    handler that was installed before runs and raises, and optuna marks the trial failed. Elsewhere
+    (optuna creating, recording or telling a trial; :meth:`closed` inside an objective) it is held and
+    delivered where the next open stretch begins or goes on, or at :meth:`deliver_held`, so that no stop
+    leaves a trial RUNNING for a rerun to wait out, nor a write to the study half done.
+    Only signals whose handler is Python code are held; outside the main thread nothing is.
+    """
+
+    def __init__(self) -> None:
+        self._inside = False
+        self._held: tuple[int, Any] | None = None
+        self._previous: dict[int, Callable[[int, Any], Any]] = {}
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SafePoints]:
+        """Hold the signals while the body runs; the handlers before it after."""
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if callable(handler := signal.getsignal(signum)):
+                    self._previous[signum] = handler
+                    signal.signal(signum, self._on_signal)
+        try:
+            yield self
+        finally:
+            for held, before in self._previous.items():
+                if signal.getsignal(held) == self._on_signal:  # the handler may have replaced itself (SIGTERM)
+                    signal.signal(held, before)
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[None]:
+        """A stretch where a signal is delivered at once (and a held one first)."""
+        self._inside = True
+        try:
+            self.deliver_held()
+            yield
+        finally:
+            self._inside = False
+
+    @contextlib.contextmanager
+    def closed(self) -> Iterator[None]:
+        """A stretch inside :meth:`open` where signals are held again (a write to the study)."""
+        inside, self._inside = self._inside, False
+        try:
+            yield
+        finally:
+            self._inside = inside
+        if inside:
+            self.deliver_held()
+
+    def deliver_held(self) -> None:
+        """Deliver a held signal now (its handler raises)."""
+        if self._held is not None:
+            signum, frame = self._held
+            self._held = None
+            self._previous[signum](signum, frame)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._inside:
+            self._previous[signum](signum, frame)
+        elif self._held is None:
+            self._held = (signum, frame)
 
 
 #: Exit code of a worker process stopped by Ctrl-C (its trial is marked failed), as the command line's.
@@ -488,34 +561,34 @@ def run_worker(
     logging.getLogger("envs.workload").setLevel(logging.WARNING)
     study = open_study(settings, worker)
     target = get_target(settings.target)
-    objective = _objective(settings, target, progress)
-    while counted(study) < settings.trials:
-        with warnings.catch_warnings():  # marked experimental, like the heartbeat it reads
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
-        fail_unbeaten_trials(study, settings.grace_s)
-        if counted(study, running=True) < settings.trials:
-            study.optimize(objective, n_trials=1, gc_after_trial=True)
-            if on_trial is not None:
-                on_trial(counted(study))
-        else:
-            time.sleep(min(settings.heartbeat_s, 5))
+    with SafePoints().installed() as stops:
+        objective = _objective(settings, target, progress, stops)
+        while counted(study) < settings.trials:
+            stops.deliver_held()
+            with warnings.catch_warnings():  # marked experimental, like the heartbeat it reads
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
+            fail_unbeaten_trials(study, settings.grace_s)
+            if counted(study, running=True) < settings.trials:
+                study.optimize(objective, n_trials=1, gc_after_trial=True)
+                if on_trial is not None:
+                    on_trial(counted(study))
+            else:
+                with stops.open():
+                    time.sleep(min(settings.heartbeat_s, 5))
+        stops.deliver_held()
 
 
 def _worker_process(settings: TuneSettings, worker: int) -> None:
     """A spawned worker: Ctrl-C, or a first SIGTERM (a process-group kill: a batch system stopping the command),
-    ends it quietly with :data:`EXIT_INTERRUPTED` once optuna has failed its trial, so that a rerun takes the
-    trial up at once rather than after the heartbeat's grace. Ctrl-C inside optuna's own bookkeeping may surface
-    as another error raised while handling it (an unbound local in its ``finally``); that is the interrupt too."""
+    ends it quietly with :data:`EXIT_INTERRUPTED` once optuna has failed its trial (or recorded the trial it
+    was recording: see :class:`SafePoints`), so that a rerun takes the trial up at once rather than after the
+    heartbeat's grace."""
     signal.signal(signal.SIGTERM, _interrupt_once)
     try:
         run_worker(settings, worker)
     except KeyboardInterrupt:
         raise SystemExit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
-        if isinstance(exc.__context__, KeyboardInterrupt):
-            raise SystemExit(EXIT_INTERRUPTED) from None
-        raise
 
 
 def _interrupt_once(signum: int, frame: object) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
+import os
+import signal
 import statistics
 import time
 from datetime import datetime, timedelta
@@ -147,17 +149,8 @@ def _ctrl_c(*_args) -> None:
     raise KeyboardInterrupt
 
 
-def _ctrl_c_in_optuna_bookkeeping(*_args) -> None:
-    """What optuna raises when Ctrl-C lands in its trial bookkeeping: an unbound local, while handling the interrupt."""
-    try:
-        raise KeyboardInterrupt
-    finally:
-        raise UnboundLocalError("cannot access local variable 'updated_state'")  # noqa: B012
-
-
-@pytest.mark.parametrize("run_worker", [_ctrl_c, _ctrl_c_in_optuna_bookkeeping])
-def test_a_worker_stopped_by_ctrl_c_exits_quietly_with_the_interrupt_code(tmp_path, monkeypatch, run_worker) -> None:
-    monkeypatch.setattr(tune, "run_worker", run_worker)
+def test_a_worker_stopped_by_ctrl_c_exits_quietly_with_the_interrupt_code(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(tune, "run_worker", _ctrl_c)
     with pytest.raises(SystemExit) as stopped:
         tune._worker_process(settings(tmp_path), 1)
     assert stopped.value.code == tune.EXIT_INTERRUPTED
@@ -167,6 +160,78 @@ def test_a_worker_s_other_errors_propagate(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(tune, "run_worker", lambda *_: {}["missing"])
     with pytest.raises(KeyError):
         tune._worker_process(settings(tmp_path), 1)
+
+
+class _Stop(Exception):
+    """What the SIGTERM handler under test raises."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop(signum)
+
+
+@pytest.fixture
+def sigterm_raises_stop():
+    before = signal.signal(signal.SIGTERM, _raise_stop)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+def _signal_self(signum: int) -> None:
+    """Send ``signum`` to this process and give its handler the next instructions to run in."""
+    os.kill(os.getpid(), signum)
+    for _ in range(1000):
+        time.sleep(0)
+
+
+def test_a_signal_outside_an_open_stretch_waits_for_the_next_one(sigterm_raises_stop) -> None:
+    steps = []
+    with tune.SafePoints().installed() as stops:
+        _signal_self(signal.SIGTERM)
+        steps.append("bookkeeping finished")
+        with pytest.raises(_Stop), stops.open():
+            steps.append("never")
+        _signal_self(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            stops.deliver_held()
+        stops.deliver_held()  # delivered once
+    assert steps == ["bookkeeping finished"]
+    assert signal.getsignal(signal.SIGTERM) is _raise_stop  # the handler before, after
+
+
+def test_in_an_open_stretch_a_signal_is_delivered_at_once_and_a_closed_one_holds_it(sigterm_raises_stop) -> None:
+    steps = []
+    with tune.SafePoints().installed() as stops:
+        with pytest.raises(KeyboardInterrupt), stops.open():
+            _signal_self(signal.SIGINT)
+            steps.append("never")
+        with pytest.raises(_Stop), stops.open():
+            with stops.closed():
+                _signal_self(signal.SIGTERM)
+                steps.append("the write finished")
+            steps.append("never")
+        with stops.open():
+            steps.append("nothing held")
+    assert steps == ["the write finished", "nothing held"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_while_optuna_records_a_trial_lets_it_finish_recording(tmp_path, monkeypatch) -> None:
+    record = optuna.storages.RDBStorage.set_trial_state_values
+
+    def interrupted_while_recording(self, trial_id, state, values=None):
+        if state == TrialState.COMPLETE:
+            _signal_self(signal.SIGINT)  # lands inside optuna's bookkeeping, after the objective returned
+        return record(self, trial_id, state, values)
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_state_values", interrupted_while_recording)
+    s = settings(tmp_path, trials=3)
+    (tmp_path / "study").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        tune.run_worker(s)
+    monkeypatch.undo()
+    states = [t.state for t in open_study(s).get_trials(deepcopy=False)]
+    assert states == [TrialState.COMPLETE]  # recorded whole, and the worker stopped before the next trial
 
 
 def test_bad_settings_are_refused_before_any_trial(tmp_path) -> None:

@@ -66,15 +66,30 @@ def test_simulate_stopped_at_random_points_leaves_nothing_and_keeps_the_earlier_
             assert json.loads((tmp_path / "run" / "metrics.json").read_text()) == before
 
 
+def _running_trials(out: Path) -> list[int]:
+    """The trials a study in ``out`` still holds as running (none where it has no storage yet)."""
+    import optuna
+
+    if not (out / "study.db").is_file():
+        return []
+    storage = f"sqlite:///{out / 'study.db'}"
+    running = (optuna.trial.TrialState.RUNNING,)
+    studies = [optuna.load_study(study_name=name, storage=storage) for name in optuna.get_all_study_names(storage)]
+    return [t.number for study in studies for t in study.get_trials(deepcopy=False, states=running)]
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_tune_stopped_at_random_points_reaches_its_trials_when_rerun(tmp_path, signum) -> None:
+def test_tune_stopped_at_random_points_fails_its_running_trials_and_reaches_its_trials_when_rerun(
+    tmp_path, signum
+) -> None:
     argv = ["tune", "--target", SPEC, "--trials", "5", "--workers", "2", "--startup-trials", "2", "--no-progress"]
     argv += ["--trial-set", "steps=4", "--trial-set", "pause_s=0.4", "--out", "study"]
     for after_s in POINTS[:2]:
         code, err = _stopped(argv, tmp_path, signum, after_s + 2.0)  # past the workers' start
         _check_stopped(code, err, signum)
         assert not list(tmp_path.glob(".study*"))
+        assert _running_trials(tmp_path / "study") == []  # failed or recorded, so a rerun takes them up at once
     code, err = _stopped(argv, tmp_path, signum, 300.0)
     assert code == 0, err  # it ran to the end within the 300 s
     states = pd.read_csv(tmp_path / "study" / "trials.csv")["state"]
