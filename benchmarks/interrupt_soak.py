@@ -12,11 +12,13 @@ Each stop is classed by the command line's contract:
   this checkout: the soak removes such a lock, which was absent before the stop, so that the next stop can run).
 
 It prints the counts per signal and writes ``interrupts.json`` (config, seed, code version, machine load, every
-stop) into ``--out``. Exit code 0 when no stop was ``broken``, 1 otherwise. Needs ../shared/data (the windows).
+stop, and the commit of the checkout whose command was stopped) into ``--out``. Exit code 0 when no stop was
+``broken``, 1 otherwise. Needs ../shared/data (the windows). The command stopped is the one of the checkout this
+file lies in (``PYTHONPATH``): a copy of it in an older checkout's ``benchmarks/`` measures that checkout.
 
 Command::
 
-    OMP_NUM_THREADS=1 python benchmarks/interrupt_soak.py --stops 80 --seed 0
+    OMP_NUM_THREADS=1 python benchmarks/interrupt_soak.py --stops 160 --seed 0
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from arena_gym.harness.out_dirs import machine, shown_path
-from arena_gym.outputs import code_version, write_json
+from arena_gym.outputs import code_version, git_commit, write_json
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -90,13 +92,13 @@ def stop_once(data: Path, signame: str, after_s: float, lock: Path | None) -> di
     )
     outcome = "finished" if run.returncode == 0 and not stray else "kept" if kept else "broken"
     row = {"signal": signame, "after_s": after_s, "exit": run.returncode, "outcome": outcome, "stray": stray}
-    return row | ({"stderr_tail": err[-600:]} if outcome == "broken" else {})
+    return row | ({"stderr_tail": err[-4000:]} if outcome == "broken" else {})
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the stops, print the counts, write the JSON."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--stops", type=int, default=80, help="how many runs to stop")
+    p.add_argument("--stops", type=int, default=160, help="how many runs to stop")
     p.add_argument("--window", type=float, nargs=2, default=(0.5, 1.8), metavar=("FROM", "TO"), help="seconds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", type=Path, default=DATA, help="the shared data folder (the training's windows)")
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "seed": args.seed,
             "code_version": code_version(),
+            "measured_commit": git_commit(REPO),  # the checkout whose command was stopped (PYTHONPATH)
             "machine": machine(load_before),
             "wall_s": time.perf_counter() - started,
             "counts": [{"signal": s, "outcome": o, "stops": n} for (s, o), n in sorted(counts.items())],

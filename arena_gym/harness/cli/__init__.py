@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_as_interrupt():
             return _parse_and_run(list(sys.argv[1:] if argv is None else argv), program=argv is None)
-    except (KeyboardInterrupt, ImportError) as exc:  # stopped before the command's own guard: parsing, loading
+    except (KeyboardInterrupt, Exception) as exc:  # stopped before the command's own guard: parsing, loading
         interrupt = _interrupt_behind(exc)
         if interrupt is None:
             raise
@@ -218,25 +218,26 @@ def guarded(prog: str, body: Callable[[], int | None]) -> int:
     try:
         with _sigterm_as_interrupt():
             return int(body() or 0)
-    except (ValueError, OSError, KeyError) as exc:
-        print(f"{prog}: error: {_error_text(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except ImportError as exc:
+    except KeyboardInterrupt as exc:
+        return _stopped(prog, exc)
+    except Exception as exc:
         interrupt = _interrupt_behind(exc)
         if interrupt is not None:
             return _stopped(prog, interrupt)
+        if isinstance(exc, (ValueError, OSError, KeyError)):
+            print(f"{prog}: error: {_error_text(exc)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         hint = install_hint(exc.name or "") if isinstance(exc, ModuleNotFoundError) else None
         if hint is None:
             raise
         print(f"{prog}: error: this command needs {hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt as exc:
-        return _stopped(prog, exc)
 
 
 def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
-    """The Ctrl-C or SIGTERM that ``exc`` was raised from, if any: an extension module whose initialisation the
-    signal interrupts (pybind11's, for one) reports ``ImportError: initialization failed`` caused by it."""
+    """The Ctrl-C or SIGTERM that ``exc`` was raised from, if any. Code the signal interrupts may report it as
+    another error: an extension module's initialisation (pybind11's) as ``ImportError: initialization failed``,
+    a class being created (matplotlib's, on import) as ``RuntimeError: Error calling __set_name__``."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

@@ -148,15 +148,33 @@ def test_ctrl_c_inside_an_extensions_code_still_exits_130_under_python_m(tmp_pat
     assert done.returncode == 130 and not (tmp_path / "run").exists(), done.stderr
 
 
+#: What code a signal interrupts may report instead: pybind11 when it stops a module's initialisation, CPython when
+#: it stops a class being created (matplotlib's on import); a ValueError raised while cleaning up after it.
+REPORTED_AS = [
+    ImportError("initialization failed"),
+    RuntimeError("Error calling __set_name__ on '_axis_method_wrapper' instance 'get_xgridlines' in '_AxesBase'"),
+    ValueError("I/O operation on closed file"),
+]
+
+
+@pytest.mark.parametrize("reported", REPORTED_AS, ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize(
     "interrupt, code, word", [(KeyboardInterrupt(), 130, "interrupted"), (Terminated(), 143, "terminated")]
 )
-def test_an_import_the_signal_stopped_is_the_signal_not_a_traceback(capsys, interrupt, code, word) -> None:
-    def extension_init() -> None:  # what pybind11 reports when a signal stops a module's initialisation
-        raise ImportError("initialization failed") from interrupt
+def test_an_error_the_signal_caused_is_the_signal_not_a_traceback(capsys, reported, interrupt, code, word) -> None:
+    def stopped() -> None:
+        raise reported from interrupt
 
-    assert guarded("prog", extension_init) == code
+    assert guarded("prog", stopped) == code
     assert capsys.readouterr().err == f"prog: {word}\n"
+
+    def cleaning_up() -> None:  # raised while the interrupt was being handled: its context
+        try:
+            raise interrupt
+        except KeyboardInterrupt:
+            raise reported  # noqa: B904
+
+    assert guarded("prog", cleaning_up) == code
 
 
 def test_an_import_error_of_its_own_is_not_taken_for_an_interrupt() -> None:

@@ -1,0 +1,46 @@
+"""The interrupt soak: its refusals, and a short real run whose stops all keep the command line's contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "interrupt_soak.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=ENV
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--stops", "0"], "--stops must be >= 1"),
+        (["--window", "2", "1"], "0 < FROM < TO"),
+        (["--data-dir", "no-such-folder"], "has no itp/ folder"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_stop(tmp_path: Path, args: list[str], message: str) -> None:
+    done = run(*args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and message in done.stderr.splitlines()[-1], done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.timeout(300)
+def test_a_short_soak_stops_every_run_within_the_contract(shared_data: Path, tmp_path: Path) -> None:
+    done = run("--stops", "3", "--seed", "3", "--window", "0.6", "1.6", "--data-dir", str(shared_data),
+               "--out", str(tmp_path), timeout=280)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "interrupts.json").read_text())
+    assert [r["outcome"] for r in result["stops"]] == ["kept"] * 3
+    assert all(r["exit"] == {"SIGINT": 130, "SIGTERM": 143}[r["signal"]] for r in result["stops"])
+    assert result["config"]["stops"] == 3 and result["seed"] == 3 and "measured_commit" in result
