@@ -19,11 +19,14 @@ import importlib
 import importlib.util
 import inspect
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from arena_gym.safe_points import signals_held
 
 if TYPE_CHECKING:  # the types only: the command line imports this module before numpy
     from arena_gym.protocols import Policy
@@ -38,7 +41,11 @@ def resolve(target: str) -> Any:
     module, _, attr = target.partition(":")
     if not module or not attr:
         raise ValueError(f"registry target {target!r} is not of the form 'module:attr'")
-    obj: Any = importlib.import_module(module)
+    if module in sys.modules:
+        obj: Any = sys.modules[module]
+    else:
+        with signals_held():  # an extension's initialisation stopped by Ctrl-C aborts the process (pybind11)
+            obj = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj

@@ -26,10 +26,9 @@ import logging
 import multiprocessing
 import os
 import signal
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,6 +41,7 @@ from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.trainers import FORMER_NAMES, METHODS
 from arena_gym.outputs import code_version, write_json
 from arena_gym.registry import is_module_attr, resolve
+from arena_gym.safe_points import SafePoints
 
 if TYPE_CHECKING:
     import optuna
@@ -448,72 +448,6 @@ def _objective(
     return objective
 
 
-class SafePoints:
-    """Ctrl-C and SIGTERM while a worker runs trials, delivered where no trial is left half-recorded.
-
-    Inside :meth:`open` (a trial's objective, a wait between trials) a signal is delivered at once: the
-    handler that was installed before runs and raises, and optuna marks the trial failed. Elsewhere
-    (optuna creating, recording or telling a trial; :meth:`closed` inside an objective) it is held and
-    delivered where the next open stretch begins or goes on, or at :meth:`deliver_held`, so that no stop
-    leaves a trial RUNNING for a rerun to wait out, nor a write to the study half done.
-    Only signals whose handler is Python code are held; outside the main thread nothing is.
-    """
-
-    def __init__(self) -> None:
-        self._inside = False
-        self._held: tuple[int, Any] | None = None
-        self._previous: dict[int, Callable[[int, Any], Any]] = {}
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[SafePoints]:
-        """Hold the signals while the body runs; the handlers before it after."""
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                if callable(handler := signal.getsignal(signum)):
-                    self._previous[signum] = handler
-                    signal.signal(signum, self._on_signal)
-        try:
-            yield self
-        finally:
-            for held, before in self._previous.items():
-                if signal.getsignal(held) == self._on_signal:  # the handler may have replaced itself (SIGTERM)
-                    signal.signal(held, before)
-
-    @contextlib.contextmanager
-    def open(self) -> Iterator[None]:
-        """A stretch where a signal is delivered at once (and a held one first)."""
-        self._inside = True
-        try:
-            self.deliver_held()
-            yield
-        finally:
-            self._inside = False
-
-    @contextlib.contextmanager
-    def closed(self) -> Iterator[None]:
-        """A stretch inside :meth:`open` where signals are held again (a write to the study)."""
-        inside, self._inside = self._inside, False
-        try:
-            yield
-        finally:
-            self._inside = inside
-        if inside:
-            self.deliver_held()
-
-    def deliver_held(self) -> None:
-        """Deliver a held signal now (its handler raises)."""
-        if self._held is not None:
-            signum, frame = self._held
-            self._held = None
-            self._previous[signum](signum, frame)
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        if self._inside:
-            self._previous[signum](signum, frame)
-        elif self._held is None:
-            self._held = (signum, frame)
-
-
 #: Exit code of a worker process stopped by Ctrl-C (its trial is marked failed), as the command line's.
 EXIT_INTERRUPTED = 130
 
@@ -549,7 +483,10 @@ def run_worker(
     While the rest are running elsewhere it waits for them: they finish, or their worker died and
     they go stale (no heartbeat for ``grace_s``), are marked failed and run again here. With
     ``progress`` each trial shows its trainer's progress bars (iterations, episodes) on stderr;
-    ``on_trial`` is told the study's finished count after each trial this worker ran.
+    ``on_trial`` is told the study's finished count after each trial this worker ran. Ctrl-C and
+    SIGTERM are delivered at once inside a trial's objective (optuna then fails the trial) and in the wait
+    between trials, and held while optuna creates, records or tells a trial, so that no stop leaves a
+    trial RUNNING for a rerun to wait out (:class:`~arena_gym.safe_points.SafePoints`).
     """
     import optuna
 

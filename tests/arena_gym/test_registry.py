@@ -17,7 +17,15 @@ from agents.arena import ArenaPolicy
 from agents.fcfs import FCFS
 from arena_gym.cluster import PRESETS
 from arena_gym.harness.experiment import load_jobs
-from arena_gym.registry import Registry, make_perf, make_policy, perf_registry, policy_registry, trace_registry
+from arena_gym.registry import (
+    Registry,
+    make_perf,
+    make_policy,
+    perf_registry,
+    policy_registry,
+    resolve,
+    trace_registry,
+)
 from arena_gym.types import JobSpec
 from tests.helpers import job, uniform_model
 
@@ -258,3 +266,20 @@ def test_prefixes_list_every_handler_with_its_argument_name() -> None:
     }
     assert policy_registry().prefixes()["sb3"].argument == "PATH"
     assert set(perf_registry().prefixes()) >= {"measured", "profiled", "calibrated", "noisy"}
+
+
+def test_ctrl_c_during_a_lazy_import_is_delivered_once_the_module_is_whole(tmp_path, monkeypatch) -> None:
+    (tmp_path / "stopped_while_imported.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)  # as if an extension's initialisation were running now\n"
+        "for _ in range(1000):\n"
+        "    time.sleep(0)\n"
+        "FINISHED = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "stopped_while_imported", raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        resolve("stopped_while_imported:FINISHED")
+    assert sys.modules["stopped_while_imported"].FINISHED is True
+    assert resolve("stopped_while_imported:FINISHED") is True  # imported once: no signal held the second time
+    monkeypatch.delitem(sys.modules, "stopped_while_imported")

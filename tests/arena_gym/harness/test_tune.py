@@ -162,58 +162,11 @@ def test_a_worker_s_other_errors_propagate(tmp_path, monkeypatch) -> None:
         tune._worker_process(settings(tmp_path), 1)
 
 
-class _Stop(Exception):
-    """What the SIGTERM handler under test raises."""
-
-
-def _raise_stop(signum: int, frame: object) -> None:
-    raise _Stop(signum)
-
-
-@pytest.fixture
-def sigterm_raises_stop():
-    before = signal.signal(signal.SIGTERM, _raise_stop)
-    yield
-    signal.signal(signal.SIGTERM, before)
-
-
 def _signal_self(signum: int) -> None:
     """Send ``signum`` to this process and give its handler the next instructions to run in."""
     os.kill(os.getpid(), signum)
     for _ in range(1000):
         time.sleep(0)
-
-
-def test_a_signal_outside_an_open_stretch_waits_for_the_next_one(sigterm_raises_stop) -> None:
-    steps = []
-    with tune.SafePoints().installed() as stops:
-        _signal_self(signal.SIGTERM)
-        steps.append("bookkeeping finished")
-        with pytest.raises(_Stop), stops.open():
-            steps.append("never")
-        _signal_self(signal.SIGINT)
-        with pytest.raises(KeyboardInterrupt):
-            stops.deliver_held()
-        stops.deliver_held()  # delivered once
-    assert steps == ["bookkeeping finished"]
-    assert signal.getsignal(signal.SIGTERM) is _raise_stop  # the handler before, after
-
-
-def test_in_an_open_stretch_a_signal_is_delivered_at_once_and_a_closed_one_holds_it(sigterm_raises_stop) -> None:
-    steps = []
-    with tune.SafePoints().installed() as stops:
-        with pytest.raises(KeyboardInterrupt), stops.open():
-            _signal_self(signal.SIGINT)
-            steps.append("never")
-        with pytest.raises(_Stop), stops.open():
-            with stops.closed():
-                _signal_self(signal.SIGTERM)
-                steps.append("the write finished")
-            steps.append("never")
-        with stops.open():
-            steps.append("nothing held")
-    assert steps == ["the write finished", "nothing held"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_while_optuna_records_a_trial_lets_it_finish_recording(tmp_path, monkeypatch) -> None:
