@@ -27,6 +27,7 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         (["--stops", "0"], "--stops must be >= 1"),
         (["--window", "2", "1"], "0 < FROM < TO"),
         (["--data-dir", "no-such-folder"], "has no itp/ folder"),
+        (["--checkout", "docs"], "is not a checkout of this project"),
     ],
 )
 def test_bad_arguments_are_refused_before_any_stop(tmp_path: Path, args: list[str], message: str) -> None:
@@ -37,10 +38,13 @@ def test_bad_arguments_are_refused_before_any_stop(tmp_path: Path, args: list[st
 
 @pytest.mark.timeout(300)
 def test_a_short_soak_stops_every_run_within_the_contract(shared_data: Path, tmp_path: Path) -> None:
-    done = run("--stops", "3", "--seed", "3", "--window", "0.6", "1.6", "--data-dir", str(shared_data),
-               "--out", str(tmp_path), timeout=280)  # fmt: skip
+    done = run("--stops", "2", "--seed", "3", "--window", "0.6", "1.6", "--data-dir", str(shared_data),
+               "--checkout", str(REPO), "--checkout", str(REPO), "--out", str(tmp_path), timeout=280)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((tmp_path / "interrupts.json").read_text())
-    assert [r["outcome"] for r in result["stops"]] == ["kept"] * 3
-    assert all(r["exit"] == {"SIGINT": 130, "SIGTERM": 143}[r["signal"]] for r in result["stops"])
-    assert result["config"]["stops"] == 3 and result["seed"] == 3 and "measured_commit" in result
+    stops = result["stops"]
+    assert [r["checkout"] for r in stops] == [0, 1, 1, 0]  # each planned stop on both, the order alternating
+    assert [r["after_s"] for r in stops[:2]] == [stops[0]["after_s"]] * 2
+    assert [r["outcome"] for r in stops] == ["kept"] * 4
+    assert all(r["exit"] == {"SIGINT": 130, "SIGTERM": 143}[r["signal"]] and r["signal_to_exit_s"] > 0 for r in stops)
+    assert [c["broken"] for c in result["checkouts"]] == [0, 0] and result["config"]["stops"] == 2
