@@ -100,7 +100,14 @@ def stop_once(checkout: Path, data: Path, signame: str, after_s: float) -> dict[
     outcome = "finished" if run.returncode == 0 and not stray else "kept" if kept else "broken"
     row = {"signal": signame, "after_s": after_s, "exit": run.returncode, "outcome": outcome, "stray": stray}
     row["signal_to_exit_s"] = to_exit
-    return row | ({"stderr_tail": err[-4000:]} if outcome == "broken" else {})
+    return row | ({"stderr_tail": scrubbed(err[-4000:], checkout)} if outcome == "broken" else {})
+
+
+def scrubbed(text: str, checkout: Path) -> str:
+    """``text`` with this machine's folders named by role: the checkout, the environment, Python, the home folder."""
+    for folder, name in ((checkout, "<checkout>"), (sys.prefix, "<env>"), (sys.base_prefix, "<python>")):
+        text = text.replace(str(folder), name)
+    return text.replace(str(Path.home()), "~")
 
 
 def main(argv: list[str] | None = None) -> int:
