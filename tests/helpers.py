@@ -6,7 +6,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -159,3 +162,12 @@ def load_script(name: str, folder: str = "scripts") -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_benchmark(name: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/NAME.py ARGS`` from the repository root (one thread, wandb off), its output captured."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+    script = REPO / "benchmarks" / f"{name}.py"
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env
+    )

@@ -4,22 +4,15 @@ reference at ratio 1, outcomes that repeat, and a bad argument refused before an
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_adaptive_decision_cost.py"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
+from tests.helpers import run_benchmark
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=600, env=ENV
-    )
+    return run_benchmark("bench_adaptive_decision_cost", *args, timeout=600)
 
 
 @pytest.mark.timeout(700)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,11 +16,10 @@ from arena_gym.harness.experiment import load_jobs
 from arena_gym.registry import make_perf
 from real_runner.launchers.local import find_processes
 from real_runner.testbed import load_testbed
-from tests.helpers import load_script
+from tests.helpers import load_script, run_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_live_ab.py"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +31,7 @@ def bench() -> Iterator[ModuleType]:
 
 
 def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_benchmark("bench_live_ab", *args, timeout=timeout)
 
 
 def test_each_seed_traces_sixteen_mixed_jobs_for_two_devices_on_the_same_menu(bench: ModuleType) -> None:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-from tests.helpers import load_script
+from tests.helpers import load_script, run_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_live_ab_noise.py"
 COMMITTED = REPO / "benchmarks" / "results" / "live_ab" / "noise.json"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +27,7 @@ def committed() -> dict:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=300, env=ENV
-    )
+    return run_benchmark("bench_live_ab_noise", *args, timeout=300)
 
 
 def test_a_file_that_is_not_a_live_ab_run_is_refused_in_one_line(bench: ModuleType, tmp_path: Path) -> None:

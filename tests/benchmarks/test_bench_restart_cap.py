@@ -4,9 +4,7 @@ and its arguments are checked before any work."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,16 +12,13 @@ import pytest
 from agents.arena import ArenaPolicy
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.suites import get_suite
+from tests.helpers import run_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_restart_cap.py"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
 
 
 def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_benchmark("bench_restart_cap", *args, timeout=timeout)
 
 
 @pytest.mark.timeout(900)

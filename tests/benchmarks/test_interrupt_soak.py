@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_benchmark
+
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "interrupt_soak.py"
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return run_benchmark("interrupt_soak", *args, timeout=timeout)
 
 
 @pytest.mark.parametrize(
