@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +57,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # scale their budgets from it, tests/fuzzing.py); "long" runs 10x more:
 #   python -m pytest tests -m "not gpu and not slow" --hypothesis-profile=long
 settings.register_profile("long", max_examples=1000, deadline=None)
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in this test, as under a terminal, also in a run started with SIGINT ignored
+    (a background job of a shell, as CI starts it)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

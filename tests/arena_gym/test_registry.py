@@ -268,7 +268,9 @@ def test_prefixes_list_every_handler_with_its_argument_name() -> None:
     assert set(perf_registry().prefixes()) >= {"measured", "profiled", "calibrated", "noisy"}
 
 
-def test_ctrl_c_during_a_lazy_import_is_delivered_once_the_module_is_whole(tmp_path, monkeypatch) -> None:
+def test_ctrl_c_during_a_lazy_import_is_delivered_once_the_module_is_whole(
+    tmp_path, monkeypatch, ctrl_c_raises
+) -> None:
     (tmp_path / "stopped_while_imported.py").write_text(
         "import os, signal, time\n"
         "os.kill(os.getpid(), signal.SIGINT)  # as if an extension's initialisation were running now\n"

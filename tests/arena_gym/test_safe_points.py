@@ -20,7 +20,7 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 @pytest.fixture
-def sigterm_raises_stop():
+def sigterm_raises_stop(ctrl_c_raises):
     before = signal.signal(signal.SIGTERM, _raise_stop)
     yield
     signal.signal(signal.SIGTERM, before)

@@ -169,7 +169,7 @@ def _signal_self(signum: int) -> None:
         time.sleep(0)
 
 
-def test_ctrl_c_while_optuna_records_a_trial_lets_it_finish_recording(tmp_path, monkeypatch) -> None:
+def test_ctrl_c_while_optuna_records_a_trial_lets_it_finish_recording(tmp_path, monkeypatch, ctrl_c_raises) -> None:
     record = optuna.storages.RDBStorage.set_trial_state_values
 
     def interrupted_while_recording(self, trial_id, state, values=None):
