@@ -66,8 +66,9 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def stop_once(checkout: Path, data: Path, signame: str, after_s: float) -> dict[str, Any]:
-    """Run ``checkout``'s training in a fresh folder, send ``signame`` to its group after ``after_s``; the stop's row."""
+def stop_once(checkout: Path, lock: Path | None, data: Path, signame: str, after_s: float) -> dict[str, Any]:
+    """Run ``checkout``'s training in a fresh folder, send ``signame`` to its group after ``after_s``; the stop's row
+    (``lock``: where a git command would leave the checkout's index lock)."""
     sets = [*SETS, f"data_dir={data}"]
     argv = [sys.executable, "-m", "arena_gym", "train", "--method", "es", *[a for s in sets for a in ("--set", s)]]
     env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
@@ -85,7 +86,6 @@ def stop_once(checkout: Path, data: Path, signame: str, after_s: float) -> dict[
         _, err = run.communicate(timeout=120)
         to_exit = None if sent is None else time.perf_counter() - sent
         stray = sorted(p.name for p in Path(folder).iterdir() if p.name != "run")
-    lock = index_lock(checkout)
     if lock is not None and lock.exists():
         stray.append(".git/index.lock")
         lock.unlink()
@@ -125,10 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data_dir / "itp").is_dir():
         p.error(f"--data-dir {args.data_dir} has no itp/ folder of traces")
     checkouts = [c.resolve() for c in args.checkout or [REPO]]
-    for checkout in checkouts:
+    locks = [index_lock(c) for c in checkouts]
+    for checkout, lock in zip(checkouts, locks):
         if not (checkout / "arena_gym" / "__main__.py").is_file():
             p.error(f"--checkout {checkout} is not a checkout of this project (no arena_gym/__main__.py)")
-        lock = index_lock(checkout)
         if lock is not None and lock.exists():
             p.error(f"{lock} exists: a git command is running in {checkout}, or one was killed; end it or remove it")
     rng = random.Random(args.seed)
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for i, (signame, after_s) in enumerate(tqdm(plan, desc="stops", unit="stop")):
         for k in range(len(checkouts)) if i % 2 == 0 else reversed(range(len(checkouts))):
-            row = stop_once(checkouts[k], args.data_dir, signame, after_s)
+            row = stop_once(checkouts[k], locks[k], args.data_dir, signame, after_s)
             rows.append({"checkout": k, "commit": commits[k], **row})
     summaries = [summary(str(c), commits[k], [r for r in rows if r["checkout"] == k]) for k, c in enumerate(checkouts)]
     out = write_json(
