@@ -52,6 +52,27 @@ def test_es_trains_from_the_command_line(shared_data: Path, tmp_path: Path, caps
 
 
 @pytest.mark.timeout(300)
+def test_es_stopped_after_writing_its_config_leaves_nothing_a_rerun_refuses(
+    shared_data: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from arena_gym.harness.out_dirs import check_out_dir
+    from arena_gym.harness.trainers.es import ResidualTrainer
+
+    def stopped(trainer: ResidualTrainer, folder: Path, *_: object) -> None:
+        assert json.loads((folder.parent / "config.json").read_text())["kind"] == "train:es"  # written, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResidualTrainer, "_iterate", stopped)
+    sets = ["iterations=1", "pairs=1", "windows=1", "validation_limit=1", "workers=1", f"data_dir={shared_data}"]
+    code, _, err = _run(
+        capsys, "--method", "es", *[a for s in sets for a in ("--set", s)], "--out", str(tmp_path / "es")
+    )
+    assert code == 130 and "interrupted" in err
+    assert list(tmp_path.iterdir()) == []  # no run directory, no partial one, no lock
+    assert check_out_dir(tmp_path / "es", kind="train:es") == tmp_path / "es"  # what a rerun checks first
+
+
+@pytest.mark.timeout(300)
 def test_residual_ppo_trains_from_a_config_file(shared_data: Path, tmp_path: Path, capsys) -> None:
     config = {"steps": 64, "n_envs": 1, "n_steps": 64, "batch_size": 32, "n_epochs": 1, "eval_every": 64}
     config |= {"validation_limit": 1, "workers": 1, "data_dir": str(shared_data)}
