@@ -16,6 +16,7 @@ import copy
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,9 +26,11 @@ from agents.common import Estimates, requested
 from arena_gym.types import JobId, JobView, Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """What the policy knows of one job's work: its attributes, the work attained (iterations), and whether it finished."""
+class Observation(NamedTuple):
+    """What the policy knows of one job's work: its attributes, the work attained (iterations), and whether it finished.
+
+    A named tuple: a policy makes one for every running job at every decision, at half a frozen dataclass's cost.
+    """
 
     attributes: JobAttributes
     work: float
@@ -93,7 +96,8 @@ class Likelihoods:
         self._seen: dict[JobId, Observation] = {}  # every observation looked at, counted or not
         self._skipped: dict[JobId, None] = {}  # the jobs whose observation does not count
         self._open: dict[JobId, tuple[JobAttributes, int, float]] = {}  # per unfinished job, its group and scale
-        self._order: tuple[list[JobId], np.ndarray, np.ndarray] | None = None  # _open's jobs sorted, groups, scales
+        # _open's jobs sorted, their groups and scales (lists and arrays never written: a job joins or leaves in a copy)
+        self._order: tuple[list[JobId], np.ndarray, np.ndarray] = ([], np.zeros(0, np.int64), np.zeros(0))
         # per group, its finished jobs (sorted) and their rows stacked in that order; arrays and lists never written
         self._finished: dict[int, tuple[list[JobId], np.ndarray]] = {}
         self._sums: tuple[list[int], np.ndarray] = ([], np.zeros((0, 0 if grid is None else len(grid))))
@@ -112,7 +116,9 @@ class Likelihoods:
     ) -> np.ndarray:
         """The summed log-likelihood rows of the observations in ``seen`` that count (:meth:`EpisodeScale.counts`).
 
-        ``changed``: the jobs whose observation in ``seen`` may differ from the last call's (None: any).
+        ``changed``: the jobs whose observation in ``seen`` may differ from the last call's (None: any), a job
+        whose work only moved from one positive value to another, unfinished, aside: its row is computed anew
+        at every call whatever ``changed`` says.
         """
         if self.grid != scale.grid:
             self._clear(scale.grid)
@@ -146,7 +152,7 @@ class Likelihoods:
             slot = slots.get(j)
             if slot is None or slot[0] is not o.attributes:
                 (g,), (unit,) = scale.belief.slots([o.attributes])
-                slots[j], self._order = (o.attributes, int(g), float(unit)), None
+                self._open_slot(j, o.attributes, int(g), float(unit))
         grid = np.asarray(scale.grid)
         if stale:
             groups, new = scale.belief.scale_likelihood_rows(
@@ -161,13 +167,6 @@ class Likelihoods:
                 at = bisect.bisect(jobs, j)
                 self._finished[g] = ([*jobs[:at], j, *jobs[at:]], np.insert(stacked, at, row, axis=0))
                 dirty.add(g)
-        if self._order is None:
-            order = sorted(slots)
-            self._order = (
-                order,
-                np.array([slots[j][1] for j in order], dtype=np.int64),
-                np.array([slots[j][2] for j in order], dtype=float),
-            )
         running, groups, units = self._order
         if not seen.keys() >= slots.keys():  # some unfinished job is not in ``seen``
             keep = [k for k, j in enumerate(running) if j in seen]
@@ -200,11 +199,28 @@ class Likelihoods:
         self._sums = (order, sums)
         return sums.sum(axis=0) if order else np.zeros(width)
 
+    def _open_slot(self, job: JobId, attributes: JobAttributes, group: int, unit: float) -> None:
+        """Keep an unfinished job's group and scale, in its place in the sorted order."""
+        order, groups, units = self._order
+        at = bisect.bisect_left(order, job)
+        if job in self._open:  # new attributes for a job already open: its entry replaced
+            groups, units = groups.copy(), units.copy()
+            groups[at], units[at] = group, unit
+        else:
+            order, groups, units = (
+                [*order[:at], job, *order[at:]],
+                np.insert(groups, at, group),
+                np.insert(units, at, unit),
+            )
+        self._open[job], self._order = (attributes, group, unit), (order, groups, units)
+
     def _forget(self, job: JobId) -> set[int]:
         """Drop a job's row or slot; the group whose finished rows it left (empty: none)."""
         held = self.rows.pop(job, None)
         if self._open.pop(job, None) is not None:
-            self._order = None
+            order, groups, units = self._order
+            at = bisect.bisect_left(order, job)
+            self._order = ([*order[:at], *order[at + 1 :]], np.delete(groups, at), np.delete(units, at))
         if held is None:
             return set()
         jobs, stacked = self._finished[held[1]]
@@ -231,7 +247,7 @@ class EpisodeLog:
         self._last: dict[JobId, JobView] = {}
         self._estimates = Estimates(dp=False)
         self.likelihoods = Likelihoods()
-        self._changed: set[JobId] = set()  # the jobs observed anew since :meth:`posterior` last read them
+        self._changed: set[JobId] = set()  # jobs observed anew since :meth:`posterior` (not a running job's work alone)
 
     def reset(self) -> None:
         """Forget the episode."""
@@ -277,7 +293,8 @@ class EpisodeLog:
                 changed.add(job)
             elif (work := view.iterations_done(now)) != seen.work or seen.finished:  # else unchanged: memos skip it
                 observed[job] = Observation(seen.attributes, work, False)
-                changed.add(job)
+                if seen.finished or not (work > 0 and seen.work > 0):  # else only a running job's work grew
+                    changed.add(job)
             last[job] = view
         return views
 

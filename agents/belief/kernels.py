@@ -157,9 +157,9 @@ class SurvivalTables:
     slope exact at every node), the tables end to end; within 3e-9 of the exact mixture sum on nodes 1/32 of a
     bandwidth apart. Below its first node a table reads its first value (``log S`` there is within 1e-23 of 0).
 
-    Table ``k`` starts at ``start[k]`` with nodes ``step[k]`` apart; its ``cells[k]`` pieces are the columns
-    from ``first[k]`` of ``coef``, whose rows are the cubics' coefficients of ``t^0`` to ``t^3`` (``t`` in
-    ``[0, 1)``, the position within the piece).
+    Table ``k`` starts at ``start[k]`` with nodes ``step[k]`` apart; its ``cells[k]`` pieces are the rows
+    from ``first[k]`` of ``coef``, each a cubic's coefficients of ``t^0`` to ``t^3`` side by side (``t`` in
+    ``[0, 1)``, the position within the piece): a read fetches a piece's four from one place in memory.
     """
 
     start: np.ndarray
@@ -178,7 +178,7 @@ class SurvivalTables:
             np.array([step for _, step, _ in pieces]),
             np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64),
             cells,
-            np.concatenate([coef for _, _, coef in pieces], axis=1),
+            np.ascontiguousarray(np.concatenate([coef for _, _, coef in pieces], axis=1).T),
         )
 
     def at(self, table: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,11 +193,13 @@ class SurvivalTables:
         t = pos - cell
         i = cell.astype(np.int64)
         i += self.first[column]
-        c0, c1, c2, c3 = self.coef
-        out = c3.take(i)
-        for c in (c2, c1, c0):
-            out *= t
-            out += c.take(i)
+        c = self.coef.take(i, axis=0)  # (rows, points, 4): Horner's rule from t^3
+        out = c[..., 3] * t
+        out += c[..., 2]
+        out *= t
+        out += c[..., 1]
+        out *= t
+        out += c[..., 0]
         return out, inside
 
 

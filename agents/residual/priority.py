@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -169,14 +170,14 @@ def job_features(
 ) -> np.ndarray:
     """The ``(jobs, features)`` matrix of :data:`RESIDUAL_FEATURES` for ``views`` (their indexes, iterations done
     at the snapshot and :func:`fixed_features`), built a column at a time."""
-    now, holding = snapshot.now, (JobStatus.RUNNING, JobStatus.RECONFIGURING)
-    out = np.empty((len(views), len(RESIDUAL_FEATURES)))
+    now, holding, n = snapshot.now, (JobStatus.RUNNING, JobStatus.RECONFIGURING), len(views)
+    out = np.empty((n, len(RESIDUAL_FEATURES)))
     if not views:
         return out
     logs = np.log10(np.maximum(np.asarray(indexes, dtype=float), 1e-300))
     # per job: submit time, queueing seconds, holds GPUs, GPUs held, preemptions
-    raw = np.array(
-        [
+    raw = np.fromiter(
+        chain.from_iterable(
             (
                 v.spec.submit_time,
                 v.queued_s(now),
@@ -185,21 +186,22 @@ def job_features(
                 v.preemptions,
             )
             for v in views
-        ],
+        ),
         dtype=float,
-    )
+        count=5 * n,
+    ).reshape(n, 5)
     held = raw[:, 3].tolist()
-    counts = {n: log_count(int(n)) for n in set(held)}
+    counts = {c: log_count(int(c)) for c in set(held)}
     out[:, 0] = 1.0
-    out[:, 1] = np.clip(logs - logs.mean(), -3.0, 3.0)
+    out[:, 1] = np.minimum(np.maximum(logs - logs.mean(), -3.0), 3.0)  # np.clip's values, without its overhead
     out[:, 2] = np.minimum(
         1.0, np.array(list(map(math.log10, (1.0 + np.asarray(attained, dtype=float)).tolist()))) / 6.0
     )
     out[:, 3] = _squash(now - raw[:, 0], 3600.0)
     out[:, 4] = _squash(raw[:, 1], 3600.0)
     out[:, 5] = raw[:, 2]
-    out[:, 6] = [counts[n] for n in held]
-    out[:, 7:11] = fixed
+    out[:, 6] = [counts[c] for c in held]
+    out[:, 7:11] = np.fromiter(chain.from_iterable(fixed), dtype=float, count=4 * n).reshape(n, 4)
     out[:, 11] = raw[:, 4] / (raw[:, 4] + 1.0)
     return out
 
@@ -275,7 +277,7 @@ class ResidualPriority(GittinsPriority):
         """Each listed job's (order, urgency) multipliers by job id (a view the snapshot does not list has none: 1)."""
         if self._residuals_for is not snapshot:
             x = self.listed_features(snapshot)
-            r = np.exp(np.clip(x @ self._rows.T, -self.weights.clip, self.weights.clip))
+            r = np.exp(np.minimum(np.maximum(x @ self._rows.T, -self.weights.clip), self.weights.clip))
             self._residuals = dict(zip([v.spec.job_id for v in self._listed], map(tuple, r.tolist())))
             self._residuals_for = snapshot
         return self._residuals

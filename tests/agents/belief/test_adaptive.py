@@ -79,6 +79,24 @@ def test_a_memo_of_likelihood_rows_gives_the_posterior_to_the_last_bit() -> None
     assert memo.grid == scale.grid and twin.grid == other.grid and len(memo.rows) == len(twin.rows)
 
 
+def test_a_memo_told_only_of_changes_beyond_a_running_jobs_work_gives_the_posterior_to_the_last_bit() -> None:
+    belief = default_belief("real")
+    kinds = [JobAttributes(ModelRef("gpt", "1.3B"), 128, GpuType("a10"), 4, reference_s=0.8), JOB]
+    rng = np.random.default_rng(5)
+    scale, memo, seen = EpisodeScale(belief), Likelihoods(), {}
+    for step in range(40):
+        changed = {f"j{step}"}
+        seen[f"j{step}"] = Observation(kinds[step % len(kinds)], 0.0, False)
+        for job, o in list(seen.items()):
+            if not o.finished:  # runs on (or waits), and sometimes finishes
+                new = Observation(o.attributes, o.work + float(rng.integers(0, 3) * 200), rng.random() < 0.1)
+                if new.finished or not (new.work > 0 and o.work > 0):  # what EpisodeLog.observe names
+                    changed.add(job)
+                seen[job] = new
+        assert np.array_equal(scale.posterior(seen, memo, changed), scale.posterior(seen))
+    assert any(o.finished for o in seen.values()) and any(o.work > 0 and not o.finished for o in seen.values())
+
+
 def test_a_memo_asked_about_other_jobs_gives_their_posterior_to_the_last_bit() -> None:
     belief = default_belief("real")
     a = JobAttributes(ModelRef("gpt", "1.3B"), 128, GpuType("a10"), 4, reference_s=0.8)
