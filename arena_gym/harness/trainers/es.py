@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,11 @@ from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
 from arena_gym.harness.trainers.windows import BASE_SPEC, ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
+
+if TYPE_CHECKING:
+    import optuna
+
+    from arena_gym.harness.tune import Report
 
 log = logging.getLogger(__name__)
 
@@ -189,3 +194,40 @@ class ResidualTrainer:
                 on_iteration(it, best[0])
         assert best is not None  # iterations >= 1
         return best
+
+
+class ESMethod:
+    """The residual on Arena's Gittins order and urgency, trained by evolution strategies.
+
+    Tuned: the perturbation scale, the step size, the log-multiplier bound and the number of
+    antithetic pairs; the best selection score so far is reported after every iteration.
+    """
+
+    config_type = ResidualTrainConfig
+
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
+        """sigma and learning_rate log-uniform, clip uniform, pairs 3..6."""
+        return {
+            "sigma": trial.suggest_float("sigma", 0.05, 1.0, log=True),
+            "learning_rate": trial.suggest_float("learning_rate", 0.02, 1.0, log=True),
+            "clip": trial.suggest_float("clip", 1.0, 5.0),
+            "pairs": trial.suggest_int("pairs", 3, 6),
+        }
+
+    def check(self, config: ResidualTrainConfig) -> None:
+        """Load the train and validation windows once (a missing data folder or trace fails here)."""
+        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
+            ResidualTrainer(config, Path(folder) / "run")
+
+    def objective(self, config: ResidualTrainConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out``; the best selection score."""
+        weights = ResidualTrainer(config, out).run(progress=progress, on_iteration=report)
+        return float(weights.trained["validation_geomean_ratio"])
+
+    def config_json(self, config: ResidualTrainConfig) -> dict[str, Any]:
+        """The fields, as ``arena-gym train --method es --config`` reads them."""
+        return dataclasses.asdict(config)
+
+
+#: ``arena-gym train --method`` / ``tune --target`` es: see :data:`arena_gym.harness.trainers.METHODS`.
+ES = ESMethod()

@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,11 @@ from arena_gym.harness.sweep import run_tasks
 from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_policy
 from envs.config import EnvConfig
+
+if TYPE_CHECKING:
+    import optuna
+
+    from arena_gym.harness.tune import Report
 
 log = logging.getLogger(__name__)
 
@@ -271,3 +276,40 @@ class ExpertIteration:
         plot_expert_iteration(frame, self.out / "history.png")
         log.info("round %d: validation %.4f of Arena (%d samples)", round_, score, row["samples"])
         return row
+
+
+class ExpertIterationMethod:
+    """Expert iteration (DAgger) of a slot agent from a warm start, with a search policy as teacher.
+
+    Tuned: the mixture's decay, the epochs and the learning rate of each refit; the best
+    selection score is reported once, at the end.
+    """
+
+    config_type = ExpertIterationConfig
+
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
+        """beta uniform, epochs from a list, learning_rate log-uniform."""
+        return {
+            "beta": trial.suggest_float("beta", 0.3, 0.9),
+            "epochs": trial.suggest_categorical("epochs", [5, 10, 20]),
+            "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-3, log=True),
+        }
+
+    def check(self, config: ExpertIterationConfig) -> None:
+        """Read the warm start and build the teacher once (a missing model or unknown teacher fails here)."""
+        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
+            ExpertIteration(config, Path(folder) / "run")
+
+    def objective(self, config: ExpertIterationConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out``; the best round's selection score."""
+        best = ExpertIteration(config, out).run(progress=progress)
+        report(int(best["round"]), float(best["validation_score"]))
+        return float(best["validation_score"])
+
+    def config_json(self, config: ExpertIterationConfig) -> dict[str, Any]:
+        """The fields, as ``arena-gym train --method expert-iteration --config`` reads them."""
+        return dataclasses.asdict(config)
+
+
+#: ``arena-gym train --method`` / ``tune --target`` expert-iteration: see :data:`arena_gym.harness.trainers.METHODS`.
+EXPERT_ITERATION = ExpertIterationMethod()

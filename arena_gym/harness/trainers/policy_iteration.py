@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -49,6 +49,11 @@ from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, write_json
 from arena_gym.types import Decision, Snapshot
 from envs import EnvConfig, Workload
+
+if TYPE_CHECKING:
+    import optuna
+
+    from arena_gym.harness.tune import Report
 
 log = logging.getLogger(__name__)
 
@@ -274,3 +279,41 @@ class PolicyIteration:
             "elapsed_s": time.perf_counter() - began,
             "weights": json.dumps([round(float(x), 6) for x in theta]),
         }
+
+
+class PolicyIterationMethod:
+    """Policy iteration of the residual: a lookahead over perturbed residuals, distilled back into it.
+
+    Tuned: the perturbation scale, the ridge and the number of directions; the best selection
+    score is reported once, at the end.
+    """
+
+    config_type = PolicyIterationConfig
+
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
+        """sigma and ridge log-uniform, pairs 1..4."""
+        return {
+            "sigma": trial.suggest_float("sigma", 0.05, 1.0, log=True),
+            "ridge": trial.suggest_float("ridge", 0.01, 10.0, log=True),
+            "pairs": trial.suggest_int("pairs", 1, 4),
+        }
+
+    def check(self, config: PolicyIterationConfig) -> None:
+        """Load the windows and the warm start once (a missing data folder or file fails here)."""
+        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
+            PolicyIteration(config, Path(folder) / "run")
+
+    def objective(self, config: PolicyIterationConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out``; the best round's selection score."""
+        weights = PolicyIteration(config, out).run(progress=progress)
+        score = float(weights.trained["validation_geomean_ratio"])
+        report(int(weights.trained["round"]), score)
+        return score
+
+    def config_json(self, config: PolicyIterationConfig) -> dict[str, Any]:
+        """The fields, as ``arena-gym train --method policy-iteration --config`` reads them."""
+        return dataclasses.asdict(config)
+
+
+#: ``arena-gym train --method`` / ``tune --target`` policy-iteration: see :data:`arena_gym.harness.trainers.METHODS`.
+POLICY_ITERATION = PolicyIterationMethod()

@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -46,6 +46,11 @@ from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
 from arena_gym.harness.trainers.windows import ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
 from envs import EnvConfig, Workload
+
+if TYPE_CHECKING:
+    import optuna
+
+    from arena_gym.harness.tune import Report
 
 log = logging.getLogger(__name__)
 
@@ -367,3 +372,42 @@ class ResidualPPOTrainer:
         pd.DataFrame(self.history).to_csv(self.out / "history.csv", index=False)
         log.info("validation @%d steps: %.4f of %s", steps, score, SELECTION_REFERENCE)
         return score
+
+
+class ResidualPPOMethod:
+    """PPO fine-tuning of a residual from a warm start (none: zero weights, the base policy).
+
+    Tuned: the learning rate, the initial log standard deviation, the KL target and the critic
+    warm-up; the best selection score is reported once, at the end.
+    """
+
+    config_type = ResidualPPOConfig
+
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
+        """learning_rate log-uniform, log_std_init uniform, kl_target and critic_warmup from short lists."""
+        return {
+            "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-3, log=True),
+            "log_std_init": trial.suggest_float("log_std_init", -3.0, -1.0),
+            "kl_target": trial.suggest_categorical("kl_target", [0.0, 0.01, 0.03]),
+            "critic_warmup": trial.suggest_categorical("critic_warmup", [0, 2, 4]),
+        }
+
+    def check(self, config: ResidualPPOConfig) -> None:
+        """Load the windows and the warm start once (a missing data folder or file fails here)."""
+        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
+            ResidualPPOTrainer(config, Path(folder) / "run")
+
+    def objective(self, config: ResidualPPOConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out``; the best selection score."""
+        weights = ResidualPPOTrainer(config, out).run(progress=progress)
+        score = float(weights.trained["validation_geomean_ratio"])
+        report(int(weights.trained["timesteps"]), score)
+        return score
+
+    def config_json(self, config: ResidualPPOConfig) -> dict[str, Any]:
+        """The fields, as ``arena-gym train --method residual-ppo --config`` reads them."""
+        return dataclasses.asdict(config)
+
+
+#: ``arena-gym train --method`` / ``tune --target`` residual-ppo: see :data:`arena_gym.harness.trainers.METHODS`.
+RESIDUAL_PPO = ResidualPPOMethod()

@@ -15,6 +15,7 @@ new run is complete: :func:`arena_gym.harness.out_dirs.filled_dir`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch as th
@@ -49,6 +50,11 @@ from arena_gym.harness.selection import Selection
 from arena_gym.harness.tracking import finish_run, start_run
 from arena_gym.outputs import code_version, write_csv, write_json
 
+if TYPE_CHECKING:
+    import optuna
+
+    from arena_gym.harness.tune import Report
+
 log = logging.getLogger(__name__)
 
 _CHECKPOINT = re.compile(r"^model_(\d+)_steps\.zip$")
@@ -57,7 +63,17 @@ _UNHASHED = ("steps", "out_dir", "wandb_mode", "wandb_project", "progress")
 #: The kind of results directory an sb3 run writes (:mod:`arena_gym.harness.out_dirs`).
 KIND = "train:sb3"
 
-__all__ = ["TrainConfig", "TrainResult", "build_model", "config_hash", "latest_checkpoint", "resume", "train"]
+__all__ = [
+    "SB3",
+    "SB3Method",
+    "TrainConfig",
+    "TrainResult",
+    "build_model",
+    "config_hash",
+    "latest_checkpoint",
+    "resume",
+    "train",
+]
 
 
 @dataclass(frozen=True)
@@ -394,3 +410,57 @@ def _log_final(run: Any, table: pd.DataFrame, metrics: Mapping[str, float], out:
     data["final/eval_table"] = wandb.Table(dataframe=table)
     data["final/learning_curve"] = wandb.Image(str(out / "learning_curve.png"))
     run.log(data, step=timesteps)
+
+
+class SB3Method:
+    """A stable-baselines3 agent (``arena-gym train``), sampled the way rl-zoo3 samples PPO.
+
+    Tuned: the learning rate, rollout length, minibatch size, epochs, discount, GAE lambda,
+    entropy bonus, clip range and network width. The selection score is reported at every
+    validation; the trial's value is the best of them (the model training keeps).
+    """
+
+    config_type = TrainConfig
+
+    def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
+        """rl-zoo3's PPO space, narrowed to what one CPU runs."""
+        n_steps = trial.suggest_categorical("n_steps", [128, 256, 512, 1024])
+        return {
+            "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-3, log=True),
+            "n_steps": n_steps,
+            "batch_size": min(trial.suggest_categorical("batch_size", [32, 64, 128, 256]), n_steps),
+            "n_epochs": trial.suggest_categorical("n_epochs", [3, 5, 10, 20]),
+            "gamma": trial.suggest_categorical("gamma", [0.95, 0.98, 0.99, 0.995, 0.999]),
+            "gae_lambda": trial.suggest_categorical("gae_lambda", [0.8, 0.9, 0.95, 0.98, 1.0]),
+            "ent_coef": trial.suggest_float("ent_coef", 1e-8, 0.05, log=True),
+            "clip_range": trial.suggest_categorical("clip_range", [0.1, 0.2, 0.3, 0.4]),
+            "net_arch": {"small": (64, 64), "medium": (128, 128), "large": (256, 256)}[
+                trial.suggest_categorical("net_arch", ["small", "medium", "large"])
+            ],
+        }
+
+    def check(self, config: TrainConfig) -> None:
+        """The env and its overrides (a bad one fails here); validation must run for pruning to see a score."""
+        env_config(config.env_id, config.env_overrides_for(TRAIN_SPLIT))
+        if config.eval_every < 1:
+            raise ValueError("tune: the sb3 method needs eval_every >= 1 (its trials are pruned on validation)")
+
+    def objective(self, config: TrainConfig, out: Path, report: Report, progress: bool = False) -> float:
+        """Train into ``out`` (no wandb); the best validation score."""
+        scores: list[float] = []
+
+        def seen(steps: int, score: float) -> None:
+            scores.append(score)
+            report(steps, min(scores))
+
+        run = dataclasses.replace(config, out_dir=str(out), wandb_mode="disabled", progress=progress)
+        train(run, on_validation=seen)
+        return min(scores)
+
+    def config_json(self, config: TrainConfig) -> dict[str, Any]:
+        """``TrainConfig.to_json``: the file ``arena-gym train --config`` reads."""
+        return config.to_json()
+
+
+#: ``arena-gym train --method`` / ``tune --target`` sb3: see :data:`arena_gym.harness.trainers.METHODS`.
+SB3 = SB3Method()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -10,6 +12,19 @@ import pytest
 
 from agents.residual.priority import ResidualWeights
 from arena_gym.harness.trainers.es import ResidualTrainConfig, ResidualTrainer, centred_ranks, es_step
+
+
+@pytest.mark.timeout(120)
+def test_the_es_method_loads_without_torch_or_sb3() -> None:
+    code = (
+        "import sys\n"
+        "from arena_gym.harness.trainers import METHODS\n"
+        "from arena_gym.registry import resolve\n"
+        "assert type(resolve(METHODS['es'])).__name__ == 'ESMethod'\n"
+        "print(sorted(m for m in ('torch', 'stable_baselines3') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100, check=True)
+    assert run.stdout.strip() == "[]", run.stderr
 
 
 def test_centred_ranks_run_from_minus_to_plus_a_half() -> None:
