@@ -1,8 +1,9 @@
 """Interrupt soak: stop ``python -m arena_gym train --method es`` at seeded random points while it loads its libraries.
 
 Protocol: ``--stops`` planned stops, each a signal (SIGINT or SIGTERM, a seeded random choice) and a seeded random
-point in ``--window`` seconds after the start: the span where torch, SB3 and highspy are imported. Each planned stop
-is run once per ``--checkout`` (default: this one), their order alternating from one stop to the next: a
+point in ``--window`` seconds after the start: the span where it imports its libraries (highspy, matplotlib; torch
+and SB3 where the ES method imports them). Each planned stop is run once per ``--checkout`` (default: this one),
+their order alternating from one stop to the next: a
 two-iteration ES training (one pair, one window, one validation window, one worker) of that checkout (on
 ``PYTHONPATH``), in a fresh folder, sent the signal to its process group at the point. Each stop is classed by the
 command line's contract:
