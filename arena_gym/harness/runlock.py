@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from arena_gym.safe_points import signals_held
+
 log = logging.getLogger(__name__)
 
 #: Seconds between heartbeats, and the heartbeat age after which an owner on another host is presumed dead.
@@ -108,11 +110,17 @@ class RunLock:
         self._beat: threading.Thread | None = None
 
     def __enter__(self) -> RunLock:
-        self.acquire()
+        try:
+            with signals_held():  # a stop between creating the lock file and holding it would leave the file
+                self.acquire()
+        except BaseException:
+            self.release()  # taken, then stopped by the signal held meanwhile: let go again
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.release()
+        with signals_held():  # a signal meanwhile is delivered once the lock file is gone
+            self.release()
 
     def acquire(self) -> None:
         """Take the lock (taking over a stale one), record this process, start the heartbeat."""

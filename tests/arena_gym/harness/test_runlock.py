@@ -44,6 +44,23 @@ def test_the_owner_is_recorded_and_a_second_writer_is_refused_naming_it(tmp_path
         pass
 
 
+@pytest.mark.parametrize("where", ["_check_writable", "release"])
+def test_ctrl_c_while_the_lock_is_taken_or_let_go_leaves_no_lock_file(
+    tmp_path: Path, monkeypatch, ctrl_c_raises, where: str
+) -> None:
+    target = tmp_path / "new" / "run"
+    real = getattr(RunLock, where)
+
+    def stopped(lock: RunLock) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives midway; the rest must still run
+        real(lock)
+
+    monkeypatch.setattr(RunLock, where, stopped)
+    with pytest.raises(KeyboardInterrupt), RunLock(target, "simulate"):
+        pass
+    assert not os.path.lexists(lock_path(target)) and list(tmp_path.iterdir()) == []  # no lock, no parents
+
+
 def test_missing_parents_are_created_and_removed_again(tmp_path: Path) -> None:
     out = tmp_path / "a" / "b" / "run"
     with RunLock(out, "compare"):
