@@ -33,6 +33,7 @@ from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.trainers.trainer_method import TrainerMethod
 from arena_gym.harness.trainers.windows import BASE_SPEC, ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
 
@@ -196,7 +197,7 @@ class ResidualTrainer:
         return best
 
 
-class ESMethod:
+class ESMethod(TrainerMethod):
     """The residual on Arena's Gittins order and urgency, trained by evolution strategies.
 
     Tuned: the perturbation scale, the step size, the log-multiplier bound and the number of
@@ -204,6 +205,7 @@ class ESMethod:
     """
 
     config_type = ResidualTrainConfig
+    trainer = ResidualTrainer
 
     def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """sigma and learning_rate log-uniform, clip uniform, pairs 3..6."""
@@ -214,19 +216,10 @@ class ESMethod:
             "pairs": trial.suggest_int("pairs", 3, 6),
         }
 
-    def check(self, config: ResidualTrainConfig) -> None:
-        """Load the train and validation windows once (a missing data folder or trace fails here)."""
-        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
-            ResidualTrainer(config, Path(folder) / "run")
-
     def objective(self, config: ResidualTrainConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best selection score."""
         weights = ResidualTrainer(config, out).run(progress=progress, on_iteration=report)
         return float(weights.trained["validation_geomean_ratio"])
-
-    def config_json(self, config: ResidualTrainConfig) -> dict[str, Any]:
-        """The fields, as ``arena-gym train --method es --config`` reads them."""
-        return dataclasses.asdict(config)
 
 
 #: ``arena-gym train --method`` / ``tune --target`` es: see :data:`arena_gym.harness.trainers.METHODS`.

@@ -42,6 +42,7 @@ from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator, model_policy
 from arena_gym.harness.selection import Selection
 from arena_gym.harness.sweep import run_tasks
+from arena_gym.harness.trainers.trainer_method import TrainerMethod
 from arena_gym.outputs import code_version, write_csv, write_json
 from arena_gym.registry import make_policy
 from envs.config import EnvConfig
@@ -278,7 +279,7 @@ class ExpertIteration:
         return row
 
 
-class ExpertIterationMethod:
+class ExpertIterationMethod(TrainerMethod):
     """Expert iteration (DAgger) of a slot agent from a warm start, with a search policy as teacher.
 
     Tuned: the mixture's decay, the epochs and the learning rate of each refit; the best
@@ -286,6 +287,7 @@ class ExpertIterationMethod:
     """
 
     config_type = ExpertIterationConfig
+    trainer = ExpertIteration
 
     def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """beta uniform, epochs from a list, learning_rate log-uniform."""
@@ -295,20 +297,11 @@ class ExpertIterationMethod:
             "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-3, log=True),
         }
 
-    def check(self, config: ExpertIterationConfig) -> None:
-        """Read the warm start and build the teacher once (a missing model or unknown teacher fails here)."""
-        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
-            ExpertIteration(config, Path(folder) / "run")
-
     def objective(self, config: ExpertIterationConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best round's selection score."""
         best = ExpertIteration(config, out).run(progress=progress)
         report(int(best["round"]), float(best["validation_score"]))
         return float(best["validation_score"])
-
-    def config_json(self, config: ExpertIterationConfig) -> dict[str, Any]:
-        """The fields, as ``arena-gym train --method expert-iteration --config`` reads them."""
-        return dataclasses.asdict(config)
 
 
 #: ``arena-gym train --method`` / ``tune --target`` expert-iteration: see :data:`arena_gym.harness.trainers.METHODS`.

@@ -44,6 +44,7 @@ from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import cluster_scenario
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
 from arena_gym.harness.sweep import run_tasks
+from arena_gym.harness.trainers.trainer_method import TrainerMethod
 from arena_gym.harness.trainers.windows import ResidualData, windows_and_scores
 from arena_gym.loop import run_episode
 from arena_gym.outputs import code_version, write_json
@@ -281,7 +282,7 @@ class PolicyIteration:
         }
 
 
-class PolicyIterationMethod:
+class PolicyIterationMethod(TrainerMethod):
     """Policy iteration of the residual: a lookahead over perturbed residuals, distilled back into it.
 
     Tuned: the perturbation scale, the ridge and the number of directions; the best selection
@@ -289,6 +290,7 @@ class PolicyIterationMethod:
     """
 
     config_type = PolicyIterationConfig
+    trainer = PolicyIteration
 
     def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """sigma and ridge log-uniform, pairs 1..4."""
@@ -298,21 +300,12 @@ class PolicyIterationMethod:
             "pairs": trial.suggest_int("pairs", 1, 4),
         }
 
-    def check(self, config: PolicyIterationConfig) -> None:
-        """Load the windows and the warm start once (a missing data folder or file fails here)."""
-        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
-            PolicyIteration(config, Path(folder) / "run")
-
     def objective(self, config: PolicyIterationConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best round's selection score."""
         weights = PolicyIteration(config, out).run(progress=progress)
         score = float(weights.trained["validation_geomean_ratio"])
         report(int(weights.trained["round"]), score)
         return score
-
-    def config_json(self, config: PolicyIterationConfig) -> dict[str, Any]:
-        """The fields, as ``arena-gym train --method policy-iteration --config`` reads them."""
-        return dataclasses.asdict(config)
 
 
 #: ``arena-gym train --method`` / ``tune --target`` policy-iteration: see :data:`arena_gym.harness.trainers.METHODS`.

@@ -43,6 +43,7 @@ from agents.residual.network import ResidualPolicy, TeacherAnchor
 from agents.residual.priority import ResidualWeights
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.selection import SELECTION_REFERENCE, geomean_ratio
+from arena_gym.harness.trainers.trainer_method import TrainerMethod
 from arena_gym.harness.trainers.windows import ResidualData, windows_and_scores
 from arena_gym.outputs import code_version, write_json
 from envs import EnvConfig, Workload
@@ -374,7 +375,7 @@ class ResidualPPOTrainer:
         return score
 
 
-class ResidualPPOMethod:
+class ResidualPPOMethod(TrainerMethod):
     """PPO fine-tuning of a residual from a warm start (none: zero weights, the base policy).
 
     Tuned: the learning rate, the initial log standard deviation, the KL target and the critic
@@ -382,6 +383,7 @@ class ResidualPPOMethod:
     """
 
     config_type = ResidualPPOConfig
+    trainer = ResidualPPOTrainer
 
     def sample(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """learning_rate log-uniform, log_std_init uniform, kl_target and critic_warmup from short lists."""
@@ -392,21 +394,12 @@ class ResidualPPOMethod:
             "critic_warmup": trial.suggest_categorical("critic_warmup", [0, 2, 4]),
         }
 
-    def check(self, config: ResidualPPOConfig) -> None:
-        """Load the windows and the warm start once (a missing data folder or file fails here)."""
-        with tempfile.TemporaryDirectory(prefix="tune-check-") as folder:
-            ResidualPPOTrainer(config, Path(folder) / "run")
-
     def objective(self, config: ResidualPPOConfig, out: Path, report: Report, progress: bool = False) -> float:
         """Train into ``out``; the best selection score."""
         weights = ResidualPPOTrainer(config, out).run(progress=progress)
         score = float(weights.trained["validation_geomean_ratio"])
         report(int(weights.trained["timesteps"]), score)
         return score
-
-    def config_json(self, config: ResidualPPOConfig) -> dict[str, Any]:
-        """The fields, as ``arena-gym train --method residual-ppo --config`` reads them."""
-        return dataclasses.asdict(config)
 
 
 #: ``arena-gym train --method`` / ``tune --target`` residual-ppo: see :data:`arena_gym.harness.trainers.METHODS`.
