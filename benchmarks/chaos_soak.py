@@ -2,9 +2,10 @@
 
 Protocol
 --------
-1. A trace of small live jobs (``live:n_jobs=N,work=1,span_s=S,max_gpus=2``: N = 4 a minute, arriving over all of
-   ``--minutes`` (S is that over N / 12: the trace repeats its menu of 12 in consecutive spans), more work than the two
-   devices do meanwhile, so they stay busy and the faults run their whole schedule) is deployed with
+1. A trace of small live jobs (``live:n_jobs=N,work=W,span_s=S,max_gpus=2``: W is ``--work``, default 1; N = 4 a
+   minute, arriving over all of ``--minutes`` (S is that over N / 12: the trace repeats its menu of 12 in consecutive
+   spans), more work than the two devices do meanwhile, so they stay busy and the faults run their whole schedule) is
+   deployed with
    ``python -m arena_gym deploy --policy arena --testbed cpu-2 --no-sim --no-plots --checkpoint-every 5
    --stale-timeout 15 --max-retries 100`` (the retries are the soak's to spend: every fault costs one).
 2. A seeded fault schedule (:func:`real_runner.live.chaos.fault_schedule`: the first fault after 20 s, then one every
@@ -42,7 +43,7 @@ when every check passed, 1 otherwise.
 Commands::
 
     OMP_NUM_THREADS=1 python benchmarks/chaos_soak.py --minutes 30 --seed 0   # the full soak
-    OMP_NUM_THREADS=1 python benchmarks/chaos_soak.py --minutes 3 --seed 0    # the slow test's version
+    OMP_NUM_THREADS=1 python benchmarks/chaos_soak.py --minutes 3 --seed 0 --work 2   # the slow test's version
 """
 
 from __future__ import annotations
@@ -77,13 +78,15 @@ TMPFS_SIZE = "512m"
 FILLER = ".soak-disk-full"
 
 
-def trace_spec(minutes: float, seed: int) -> str:
-    """The live trace for a run of ``minutes``: four jobs a minute arriving over all of it, more work than the two
-    devices do in that time under the faults (with 90 % of it and ``work=0.8``, a 30-minute run ran out of work at 26.9
-    minutes, at 7.7 steps/s)."""
+def trace_spec(minutes: float, seed: int, work: float = 1.0) -> str:
+    """The live trace for a run of ``minutes``: four jobs a minute arriving over all of it, each iteration count
+    scaled by ``work``. It must hold more work than the two devices do in that time under the faults, or faults find
+    nothing to hit: with 90 % of it and ``work=0.8``, a 30-minute run ran out of work at 26.9 minutes (7.7 steps/s);
+    with ``work=1`` a 3-minute run on an idle host found no rank running at 112, 128 and 149 s and skipped those 3 of
+    its 7 faults (a short run's trace has gaps between its arrivals; ``work=2`` fills them)."""
     n_jobs = max(6, round(minutes * 4))
     span_s = minutes * 60 * 12 / n_jobs  # the trace repeats its menu of 12 jobs in consecutive spans
-    return f"live:n_jobs={n_jobs},work=1,span_s={span_s:.4g},max_gpus=2,seed={seed}"
+    return f"live:n_jobs={n_jobs},work={work:g},span_s={span_s:.4g},max_gpus=2,seed={seed}"
 
 
 class Soak:
@@ -332,7 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "reliability")
     parser.add_argument("--drain-minutes", type=float, default=None, help="how long the jobs may take to finish "
                         "after the faults end (default: 10 + the run's minutes)")  # fmt: skip
+    parser.add_argument("--work", type=float, default=1.0, help="scale of every job's iterations (default 1)")
     args = parser.parse_args(argv)
+    if not 0 < args.work <= 100:
+        parser.error(f"--work must be in (0, 100], got {args.work}")
     reexec_in_namespace(argv)
     disk = bool(os.environ.get(IN_NAMESPACE))
     load_before = os.getloadavg()
@@ -345,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         duration_s=args.minutes * 60, kinds=KINDS if disk else tuple(k for k in KINDS if k != "disk_full")
     )
     faults = fault_schedule(config, args.seed)
-    trace = trace_spec(args.minutes, args.seed)
+    trace = trace_spec(args.minutes, args.seed, args.work)
     print(f"chaos soak: {args.minutes:g} min of faults on cpu-2, seed {args.seed}, trace {trace}, {len(faults)} faults "
           f"scheduled; full disk {'on tmpfs checkpoint folders' if disk else 'unavailable (no unshare)'}; in {out}",
           flush=True)  # fmt: skip

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_a_three_minute_soak_loses_and_doubles_no_step(tmp_path) -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "chaos_soak.py"), "--minutes", "3", "--seed", "0"]
-        + ["--out", str(tmp_path), "--drain-minutes", "25"],
+        + ["--out", str(tmp_path), "--drain-minutes", "25", "--work", "2"],  # busy through the faults on a fast host
         cwd=REPO,
         capture_output=True,
         text=True,
