@@ -12,7 +12,8 @@
 - :func:`staged_dir` builds a results directory under a hidden temporary name and moves it into
   place only when complete; on an error or Ctrl-C the partial directory is removed.
   :func:`filled_dir` is where a writer that fills its directory as it goes writes: the directory
-  itself when it is new or empty, else a staged one that replaces the earlier run when complete.
+  itself when it is new or empty, else a staged one that replaces the earlier run when complete;
+  :func:`aside_dir` always stages (a writer that cannot resume).
 - :func:`shown_path` and :func:`machine` describe where a result came from without machine paths.
 """
 
@@ -168,6 +169,14 @@ def staged_dir(
     """
     out = check_out_dir(out_dir, flag, kind=kind, replace=replace)
     with _staging(out, _label(flag, out_dir)) as tmp:
+        yield tmp
+
+
+@contextmanager
+def aside_dir(out: Path, flag: str = "--out") -> Iterator[Path]:
+    """Where a writer that cannot resume writes (``out`` already checked, :func:`check_out_dir`): a staged directory
+    that replaces ``out`` once complete, and is removed on an error or Ctrl-C (a stopped run leaves nothing)."""
+    with _staging(out, _label(flag, out)) as tmp:
         yield tmp
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from agents.rl.config import TRAIN_SPLIT, TrainConfig
 from arena_gym.harness.cli.common import key_values
-from arena_gym.harness.out_dirs import check_out_dir, staged_dir
+from arena_gym.harness.out_dirs import aside_dir, check_out_dir
 from arena_gym.harness.runlock import RunLock
 from arena_gym.harness.train_options import add_train_arguments, config_file, config_from_args, wandb_mode
 from arena_gym.harness.trainers import METHODS
@@ -95,11 +95,9 @@ def handle_method(args: argparse.Namespace) -> int:
     the best selection score printed."""
     method = resolve(METHODS[args.method])
     config = method_config(args, method.config_type)
-    kind = f"train:{args.method}"
-    out = check_out_dir(args.out_dir, kind=kind, replace=args.replace)
+    out = check_out_dir(args.out_dir, kind=f"train:{args.method}", replace=args.replace)
     quiet_generators(args)
-    # built aside: these methods do not resume, so a stopped run must leave nothing a rerun would refuse
-    with RunLock(out, "train"), staged_dir(out, kind=kind, replace=args.replace) as work:
+    with RunLock(out, "train"), aside_dir(out) as work:  # these methods do not resume: a stopped run leaves nothing
         best = method.objective(
             config, work, lambda step, score: log.info("best so far @%d: %.4f", step, score), progress=args.progress
         )
