@@ -4,29 +4,21 @@ counted twice. Marker ``slow`` (real deployments under faults; about 5-15 minute
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from real_runner.launchers.local import find_processes
+from tests.helpers import run_benchmark
 
 pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.timeout(2400)]
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def test_a_three_minute_soak_loses_and_doubles_no_step(tmp_path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "chaos_soak.py"), "--minutes", "3", "--seed", "0"]
-        + ["--out", str(tmp_path), "--drain-minutes", "25", "--work", "2"],  # busy through the faults on a fast host
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+    done = run_benchmark(
+        "chaos_soak",
+        *["--minutes", "3", "--seed", "0", "--out", str(tmp_path), "--drain-minutes", "25"],
+        *["--work", "2"],  # busy through the faults on a fast host
         timeout=2300,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"},
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
     result = json.loads((tmp_path / "chaos_soak_seed0_3min.json").read_text())
