@@ -14,13 +14,15 @@ rung                  adds
                       expected completions (the base every residual starts from)
 ``learned-order``     the residual's learned order multipliers alone (its urgency row zeroed)
 ``learned``           the documented residual (both rows)
+``sizing``            the same network with a learned sizing row (``--sizing``: each job's GPU
+                      target for the upgrade trial, up to 128 GPUs)
 ====================  ==========================================================================
 
 Beside the ladder, two single-piece rows: ``arena-32`` (the cap on Arena's own order) and
-``learned-urgency`` (the residual's urgency multipliers alone). Sizing targets are not a piece
-of the documented agent (it sets order and urgency only), so no rung measures them.
+``learned-urgency`` (the residual's urgency multipliers alone).
 
-Protocol: writes the two one-row weights files next to the results (the documented file with one
+Protocol: refuses a ``--sizing`` file whose order and urgency rows are not the documented ones (the
+rung would then add more than its sizing row); writes the two one-row weights files next to the results (the documented file with one
 row zeroed), runs ``arena-gym evaluate`` on ``--suite`` (default ``frozen-test``: a run there
 is one more look at the test set and adds a row to its ledger) with Arena as reference, then
 compares every rung with the rung before it on the same windows
@@ -62,6 +64,7 @@ from arena_gym.outputs import code_version, write_json
 
 REPO = Path(__file__).resolve().parents[1]
 WEIGHTS = REPO / "benchmarks" / "results" / "residual" / "train-tuned" / "residual.json"
+SIZING = REPO / "benchmarks" / "results" / "residual" / "train-sizing" / "residual.json"
 RESULTS = REPO / "benchmarks" / "results" / "ablation"
 METRIC = "padded_jct_s"
 SEED = 0
@@ -75,6 +78,7 @@ LADDER: tuple[tuple[str, str, str], ...] = (
     ("urgency", "urgency-weighted shrinking", "arena-gittins-32-f"),
     ("learned-order", "learned order multipliers", "weights:order"),
     ("learned", "learned urgency multipliers", "weights:both"),
+    ("sizing", "learned sizing targets", "weights:sizing"),
 )
 #: Rows beside the ladder: (name, what it is, spec, the rung it is compared with).
 SIDE: tuple[tuple[str, str, str, str], ...] = (
@@ -94,12 +98,20 @@ def one_row_weights(weights: ResidualWeights, keep: str) -> ResidualWeights:
     raise ValueError(f"keep must be order or urgency, got {keep!r}")
 
 
-def policy_specs(weights_path: Path, out: Path) -> dict[str, str]:
+def policy_specs(weights_path: Path, sizing_path: Path, out: Path) -> dict[str, str]:
     """Rung name -> policy spec, writing the one-row weights files under ``out/weights``."""
-    weights = ResidualWeights.load(weights_path)
+    weights, sized = ResidualWeights.load(weights_path), ResidualWeights.load(sizing_path)
+    same = (sized.order, sized.urgency, sized.clip, sized.belief) == (
+        weights.order,
+        weights.urgency,
+        weights.clip,
+        weights.belief,
+    )
+    if not same or not any(sized.size):
+        raise ValueError(f"{sizing_path}: not {weights_path}'s network with a sizing row")
     folder = out / "weights"
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"both": weights_path}
+    files = {"both": weights_path, "sizing": sizing_path}
     for keep in ("order", "urgency"):
         files[keep] = one_row_weights(weights, keep).save(folder / f"residual-{keep}.json")
     specs = {}
@@ -160,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="frozen-test", help="evaluate's suite (frozen-test: adds a ledger row)")
     parser.add_argument("--weights", type=Path, default=WEIGHTS, help="the documented residual's weights file")
+    parser.add_argument("--sizing", type=Path, default=SIZING, help="those weights with a learned sizing row")
     parser.add_argument("--workers", type=int, default=2, help="evaluate's worker processes")
     parser.add_argument("--limit", type=int, default=0, help="at most N windows, evenly spaced (0 = all)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
@@ -167,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     args, passed = parser.parse_known_args(argv)
     args.out = args.out or RESULTS / args.suite
     load_before = os.getloadavg()
-    specs = policy_specs(args.weights, args.out)
+    try:
+        specs = policy_specs(args.weights, args.sizing, args.out)
+    except ValueError as err:
+        parser.error(str(err))
     policies = ",".join(f"{name}={spec}" for name, spec in specs.items())
     command = [sys.executable, "-m", "arena_gym", "evaluate", "--suite", args.suite, "--reference", "arena"]
     command += ["--policies", policies, "--workers", str(args.workers), "--limit", str(args.limit)]

@@ -25,7 +25,9 @@ class ArenaConfig:
     ``weighted_fits`` does the same in ``fit_one_job``'s downgrade search (the other jobs' losses
     and gains count in the fitted job's samples/s, times their urgency relative to its own).
 
-    Constants (§5.3-5.7): jobs hold at most ``max_job_gpus`` GPUs; the downgrade BFS goes
+    Constants (§5.3-5.7): jobs hold at most ``max_job_gpus`` GPUs, except that the upgrade trial
+    may grow a job up to ``max_grow_gpus`` (0: ``max_job_gpus``; a priority's sizing targets bound
+    each job's grows, see :meth:`agents.arena.priority.Priority.targets`); the downgrade BFS goes
     ``downgrade_depth`` levels deep, ``downgrade_depth_crowded`` once more than
     ``crowded_running_jobs`` jobs run; the upgrade trial takes at most ``max_upgrade_steps``
     steps; the pending restart trial at most ``max_restart_trials`` fits; bubble migration at
@@ -43,6 +45,7 @@ class ArenaConfig:
     weighted_upgrades: bool = False
     weighted_fits: bool = False
     max_job_gpus: int = 16
+    max_grow_gpus: int = 0
     downgrade_depth: int = 3
     downgrade_depth_crowded: int = 2
     crowded_running_jobs: int = 150
@@ -58,6 +61,15 @@ class ArenaConfig:
         for name in ("crowded_running_jobs", "max_upgrade_steps", "max_restart_trials"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ArenaConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_grow_gpus and self.max_grow_gpus < self.max_job_gpus:
+            raise ValueError(
+                f"ArenaConfig.max_grow_gpus must be 0 or >= max_job_gpus ({self.max_job_gpus}), got {self.max_grow_gpus}"
+            )
+
+    @property
+    def grow_ceiling(self) -> int:
+        """The most GPUs the upgrade trial may grow a job to."""
+        return self.max_grow_gpus or self.max_job_gpus
 
     @property
     def ap_search(self) -> OverheadClass:

@@ -88,6 +88,10 @@ class GittinsPriority:
 
         return key
 
+    def targets(self, snapshot: Snapshot) -> Callable[[JobView], int] | None:
+        """No sizing targets: the config's cap."""
+        return None
+
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """The index per sample of service: index x reference iteration time / global batch."""
         indexes, now, unknown = self._indexes(snapshot), snapshot.now, self._unknown

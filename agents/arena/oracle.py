@@ -131,7 +131,7 @@ class ThroughputOracle:
     ) -> Moves:
         """The changes ``job`` may make from ``placement``, a placement it holds, with their gains' upper bounds.
 
-        First its doubling on its own type (unless ``no_scaling`` or beyond ``max_job_gpus``),
+        First its doubling on its own type (unless ``no_scaling`` or beyond the config's ``grow_ceiling``),
         then its move at the same count to each other type of ``capacity`` (GPUs per node by
         type, in cluster order; unless ``no_type_change``), each where the belief calls some
         locality feasible: (best rate over the localities - the held rate, type, GPU count,
@@ -167,7 +167,7 @@ class ThroughputOracle:
         own, count = placement.gpu_type, placement.num_gpus
         old = self.current(spec, key_of(placement))
         bounds = []
-        if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus:
+        if not cfg.no_scaling and 2 * count <= cfg.grow_ceiling:
             ub = self.best_rate(spec, own, 2 * count, capacity[own])
             if ub is not None:
                 bounds.append(MoveBound(ub - old, own, 2 * count, True))

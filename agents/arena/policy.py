@@ -81,7 +81,8 @@ class ArenaPolicy:
             return Decision()
         order = self.priority.keys(snapshot) if self.priority is not None else None
         urgency = self.priority.urgency(snapshot) if self.priority is not None and self._weighted else None
-        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable, order, urgency)
+        targets = self.priority.targets(snapshot) if self.priority is not None else None
+        rnd = DecisionRound(self.config, snapshot, self._oracle, opportunism, self._runnable, order, urgency, targets)
         if snapshot.departures:
             rnd.after_departures(upgrade=not new, arrivals={v.job_id for v in new})
         if new:

@@ -36,6 +36,10 @@ class Priority(Protocol):
         """Each job's expected completions per sample of further service (>= 0; only ratios between jobs matter)."""
         ...
 
+    def targets(self, snapshot: Snapshot) -> Callable[[JobView], int] | None:
+        """The most GPUs the upgrade trial may grow each job to (a sizing target), or None: the config's ceiling for all."""
+        ...
+
     def reset(self) -> None:
         """Forget the episode."""
         ...
@@ -59,6 +63,10 @@ class ShortestRemaining:
     def fork(self) -> ShortestRemaining:
         """Itself: it keeps no episode state."""
         return self
+
+    def targets(self, snapshot: Snapshot) -> None:
+        """No sizing targets: the config's cap."""
+        return None
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
         """(remaining seconds at the requested shape, submit time, job id)."""

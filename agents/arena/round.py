@@ -52,7 +52,8 @@ class DecisionRound:
     set of opportunism job ids the policy carries between calls. The queue order is submission
     order (Arena's FIFO), or ``order``'s keys when given (lowest first: a priority order);
     ``urgency`` weighs the upgrade trial's and the downgrade search's gains
-    (``ArenaConfig.weighted_upgrades``, ``weighted_fits``).
+    (``ArenaConfig.weighted_upgrades``, ``weighted_fits``); ``targets`` bound the GPUs the upgrade
+    trial may grow each job to (:meth:`agents.arena.priority.Priority.targets`).
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class DecisionRound:
         runnable: dict[JobId, bool],
         order: Callable[[JobView], tuple] | None = None,
         urgency: Callable[[JobView], float] | None = None,
+        targets: Callable[[JobView], int] | None = None,
     ) -> None:
         self.config = config
         self.snapshot = snapshot
@@ -71,7 +73,7 @@ class DecisionRound:
         self.fifo = order is None
         self.ws = Workspace(snapshot, index=True)  # the searches walk the indexes in order
         self.views = self.ws.views
-        self.search = ArenaSearch(config, self.ws, oracle, self.views, urgency)
+        self.search = ArenaSearch(config, self.ws, oracle, self.views, urgency, targets)
         self.opportunism: dict[JobId, None] = dict.fromkeys(opportunism)
         self.preempted: dict[JobId, None] = {}
         self._runnable = runnable

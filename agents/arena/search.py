@@ -70,9 +70,12 @@ class ArenaSearch:
         oracle: ThroughputOracle,
         views: Mapping[JobId, JobView],
         urgency: Callable[[JobView], float] | None = None,
+        targets: Callable[[JobView], int] | None = None,
     ) -> None:
         self.config = config
         self.urgency = urgency
+        self.targets = targets
+        self._targets: dict[JobId, int] = {}
         self.ws = workspace
         self.oracle = oracle
         self.views = views
@@ -90,6 +93,14 @@ class ArenaSearch:
         found = self._urgencies.get(job)
         if found is None:
             found = self._urgencies[job] = max(self.urgency(self.views[job]), 1e-30)
+        return found
+
+    def _size_target(self, job: JobId) -> int:
+        """The most GPUs the upgrade trial may grow ``job`` to: its sizing target, at most the cap (memoised)."""
+        assert self.targets is not None
+        found = self._targets.get(job)
+        if found is None:
+            found = self._targets[job] = min(self.targets(self.views[job]), self.config.grow_ceiling)
         return found
 
     def _weighted(
@@ -132,9 +143,12 @@ class ArenaSearch:
         return False
 
     # ------------------------------------------------------------ migration search
-    def place(self, job: JobView, gpu_type: str, num_gpus: int) -> tuple[Placement | None, bool]:
+    def place(
+        self, job: JobView, gpu_type: str, num_gpus: int, limit: int | None = None
+    ) -> tuple[Placement | None, bool]:
         """Put ``job`` (holding no GPUs) on ``num_gpus`` GPUs of ``gpu_type``; returns (placement, relaxed).
 
+        At most ``limit`` GPUs (default ``max_job_gpus``; a grow may go up to the config's ``grow_ceiling``).
         Best locality first (best-fit nodes); if fragmentation blocks it, RHD bubble migration
         rounds repack other jobs; otherwise the most packed relaxed locality that fits, as long
         as every level is feasible. Fails if the best locality itself is infeasible.
@@ -144,7 +158,7 @@ class ArenaSearch:
         if (
             cap is None
             or ws.total_free[gpu_type] < num_gpus
-            or num_gpus > self.config.max_job_gpus
+            or num_gpus > (limit or self.config.max_job_gpus)
             or num_gpus > cap * ws.nodes[gpu_type]
         ):
             return None, False
@@ -403,9 +417,10 @@ class ArenaSearch:
 
         ``movers`` hold GPUs; ``target`` (the job being fitted: its view, GPU count and current
         samples/s) holds none and comes first. With ``grow`` a job may also double on its own
-        type. Candidates are tried in order of their gain's upper bound (best locality), so the
-        search stops as soon as no untried move can beat the best found. Growing with an
-        ``urgency``, each mover's gains are weighted by its urgency (a grow must still gain).
+        type, up to its sizing target where ``targets`` are given. Candidates are tried in order
+        of their gain's upper bound (best locality), so the search stops as soon as no untried
+        move can beat the best found. Growing with an ``urgency``, each mover's gains are weighted
+        by its urgency (a grow must still gain).
         """
         ws, oracle, cfg = self.ws, self.oracle, self.config
         if grow:
@@ -425,12 +440,16 @@ class ArenaSearch:
                 if ub is not None and (not grow or ub - old > GAIN_EPS):
                     candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
+        unsized = self.targets is None  # no sizing targets: a grow is bounded by the config's ceiling alone
+        ceiling = cfg.grow_ceiling  # a grown job may be moved or grown up to it
         weights: dict[JobId, float] = {}
         append = candidates.append
         for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
             w = weights[j] = self._urgency(j) / unit if weigh else 1.0
             for made, (gain, t, num_gpus, doubles) in enumerate(upgrades if grow else bounds):  # growing: gains only
-                if free[t] >= count and (grow if doubles else t != exclude_type):
+                if free[t] >= count and (
+                    grow and (unsized or num_gpus <= self._size_target(j)) if doubles else t != exclude_type
+                ):
                     append((-gain * w, order, made, j, t, num_gpus, old))
         heapq.heapify(candidates)  # read lowest first: a search that stops early sorts only what it reads
         best: _Move | None = None
@@ -440,7 +459,7 @@ class ArenaSearch:
                 break
             mark = ws.checkpoint()
             ws.set(j, None)  # a no-op for the target, which holds no GPUs yet
-            placement, relaxed = self.place(self.views[j], t, count)
+            placement, relaxed = self.place(self.views[j], t, count, ceiling)
             if placement is not None:
                 delta = self._rate(self.views[j], placement) - old
                 score = delta * weights.get(j, 1.0)
@@ -471,7 +490,7 @@ class ArenaSearch:
     def _may_upgrade(self, gpu_type: str, count: int, free: Mapping[str, int]) -> bool:
         """Whether a job holding ``count`` GPUs of ``gpu_type`` has any grow or move with enough idle GPUs."""
         cfg = self.config
-        if not cfg.no_scaling and 2 * count <= cfg.max_job_gpus and free[gpu_type] >= count:
+        if not cfg.no_scaling and 2 * count <= cfg.grow_ceiling and free[gpu_type] >= count:
             return True
         return not cfg.no_type_change and any(f >= count for t, f in free.items() if t != gpu_type)
 
@@ -487,7 +506,7 @@ class ArenaSearch:
             old = self.held_rate(j, p)
             mark = ws.checkpoint()
             ws.set(j, None)
-            placement, _ = self.place(view, p.gpu_type, p.num_gpus)
+            placement, _ = self.place(view, p.gpu_type, p.num_gpus, max(p.num_gpus, self.config.max_job_gpus))
             if placement is None or self._rate(view, placement) <= old + GAIN_EPS:
                 ws.rollback(mark)
             else:

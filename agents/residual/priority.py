@@ -1,20 +1,24 @@
-"""A learned residual on Arena's Gittins order and urgency: the parameterised Arena action space.
+"""A learned residual on Arena's Gittins order, urgency and sizing: the parameterised Arena action space.
 
 The network sets, for every waiting and running job, two log-multipliers from what a real
 scheduler sees (:data:`RESIDUAL_FEATURES`): one on its Gittins index (the queue order Arena
 admits and restarts by) and one on its urgency (the weight the downgrade search gives its
-samples/s, i.e. how many GPUs it keeps under sharing). Arena's allocation machinery carries
-them out. The network is linear (one weight row per multiplier, residuals clipped to
-``+-clip``), and zero weights are exactly the base policy (``arena-gittins-32-f``).
+samples/s, i.e. how many GPUs it keeps under sharing). A third row, the sizing head, reads the
+same features and the cluster's size and load (:data:`SIZE_FEATURES`) and sets each job's GPU
+target: the most GPUs the upgrade trial may grow it to, ``32 x 2^round(r)`` up to :data:`SIZE_CEILING`. Arena's allocation
+machinery carries them out. The network is linear (one weight row per output, residuals clipped
+to ``+-clip``), and zero weights are exactly the base policy (``arena-gittins-32-f``).
 Weights live in a small JSON file (:class:`ResidualWeights`) that records how they were trained.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -43,15 +47,31 @@ RESIDUAL_FEATURES: tuple[str, ...] = (
     "reference_time",  # the belief's reference seconds per iteration, squashed by 1 s
     "preemptions",  # n / (n + 1)
 )
+#: Inputs of the sizing head: the per-job features, then three of the snapshot (the same for every job).
+SIZE_FEATURES: tuple[str, ...] = (
+    *RESIDUAL_FEATURES,
+    "cluster_gpus",  # log2(the cluster's GPUs) / 11
+    "demand",  # the listed jobs' requested GPUs / the cluster's GPUs, squashed by 1
+    "waiting_share",  # the share of listed jobs that wait
+)
+#: The most GPUs a sizing target may grow a job to (the base's cap, 32, is a zero residual's target).
+SIZE_CEILING = 128
+#: The network's output rows, in the order of a flat parameter vector.
+HEADS: tuple[str, ...] = ("order", "urgency", "size")
 #: Arena's settings in the policy a zero residual reproduces (``arena-gittins-32-f``, whose index adapts to the episode).
 BASE: dict[str, Any] = {"max_job_gpus": 32, "weighted_fits": True}
 FORMAT = "arena-gym residual weights"
 
 
+def _inputs(head: str) -> tuple[str, ...]:
+    """The features a head's row weighs."""
+    return SIZE_FEATURES if head == "size" else RESIDUAL_FEATURES
+
+
 def _numbers(raw: Any, what: str, path: str) -> tuple[float, ...]:
-    row = check(raw, list[float], f"residual weights {path}: {what!r}")
-    if len(row) != len(RESIDUAL_FEATURES):
-        raise ValueError(f"residual weights {path}: {what!r} must be a list of {len(RESIDUAL_FEATURES)} numbers")
+    row, n = check(raw, list[float], f"residual weights {path}: {what!r}"), len(_inputs(what))
+    if len(row) != n:
+        raise ValueError(f"residual weights {path}: {what!r} must be a list of {n} numbers")
     if not all(math.isfinite(x) for x in row):
         raise ValueError(f"residual weights {path}: {what!r} holds a value that is not a finite number")
     return tuple(row)
@@ -65,50 +85,68 @@ def _trained(raw: Any, path: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ResidualWeights:
-    """The residual network: ``order`` and ``urgency`` weight rows over :data:`RESIDUAL_FEATURES`.
+    """The residual network: ``order`` and ``urgency`` weight rows over :data:`RESIDUAL_FEATURES`, ``size``
+    over :data:`SIZE_FEATURES` (zero: no sizing targets; a file without it has none).
 
-    ``clip`` bounds each log-multiplier; ``belief`` is the packaged belief kind or belief file
+    ``clip`` bounds each residual; ``belief`` is the packaged belief kind or belief file
     the Gittins index comes from; ``trained`` records how the weights were found (free-form JSON).
     """
 
     order: tuple[float, ...] = (0.0,) * len(RESIDUAL_FEATURES)
     urgency: tuple[float, ...] = (0.0,) * len(RESIDUAL_FEATURES)
+    size: tuple[float, ...] = (0.0,) * len(SIZE_FEATURES)
     clip: float = 3.0
     belief: str = "real"
     trained: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self)
-        for name in ("order", "urgency"):
-            row = getattr(self, name)
-            if len(row) != len(RESIDUAL_FEATURES) or not all(math.isfinite(x) for x in row):
-                raise ValueError(f"ResidualWeights.{name} must be {len(RESIDUAL_FEATURES)} finite numbers")
+        for name in HEADS:
+            row, n = getattr(self, name), len(_inputs(name))
+            if len(row) != n or not all(math.isfinite(x) for x in row):
+                raise ValueError(f"ResidualWeights.{name} must be {n} finite numbers")
         if not (math.isfinite(self.clip) and self.clip > 0):
             raise ValueError(f"ResidualWeights.clip must be finite and > 0, got {self.clip}")
 
     @property
     def vector(self) -> np.ndarray:
-        """Both rows as one flat parameter vector (order first)."""
-        return np.array([*self.order, *self.urgency])
+        """The order and urgency rows as one flat parameter vector (order first)."""
+        return self.head_vector(("order", "urgency"))
 
     def with_vector(self, vector: np.ndarray, trained: Mapping[str, Any] | None = None) -> ResidualWeights:
-        """The same network with the flat parameters ``vector`` (see :attr:`vector`)."""
-        n = len(RESIDUAL_FEATURES)
+        """The same network with the order and urgency rows ``vector`` (see :attr:`vector`); the sizing row kept."""
+        return self.with_heads(("order", "urgency"), vector, trained)
+
+    def head_vector(self, heads: tuple[str, ...]) -> np.ndarray:
+        """The rows of ``heads`` (names of :data:`HEADS`) as one flat parameter vector, in that order."""
+        return np.array([x for head in heads for x in getattr(self, head)])
+
+    def with_heads(
+        self, heads: tuple[str, ...], vector: np.ndarray, trained: Mapping[str, Any] | None = None
+    ) -> ResidualWeights:
+        """The same network with the rows of ``heads`` set from the flat ``vector`` (see :meth:`head_vector`)."""
         values = [float(x) for x in np.asarray(vector, dtype=float).ravel()]
-        if len(values) != 2 * n:
-            raise ValueError(f"a residual parameter vector has {2 * n} entries, got {len(values)}")
-        return ResidualWeights(
-            tuple(values[:n]), tuple(values[n:]), self.clip, self.belief, self.trained if trained is None else trained
-        )
+        sizes = [len(_inputs(head)) for head in heads]
+        if len(values) != sum(sizes):
+            raise ValueError(
+                f"a residual parameter vector of {'+'.join(heads)} has {sum(sizes)} entries, got {len(values)}"
+            )
+        rows: dict[str, Any] = {}
+        at = 0
+        for head, n in zip(heads, sizes, strict=True):
+            rows[head], at = tuple(values[at : at + n]), at + n
+        return dataclasses.replace(self, **rows, trained=self.trained if trained is None else trained)
 
     def save(self, path: str | Path) -> Path:
-        """Write the weights as JSON (features named, so a file for another feature set is refused)."""
+        """Write the weights as JSON (features named, so a file for another feature set is refused; no sizing row
+        when it is zero)."""
         out = Path(path)
         body = {
             "format": FORMAT,
             "features": list(RESIDUAL_FEATURES),
             "order": list(self.order),
             "urgency": list(self.urgency),
+            **({"size_features": list(SIZE_FEATURES), "size": list(self.size)} if any(self.size) else {}),
             "clip": self.clip,
             "belief": self.belief,
             "trained": dict(self.trained),
@@ -129,10 +167,11 @@ class ResidualWeights:
             raise ValueError(f"residual weights {path}: not a {FORMAT!r} file")
         if raw.get("features") != list(RESIDUAL_FEATURES):
             raise ValueError(f"residual weights {path}: its features are not {', '.join(RESIDUAL_FEATURES)}")
-        body = {k: v for k, v in raw.items() if k not in ("format", "features")}
+        if "size" in raw and raw.get("size_features") != list(SIZE_FEATURES):
+            raise ValueError(f"residual weights {path}: its size features are not {', '.join(SIZE_FEATURES)}")
+        body = {k: v for k, v in raw.items() if k not in ("format", "features", "size_features")}
         readers: dict[str, Callable[[Any], Any]] = {
-            "order": lambda raw: _numbers(raw, "order", str(path)),
-            "urgency": lambda raw: _numbers(raw, "urgency", str(path)),
+            **{head: partial(_numbers, what=head, path=str(path)) for head in HEADS},
             "trained": lambda raw: _trained(raw, str(path)),
         }
         values = read_fields(cls, body, f"residual weights {path}", readers, require=("order", "urgency"))
@@ -206,32 +245,43 @@ def job_features(
     return out
 
 
+def snapshot_features(listed: list[JobView], snapshot: Snapshot) -> np.ndarray:
+    """The sizing head's three snapshot inputs (:data:`SIZE_FEATURES`' last three) for the ``listed`` jobs."""
+    gpus = snapshot.cluster.total_gpus
+    demand = sum(v.spec.requested_gpus or 0 for v in listed) / gpus
+    waiting = sum(1 for v in listed if v.allocation is None) / max(len(listed), 1)
+    return np.array([math.log2(gpus) / 11.0, demand / (demand + 1.0), waiting])
+
+
 class ResidualPriority(GittinsPriority):
-    """The Gittins order and urgency, each job's scaled by ``exp`` of its clipped linear residual.
+    """The Gittins order and urgency, each job's scaled by ``exp`` of its clipped linear residual, and sizing targets.
 
     Keys ``(-index x exp(r_order), submit time, job id)``; urgency the Gittins urgency x
-    ``exp(r_urgency)``. Residuals are computed once per snapshot for every job it lists
-    (non-clairvoyant: the features read attained work only).
+    ``exp(r_urgency)``; with a sizing row, each job's target ``32 x 2^round(r_size)`` GPUs (a power of
+    two, at most :data:`SIZE_CEILING`). Residuals are computed once per snapshot for every job it lists (non-clairvoyant: the
+    features read attained work only).
     """
 
     def __init__(self, belief: WorkBelief, weights: ResidualWeights, adapt: bool = True) -> None:
         super().__init__(belief, adapt)
         self.weights = weights
         self._rows = np.array([weights.order, weights.urgency])
+        self._size = np.array(weights.size) if any(weights.size) else None
         self._residuals_for: Snapshot | None = None
         self._residuals: dict[JobId, tuple[float, float]] = {}
+        self._targets: dict[JobId, int] = {}
         self._fixed: dict[JobId, tuple[float, float, float, float]] = {}  # a known job's :func:`fixed_features`
 
     def reset(self) -> None:
         """Forget the episode."""
         super().reset()
-        self._residuals_for, self._residuals, self._fixed = None, {}, {}
+        self._residuals_for, self._residuals, self._targets, self._fixed = None, {}, {}, {}
 
     def fork(self) -> ResidualPriority:
         """A copy with its own copy of the episode seen so far."""
         twin = super().fork()
         assert isinstance(twin, ResidualPriority)
-        twin._residuals_for, twin._residuals, twin._fixed = None, {}, dict(self._fixed)
+        twin._residuals_for, twin._residuals, twin._targets, twin._fixed = None, {}, {}, dict(self._fixed)
         return twin
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:
@@ -255,6 +305,14 @@ class ResidualPriority(GittinsPriority):
 
         return weight
 
+    def targets(self, snapshot: Snapshot) -> Callable[[JobView], int] | None:
+        """Each listed job's sizing target (an unlisted job: the base's cap); None without a sizing row."""
+        if self._size is None:
+            return None
+        self._scales(snapshot)
+        found, cap = self._targets, BASE["max_job_gpus"]
+        return lambda view: found.get(view.spec.job_id, cap)
+
     def features(self, views: list[JobView], snapshot: Snapshot) -> np.ndarray:
         """The network's inputs (:func:`job_features`) for ``views``, jobs ``snapshot`` lists: one row per view."""
         indexes, kept = self._indexes(snapshot), self._fixed
@@ -274,18 +332,28 @@ class ResidualPriority(GittinsPriority):
         return self.features(self._listed, snapshot)
 
     def _scales(self, snapshot: Snapshot) -> dict[JobId, tuple[float, float]]:
-        """Each listed job's (order, urgency) multipliers by job id (a view the snapshot does not list has none: 1)."""
+        """Each listed job's (order, urgency) multipliers by job id (a view the snapshot does not list has none: 1);
+        the sizing targets are computed beside them."""
         if self._residuals_for is not snapshot:
-            x = self.listed_features(snapshot)
-            r = np.exp(np.minimum(np.maximum(x @ self._rows.T, -self.weights.clip), self.weights.clip))
-            self._residuals = dict(zip([v.spec.job_id for v in self._listed], map(tuple, r.tolist())))
+            x, clip = self.listed_features(snapshot), self.weights.clip
+            r = np.exp(np.minimum(np.maximum(x @ self._rows.T, -clip), clip))
+            jobs = [v.spec.job_id for v in self._listed]
+            self._residuals = dict(zip(jobs, map(tuple, r.tolist())))
+            if self._size is not None:
+                n = len(RESIDUAL_FEATURES)
+                extra = snapshot_features(self._listed, snapshot) @ self._size[n:]
+                size = np.minimum(np.maximum(x @ self._size[:n] + extra, -clip), clip)
+                gpus = np.minimum(BASE["max_job_gpus"] * np.exp2(np.rint(size)), SIZE_CEILING)
+                self._targets = dict(zip(jobs, gpus.astype(int).tolist()))
             self._residuals_for = snapshot
         return self._residuals
 
 
 def residual_policy(weights: ResidualWeights, name: str = "arena-residual", **overrides: Any) -> ArenaPolicy:
-    """``arena-gittins-32-f`` with the residual ``weights`` on its order and urgency."""
-    return arena_with(ResidualPriority(load_belief(weights.belief), weights), name, **overrides)
+    """``arena-gittins-32-f`` with the residual ``weights`` on its order, urgency and sizing (a sizing row lets the
+    upgrade trial grow jobs up to :data:`SIZE_CEILING`, each to its target)."""
+    sized = {"max_grow_gpus": SIZE_CEILING} if any(weights.size) else {}
+    return arena_with(ResidualPriority(load_belief(weights.belief), weights), name, **{**sized, **overrides})
 
 
 def arena_with(priority: ResidualPriority, name: str, **overrides: Any) -> ArenaPolicy:

@@ -85,3 +85,16 @@ def test_the_ladder_compares_each_rung_with_the_one_before_on_the_same_windows(t
     assert evaluated["out_dir"] == "ablation/evaluate"
     assert record["config"]["policies"]["learned-order"].endswith("residual-order.json")
     assert (out / "ablation.md").read_text().startswith("| rung | adds |")
+
+
+def test_a_sizing_file_that_changes_more_than_its_sizing_row_is_refused(tmp_path):
+    b = bench()
+    weights = ResidualWeights.load(b.WEIGHTS)
+    sized = weights.with_heads(("size",), np.full(len(weights.size), 0.1))
+    assert b.policy_specs(b.WEIGHTS, sized.save(tmp_path / "sized.json"), tmp_path / "a")["sizing"].endswith(
+        "sized.json"
+    )
+    for other in (sized.with_vector(weights.vector + 0.5), weights):  # order and urgency moved; no sizing row
+        path = other.save(tmp_path / "other.json")
+        with pytest.raises(ValueError, match="other.json: not .*residual.json's network with a sizing row"):
+            b.policy_specs(b.WEIGHTS, path, tmp_path / "b")

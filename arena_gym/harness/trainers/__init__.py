@@ -6,7 +6,8 @@ ratio to Arena, lower is better), which a study minimises. Each lives beside its
 module names them without importing them (a method imports only what it runs: no torch for ``es``):
 
 - ``sb3``: a stable-baselines3 agent on the slot action space (:mod:`arena_gym.harness.trainers.sb3`);
-- ``es``: the residual on Arena's Gittins order by evolution strategies (:mod:`~arena_gym.harness.trainers.es`);
+- ``es``: the residual on Arena's Gittins order, urgency and sizing by evolution strategies
+  (:mod:`~arena_gym.harness.trainers.es`);
 - ``residual-ppo``: PPO fine-tuning of a residual (:mod:`~arena_gym.harness.trainers.residual_ppo`);
 - ``expert-iteration``: DAgger of a slot agent with a search teacher (:mod:`arena_gym.harness.trainers.expert_iteration`);
 - ``policy-iteration``: the residual improved by a lookahead over its perturbations and distilled back

@@ -1,4 +1,4 @@
-"""Train the residual on Arena's Gittins order and urgency by evolution strategies on the real traces' train windows.
+"""Train the residual on Arena's Gittins order, urgency and sizing by evolution strategies on the real traces' train windows.
 
 The residual network (:mod:`agents.residual.priority`) has a few dozen weights, and its score is
 an episode's average JCT, not a per-step reward: antithetic evolution strategies with ranked
@@ -8,7 +8,7 @@ network (``theta +- sigma * eps``, ``pairs`` pairs), the current one and the bas
 mean log ratio of its padded average JCT to the base's. The current network is then scored on
 the validation windows by the selection score (:mod:`arena_gym.harness.selection`: the
 geometric-mean padded-JCT ratio to Arena), and the one with the best is kept: the test windows
-are never seen.
+are never seen. ``heads`` names the rows it moves (the others stay as ``start`` has them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from agents.residual.priority import ResidualWeights
+from agents.residual.priority import HEADS, ResidualWeights
 from arena_gym.harness.eval_plots import plot_es_history
 from arena_gym.harness.out_dirs import check_out_dir
 from arena_gym.harness.scoring import Evaluator
@@ -54,9 +54,12 @@ class ResidualTrainConfig(ResidualData):
 
     Each of ``iterations`` iterations scores ``2 * pairs + 2`` networks on ``windows`` train
     windows drawn from the ``traces`` at the offered ``loads`` (the base's scores are kept per
-    window: it is deterministic), then the updated network on the validation windows (``validation_limit`` of them, evenly spaced; 0 = all). ``sigma`` is the
-    perturbation's scale, ``learning_rate`` the step on the ranked-fitness gradient, ``clip`` the
-    bound of each log-multiplier; ``workers`` local processes run the episodes.
+    window: it is deterministic), then the updated network on the validation windows
+    (``validation_limit`` of them, evenly spaced; 0 = all). ``sigma`` is the perturbation's scale,
+    ``learning_rate`` the step on the ranked-fitness gradient, ``clip`` the bound of each residual
+    (None: ``start``'s, or 3 without one); ``workers`` local processes run the episodes. ``heads`` are
+    the rows of the network it moves (of ``order``, ``urgency``, ``size``); the others stay as they
+    are in the weights file ``start`` (zero without one), from which it also starts.
     """
 
     iterations: int = 12
@@ -64,16 +67,24 @@ class ResidualTrainConfig(ResidualData):
     windows: int = 20
     sigma: float = 0.3
     learning_rate: float = 0.2
-    clip: float = 3.0
+    clip: float | None = None
+    heads: tuple[str, ...] = ("order", "urgency")
+    start: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not self.heads or len(set(self.heads)) < len(self.heads) or not set(self.heads) <= set(HEADS):
+            raise ValueError(
+                f"ResidualTrainConfig.heads must name some of {', '.join(HEADS)}, each once, got {self.heads}"
+            )
+        if self.start is not None:
+            ResidualWeights.load(self.start)  # a bad file is refused here, before any work
         for name in ("iterations", "pairs", "windows"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ResidualTrainConfig.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("sigma", "learning_rate", "clip"):
             value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
+            if value is not None and not (math.isfinite(value) and value > 0):
                 raise ValueError(f"ResidualTrainConfig.{name} must be finite and > 0, got {value}")
 
 
@@ -137,7 +148,7 @@ class ResidualTrainer:
             "train_windows": len(self.train.workloads),
             "validation_windows": len(self.validation.workloads),
         }
-        final = weights.with_vector(weights.vector, trained)
+        final = dataclasses.replace(weights, trained=trained)
         final.save(self.out / "residual.json")
         plot_es_history(pd.read_csv(self.out / "history.csv"), self.out / "history.png")
         return final
@@ -148,8 +159,10 @@ class ResidualTrainer:
         """The ES iterations: (validation geomean ratio, iteration, weights) of the best network on validation."""
         cfg = self.config
         rng = np.random.default_rng(cfg.seed)
-        start = ResidualWeights(clip=cfg.clip)
-        theta, history = start.vector, []
+        start = ResidualWeights.load(cfg.start) if cfg.start else ResidualWeights()
+        start = start if cfg.clip is None else dataclasses.replace(start, clip=cfg.clip)
+        heads = cfg.heads
+        theta, history = start.head_vector(heads), []
         best: tuple[float, int, ResidualWeights] | None = None
         began = time.perf_counter()
         for it in tqdm(range(1, cfg.iterations + 1), desc="residual ES", unit="iter", disable=not progress):
@@ -157,10 +170,14 @@ class ResidualTrainer:
                 len(self.train.workloads), size=min(cfg.windows, len(self.train.workloads)), replace=False
             )
             eps = rng.standard_normal((cfg.pairs, len(theta)))
-            specs = {"theta": self._spec(start.with_vector(theta), folder, f"it{it}-theta")}
+            specs = {"theta": self._spec(start.with_heads(heads, theta), folder, f"it{it}-theta")}
             for i, e in enumerate(eps):
-                specs[f"plus{i}"] = self._spec(start.with_vector(theta + cfg.sigma * e), folder, f"it{it}-plus{i}")
-                specs[f"minus{i}"] = self._spec(start.with_vector(theta - cfg.sigma * e), folder, f"it{it}-minus{i}")
+                plus, minus = (
+                    start.with_heads(heads, theta + cfg.sigma * e),
+                    start.with_heads(heads, theta - cfg.sigma * e),
+                )
+                specs[f"plus{i}"] = self._spec(plus, folder, f"it{it}-plus{i}")
+                specs[f"minus{i}"] = self._spec(minus, folder, f"it{it}-minus{i}")
             batch = Evaluator(self.train.config, [self.train.workloads[int(i)] for i in sorted(picked)])
             ratios = self.scores.log_ratios(batch, specs, progress=progress)
             fit = {label: float(r.mean()) for label, r in ratios.items()}
@@ -171,7 +188,7 @@ class ResidualTrainer:
                 np.array([fit[f"minus{i}"] for i in range(cfg.pairs)]),
                 cfg,
             )
-            current = start.with_vector(theta)
+            current = start.with_heads(heads, theta)
             check = {"theta": self._spec(current, folder, f"it{it}-updated")}
             valid = self.scores.log_ratios(self.validation, check, SELECTION_REFERENCE, progress)["theta"]
             score = geomean_ratio(valid)
@@ -198,7 +215,7 @@ class ResidualTrainer:
 
 
 class ESMethod(TrainerMethod):
-    """The residual on Arena's Gittins order and urgency, trained by evolution strategies.
+    """The residual on Arena's Gittins order, urgency and sizing, trained by evolution strategies.
 
     Tuned: the perturbation scale, the step size, the log-multiplier bound and the number of
     antithetic pairs; the best selection score so far is reported after every iteration.

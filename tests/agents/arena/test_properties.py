@@ -121,6 +121,18 @@ def test_keyword_overrides_apply_on_top_of_the_config():
         ArenaPolicy(max_upgrade_steps=-1)
 
 
+def test_the_grow_ceiling_lets_only_the_upgrade_trial_pass_the_cap():
+    """max_grow_gpus: a lone job admitted at its 2 GPUs grows to 8, past the 4-GPU cap; the ceiling is checked."""
+    lone = [job("j00", 0.0, 300, "a40", 2)]
+    runs = {
+        ceiling: max(e.num_gpus for e in checked_run(ArenaPolicy(max_job_gpus=4, max_grow_gpus=ceiling), lone))
+        for ceiling in (0, 4, 8)
+    }
+    assert runs == {0: 4, 4: 4, 8: 8}
+    with pytest.raises(ValueError, match="max_grow_gpus must be 0 or >= max_job_gpus \\(16\\), got 8"):
+        ArenaConfig(max_grow_gpus=8)
+
+
 def test_the_restart_cap_ablation_bounds_every_trial(monkeypatch):
     """arena-cap10 tries at most 10 jobs per pending restart trial, where Arena (cap 100) tries more."""
     from agents.arena.round import DecisionRound

@@ -1,4 +1,5 @@
-"""The residual on Arena's Gittins order and urgency: zero weights are arena-gittins-32-f, weights change decisions, files checked."""
+"""The residual on Arena's Gittins order, urgency and sizing: zero weights are arena-gittins-32-f, weights change
+decisions, sizing targets bound the upgrade trial, files checked."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.residual.priority import RESIDUAL_FEATURES, ResidualPriority, ResidualWeights, _squash, residual_policy
+from agents.residual.priority import (
+    RESIDUAL_FEATURES,
+    SIZE_CEILING,
+    SIZE_FEATURES,
+    ResidualPriority,
+    ResidualWeights,
+    _squash,
+    residual_policy,
+    snapshot_features,
+)
 from arena_gym.cluster import load_cluster
 from arena_gym.harness import load_jobs
 from arena_gym.loop import run_episode
@@ -132,7 +142,7 @@ def test_weights_round_trip_through_a_file_and_the_registry(tmp_path) -> None:
         (lambda body: {**body, "clip": "3"}, "clip must be a number, got '3'"),
         (lambda body: {**body, "urgency": [False] * N}, "'urgency' must be a list of numbers, got [False"),
         (lambda body: {**body, "belief": 3}, "belief must be a string, got 3"),
-        (lambda body: {**body, "seed": 1}, "unknown field(s) seed; valid: order, urgency, clip, belief, trained"),
+        (lambda body: {**body, "seed": 1}, "unknown field(s) seed; valid: order, urgency, size, clip, belief, trained"),
         (lambda body: {k: v for k, v in body.items() if k != "order"}, "missing field(s) order"),
     ],
 )
@@ -162,3 +172,87 @@ def test_the_committed_weight_files_load_and_are_written_back_byte_for_byte(tmp_
         weights = ResidualWeights.load(path)
         assert weights.belief == "real" and weights.trained
         assert weights.save(tmp_path / f"{i}.json").read_bytes() == path.read_bytes(), path
+
+
+def _sized(**weights: float) -> ResidualWeights:
+    """Zero order and urgency rows; the sizing row's named weights."""
+    return ResidualWeights(size=tuple(weights.get(name, 0.0) for name in SIZE_FEATURES))
+
+
+def _most_gpus_beyond_the_request(run) -> int:
+    """The largest allocation of a job that holds more GPUs than it requested (0 if none ever did)."""
+    requested = {job.job_id: job.requested_gpus for job in run.jobs}
+    return max((e.num_gpus for e in run.events if e.num_gpus > requested[e.job_id]), default=0)
+
+
+def test_a_sizing_row_bounds_how_far_the_upgrade_trial_grows_a_job(testbed) -> None:
+    assert residual_policy(ResidualWeights()).priority.targets(None) is None  # no sizing row: no targets read
+    base = _run(residual_policy(ResidualWeights()), testbed)
+    assert _most_gpus_beyond_the_request(base) > 4  # idle GPUs let the base grow jobs past 4
+    sized = _run(residual_policy(_sized(bias=-3.0)), testbed)  # every job's target: 32 x 2^-3 = 4
+    assert 0 < _most_gpus_beyond_the_request(sized) <= 4
+    assert {e.job_id for e in sized.events} == {e.job_id for e in base.events}
+
+
+def test_sizing_targets_above_the_cap_let_a_job_grow_past_it_up_to_the_ceiling() -> None:
+    cluster = load_cluster("arena-1280")
+    perf = make_perf("estimator", cluster)
+    idle = (cluster, perf, load_jobs(TRACE, cluster, perf, seed=3))  # 30 jobs on 1,280 GPUs: room to grow
+    grown = {
+        bias: max(e.num_gpus for e in _run(residual_policy(_sized(bias=bias)), idle).events)
+        for bias in (0.0, 1.0, 1.4, 2.9)  # targets 32 (the base), 64, 64, 256 -> the ceiling, 128
+    }
+    assert grown == {0.0: 32, 1.0: 64, 1.4: 64, 2.9: 128}
+    # a row whose targets all round to 32 is the base, to the event log, under the raised ceiling
+    assert _run(residual_policy(_sized(bias=0.3)), idle).events == _run(residual_policy(ResidualWeights()), idle).events
+    assert residual_policy(_sized(bias=1.0)).config.max_grow_gpus == SIZE_CEILING == 128
+    assert residual_policy(ResidualWeights()).config.max_grow_gpus == 0  # no sizing row: the base's config
+
+
+def test_sizing_targets_read_the_clusters_size_and_load(testbed) -> None:
+    cluster, perf, jobs = testbed
+    weights = _sized(cluster_gpus=-1.0)  # r = -log2(64) / 11 rounds to -1: targets 16 for every job
+    priority = ResidualPriority(make_policy("arena-gittins-32-f").priority.belief, weights)
+    seen: list[dict] = []
+
+    class Recorder(type(residual_policy(weights))):  # the residual policy, recording its targets
+        def decide(self, snapshot: Snapshot):
+            targets = self.priority.targets(snapshot)
+            listed = [*snapshot.pending, *snapshot.running]
+            seen.append({v.spec.job_id: targets(v) for v in listed})
+            demand = sum(v.spec.requested_gpus for v in listed) / 64
+            share = sum(v.allocation is None for v in listed) / max(len(listed), 1)
+            assert snapshot_features(listed, snapshot) == pytest.approx([6 / 11, demand / (demand + 1), share])
+            return super().decide(snapshot)
+
+    policy = Recorder("sized", priority=priority, max_job_gpus=32, weighted_fits=True)
+    _run(policy, testbed)
+    assert seen and {t for found in seen for t in found.values()} == {16}
+
+
+def test_a_sizing_row_round_trips_and_a_zero_one_is_not_written(tmp_path) -> None:
+    weights = _sized(bias=-0.75, demand=-1.5).with_vector(np.arange(2 * N) / 10.0)
+    assert weights.size[0] == -0.75 and weights.vector.tolist() == pytest.approx(list(np.arange(2 * N) / 10.0))
+    assert ResidualWeights.load(weights.save(tmp_path / "w.json")) == weights
+    moved = weights.with_heads(("size", "order"), np.arange(len(SIZE_FEATURES) + N))
+    assert moved.size == tuple(range(len(SIZE_FEATURES))) and moved.urgency == weights.urgency
+    assert moved.head_vector(("size", "order")).tolist() == list(range(len(SIZE_FEATURES) + N))
+    with pytest.raises(ValueError, match=f"order\\+size has {N + len(SIZE_FEATURES)} entries, got 3"):
+        weights.with_heads(("order", "size"), np.zeros(3))
+    assert "size" not in json.loads(ResidualWeights().save(tmp_path / "zero.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda body: {**body, "size": body["size"][:-1]}, f"'size' must be a list of {len(SIZE_FEATURES)} numbers"),
+        (lambda body: {**body, "size_features": body["size_features"][:-1]}, "its size features are not"),
+        (lambda body: {k: v for k, v in body.items() if k != "size_features"}, "its size features are not"),
+    ],
+)
+def test_bad_sizing_rows_are_refused_in_one_line(tmp_path, edit, problem: str) -> None:
+    path = _sized(bias=-1.0).save(tmp_path / "w.json")
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    with pytest.raises(ValueError, match="residual weights") as err:
+        ResidualWeights.load(path)
+    assert problem in str(err.value) and "\n" not in str(err.value)

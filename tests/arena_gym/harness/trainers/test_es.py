@@ -131,3 +131,40 @@ def test_a_run_across_clusters_selects_on_the_validation_windows_of_each(shared_
         "history.png",
         "residual.json",
     ]  # the candidates' folder is gone
+
+
+def test_a_run_of_the_sizing_head_moves_that_row_alone_from_its_start(shared_data, tmp_path) -> None:
+    start = ResidualWeights(order=(0.25,) + (0.0,) * 11, urgency=(0.0,) * 11 + (-0.5,), clip=2.5)
+    config = ResidualTrainConfig(
+        data_dir=str(shared_data),
+        iterations=1,
+        pairs=1,
+        windows=2,
+        validation_limit=1,
+        workers=1,
+        seed=3,
+        heads=("size",),
+        start=str(start.save(tmp_path / "start.json")),
+        clusters=("arena-1280",),
+    )
+    trained = ResidualTrainer(config, tmp_path / "run").run(progress=False)
+    assert trained.order == start.order and trained.urgency == start.urgency and np.abs(trained.size).sum() > 0
+    assert trained.clip == 2.5  # no clip set: the start's
+    history = pd.read_csv(tmp_path / "run" / "history.csv")
+    assert json.loads(history["weights"][0]) == pytest.approx(list(trained.size), abs=1e-6)
+    assert ResidualWeights.load(tmp_path / "run" / "residual.json").trained["config"]["heads"] == ["size"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        ({"heads": ()}, "heads must name some of order, urgency, size"),
+        ({"heads": ("size", "size")}, "each once"),
+        ({"heads": ("order", "width")}, "got ('order', 'width')"),
+        ({"start": "absent.json"}, "residual weights absent.json: cannot read"),
+    ],
+)
+def test_bad_heads_or_start_are_refused_in_one_line(settings: dict, problem: str) -> None:
+    with pytest.raises(ValueError) as err:
+        ResidualTrainConfig(**settings)
+    assert problem in str(err.value) and "\n" not in str(err.value)
