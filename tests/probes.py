@@ -47,6 +47,10 @@ class DeadlinePriority:
 
         return key
 
+    def targets(self, snapshot: Snapshot) -> None:
+        """No sizing targets: the config's ceiling."""
+        return None
+
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:
         """1 / seconds to the deadline (a tiny constant without one)."""
         now = snapshot.now

@@ -89,7 +89,7 @@ class GittinsPriority:
         return key
 
     def targets(self, snapshot: Snapshot) -> Callable[[JobView], int] | None:
-        """No sizing targets: the config's cap."""
+        """No sizing targets: the config's ceiling."""
         return None
 
     def urgency(self, snapshot: Snapshot) -> Callable[[JobView], float]:

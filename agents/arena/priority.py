@@ -65,7 +65,7 @@ class ShortestRemaining:
         return self
 
     def targets(self, snapshot: Snapshot) -> None:
-        """No sizing targets: the config's cap."""
+        """No sizing targets: the config's ceiling."""
         return None
 
     def keys(self, snapshot: Snapshot) -> Callable[[JobView], tuple]:

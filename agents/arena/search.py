@@ -96,7 +96,7 @@ class ArenaSearch:
         return found
 
     def _size_target(self, job: JobId) -> int:
-        """The most GPUs the upgrade trial may grow ``job`` to: its sizing target, at most the cap (memoised)."""
+        """The most GPUs the upgrade trial may grow ``job`` to: its sizing target, at most the ceiling (memoised)."""
         assert self.targets is not None
         found = self._targets.get(job)
         if found is None:

@@ -5,8 +5,8 @@ scheduler sees (:data:`RESIDUAL_FEATURES`): one on its Gittins index (the queue 
 admits and restarts by) and one on its urgency (the weight the downgrade search gives its
 samples/s, i.e. how many GPUs it keeps under sharing). A third row, the sizing head, reads the
 same features and the cluster's size and load (:data:`SIZE_FEATURES`) and sets each job's GPU
-target: the most GPUs the upgrade trial may grow it to, ``32 x 2^round(r)`` up to :data:`SIZE_CEILING`. Arena's allocation
-machinery carries them out. The network is linear (one weight row per output, residuals clipped
+target: the most GPUs the upgrade trial may grow it to, ``32 x 2^round(r)`` up to
+:data:`SIZE_CEILING`. Arena's allocation machinery carries them out. The network is linear (one weight row per output, residuals clipped
 to ``+-clip``), and zero weights are exactly the base policy (``arena-gittins-32-f``).
 Weights live in a small JSON file (:class:`ResidualWeights`) that records how they were trained.
 """
