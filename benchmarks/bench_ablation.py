@@ -22,8 +22,8 @@ Beside the ladder, two single-piece rows: ``arena-32`` (the cap on Arena's own o
 ``learned-urgency`` (the residual's urgency multipliers alone).
 
 Protocol: refuses a ``--sizing`` file whose order and urgency rows are not the documented ones (the
-rung would then add more than its sizing row); writes the two one-row weights files next to the results (the documented file with one
-row zeroed), runs ``arena-gym evaluate`` on ``--suite`` (default ``frozen-test``: a run there
+rung would then add more than its sizing row); writes the two one-row weights files next to the
+results (the documented file with one row zeroed), runs ``arena-gym evaluate`` on ``--suite`` (default ``frozen-test``: a run there
 is one more look at the test set and adds a row to its ledger) with Arena as reference, then
 compares every rung with the rung before it on the same windows
 (:func:`arena_gym.harness.stats.paired_comparison`: the mean ratio, wins, and the ratio's

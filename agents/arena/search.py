@@ -441,7 +441,6 @@ class ArenaSearch:
                     candidates.append((-(ub - old), 0, len(candidates), view.job_id, t, count, old))
         moves = oracle.moves_of(self.views, movers, ws.placement, ws.capacity)
         unsized = self.targets is None  # no sizing targets: a grow is bounded by the config's ceiling alone
-        ceiling = cfg.grow_ceiling  # a grown job may be moved or grown up to it
         weights: dict[JobId, float] = {}
         append = candidates.append
         for order, (j, (old, count, bounds, upgrades)) in enumerate(zip(movers, moves), start=1):
@@ -459,7 +458,7 @@ class ArenaSearch:
                 break
             mark = ws.checkpoint()
             ws.set(j, None)  # a no-op for the target, which holds no GPUs yet
-            placement, relaxed = self.place(self.views[j], t, count, ceiling)
+            placement, relaxed = self.place(self.views[j], t, count, cfg.grow_ceiling)  # a grown job may move
             if placement is not None:
                 delta = self._rate(self.views[j], placement) - old
                 score = delta * weights.get(j, 1.0)
@@ -506,7 +505,7 @@ class ArenaSearch:
             old = self.held_rate(j, p)
             mark = ws.checkpoint()
             ws.set(j, None)
-            placement, _ = self.place(view, p.gpu_type, p.num_gpus, max(p.num_gpus, self.config.max_job_gpus))
+            placement, _ = self.place(view, p.gpu_type, p.num_gpus, self.config.grow_ceiling)  # it may have grown
             if placement is None or self._rate(view, placement) <= old + GAIN_EPS:
                 ws.rollback(mark)
             else:

@@ -6,8 +6,9 @@ admits and restarts by) and one on its urgency (the weight the downgrade search 
 samples/s, i.e. how many GPUs it keeps under sharing). A third row, the sizing head, reads the
 same features and the cluster's size and load (:data:`SIZE_FEATURES`) and sets each job's GPU
 target: the most GPUs the upgrade trial may grow it to, ``32 x 2^round(r)`` up to
-:data:`SIZE_CEILING`. Arena's allocation machinery carries them out. The network is linear (one weight row per output, residuals clipped
-to ``+-clip``), and zero weights are exactly the base policy (``arena-gittins-32-f``).
+:data:`SIZE_CEILING`. Arena's allocation machinery carries them out. The network is linear (one
+weight row per output, residuals clipped to ``+-clip``), and zero weights are exactly the base
+policy (``arena-gittins-32-f``).
 Weights live in a small JSON file (:class:`ResidualWeights`) that records how they were trained.
 """
 
@@ -258,8 +259,8 @@ class ResidualPriority(GittinsPriority):
 
     Keys ``(-index x exp(r_order), submit time, job id)``; urgency the Gittins urgency x
     ``exp(r_urgency)``; with a sizing row, each job's target ``32 x 2^round(r_size)`` GPUs (a power of
-    two, at most :data:`SIZE_CEILING`). Residuals are computed once per snapshot for every job it lists (non-clairvoyant: the
-    features read attained work only).
+    two, at most :data:`SIZE_CEILING`). Residuals are computed once per snapshot for every job it
+    lists (non-clairvoyant: the features read attained work only).
     """
 
     def __init__(self, belief: WorkBelief, weights: ResidualWeights, adapt: bool = True) -> None:

@@ -27,13 +27,14 @@ def registered_non_clairvoyant() -> list[str]:
 
 
 #: Every registered policy that does not declare clairvoyance, the deadline probes (registered nowhere), and every
-#: documented learned agent: the residual (tuned and first run) and the slot agent.
+#: documented learned agent: the residual (tuned and first run, and the tuned one with its sizing head) and the slot agent.
 NON_CLAIRVOYANT = [
     *registered_non_clairvoyant(),
     "tests.probes:DeadlineArena",
     "tests.probes:WeightedDeadlineArena",
     f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train' / 'residual.json'}",
     f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train-tuned' / 'residual.json'}",
+    f"residual:{REPO / 'benchmarks' / 'results' / 'residual' / 'train-sizing' / 'residual.json'}",
     f"sb3:{REPO / 'benchmarks' / 'results' / 'train_run' / 'best_model.zip'}",
 ]
 
